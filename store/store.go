@@ -1,0 +1,140 @@
+// Package store is webhookd's one place for SQL: every statement that reads
+// or writes Postgres lives here, behind methods named for what they mean.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3/lock"
+	"github.com/pressly/goose/v3"
+
+	"github.com/webhookd/webhookd/migrations"
+)
+
+// ErrNotFound is returned when a row does not exist or belongs to another
+// merchant: callers must not be able to tell the two apart.
+var ErrNotFound = errors.New("not found")
+
+// Store wraps a pgx pool. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock replaces the wall clock, so that tests can shift time.
+func WithClock(now func() time.Time) Option {
+	return func(s *Store) { s.now = now }
+}
+
+// Open connects to Postgres and checks the connection.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping postgres: %w", err)
+	}
+	s := &Store{pool: pool, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// Close releases the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool exposes the pool for health checks and pool metrics.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Now is the store's clock, in UTC and at microsecond precision (what
+// Postgres keeps), so that values read back compare equal to values written.
+func (s *Store) Now() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Ping checks that Postgres answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// Migrate applies the embedded migrations (under goose's session lock, so
+// concurrent starts are safe) and makes sure the partitions for the coming
+// days exist.
+func Migrate(ctx context.Context, url string) error {
+	s, err := Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.Migrate(ctx)
+}
+
+// Migrate applies the embedded migrations with this store's connection
+// settings, then creates the partitions ahead.
+func (s *Store) Migrate(ctx context.Context) error {
+	db, err := openSQL(s.pool.Config().ConnConfig)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	if _, err := s.EnsurePartitions(ctx, s.Now(), PartitionsAhead); err != nil {
+		return err
+	}
+	return nil
+}
+
+// tx runs fn in a transaction, committing when it returns nil.
+func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
+
+func openSQL(cfg *pgx.ConnConfig) (*sql.DB, error) {
+	db := stdlib.OpenDB(*cfg)
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open migration connection: %w", err)
+	}
+	return db, nil
+}
+
+func isDuplicateTable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42P07" || pgErr.Code == "23505")
+}
