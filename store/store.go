@@ -138,3 +138,6 @@ func isDuplicateTable(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "42P07" || pgErr.Code == "23505")
 }
+
+// ErrConflict is returned when a write loses a race it cannot win.
+var ErrConflict = errors.New("conflict")

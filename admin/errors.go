@@ -1,0 +1,128 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/webhookd/webhookd/store"
+)
+
+// docBase is where each error code is explained.
+const docBase = "https://docs.webhookd.dev/errors#"
+
+// Error is an API error with its spec 7 code. Handlers return it (or wrap
+// it); writeError renders it in the surface's format.
+type Error struct {
+	Status         int
+	Category       string
+	Code           string
+	Message        string
+	Param          *string
+	RequiredScopes []string
+	// RetryAfter, when set, is sent as the Retry-After header in seconds.
+	RetryAfter int
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// The categories of spec 7.
+const (
+	catAPI            = "api_error"
+	catAuthentication = "authentication_error"
+	catIdempotency    = "idempotency_error"
+	catInvalidRequest = "invalid_request_error"
+	catRateLimit      = "rate_limit_error"
+)
+
+func newError(status int, category, code, message string) *Error {
+	return &Error{Status: status, Category: category, Code: code, Message: message}
+}
+
+// withParam names the offending parameter.
+func (e *Error) withParam(param string) *Error {
+	c := *e
+	c.Param = &param
+	return &c
+}
+
+func errInvalid(param, message string) *Error {
+	return newError(http.StatusBadRequest, catInvalidRequest, "parameter_invalid", message).withParam(param)
+}
+
+func errMissing(param string) *Error {
+	return newError(http.StatusBadRequest, catInvalidRequest, "parameter_missing", param+" is required.").withParam(param)
+}
+
+func errValidation(param, message string) *Error {
+	e := newError(http.StatusBadRequest, catInvalidRequest, "validation_error", message)
+	if param != "" {
+		e = e.withParam(param)
+	}
+	return e
+}
+
+var (
+	errNotFound         = newError(http.StatusNotFound, catInvalidRequest, "resource_not_found", "No such resource.")
+	errMethodNotAllowed = newError(http.StatusMethodNotAllowed, catInvalidRequest, "method_not_allowed", "This method is not supported on this endpoint.")
+	errAuthentication   = newError(http.StatusUnauthorized, catAuthentication, "authentication_required", "A valid API key is required.")
+	errPayloadTooLarge  = newError(http.StatusRequestEntityTooLarge, catInvalidRequest, "payload_too_large", "The request body is too large.")
+	errInternal         = newError(http.StatusInternalServerError, catAPI, "internal_error", "An unexpected error occurred; retrying may help.")
+	errKeyRequired      = newError(http.StatusBadRequest, catInvalidRequest, "idempotency_key_required", "POST requests must carry an Idempotency-Key header.").withParam("Idempotency-Key")
+	errKeyReused        = newError(http.StatusConflict, catIdempotency, "idempotency_key_already_used", "This Idempotency-Key was already used with different parameters.")
+	errInProgress       = newError(http.StatusConflict, catIdempotency, "request_in_progress", "A request with this Idempotency-Key is being processed.")
+	errHTTPSRequired    = newError(http.StatusForbidden, catInvalidRequest, "permission_denied", "Requests must use HTTPS.")
+)
+
+func errInsufficientScope(scopes ...string) *Error {
+	e := newError(http.StatusForbidden, catInvalidRequest, "insufficient_scope", "The API key lacks a required scope.")
+	e.RequiredScopes = scopes
+	return e
+}
+
+func errAPIVersion(message string) *Error {
+	return newError(http.StatusBadRequest, catInvalidRequest, "api_version_error", message).withParam("api-version")
+}
+
+func errRateLimited(retryAfter int) *Error {
+	e := newError(http.StatusTooManyRequests, catRateLimit, "rate_limit_exceeded", "Too many requests; retry after the Retry-After delay.")
+	e.RetryAfter = retryAfter
+	return e
+}
+
+// asError maps any error to the API error it stands for. It is the one
+// place where domain errors meet the spec's codes; anything unknown is an
+// internal error whose detail is logged, never sent.
+func asError(ctx context.Context, logger *slog.Logger, err error) *Error {
+	var apiErr *Error
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr
+	case errors.Is(err, store.ErrNotFound):
+		return errNotFound
+	case errors.Is(err, store.ErrConflict):
+		return newError(http.StatusConflict, catInvalidRequest, "conflict", "The resource changed concurrently; retry.")
+	default:
+		logger.ErrorContext(ctx, "internal error", "correlation_id", correlationID(ctx), "error", err)
+		return errInternal
+	}
+}
+
+// bankingError is the flat body of spec 7: every field always present.
+type bankingError struct {
+	Category       string   `json:"category"`
+	Code           string   `json:"code"`
+	Message        string   `json:"message"`
+	Param          *string  `json:"param"`
+	DocURL         string   `json:"doc_url"`
+	CorrelationID  string   `json:"correlation_id"`
+	RequiredScopes []string `json:"required_scopes,omitempty"`
+}
+
+// legacyError is the body of the legacy surface (spec 7, legacy 409).
+type legacyError struct {
+	Message  string `json:"message"`
+	Category string `json:"category"`
+	DocURL   string `json:"docUrl"`
+}

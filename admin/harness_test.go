@@ -1,0 +1,199 @@
+package admin_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/store/storetest"
+)
+
+// harness is a webhookd API on a fresh database and a private Redis, served
+// by real HTTP servers on 127.0.0.1.
+type harness struct {
+	t        *testing.T
+	cfg      admin.Config
+	store    *store.Store
+	redis    *redis.Client
+	public   *httptest.Server
+	internal *httptest.Server
+}
+
+const testIngestToken = "test-ingest-token"
+
+// newHarness starts the API. configure may adjust the Config before the
+// server is built.
+func newHarness(t *testing.T, configure ...func(*admin.Config)) *harness {
+	t.Helper()
+	st := storetest.NewStore(t)
+	rd := storetest.NewRedis(t)
+	opt, err := redis.ParseURL(rd.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := redis.NewClient(opt)
+	t.Cleanup(func() { rc.Close() })
+	reg := prometheus.NewRegistry()
+	cfg := admin.Config{
+		Store: st, Redis: rc, Registerer: reg, Gatherer: reg,
+		Environment: "sandbox", Versions: admin.DefaultVersions(),
+		MasterKey: bytes.Repeat([]byte{7}, 32), IngestToken: testIngestToken,
+		MaxBodyBytes: 1 << 20, MaxPayloadBytes: 256 << 10,
+		EventTypes:       []string{"payout.created", "payout.initiated", "payout.paid", "payout.failed", "deposit.received"},
+		AllowHTTPTargets: true, AllowPrivateTargets: true,
+		TestEventRate: redis_rate.PerMinute(10),
+	}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	srv, err := admin.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, cfg: cfg, store: st, redis: rc,
+		public: httptest.NewServer(srv.Public()), internal: httptest.NewServer(srv.Internal())}
+	t.Cleanup(h.public.Close)
+	t.Cleanup(h.internal.Close)
+	return h
+}
+
+// merchant creates a merchant with a key holding scopes, and returns the key.
+func (h *harness) merchant(id string, scopes ...string) string {
+	h.t.Helper()
+	if len(scopes) == 0 {
+		scopes = []string{admin.ScopeRead, admin.ScopeWrite}
+	}
+	key, err := admin.IssueAPIKey(context.Background(), h.store, "sandbox", admin.DefaultVersion, id, scopes)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return key
+}
+
+// response is a decoded answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a map.
+func (r response) JSON(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("answer is not a JSON object: %v\n%s", err, r.Body)
+	}
+	return m
+}
+
+// request is one call to the API.
+type request struct {
+	Method, Path string
+	Key          string // Authorization: Bearer
+	Body         any    // encoded as JSON unless []byte or string
+	Header       map[string]string
+}
+
+// do sends req to the public listener. A POST gets a fresh Idempotency-Key
+// unless the test sets one (or sets it to "-" to send none).
+func (h *harness) do(req request) response {
+	h.t.Helper()
+	return h.send(h.public.URL, req)
+}
+
+// doInternal sends req to the internal listener with the ingest token.
+func (h *harness) doInternal(req request) response {
+	h.t.Helper()
+	if req.Header == nil {
+		req.Header = map[string]string{}
+	}
+	if _, ok := req.Header["Authorization"]; !ok {
+		req.Header["Authorization"] = "Bearer " + testIngestToken
+	}
+	req.Header["Idempotency-Key"] = "-"
+	return h.send(h.internal.URL, req)
+}
+
+func (h *harness) send(base string, req request) response {
+	h.t.Helper()
+	var body io.Reader
+	switch b := req.Body.(type) {
+	case nil:
+	case []byte:
+		body = bytes.NewReader(b)
+	case string:
+		body = bytes.NewReader([]byte(b))
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		body = bytes.NewReader(j)
+	}
+	r, err := http.NewRequest(req.Method, base+req.Path, body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if body != nil {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	if req.Key != "" {
+		r.Header.Set("Authorization", "Bearer "+req.Key)
+	}
+	if req.Method == http.MethodPost {
+		r.Header.Set("Idempotency-Key", uuid.NewString())
+	}
+	for k, v := range req.Header {
+		if v == "-" {
+			r.Header.Del(k)
+			continue
+		}
+		r.Header.Set(k, v)
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(r)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// expectError checks an answer is the spec 7 error with status and code,
+// with every field present and the Correlation-Id header matching.
+func expectError(t *testing.T, r response, status int, code string) map[string]any {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status = %d, want %d; body %s", r.Status, status, r.Body)
+	}
+	m := r.JSON(t)
+	for _, f := range []string{"category", "code", "message", "param", "doc_url", "correlation_id"} {
+		if _, ok := m[f]; !ok {
+			t.Errorf("error body lacks %q: %s", f, r.Body)
+		}
+	}
+	if m["code"] != code {
+		t.Fatalf("code = %v, want %s; body %s", m["code"], code, r.Body)
+	}
+	if cid := r.Header.Get("Correlation-Id"); cid == "" || cid != m["correlation_id"] {
+		t.Errorf("Correlation-Id header %q != body correlation_id %v", cid, m["correlation_id"])
+	}
+	return m
+}

@@ -1,0 +1,312 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/store"
+)
+
+// correlate gives every request a correlation id, sent back as the
+// Correlation-Id header and carried by every log line and error body.
+func (s *Server) correlate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := uuid.NewString()
+		w.Header().Set("Correlation-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyCorrelation, id)))
+	})
+}
+
+// requireHTTPS refuses plain HTTP unless the listener is loopback (then
+// RequireHTTPS is false) or a trusted proxy says the client used HTTPS.
+func (s *Server) requireHTTPS(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.cfg.RequireHTTPS || r.TLS != nil || s.fromTrustedProxy(r) && r.Header.Get("X-Forwarded-Proto") == "https" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.writeError(w, r, errHTTPSRequired)
+	})
+}
+
+func (s *Server) fromTrustedProxy(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(s.cfg.TrustedProxies, func(p netip.Prefix) bool { return p.Contains(ip.Unmap()) })
+}
+
+// limitBody reads the whole body once, bounded by MaxBodyBytes, so that the
+// idempotency hash and the handler see the same bytes.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Method == http.MethodGet || r.Method == http.MethodHead {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				s.writeError(w, r, errPayloadTooLarge)
+				return
+			}
+			s.writeError(w, r, errValidation("", "The request body could not be read."))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyBody, body)))
+	})
+}
+
+// requestedVersion validates the api-version header (spec 9.3) and echoes a
+// version on every /v1 answer, errors included. Until the merchant is known
+// the echo is the requested or the latest version.
+func (s *Server) requestedVersion(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requested := r.Header.Get("api-version")
+		if requested == "" {
+			s.setVersionHeaders(w, s.cfg.Versions.Latest())
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !s.cfg.Versions.Usable(requested, s.cfg.Now()) {
+			s.setVersionHeaders(w, s.cfg.Versions.Latest())
+			s.writeError(w, r, errAPIVersion("Unknown or unsupported api-version "+quote(requested)+"; see GET /v1/api_versions."))
+			return
+		}
+		s.setVersionHeaders(w, requested)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyVersion, requested)))
+	})
+}
+
+// principal is the authenticated caller.
+type principal struct {
+	Key      store.APIKey
+	Merchant store.Merchant
+}
+
+func principalOf(ctx context.Context) principal {
+	p, _ := ctx.Value(keyPrincipal).(principal)
+	return p
+}
+
+// apiVersion is the version that applies to the request: the api-version
+// header, else the merchant's pinned version (spec 9.2).
+func apiVersion(ctx context.Context) string {
+	if v, ok := ctx.Value(keyVersion).(string); ok {
+		return v
+	}
+	return principalOf(ctx).Merchant.APIVersion
+}
+
+// keyReader extracts the API key from a request.
+type keyReader func(*http.Request) string
+
+func bearerKey(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return ""
+	}
+	return strings.TrimSpace(h[7:])
+}
+
+func serviceKey(r *http.Request) string { return strings.TrimSpace(r.Header.Get("X-Service-Api-Key")) }
+
+// environmentPrefix is the key prefix of an environment (spec 5.3).
+func environmentPrefix(env string) string {
+	if env == "production" {
+		return "prod."
+	}
+	return "sandbox."
+}
+
+// authenticate resolves the API key to a merchant. A key of the other
+// environment, unknown, or absent is 401 (spec 5.5).
+func (s *Server) authenticate(read keyReader) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := read(r)
+			if key == "" || !strings.HasPrefix(key, environmentPrefix(s.cfg.Environment)) {
+				s.writeError(w, r, errAuthentication)
+				return
+			}
+			k, m, err := s.store.APIKeyByHash(r.Context(), store.HashAPIKey(key))
+			if errors.Is(err, store.ErrNotFound) || err == nil && k.Environment != s.cfg.Environment {
+				s.writeError(w, r, errAuthentication)
+				return
+			}
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			ctx := context.WithValue(r.Context(), keyPrincipal, principal{Key: k, Merchant: m})
+			if !isLegacy(ctx) {
+				s.setVersionHeaders(w, apiVersion(ctx))
+			}
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}
+
+// The scopes of webhookd's routes.
+const (
+	ScopeRead  = "webhooks:read"
+	ScopeWrite = "webhooks:write"
+)
+
+// Scopes is the scope catalogue.
+var Scopes = []string{ScopeRead, ScopeWrite}
+
+// requireScope answers 403 insufficient_scope when the key lacks scope.
+func (s *Server) requireScope(scope string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !slices.Contains(principalOf(r.Context()).Key.Scopes, scope) {
+				s.writeError(w, r, errInsufficientScope(scope))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func markLegacy(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyLegacy, true)))
+	})
+}
+
+// requireIngestToken guards the internal routes; with no token configured
+// it refuses everything.
+func (s *Server) requireIngestToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := bearerKey(r)
+		want := s.cfg.IngestToken
+		if want == "" || got == "" || subtle.ConstantTimeCompare(hashToken(got), hashToken(want)) != 1 {
+			s.writeError(w, r, errAuthentication)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hashToken makes the compared values the same length, so that the
+// comparison's time says nothing about the token's length.
+func hashToken(t string) []byte {
+	h := sha256.Sum256([]byte(t))
+	return h[:]
+}
+
+// idempotencyLock is how long a claimed key blocks concurrent requests if
+// its holder dies before answering.
+const idempotencyLock = time.Minute
+
+// maxIdempotencyKey is spec 8's limit.
+const maxIdempotencyKey = 255
+
+// idempotent applies spec 4.4 to POST requests: required on the Banking
+// surface, optional on the legacy one. Only 2xx answers are stored.
+func (s *Server) idempotent(required bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				next.ServeHTTP(w, r)
+				return
+			}
+			key := r.Header.Get("Idempotency-Key")
+			if key == "" {
+				if required {
+					s.writeError(w, r, errKeyRequired)
+					return
+				}
+				next.ServeHTTP(w, r)
+				return
+			}
+			if len(key) > maxIdempotencyKey {
+				s.writeError(w, r, errInvalid("Idempotency-Key", "Idempotency-Key must be at most 255 characters."))
+				return
+			}
+			merchant := principalOf(r.Context()).Merchant.ID
+			h := sha256.New()
+			h.Write([]byte(r.Method + " " + r.URL.Path + "\n"))
+			h.Write(requestBody(r))
+			outcome, stored, err := s.store.ClaimIdempotencyKey(r.Context(), merchant, key, h.Sum(nil), idempotencyLock)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			switch outcome {
+			case store.IdempotencyMismatch:
+				s.writeError(w, r, errKeyReused)
+				return
+			case store.IdempotencyInProgress:
+				s.writeError(w, r, errInProgress)
+				return
+			case store.IdempotencyReplay:
+				for k, v := range stored.Header {
+					w.Header().Set(k, v)
+				}
+				w.Header().Set("Idempotent-Replayed", "true")
+				w.WriteHeader(stored.Status)
+				_, _ = w.Write(stored.Body)
+				return
+			}
+			rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+			next.ServeHTTP(rec, r)
+			// The key must be settled even if the client went away.
+			ctx := context.WithoutCancel(r.Context())
+			if rec.status >= 200 && rec.status < 300 {
+				err = s.store.CompleteIdempotencyKey(ctx, merchant, key, store.StoredResponse{
+					Status: rec.status, Header: map[string]string{"Content-Type": w.Header().Get("Content-Type")}, Body: rec.body.Bytes(),
+				})
+			} else {
+				err = s.store.ReleaseIdempotencyKey(ctx, merchant, key)
+			}
+			if err != nil {
+				s.logger.ErrorContext(ctx, "settle idempotency key", "correlation_id", correlationID(ctx), "error", err)
+			}
+		})
+	}
+}
+
+// recorder keeps a copy of the answer for the idempotency store.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.body.Write(b)
+	return r.ResponseWriter.Write(b)
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return `"` + s + `"`
+}

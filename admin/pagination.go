@@ -1,0 +1,137 @@
+package admin
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/webhookd/webhookd/store"
+)
+
+// Page size limits (spec 4.5, 8).
+const (
+	defaultLimit = 10
+	maxLimit     = 100
+)
+
+// cursorBody is what a cursor carries. It is signed with the master key so
+// that a client can neither forge a position nor lift the expiry.
+type cursorBody struct {
+	CreatedAt int64  `json:"c"` // unix microseconds of the last row
+	ID        string `json:"i"`
+	Expires   int64  `json:"e"` // unix seconds
+	Filters   string `json:"f"` // hash of the filters the cursor was issued for
+}
+
+// filterHash sums the list's filter parameters (everything but limit and
+// cursor), so that a cursor cannot be used with other filters (spec 4.5).
+func filterHash(q url.Values) string {
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		if k != "limit" && k != "cursor" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		h.Write([]byte(k + "=" + strings.Join(q[k], ",") + "&"))
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
+}
+
+func (s *Server) signCursor(payload []byte) []byte {
+	mac := hmac.New(sha256.New, s.cfg.MasterKey)
+	mac.Write([]byte("cursor\x00"))
+	mac.Write(payload)
+	return mac.Sum(nil)
+}
+
+func (s *Server) encodeCursor(c store.Cursor, q url.Values) string {
+	payload, _ := json.Marshal(cursorBody{
+		CreatedAt: c.CreatedAt.UnixMicro(), ID: c.ID,
+		Expires: s.cfg.Now().Add(s.cfg.CursorTTL).Unix(), Filters: filterHash(q),
+	})
+	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(s.signCursor(payload))
+}
+
+// page reads limit and cursor from the query.
+func (s *Server) page(r *http.Request) (store.Page, error) {
+	q := r.URL.Query()
+	p := store.Page{Limit: defaultLimit}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			return p, errInvalid("limit", "limit must be an integer from 1 to 100.")
+		}
+		p.Limit = n
+	}
+	raw := q.Get("cursor")
+	if raw == "" {
+		return p, nil
+	}
+	bad := newError(http.StatusBadRequest, catInvalidRequest, "invalid_cursor",
+		"The cursor is malformed or expired; list again without cursor.").withParam("cursor")
+	enc, sig, ok := strings.Cut(raw, ".")
+	if !ok {
+		return p, bad
+	}
+	payload, err1 := base64.RawURLEncoding.DecodeString(enc)
+	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
+	if err1 != nil || err2 != nil || !hmac.Equal(mac, s.signCursor(payload)) {
+		return p, bad
+	}
+	var c cursorBody
+	if err := json.Unmarshal(payload, &c); err != nil || s.cfg.Now().Unix() >= c.Expires {
+		return p, bad
+	}
+	if c.Filters != filterHash(q) {
+		return p, newError(http.StatusBadRequest, catInvalidRequest, "cursor_mismatch",
+			"The cursor was issued for other filters; list again without cursor.").withParam("cursor")
+	}
+	p.After = &store.Cursor{CreatedAt: time.UnixMicro(c.CreatedAt).UTC(), ID: c.ID}
+	return p, nil
+}
+
+// list is the envelope of every list answer (spec 4.5).
+type list[T any] struct {
+	Data       []T     `json:"data"`
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// writeList answers one page. rows holds up to Limit+1 items (the extra one
+// tells whether there is more); position gives an item's cursor.
+func writeList[R, T any](s *Server, w http.ResponseWriter, r *http.Request, p store.Page, rows []R, position func(R) store.Cursor, view func(R) T) {
+	out := list[T]{Data: make([]T, 0, min(len(rows), p.Limit))}
+	if len(rows) > p.Limit {
+		rows = rows[:p.Limit]
+		out.HasMore = true
+		c := s.encodeCursor(position(rows[len(rows)-1]), r.URL.Query())
+		out.NextCursor = &c
+	}
+	for _, row := range rows {
+		out.Data = append(out.Data, view(row))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// timeFilter parses an RFC 3339 query parameter such as created_at.gte.
+func timeFilter(r *http.Request, name string) (*time.Time, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, errInvalid(name, name+" must be an RFC 3339 timestamp such as 2026-05-01T00:00:00Z.")
+	}
+	return &t, nil
+}

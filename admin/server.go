@@ -1,0 +1,153 @@
+// Package admin holds webhookd's HTTP surfaces: the public Banking /v1 API,
+// the legacy webhook-subscription routes, and the internal listener for the
+// core API and SREs. Cross-cutting rules (correlation id, HTTPS, body limit,
+// api-version, authentication, scopes, idempotency, error format) are
+// middleware on route groups, so that no route can forget one.
+package admin
+
+import (
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/webhookd/webhookd/store"
+)
+
+// Config is everything the HTTP surfaces need. Zero values are not
+// defaults: cmd/webhookd fills every field from the environment.
+type Config struct {
+	// Store is the database.
+	Store *store.Store
+	// Redis backs the rate limiter; readiness checks it too.
+	Redis redis.UniversalClient
+	// Publisher stores events and schedules their deliveries.
+	Publisher Publisher
+	// Logger receives one line per request and every internal error.
+	Logger *slog.Logger
+	// Registerer receives the HTTP metrics.
+	Registerer prometheus.Registerer
+	// Gatherer serves GET /metrics on the internal listener.
+	Gatherer prometheus.Gatherer
+
+	// Environment is "sandbox" or "production"; keys of the other one are 401.
+	Environment string
+	// Versions is the API version catalogue.
+	Versions Versions
+	// MasterKey (32 bytes) encrypts signing secrets and signs cursors.
+	MasterKey []byte
+	// IngestToken guards the internal routes; empty refuses them all.
+	IngestToken string
+	// RequireHTTPS refuses plain-HTTP requests that no trusted proxy vouches
+	// for; it is set when the listener is not loopback and has no TLS.
+	RequireHTTPS bool
+	// TrustedProxies may set X-Forwarded-Proto.
+	TrustedProxies []netip.Prefix
+	// MaxBodyBytes bounds every request body (413 above it).
+	MaxBodyBytes int64
+	// MaxPayloadBytes bounds one event's payload (413 above it).
+	MaxPayloadBytes int
+	// EventTypes is the event catalogue (spec 6.1 plus configured kinds).
+	EventTypes []string
+	// AllowHTTPTargets and AllowPrivateTargets lift the URL rules for
+	// development and tests.
+	AllowHTTPTargets, AllowPrivateTargets bool
+	// TestEventRate limits send_test_event per merchant.
+	TestEventRate redis_rate.Limit
+	// CursorTTL is how long a pagination cursor stays valid.
+	CursorTTL time.Duration
+	// Now is the clock.
+	Now func() time.Time
+}
+
+// Server serves the HTTP surfaces.
+type Server struct {
+	cfg     Config
+	store   *store.Store
+	logger  *slog.Logger
+	metrics *httpMetrics
+	limiter *redis_rate.Limiter
+}
+
+// New builds a Server and registers its metrics.
+func New(cfg Config) (*Server, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.CursorTTL == 0 {
+		cfg.CursorTTL = 24 * time.Hour
+	}
+	if len(cfg.Versions) == 0 {
+		cfg.Versions = DefaultVersions()
+	}
+	m, err := newHTTPMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, store: cfg.Store, logger: cfg.Logger, metrics: m}
+	if cfg.Redis != nil {
+		s.limiter = redis_rate.NewLimiter(cfg.Redis)
+	}
+	return s, nil
+}
+
+// Public is the handler of the public listener: /v1 and the legacy routes.
+func (s *Server) Public() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.correlate, s.instrument, s.requireHTTPS, s.limitBody)
+	r.NotFound(s.fail(errNotFound))
+	r.MethodNotAllowed(s.fail(errMethodNotAllowed))
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.requestedVersion)
+		r.NotFound(s.fail(errNotFound))
+		r.MethodNotAllowed(s.fail(errMethodNotAllowed))
+		r.Get("/api_versions", s.listVersions)
+		r.Get("/openapi.json", s.openAPI)
+		r.Group(func(r chi.Router) {
+			r.Use(s.authenticate(bearerKey), s.idempotent(true))
+			s.subscriptionRoutes(r)
+			s.eventRoutes(r)
+			s.deliveryRoutes(r)
+		})
+	})
+	r.Route("/api/service/webhook-subscription", func(r chi.Router) {
+		r.Use(markLegacy)
+		r.NotFound(s.fail(errNotFound))
+		r.MethodNotAllowed(s.fail(errMethodNotAllowed))
+		r.Use(s.authenticate(serviceKey), s.idempotent(false))
+		s.legacyRoutes(r)
+	})
+	return r
+}
+
+// Internal is the handler of the internal listener.
+func (s *Server) Internal() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.correlate, s.instrument, s.limitBody)
+	r.NotFound(s.fail(errNotFound))
+	r.MethodNotAllowed(s.fail(errMethodNotAllowed))
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Handle("/metrics", s.metricsHandler())
+	r.Route("/internal/v1", func(r chi.Router) {
+		r.Use(s.requireIngestToken)
+		r.Put("/merchants/{id}", s.putMerchant)
+		r.Post("/merchants/{id}/api_keys", s.createAPIKey)
+		s.ingestRoutes(r)
+	})
+	return r
+}
+
+// fail is a handler that always answers err.
+func (s *Server) fail(err *Error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, err) }
+}

@@ -1,0 +1,121 @@
+package store
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Merchant is what webhookd keeps of a core-API merchant.
+type Merchant struct {
+	ID                string
+	APIVersion        string
+	NotificationEmail *string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+// APIKey is a stored key: only its hash is kept.
+type APIKey struct {
+	ID          uuid.UUID
+	MerchantID  string
+	Environment string
+	Scopes      []string
+	CreatedAt   time.Time
+}
+
+// Subscription statuses.
+const (
+	SubscriptionEnabled  = "enabled"
+	SubscriptionDisabled = "disabled"
+)
+
+// Subscription is a merchant's webhook endpoint.
+type Subscription struct {
+	ID          uuid.UUID
+	MerchantID  string
+	URL         string
+	Events      []string
+	Description *string
+	Status      string
+	Metadata    map[string]string
+	Health      Health
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Health counts a subscription's recent outcomes; test deliveries never
+// change it.
+type Health struct {
+	ConsecutiveFailures int
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+}
+
+// Event is a stored event. Body is the exact envelope delivered.
+type Event struct {
+	ID         uuid.UUID
+	MerchantID string
+	Type       string
+	APIVersion string
+	Body       []byte
+	CreatedAt  time.Time
+}
+
+// Delivery statuses (DESIGN.md).
+const (
+	DeliveryPending   = "pending"
+	DeliverySucceeded = "succeeded"
+	DeliveryFailed    = "failed"
+)
+
+// Delivery is one event's series of attempts to one subscription.
+type Delivery struct {
+	ID             uuid.UUID
+	MerchantID     string
+	EventID        uuid.UUID
+	EventCreatedAt time.Time
+	EventType      string
+	SubscriptionID uuid.UUID
+	Status         string
+	Test           bool
+	AttemptCount   int
+	NextAttemptAt  *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	Attempts       []Attempt
+}
+
+// Attempt statuses and triggers.
+const (
+	AttemptSucceeded = "succeeded"
+	AttemptFailed    = "failed"
+	TriggerScheduled = "scheduled"
+	TriggerManual    = "manual"
+)
+
+// Attempt is the record of one HTTP exchange with a receiver.
+type Attempt struct {
+	DeliveryID   uuid.UUID
+	Number       int
+	Status       string
+	Trigger      string
+	HTTPStatus   *int
+	Error        *string
+	DurationMS   int
+	ResponseBody string
+	AttemptedAt  time.Time
+}
+
+// Page asks for one page of a list, newest first: at most Limit rows created
+// strictly before the (CreatedAt, ID) of After when After is set.
+type Page struct {
+	Limit int
+	After *Cursor
+}
+
+// Cursor is the position of the last row of a page.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}
