@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Makes sure what webhookd and its tests need is installed and running on
+# this machine: Go, PostgreSQL (127.0.0.1:5432, database "webhookd") and
+# Redis (127.0.0.1:6379, noeviction). Safe to run again; it only acts on
+# what is missing. Debian/Ubuntu, as root or with sudo.
+set -euo pipefail
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+apt_updated=""
+apt_install() {
+  if [ -z "$apt_updated" ]; then $SUDO apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+}
+
+# Go: go.mod names go 1.26; any go >= 1.21 fetches that toolchain itself.
+if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
+  echo "services: installing Go" >&2
+  apt_install golang-go ca-certificates
+fi
+
+# PostgreSQL.
+if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+  echo "services: installing PostgreSQL" >&2
+  apt_install postgresql postgresql-client
+fi
+if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+  echo "services: starting PostgreSQL" >&2
+  ver=$(ls /etc/postgresql | sort -V | tail -1)
+  hba=/etc/postgresql/$ver/main/pg_hba.conf
+  # Local development and CI: trust connections from this machine only.
+  if ! grep -q '^host all all 127.0.0.1/32 trust' "$hba"; then
+    $SUDO sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\nlocal all all trust' "$hba"
+  fi
+  $SUDO pg_ctlcluster --skip-systemctl-redirect "$ver" main start || $SUDO pg_ctlcluster "$ver" main start
+  for _ in $(seq 1 50); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 0.2; done
+fi
+if ! psql -h 127.0.0.1 -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='webhookd'" | grep -q 1; then
+  psql -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE webhookd"
+fi
+
+# Redis.
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "services: installing Redis" >&2
+  apt_install redis-server
+fi
+if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+  echo "services: starting Redis" >&2
+  mkdir -p /tmp/webhookd-redis
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+    --dir /tmp/webhookd-redis --maxmemory-policy noeviction --logfile /tmp/webhookd-redis/redis.log
+  for _ in $(seq 1 50); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.2; done
+fi
+echo "services: PostgreSQL and Redis are up" >&2
