@@ -1,0 +1,52 @@
+package signer_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/webhookd/webhookd/signer"
+)
+
+func BenchmarkSign(b *testing.B) {
+	body := make([]byte, 1024)
+	for i := range body {
+		body[i] = byte('a' + i%26)
+	}
+	ts := time.Unix(vectorTS, 0)
+	k1, k2 := mustKey(b, vectorSecret), mustKey(b, secondSecret)
+	for _, bc := range []struct {
+		name string
+		keys []signer.Key
+	}{
+		{"1KiB/1key", []signer.Key{k1}},
+		{"1KiB/2keys", []signer.Key{k1, k2}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				_ = signer.Sign("0195d1f4-9c1e-7c55-a1f2-3b4c5d6e7f80", ts, body, bc.keys...)
+			}
+		})
+	}
+}
+
+func BenchmarkVerify(b *testing.B) {
+	body := make([]byte, 1024)
+	ts := time.Unix(vectorTS, 0)
+	k1, k2 := mustKey(b, vectorSecret), mustKey(b, secondSecret)
+	id := "0195d1f4-9c1e-7c55-a1f2-3b4c5d6e7f80"
+	sig := signer.Sign(id, ts, body, k1, k2)
+	h := headersFor(id, ts, sig)
+	v := signer.Verifier{Keys: []signer.Key{k2}}
+	if err := v.Verify(h, body, ts); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := v.Verify(h, body, ts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
