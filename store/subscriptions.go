@@ -1,0 +1,257 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/webhookd/webhookd/signer"
+)
+
+// NewSubscription is what a merchant asks for when creating a subscription.
+// The store does not validate it: the API does, before calling.
+type NewSubscription struct {
+	MerchantID  string
+	URL         string
+	Events      []string
+	Description *string
+	Metadata    map[string]string
+}
+
+// SubscriptionUpdate is a partial update: nil fields are left as they are.
+type SubscriptionUpdate struct {
+	URL    *string
+	Events []string
+	// SetDescription says whether Description is applied; a nil Description
+	// with SetDescription clears it.
+	SetDescription bool
+	Description    *string
+	Status         *string
+	// Metadata replaces the whole map when non-nil.
+	Metadata map[string]string
+}
+
+// SubscriptionFilter narrows a subscription list.
+type SubscriptionFilter struct {
+	// Status, when not empty, keeps only subscriptions in that status.
+	Status string
+}
+
+// Secret is a stored signing secret, still sealed. The dispatcher opens it
+// with the master key and lets signer.Active pick the ones that sign.
+type Secret struct {
+	ID         int64
+	Ciphertext []byte
+	CreatedAt  time.Time
+	ExpiresAt  *time.Time
+}
+
+// subscriptionColumns is the select list that scanSubscription reads.
+const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
+	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at`
+
+func scanSubscription(row pgx.Row) (Subscription, error) {
+	var s Subscription
+	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
+		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt)
+	if s.Metadata == nil {
+		s.Metadata = map[string]string{}
+	}
+	return s, err
+}
+
+// nonNil keeps a nil map from being stored as the JSON null.
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// CreateSubscription stores an enabled subscription and its first signing
+// secret, already sealed, in one transaction: a subscription never exists
+// without a secret to sign its deliveries.
+func (s *Store) CreateSubscription(ctx context.Context, n NewSubscription, sealedSecret []byte) (Subscription, error) {
+	now := s.Now()
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Subscription{}, fmt.Errorf("create subscription: %w", err)
+	}
+	var sub Subscription
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		sub, err = scanSubscription(tx.QueryRow(ctx, `
+			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+			RETURNING `+subscriptionColumns,
+			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now))
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO subscription_secrets (subscription_id, ciphertext, created_at)
+			VALUES ($1, $2, $3)`, id, sealedSecret, now)
+		return err
+	})
+	if err != nil {
+		return Subscription{}, fmt.Errorf("create subscription for %s: %w", n.MerchantID, err)
+	}
+	return sub, nil
+}
+
+// GetSubscription returns one of the merchant's subscriptions. Another
+// merchant's, or a deleted one, is ErrNotFound.
+func (s *Store) GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (Subscription, error) {
+	sub, err := scanSubscription(s.pool.QueryRow(ctx, `SELECT `+subscriptionColumns+`
+		FROM subscriptions WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL`, merchantID, id))
+	if err != nil {
+		return Subscription{}, fmt.Errorf("get subscription %s: %w", id, notFound(err))
+	}
+	return sub, nil
+}
+
+// ListSubscriptions returns one page of the merchant's subscriptions, newest
+// first. It fetches up to p.Limit+1 rows: the extra row tells the caller
+// there is another page.
+func (s *Store) ListSubscriptions(ctx context.Context, merchantID string, f SubscriptionFilter, p Page) ([]Subscription, error) {
+	var afterAt *time.Time
+	var afterID *uuid.UUID
+	if p.After != nil {
+		id, err := uuid.Parse(p.After.ID)
+		if err != nil {
+			return nil, fmt.Errorf("list subscriptions: cursor id: %w", err)
+		}
+		afterAt, afterID = &p.After.CreatedAt, &id
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
+		WHERE merchant_id = $1 AND deleted_at IS NULL
+		  AND ($2 = '' OR status = $2)
+		  AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))
+		ORDER BY created_at DESC, id DESC
+		LIMIT $5`, merchantID, f.Status, afterAt, afterID, p.Limit+1)
+	if err != nil {
+		return nil, fmt.Errorf("list subscriptions of %s: %w", merchantID, err)
+	}
+	subs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Subscription, error) { return scanSubscription(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list subscriptions of %s: %w", merchantID, err)
+	}
+	return subs, nil
+}
+
+// UpdateSubscription applies a partial update and returns the result.
+func (s *Store) UpdateSubscription(ctx context.Context, merchantID string, id uuid.UUID, u SubscriptionUpdate) (Subscription, error) {
+	sub, err := scanSubscription(s.pool.QueryRow(ctx, `
+		UPDATE subscriptions SET
+			url = COALESCE($3, url),
+			events = COALESCE($4, events),
+			description = CASE WHEN $5 THEN $6 ELSE description END,
+			status = COALESCE($7, status),
+			metadata = COALESCE($8, metadata),
+			updated_at = $9
+		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL
+		RETURNING `+subscriptionColumns,
+		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.Now()))
+	if err != nil {
+		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, notFound(err))
+	}
+	return sub, nil
+}
+
+// DeleteSubscription soft-deletes a subscription (its deliveries keep naming
+// it) and, in the same transaction, fails its pending deliveries with no
+// next attempt, so that nothing more is sent to it.
+func (s *Store) DeleteSubscription(ctx context.Context, merchantID string, id uuid.UUID) error {
+	now := s.Now()
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, updated_at = $3
+			WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL`, merchantID, id, now)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		_, err = tx.Exec(ctx, `UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = $3
+			WHERE merchant_id = $1 AND subscription_id = $2 AND status = 'pending'`, merchantID, id, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete subscription %s: %w", id, err)
+	}
+	return nil
+}
+
+// RotateSecret makes a new signing secret current, following signer.Rotate:
+// the previous secret stays valid for the overlap, older ones expire now.
+// newSecret is the plaintext (checked by signer.Rotate, never stored) and
+// sealedSecret its sealed form, which is what is stored. The first UPDATE
+// locks the subscription row until commit, so that concurrent rotations apply
+// one after the other and never leave three secrets active.
+func (s *Store) RotateSecret(ctx context.Context, merchantID string, id uuid.UUID, newSecret string, sealedSecret []byte) (Subscription, error) {
+	now := s.Now()
+	var sub Subscription
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		sub, err = scanSubscription(tx.QueryRow(ctx, `
+			UPDATE subscriptions SET updated_at = $3
+			WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL
+			RETURNING `+subscriptionColumns, merchantID, id, now))
+		if err != nil {
+			return notFound(err)
+		}
+		rows, err := tx.Query(ctx, `SELECT id, created_at, expires_at FROM subscription_secrets
+			WHERE subscription_id = $1 AND (expires_at IS NULL OR expires_at > $2)`, id, now)
+		if err != nil {
+			return err
+		}
+		// The values stay sealed: rotation decides from ids and times only.
+		secrets, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (signer.Secret, error) {
+			var sec signer.Secret
+			err := r.Scan(&sec.ID, &sec.CreatedAt, &sec.ExpiresAt)
+			return sec, err
+		})
+		if err != nil {
+			return err
+		}
+		rot, err := signer.Rotate(secrets, now, newSecret)
+		if err != nil {
+			return err
+		}
+		for _, e := range rot.Expire {
+			if _, err := tx.Exec(ctx, `UPDATE subscription_secrets SET expires_at = $2 WHERE id = $1`, e.ID, e.ExpiresAt); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO subscription_secrets (subscription_id, ciphertext, created_at)
+			VALUES ($1, $2, $3)`, id, sealedSecret, rot.New.CreatedAt)
+		return err
+	})
+	if err != nil {
+		return Subscription{}, fmt.Errorf("rotate secret of subscription %s: %w", id, err)
+	}
+	return sub, nil
+}
+
+// SigningSecrets returns the sealed secrets of a subscription that have not
+// expired at the store's now, newest first. The dispatcher opens them and
+// applies signer.Active at the instant of the attempt.
+func (s *Store) SigningSecrets(ctx context.Context, subscriptionID uuid.UUID) ([]Secret, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, ciphertext, created_at, expires_at FROM subscription_secrets
+		WHERE subscription_id = $1 AND (expires_at IS NULL OR expires_at > $2)
+		ORDER BY created_at DESC, id DESC`, subscriptionID, s.Now())
+	if err != nil {
+		return nil, fmt.Errorf("signing secrets of %s: %w", subscriptionID, err)
+	}
+	secrets, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Secret, error) {
+		var sec Secret
+		err := r.Scan(&sec.ID, &sec.Ciphertext, &sec.CreatedAt, &sec.ExpiresAt)
+		return sec, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("signing secrets of %s: %w", subscriptionID, err)
+	}
+	return secrets, nil
+}
