@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store"
 )
 
@@ -261,12 +263,17 @@ func (s *Server) idempotent(required bool) func(http.Handler) http.Handler {
 				s.writeError(w, r, errInProgress)
 				return
 			case store.IdempotencyReplay:
+				body, err := s.openCachedAnswer(stored.Body)
+				if err != nil {
+					s.writeError(w, r, err)
+					return
+				}
 				for k, v := range stored.Header {
 					w.Header().Set(k, v)
 				}
 				w.Header().Set("Idempotent-Replayed", "true")
 				w.WriteHeader(stored.Status)
-				_, _ = w.Write(stored.Body)
+				_, _ = w.Write(body)
 				return
 			}
 			rec := &recorder{ResponseWriter: w, status: http.StatusOK}
@@ -274,9 +281,12 @@ func (s *Server) idempotent(required bool) func(http.Handler) http.Handler {
 			// The key must be settled even if the client went away.
 			ctx := context.WithoutCancel(r.Context())
 			if rec.status >= 200 && rec.status < 300 {
-				err = s.store.CompleteIdempotencyKey(ctx, merchant, key, store.StoredResponse{
-					Status: rec.status, Header: map[string]string{"Content-Type": w.Header().Get("Content-Type")}, Body: rec.body.Bytes(),
-				})
+				var sealed []byte
+				if sealed, err = s.sealCachedAnswer(rec.body.Bytes()); err == nil {
+					err = s.store.CompleteIdempotencyKey(ctx, merchant, key, store.StoredResponse{
+						Status: rec.status, Header: map[string]string{"Content-Type": w.Header().Get("Content-Type")}, Body: sealed,
+					})
+				}
 			} else {
 				err = s.store.ReleaseIdempotencyKey(ctx, merchant, key)
 			}
@@ -285,6 +295,30 @@ func (s *Server) idempotent(required bool) func(http.Handler) http.Handler {
 			}
 		})
 	}
+}
+
+// sealCachedAnswer encrypts an answer before it is cached for 30 days:
+// the answers of create and rotate_secret carry a signing secret, which
+// must not sit in the database in clear (secrets are sealed at rest).
+func (s *Server) sealCachedAnswer(body []byte) ([]byte, error) {
+	sealer, err := signer.NewSealer(s.cfg.MasterKey)
+	if err != nil {
+		return nil, fmt.Errorf("seal cached answer: %w", err)
+	}
+	return sealer.Seal(string(body))
+}
+
+// openCachedAnswer decrypts what sealCachedAnswer stored.
+func (s *Server) openCachedAnswer(sealed []byte) ([]byte, error) {
+	sealer, err := signer.NewSealer(s.cfg.MasterKey)
+	if err != nil {
+		return nil, fmt.Errorf("open cached answer: %w", err)
+	}
+	body, err := sealer.Open(sealed)
+	if err != nil {
+		return nil, fmt.Errorf("open cached answer: %w", err)
+	}
+	return []byte(body), nil
 }
 
 // recorder keeps a copy of the answer for the idempotency store.

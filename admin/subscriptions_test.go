@@ -595,3 +595,41 @@ func TestSubscriptionScopes(t *testing.T) {
 		t.Fatal("a refused update went through")
 	}
 }
+
+func TestSubscriptionSecretNotCachedInClear(t *testing.T) {
+	h := newHarness(t)
+	key := h.merchant("m1")
+	idem := map[string]string{"Idempotency-Key": uuid.NewString()}
+	sub := decode[subscription](t, h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key,
+		Body: hookBody("https://example.com/hooks"), Header: idem}))
+	rotIdem := map[string]string{"Idempotency-Key": uuid.NewString()}
+	rotated := decode[subscription](t, h.do(request{Method: http.MethodPost, Key: key, Header: rotIdem,
+		Path: "/v1/webhook_subscriptions/" + sub.ID + "/rotate_secret"}))
+	rows, err := h.store.Pool().Query(context.Background(), `SELECT response_body FROM idempotency_keys`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		for _, s := range []string{sub.Secret, rotated.Secret} {
+			if bytes.Contains(body, []byte(strings.TrimPrefix(s, "whsec_"))) {
+				t.Fatal("the idempotency cache keeps a signing secret in clear")
+			}
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d cached answers, want 2", n)
+	}
+	// The replay still shows the same secret.
+	again := decode[subscription](t, h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key,
+		Body: hookBody("https://example.com/hooks"), Header: idem}))
+	if again.ID != sub.ID || again.Secret != sub.Secret {
+		t.Fatal("the replay does not show the same secret")
+	}
+}
