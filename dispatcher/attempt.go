@@ -1,0 +1,270 @@
+package dispatcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"github.com/webhookd/webhookd/retry"
+	"github.com/webhookd/webhookd/signer"
+	"github.com/webhookd/webhookd/store"
+)
+
+// TaskAttempt is the asynq task type of one due delivery attempt.
+const TaskAttempt = "webhookd:attempt"
+
+// attemptTask is the payload of TaskAttempt: which attempt of which
+// delivery. Everything else is read from Postgres when it runs.
+type attemptTask struct {
+	DeliveryID     uuid.UUID `json:"d"`
+	CreatedAt      time.Time `json:"c"`
+	SubscriptionID uuid.UUID `json:"s"`
+	Number         int       `json:"n"`
+	Trigger        string    `json:"t"`
+}
+
+// attemptTaskID names the task of attempt number of a delivery. The
+// sweeper's re-enqueue of an attempt whose task still exists is refused by
+// asynq on this id; a finished task is deleted at once (no retention), so a
+// legitimate re-enqueue is never blocked.
+func attemptTaskID(id uuid.UUID, number int) string {
+	return "d:" + id.String() + ":" + strconv.Itoa(number)
+}
+
+// Recorder writes the outcome of an attempt. store.Store is the inline
+// implementation; a batching recorder (group commit) can replace it for
+// throughput as long as Record returns only once the record is durable,
+// because the task is acknowledged after it.
+type Recorder interface {
+	RecordAttempt(ctx context.Context, r store.AttemptRecord) error
+}
+
+// enqueueAttempt schedules attempt number of delivery del at at, with the
+// trigger to record (store.TriggerScheduled or store.TriggerManual). It is
+// what Redeliver and SendTestEvent call after updating the delivery in
+// Postgres: the task only runs if the delivery is then pending with
+// attempt_count = number-1. An existing task for the same attempt makes it
+// a no-op.
+func (d *Dispatcher) enqueueAttempt(ctx context.Context, del store.Delivery, number int, trigger string, at time.Time) error {
+	_, err := d.enqueue(ctx, del, number, trigger, at)
+	return err
+}
+
+// enqueue is enqueueAttempt reporting whether a task was added.
+func (d *Dispatcher) enqueue(ctx context.Context, del store.Delivery, number int, trigger string, at time.Time) (bool, error) {
+	payload, err := json.Marshal(attemptTask{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
+		Number: number, Trigger: trigger})
+	if err != nil {
+		return false, fmt.Errorf("encode attempt task: %w", err)
+	}
+	task := asynq.NewTask(TaskAttempt, payload,
+		asynq.TaskID(attemptTaskID(del.ID, number)),
+		asynq.Queue(queueDeliveries),
+		asynq.ProcessAt(at),
+		asynq.MaxRetry(maxTaskRetry),
+		// The handler never outlives its lease in Postgres.
+		asynq.Timeout(d.cfg.DeliveryTimeout+d.leaseMargin()))
+	if _, err := d.client.EnqueueContext(ctx, task); err != nil {
+		if errors.Is(err, asynq.ErrTaskIDConflict) {
+			return false, nil
+		}
+		return false, fmt.Errorf("enqueue attempt %d of delivery %s: %w", number, del.ID, err)
+	}
+	return true, nil
+}
+
+// handleAttempt runs one attempt: lease the delivery row, sign, POST,
+// record, then schedule the next attempt. It returns an error only when the
+// attempt could not run for an internal reason and should be retried.
+func (d *Dispatcher) handleAttempt(ctx context.Context, t *asynq.Task) error {
+	var at attemptTask
+	if err := json.Unmarshal(t.Payload(), &at); err != nil || at.Number < 1 {
+		d.logger.ErrorContext(ctx, "attempt task unreadable; dropped", "error", err)
+		return asynq.RevokeTask
+	}
+	if !d.limiter.acquire(at.SubscriptionID) {
+		return errThrottled
+	}
+	defer d.limiter.release(at.SubscriptionID)
+
+	err := d.attempt(ctx, at)
+	if err != nil && lastTry(ctx) {
+		// Give up quietly: the task is deleted and the sweeper re-enqueues
+		// the delivery once Postgres answers again.
+		d.logger.ErrorContext(ctx, "attempt task gives up; the sweeper will retry", "delivery_id", at.DeliveryID,
+			"attempt", at.Number, "error", err)
+		return nil
+	}
+	return err
+}
+
+func (d *Dispatcher) attempt(ctx context.Context, at attemptTask) error {
+	now := d.cfg.Now()
+	leased, err := d.store.LeaseDelivery(ctx, at.DeliveryID, at.CreatedAt, at.Number, now,
+		d.cfg.DeliveryTimeout+d.leaseMargin())
+	if errors.Is(err, store.ErrNotFound) {
+		// Already attempted, finished, or running elsewhere: this task is
+		// stale or a duplicate.
+		d.logger.DebugContext(ctx, "attempt task is stale", "delivery_id", at.DeliveryID, "attempt", at.Number)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log := d.logger.With("event_id", leased.EventID, "delivery_id", leased.ID, "attempt", at.Number,
+		"subscription_id", leased.SubscriptionID)
+	if leased.SubscriptionDeleted || (leased.SubscriptionStatus != store.SubscriptionEnabled && !leased.Test) {
+		log.InfoContext(ctx, "subscription deleted or disabled; delivery abandoned")
+		return d.store.AbandonDelivery(ctx, leased.Delivery, now)
+	}
+	keys, err := d.signingKeys(ctx, leased.SubscriptionID, now)
+	if err != nil {
+		d.releaseLease(ctx, leased, log)
+		return err
+	}
+
+	res := d.send(ctx, leased.URL, leased.EventID.String(), leased.Body, keys)
+	rec := d.decide(leased.Delivery, at, res)
+	d.metrics.attempts.WithLabelValues(res.outcome).Inc()
+	d.metrics.attemptDuration.Observe(res.duration.Seconds())
+
+	// Recorded before the task is acknowledged; a cancelled task context
+	// must not lose a result that was obtained.
+	if err := d.recorder.RecordAttempt(context.WithoutCancel(ctx), rec); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			log.WarnContext(ctx, "attempt already recorded by another worker", "error", err)
+			return nil
+		}
+		return err
+	}
+	d.observe(ctx, log, leased.Delivery, at, rec, res)
+	if rec.NextAttemptAt != nil {
+		if err := d.enqueueAttempt(ctx, leased.Delivery, at.Number+1, store.TriggerScheduled, *rec.NextAttemptAt); err != nil {
+			log.WarnContext(ctx, "enqueue next attempt; the sweeper will retry", "error", err)
+		}
+	}
+	return nil
+}
+
+// releaseLease gives the delivery back after an internal error, so that
+// asynq's retry of the task can lease it at once.
+func (d *Dispatcher) releaseLease(ctx context.Context, l store.LeasedDelivery, log *slog.Logger) {
+	if err := d.store.ReleaseLease(context.WithoutCancel(ctx), l.Delivery, l.LeaseUntil); err != nil {
+		log.WarnContext(ctx, "release lease", "error", err)
+	}
+}
+
+// signingKeys opens the subscription's stored secrets and returns the keys
+// active at now, the current one first.
+func (d *Dispatcher) signingKeys(ctx context.Context, subID uuid.UUID, now time.Time) ([]signer.Key, error) {
+	stored, err := d.store.SigningSecrets(ctx, subID)
+	if err != nil {
+		return nil, err
+	}
+	secrets := make([]signer.Secret, 0, len(stored))
+	for _, s := range stored {
+		v, err := d.cfg.Sealer.Open(s.Ciphertext)
+		if err != nil {
+			return nil, fmt.Errorf("open secret %d of subscription %s: %w", s.ID, subID, err)
+		}
+		secrets = append(secrets, signer.Secret{ID: s.ID, Value: v, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt})
+	}
+	keys, err := signer.Keys(signer.Active(secrets, now))
+	if err != nil {
+		return nil, fmt.Errorf("signing keys of subscription %s: %w", subID, err)
+	}
+	if len(keys) == 0 {
+		// Never send an unsigned webhook.
+		return nil, fmt.Errorf("subscription %s has no active signing secret", subID)
+	}
+	return keys, nil
+}
+
+// decide applies the retry policy to an attempt's result: the attempt row
+// and the state it leaves the delivery in.
+func (d *Dispatcher) decide(del store.Delivery, at attemptTask, res result) store.AttemptRecord {
+	status := store.AttemptFailed
+	if res.ok() {
+		status = store.AttemptSucceeded
+	}
+	rec := store.AttemptRecord{
+		Delivery: del,
+		Attempt: store.Attempt{DeliveryID: del.ID, Number: at.Number, Status: status, Trigger: at.Trigger,
+			HTTPStatus: res.httpStatus, Error: res.errCode, DurationMS: int(res.duration.Milliseconds()),
+			ResponseBody: res.body, AttemptedAt: res.started},
+	}
+	switch {
+	case res.ok():
+		rec.Status = store.DeliverySucceeded
+	case res.gone():
+		// 410 Gone: the receiver asks for no more webhooks (Standard
+		// Webhooks); the subscription is disabled, the delivery ends.
+		rec.Status = store.DeliveryFailed
+		rec.DisableSubscription = true
+	case at.Trigger == store.TriggerManual:
+		// A manual attempt is one attempt; it does not restart the schedule.
+		rec.Status = store.DeliveryFailed
+	default:
+		next, ok := d.cfg.Schedule.NextAttempt(at.Number, res.finished, retry.RandomJitter())
+		if !ok {
+			rec.Status = store.DeliveryFailed
+			break
+		}
+		next = pushBack(res.finished, next, res.retryAfter)
+		rec.Status = store.DeliveryPending
+		rec.NextAttemptAt = &next
+	}
+	return rec
+}
+
+// pushBack honours a receiver's Retry-After (429, 503): the next attempt
+// moves back by that much, but never beyond twice the scheduled delay, so
+// a receiver cannot park its deliveries for days.
+func pushBack(now, next time.Time, retryAfter time.Duration) time.Time {
+	scheduled := next.Sub(now)
+	if retryAfter <= scheduled {
+		return next
+	}
+	return now.Add(min(retryAfter, 2*scheduled))
+}
+
+// observe updates the metrics and logs the attempt's outcome, and tells the
+// Notifier of a real delivery that failed for good.
+func (d *Dispatcher) observe(ctx context.Context, log *slog.Logger, del store.Delivery, at attemptTask, rec store.AttemptRecord, res result) {
+	attrs := []any{"outcome", res.outcome, "duration_ms", rec.Attempt.DurationMS, "trigger", at.Trigger}
+	if res.httpStatus != nil {
+		attrs = append(attrs, "http_status", *res.httpStatus)
+	}
+	if res.errCode != nil {
+		attrs = append(attrs, "error", *res.errCode)
+	}
+	switch rec.Status {
+	case store.DeliverySucceeded:
+		if at.Trigger == store.TriggerScheduled {
+			d.metrics.deliveryLatency.Observe(res.finished.Sub(del.EventCreatedAt).Seconds())
+		}
+		log.InfoContext(ctx, "delivery succeeded", attrs...)
+	case store.DeliveryPending:
+		d.metrics.retriesScheduled.Inc()
+		log.InfoContext(ctx, "attempt failed; retry scheduled", append(attrs, "next_attempt_at", rec.NextAttemptAt)...)
+	case store.DeliveryFailed:
+		if rec.DisableSubscription && !del.Test {
+			attrs = append(attrs, "subscription_disabled", true)
+		}
+		log.WarnContext(ctx, "delivery failed", attrs...)
+		if !del.Test {
+			d.metrics.deliveriesFailed.Inc()
+			if d.cfg.Notifier != nil {
+				del.Status, del.AttemptCount, del.NextAttemptAt = store.DeliveryFailed, at.Number, nil
+				d.cfg.Notifier.DeliveryFailed(context.WithoutCancel(ctx), del)
+			}
+		}
+	}
+}

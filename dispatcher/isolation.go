@@ -1,0 +1,51 @@
+package dispatcher
+
+import (
+	"sync"
+
+	"github.com/google/uuid"
+)
+
+// subscriptionLimiter caps the attempts one subscription has running in
+// this process. A receiver that hangs until the delivery timeout would
+// otherwise take every worker once enough of its deliveries are due, and
+// stall every other merchant's webhooks behind it. An attempt over the cap
+// is put back on the queue for a moment (asynq retry without counting a
+// failure), leaving the worker to other subscriptions.
+//
+// The cap is per process: with N worker processes a subscription holds at
+// most N·cap workers in all. That bounds the damage without a Redis round
+// trip per attempt; a shared cap in Redis would be the next step if one
+// subscription's traffic ever needed a global bound.
+type subscriptionLimiter struct {
+	limit   int
+	mu      sync.Mutex
+	running map[uuid.UUID]int
+}
+
+func newSubscriptionLimiter(limit int) *subscriptionLimiter {
+	return &subscriptionLimiter{limit: limit, running: make(map[uuid.UUID]int)}
+}
+
+// acquire takes a slot for the subscription, or reports that it holds
+// its share already.
+func (l *subscriptionLimiter) acquire(id uuid.UUID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.running[id] >= l.limit {
+		return false
+	}
+	l.running[id]++
+	return true
+}
+
+// release gives a slot back.
+func (l *subscriptionLimiter) release(id uuid.UUID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.running[id] <= 1 {
+		delete(l.running, id)
+		return
+	}
+	l.running[id]--
+}

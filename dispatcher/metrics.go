@@ -1,0 +1,81 @@
+package dispatcher
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Attempt outcomes, the values of the outcome label (DESIGN.md "Metrics").
+const (
+	outcomeSuccess      = "success"
+	outcomeHTTPError    = "http_error"
+	outcomeTimeout      = "timeout"
+	outcomeNetworkError = "network_error"
+	outcomeBlocked      = "blocked"
+)
+
+// metrics are the pipeline's Prometheus series. The names are fixed: the
+// dashboards and alert rules in dashboards/ use them.
+type metrics struct {
+	eventsIngested   *prometheus.CounterVec
+	attempts         *prometheus.CounterVec
+	attemptDuration  prometheus.Histogram
+	deliveryLatency  prometheus.Histogram
+	deliveriesFailed prometheus.Counter
+	retriesScheduled prometheus.Counter
+	sweeperRequeued  prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		eventsIngested: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webhookd_events_ingested_total",
+			Help: "Events stored, by type (a re-published event id counts once).",
+		}, []string{"type"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webhookd_delivery_attempts_total",
+			Help: "Delivery attempts, by outcome: success, http_error, timeout, network_error, blocked.",
+		}, []string{"outcome"}),
+		attemptDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "webhookd_delivery_attempt_duration_seconds",
+			Help: "Duration of one delivery attempt's HTTP exchange.",
+			// 1 ms to 25 s: from a receiver on the same network to the
+			// delivery timeout.
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 25},
+		}),
+		deliveryLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "webhookd_delivery_latency_seconds",
+			Help: "Time from an event's creation to its delivery's first 2xx answer.",
+			// Up to about a day: retried deliveries succeed hours later.
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 4 * 3600, 24 * 3600},
+		}),
+		deliveriesFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "webhookd_deliveries_failed_total",
+			Help: "Deliveries that failed permanently (every attempt used up).",
+		}),
+		retriesScheduled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "webhookd_retries_scheduled_total",
+			Help: "Retries scheduled after a failed attempt.",
+		}),
+		sweeperRequeued: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "webhookd_sweeper_requeued_total",
+			Help: "Overdue deliveries the sweeper found without a live task and enqueued again.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.eventsIngested, m.attempts, m.attemptDuration, m.deliveryLatency,
+		m.deliveriesFailed, m.retriesScheduled, m.sweeperRequeued} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register dispatcher metrics: %w", err)
+		}
+	}
+	// Pre-create the outcome series so that dashboards and rate() see zeros
+	// rather than missing series.
+	for _, o := range []string{outcomeSuccess, outcomeHTTPError, outcomeTimeout, outcomeNetworkError, outcomeBlocked} {
+		m.attempts.WithLabelValues(o)
+	}
+	return m, nil
+}

@@ -1,0 +1,170 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wneessen/go-mail"
+
+	"github.com/webhookd/webhookd/store"
+)
+
+// NotifyInterval is the least time between two failure e-mails about one
+// subscription: a receiver that is down fails many deliveries, and its
+// owner needs to hear it once, not once per event.
+const NotifyInterval = time.Hour
+
+// sendTimeout bounds one SMTP exchange, so that a slow mail server cannot
+// hold the worker that recorded the failure.
+const sendTimeout = 15 * time.Second
+
+// MailNotifier e-mails a merchant's notification address when a real
+// delivery fails for good, at most once per subscription per
+// NotifyInterval. The once-per-interval claim is taken in Postgres, so it
+// holds across every worker. Without an SMTP URL it only logs.
+type MailNotifier struct {
+	store    *store.Store
+	logger   *slog.Logger
+	from     string
+	host     string
+	opts     []mail.Option
+	disabled bool
+}
+
+var _ Notifier = (*MailNotifier)(nil)
+
+// NewMailNotifier builds a notifier sending through smtpURL:
+// smtp://[user:pass@]host[:port] (STARTTLS when the server offers it, port
+// 25 by default) or smtps://[user:pass@]host[:port] (TLS from the first
+// byte, port 465 by default). An empty smtpURL makes a notifier that only
+// logs.
+func NewMailNotifier(smtpURL, from string, st *store.Store, logger *slog.Logger) (*MailNotifier, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	n := &MailNotifier{store: st, logger: logger, from: from}
+	if smtpURL == "" {
+		n.disabled = true
+		return n, nil
+	}
+	if from == "" {
+		return nil, errors.New("notify: a sender address is required with an SMTP URL")
+	}
+	u, err := url.Parse(smtpURL)
+	if err != nil || u.Hostname() == "" {
+		return nil, fmt.Errorf("notify: SMTP URL must look like smtp://user:pass@host:port")
+	}
+	port := 25
+	opts := []mail.Option{mail.WithTimeout(sendTimeout)}
+	switch u.Scheme {
+	case "smtp":
+		opts = append(opts, mail.WithTLSPolicy(mail.TLSOpportunistic))
+	case "smtps":
+		port = 465
+		opts = append(opts, mail.WithSSL())
+	default:
+		return nil, fmt.Errorf("notify: SMTP URL scheme %q: want smtp or smtps", u.Scheme)
+	}
+	if p := u.Port(); p != "" {
+		if port, err = strconv.Atoi(p); err != nil {
+			return nil, fmt.Errorf("notify: SMTP port %q: %w", p, err)
+		}
+	}
+	opts = append(opts, mail.WithPort(port))
+	if u.User != nil {
+		pass, _ := u.User.Password()
+		opts = append(opts, mail.WithSMTPAuth(mail.SMTPAuthAutoDiscover),
+			mail.WithUsername(u.User.Username()), mail.WithPassword(pass))
+	}
+	n.host, n.opts = u.Hostname(), opts
+	return n, nil
+}
+
+// DeliveryFailed sends the failure e-mail of d's subscription unless one
+// went out less than NotifyInterval ago. Test deliveries never send one.
+// Errors are logged: a mail server that is down must not disturb delivery.
+func (n *MailNotifier) DeliveryFailed(ctx context.Context, d store.Delivery) {
+	if d.Test {
+		return
+	}
+	log := n.logger.With("delivery_id", d.ID, "event_id", d.EventID, "subscription_id", d.SubscriptionID,
+		"merchant_id", d.MerchantID)
+	notice, err := n.store.ClaimFailureNotification(ctx, d.SubscriptionID, NotifyInterval)
+	if errors.Is(err, store.ErrConflict) {
+		log.DebugContext(ctx, "failure e-mail already sent within the interval")
+		return
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "claim failure e-mail", "error", err)
+		return
+	}
+	if notice.Email == nil || *notice.Email == "" {
+		log.InfoContext(ctx, "delivery failed; the merchant has no notification address")
+		return
+	}
+	if n.disabled {
+		log.WarnContext(ctx, "delivery failed; no SMTP server configured, e-mail not sent", "to", *notice.Email)
+		return
+	}
+	msg, err := n.message(*notice.Email, notice, d)
+	if err != nil {
+		log.ErrorContext(ctx, "build failure e-mail", "error", err)
+		return
+	}
+	client, err := mail.NewClient(n.host, n.opts...)
+	if err != nil {
+		log.ErrorContext(ctx, "failure e-mail client", "error", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	if err := client.DialAndSendWithContext(ctx, msg); err != nil {
+		log.ErrorContext(ctx, "send failure e-mail", "to", *notice.Email, "error", err)
+		return
+	}
+	log.InfoContext(ctx, "failure e-mail sent", "to", *notice.Email)
+}
+
+// message is the failure e-mail: what failed, where to look, and that no
+// other e-mail follows for an hour.
+func (n *MailNotifier) message(to string, notice store.FailureNotice, d store.Delivery) (*mail.Msg, error) {
+	m := mail.NewMsg()
+	if err := m.From(n.from); err != nil {
+		return nil, fmt.Errorf("from %q: %w", n.from, err)
+	}
+	if err := m.To(to); err != nil {
+		return nil, fmt.Errorf("to %q: %w", to, err)
+	}
+	m.Subject("Webhook delivery failed: " + d.EventType + " to " + hostOf(notice.URL))
+	var b strings.Builder
+	fmt.Fprintf(&b, "A webhook could not be delivered to your endpoint %s.\n\n", notice.URL)
+	fmt.Fprintf(&b, "Event:         %s (%s)\n", d.EventID, d.EventType)
+	fmt.Fprintf(&b, "Delivery:      %s\n", d.ID)
+	fmt.Fprintf(&b, "Subscription:  %s\n", d.SubscriptionID)
+	fmt.Fprintf(&b, "Attempts made: %d\n\n", d.AttemptCount)
+	fmt.Fprintf(&b, "Read the attempts with GET /v1/webhook_deliveries/%s and send the event again with\n", d.ID)
+	fmt.Fprintf(&b, "POST /v1/webhook_deliveries/%s/redeliver once your endpoint is fixed.\n\n", d.ID)
+	fmt.Fprintf(&b, "You get at most one such e-mail per endpoint per hour; other deliveries may have failed too:\n")
+	fmt.Fprintf(&b, "GET /v1/webhook_deliveries?status=failed&subscription_id=%s lists them.\n", d.SubscriptionID)
+	m.SetBodyString(mail.TypeTextPlain, b.String())
+	return m, nil
+}
+
+// hostOf is the host of a URL, for a short subject line.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return raw
+	}
+	if h, _, err := net.SplitHostPort(u.Host); err == nil {
+		return h
+	}
+	return u.Host
+}

@@ -1,0 +1,371 @@
+package dispatcher_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/producer"
+	"github.com/webhookd/webhookd/store"
+)
+
+// TestFanOutMatchesSubscriptions publishes one event and checks that
+// exactly the enabled, undeleted subscriptions of that merchant whose
+// filter names the type (or is "*") get a delivery, and that each receives
+// the envelope with valid Standard Webhooks headers.
+func TestFanOutMatchesSubscriptions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	rcv := newReceiver(t, answer(http.StatusNoContent))
+	exact, exactSecret := e.subscribe("m1", rcv.URL+"/exact", "payout.paid", "payout.failed")
+	star, starSecret := e.subscribe("m1", rcv.URL+"/star", "*")
+	other, _ := e.subscribe("m1", rcv.URL+"/other", "payout.created")
+	disabled, _ := e.subscribe("m1", rcv.URL+"/disabled", "payout.paid")
+	deleted, _ := e.subscribe("m1", rcv.URL+"/deleted", "*")
+	foreign, _ := e.subscribe("m2", rcv.URL+"/foreign", "*")
+	off := store.SubscriptionDisabled
+	if _, err := e.store.UpdateSubscription(ctx, "m1", disabled.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.DeleteSubscription(ctx, "m1", deleted.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	d, _ := e.dispatcher()
+	e.run(d)
+	ev := e.publish(d, "m1", "payout.paid")
+
+	ds := e.deliveries(ev.ID)
+	var got []uuid.UUID
+	for _, del := range ds {
+		got = append(got, del.SubscriptionID)
+		if del.Test || del.EventType != "payout.paid" || del.MerchantID != "m1" {
+			t.Errorf("delivery %+v: wrong event type, merchant or test flag", del)
+		}
+		sec, nsec := del.ID.Time().UnixTime()
+		if del.ID.Version() != 7 || !del.CreatedAt.Equal(time.Unix(sec, nsec)) || !del.CreatedAt.Equal(ev.CreatedAt) {
+			t.Errorf("delivery id %s (created %s) is not a UUIDv7 of the event's instant %s", del.ID, del.CreatedAt, ev.CreatedAt)
+		}
+	}
+	want := []uuid.UUID{exact.ID, star.ID}
+	slices.SortFunc(got, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	slices.SortFunc(want, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	if !slices.Equal(got, want) {
+		t.Fatalf("deliveries to %v, want exactly %v (not other %s, disabled %s, deleted %s, foreign %s)",
+			got, want, other.ID, disabled.ID, deleted.ID, foreign.ID)
+	}
+	for _, del := range ds {
+		if s := e.waitSettled(del.ID, 5*time.Second); s.Status != store.DeliverySucceeded || s.AttemptCount != 1 {
+			t.Fatalf("delivery %s: status %s after %d attempts, want succeeded after 1", del.ID, s.Status, s.AttemptCount)
+		}
+	}
+
+	reqs := rcv.got()
+	if len(reqs) != 2 {
+		t.Fatalf("receiver got %d requests, want 2", len(reqs))
+	}
+	secrets := map[string]string{"/exact": exactSecret, "/star": starSecret}
+	for _, r := range reqs {
+		wh, err := standardwebhooks.NewWebhook(secrets[r.Path])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wh.Verify(r.Body, r.Header); err != nil {
+			t.Errorf("%s: Standard Webhooks verification failed: %v (headers %v)", r.Path, err, r.Header)
+		}
+		checkDelivery(t, r, ev, `{"id":"po_1","status":"paid"}`)
+	}
+}
+
+// checkDelivery checks the headers and envelope of spec 6.2 and 6.3.
+func checkDelivery(t *testing.T, r received, ev store.Event, wantPayload string) {
+	t.Helper()
+	h := r.Header
+	if h.Get("Content-Type") != "application/json" {
+		t.Errorf("content-type %q", h.Get("Content-Type"))
+	}
+	if h.Get("webhook-id") != ev.ID.String() {
+		t.Errorf("webhook-id %q, want the event id %s", h.Get("webhook-id"), ev.ID)
+	}
+	ts, err := strconv.ParseInt(h.Get("webhook-timestamp"), 10, 64)
+	if err != nil || time.Since(time.Unix(ts, 0)).Abs() > time.Minute {
+		t.Errorf("webhook-timestamp %q is not the attempt's Unix time", h.Get("webhook-timestamp"))
+	}
+	if ua := h.Get("User-Agent"); ua != "webhookd/test" {
+		t.Errorf("user-agent %q", ua)
+	}
+	if string(r.Body) != string(ev.Body) {
+		t.Errorf("body %s differs from the stored envelope %s", r.Body, ev.Body)
+	}
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(r.Body, &env); err != nil {
+		t.Fatalf("body is not JSON: %v", err)
+	}
+	var keys []string
+	for k := range env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"api_version", "date", "id", "payload", "type"}) {
+		t.Errorf("envelope fields %v", keys)
+	}
+	var date string
+	_ = json.Unmarshal(env["date"], &date)
+	if dt, err := time.Parse(time.RFC3339Nano, date); err != nil || !dt.Equal(ev.CreatedAt) || date[len(date)-1] != 'Z' {
+		t.Errorf("date %q, want %s in UTC", date, ev.CreatedAt)
+	}
+	if string(env["api_version"]) != `"`+testVersion+`"` || string(env["payload"]) != wantPayload {
+		t.Errorf("api_version %s payload %s", env["api_version"], env["payload"])
+	}
+}
+
+// TestDuplicatePublishMakesOneEvent publishes the same id twice.
+func TestDuplicatePublishMakesOneEvent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rcv := newReceiver(t, answer(http.StatusOK))
+	e.subscribe("m1", rcv.URL, "*")
+	d, reg := e.dispatcher()
+	id := uuid.New()
+	ne := store.NewEvent{ID: &id, MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{"a":1}`)}
+	first, created, err := d.Publish(context.Background(), ne)
+	if err != nil || !created {
+		t.Fatalf("first Publish = %v, %v", created, err)
+	}
+	ne.Payload = json.RawMessage(`{"a":2}`)
+	second, created, err := d.Publish(context.Background(), ne)
+	if err != nil || created {
+		t.Fatalf("second Publish = %v, %v; want created false", created, err)
+	}
+	if string(second.Body) != string(first.Body) || !second.CreatedAt.Equal(first.CreatedAt) {
+		t.Errorf("second Publish returned %s, want the stored %s", second.Body, first.Body)
+	}
+	if n := len(e.deliveries(id)); n != 1 {
+		t.Fatalf("%d deliveries after a duplicate publish, want 1", n)
+	}
+	if got := counter(t, reg, "webhookd_events_ingested_total"); got != 1 {
+		t.Errorf("webhookd_events_ingested_total = %v, want 1", got)
+	}
+	// The same id from another merchant is a conflict, not a silent success.
+	ne.MerchantID = "m2"
+	if _, _, err := d.Publish(context.Background(), ne); err == nil {
+		t.Error("the same id from another merchant was accepted")
+	}
+}
+
+// TestRetryOutcomes drives one delivery against receivers with different
+// behaviours and checks the attempts recorded.
+func TestRetryOutcomes(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name       string
+		respond    func(n int, w http.ResponseWriter, r *http.Request)
+		wantStatus string
+		wantErrors []string // per attempt; "" for success
+		wantHTTP   []int
+	}{
+		{
+			name:       "always 500 uses every attempt",
+			respond:    answer(http.StatusInternalServerError),
+			wantStatus: store.DeliveryFailed,
+			wantErrors: []string{"http_status", "http_status", "http_status", "http_status"},
+			wantHTTP:   []int{500, 500, 500, 500},
+		},
+		{
+			name: "500 then 200 succeeds on attempt 2",
+			respond: func(n int, w http.ResponseWriter, _ *http.Request) {
+				if n == 1 {
+					w.WriteHeader(http.StatusInternalServerError)
+					return
+				}
+				w.WriteHeader(http.StatusOK)
+			},
+			wantStatus: store.DeliverySucceeded,
+			wantErrors: []string{"http_status", ""},
+			wantHTTP:   []int{500, 200},
+		},
+		{
+			name: "slow receiver times out",
+			respond: func(n int, w http.ResponseWriter, r *http.Request) {
+				if n == 1 {
+					select {
+					case <-r.Context().Done():
+					case <-time.After(3 * time.Second):
+					}
+					return
+				}
+				w.WriteHeader(http.StatusOK)
+			},
+			wantStatus: store.DeliverySucceeded,
+			wantErrors: []string{"timeout", ""},
+			wantHTTP:   []int{0, 200},
+		},
+		{
+			name:       "410 gone ends the delivery",
+			respond:    answer(http.StatusGone),
+			wantStatus: store.DeliveryFailed,
+			wantErrors: []string{"http_status"},
+			wantHTTP:   []int{410},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			rcv := newReceiver(t, tc.respond)
+			sub, _ := e.subscribe("m1", rcv.URL, "*")
+			d, _ := e.dispatcher()
+			e.run(d)
+			ev := e.publish(d, "m1", "payout.paid")
+			del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second)
+			if del.Status != tc.wantStatus || len(del.Attempts) != len(tc.wantErrors) || del.AttemptCount != len(tc.wantErrors) {
+				t.Fatalf("status %s after %d attempts (count %d), want %s after %d", del.Status, len(del.Attempts),
+					del.AttemptCount, tc.wantStatus, len(tc.wantErrors))
+			}
+			for i, a := range del.Attempts {
+				gotErr, gotHTTP := "", 0
+				if a.Error != nil {
+					gotErr = *a.Error
+				}
+				if a.HTTPStatus != nil {
+					gotHTTP = *a.HTTPStatus
+				}
+				if a.Number != i+1 || gotErr != tc.wantErrors[i] || gotHTTP != tc.wantHTTP[i] || a.Trigger != store.TriggerScheduled {
+					t.Errorf("attempt %d: number %d error %q http %d trigger %s; want error %q http %d",
+						i+1, a.Number, gotErr, gotHTTP, a.Trigger, tc.wantErrors[i], tc.wantHTTP[i])
+				}
+				if (a.Status == store.AttemptSucceeded) != (gotErr == "") {
+					t.Errorf("attempt %d status %s with error %q", i+1, a.Status, gotErr)
+				}
+			}
+			if del.NextAttemptAt != nil {
+				t.Errorf("settled delivery still has next_attempt_at %v", del.NextAttemptAt)
+			}
+			// Give a stray extra attempt the chance to show.
+			time.Sleep(150 * time.Millisecond)
+			if n := len(rcv.got()); n != len(tc.wantErrors) {
+				t.Errorf("receiver got %d requests, want %d", n, len(tc.wantErrors))
+			}
+			s, err := e.store.GetSubscription(context.Background(), "m1", sub.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch tc.wantStatus {
+			case store.DeliverySucceeded:
+				if s.Health.ConsecutiveFailures != 0 || s.Health.LastSuccessAt == nil || s.Health.LastFailureAt == nil {
+					t.Errorf("health after a retried success: %+v", s.Health)
+				}
+			case store.DeliveryFailed:
+				if s.Health.ConsecutiveFailures != len(tc.wantErrors) || s.Health.LastFailureAt == nil {
+					t.Errorf("health after %d failures: %+v", len(tc.wantErrors), s.Health)
+				}
+			}
+			if wantDisabled := tc.wantHTTP[0] == http.StatusGone; (s.Status == store.SubscriptionDisabled) != wantDisabled {
+				t.Errorf("subscription status %s after the receiver answered %d", s.Status, tc.wantHTTP[0])
+			}
+		})
+	}
+}
+
+// TestRedirectIsNotFollowed checks that a 3xx is a failed attempt and that
+// the redirect target is never called.
+func TestRedirectIsNotFollowed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	target := newReceiver(t, answer(http.StatusOK))
+	rcv := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
+	})
+	e.subscribe("m1", rcv.URL, "*")
+	d, _ := e.dispatcher()
+	e.run(d)
+	ev := e.publish(d, "m1", "payout.paid")
+	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second)
+	if del.Status != store.DeliveryFailed || len(del.Attempts) != fastSchedule.Attempts() {
+		t.Fatalf("status %s after %d attempts, want failed after %d", del.Status, len(del.Attempts), fastSchedule.Attempts())
+	}
+	if a := del.Attempts[0]; a.Error == nil || *a.Error != "redirect" || a.HTTPStatus == nil || *a.HTTPStatus != 307 {
+		t.Errorf("attempt 1 = %+v, want error redirect with http 307", a)
+	}
+	if n := len(target.got()); n != 0 {
+		t.Fatalf("the redirect target was called %d times", n)
+	}
+}
+
+// TestPrivateTargetIsBlocked delivers to 127.0.0.1 with private targets
+// not allowed: the dialer refuses after resolution.
+func TestPrivateTargetIsBlocked(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rcv := newReceiver(t, answer(http.StatusOK))
+	// "localhost" resolves to loopback: the check must apply after DNS.
+	url := "http://localhost:" + rcv.URL[len("http://127.0.0.1:"):]
+	e.subscribe("m1", url, "*")
+	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.AllowPrivateTargets = false })
+	e.run(d)
+	ev := e.publish(d, "m1", "payout.paid")
+	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second)
+	if del.Status != store.DeliveryFailed {
+		t.Fatalf("status %s, want failed", del.Status)
+	}
+	for _, a := range del.Attempts {
+		if a.Error == nil || *a.Error != "target_blocked" || a.HTTPStatus != nil {
+			t.Errorf("attempt %d error %v http %v, want target_blocked", a.Number, a.Error, a.HTTPStatus)
+		}
+	}
+	if n := len(rcv.got()); n != 0 {
+		t.Fatalf("the blocked receiver was called %d times", n)
+	}
+	if got := counterWith(t, reg, "webhookd_delivery_attempts_total", "outcome", "blocked"); got != float64(len(del.Attempts)) {
+		t.Errorf("blocked outcomes = %v, want %d", got, len(del.Attempts))
+	}
+}
+
+// TestProducerPublishIsDelivered publishes through the producer package
+// (asynq) and expects the event stored once and delivered.
+func TestProducerPublishIsDelivered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rcv := newReceiver(t, answer(http.StatusOK))
+	e.subscribe("m1", rcv.URL, "payout.created")
+	d, _ := e.dispatcher()
+	e.run(d)
+	p := producer.New(e.cfg.Redis)
+	defer p.Close()
+	id := uuid.NewString()
+	ev := producer.Event{ID: id, MerchantID: "m1", Type: "payout.created", Payload: json.RawMessage(`{"id": "po_9"}`)}
+	for range 2 {
+		if err := p.Publish(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitFor("the event to be delivered", 10*time.Second, func() bool { return len(rcv.got()) >= 1 })
+	stored, err := e.store.EventByID(context.Background(), uuid.MustParse(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.APIVersion != testVersion || stored.MerchantID != "m1" {
+		t.Errorf("stored event %+v", stored)
+	}
+	// A third publish after the first was processed still makes nothing new.
+	if err := p.Publish(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(e.deliveries(stored.ID)); n != 1 {
+		t.Errorf("%d deliveries, want 1", n)
+	}
+	if n := len(rcv.got()); n != 1 {
+		t.Errorf("receiver got %d requests, want 1", n)
+	}
+	checkDelivery(t, rcv.got()[0], stored, `{"id":"po_9"}`)
+}

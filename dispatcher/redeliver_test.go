@@ -1,0 +1,223 @@
+package dispatcher_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/retry"
+	"github.com/webhookd/webhookd/store"
+)
+
+// switchable answers whatever status it currently holds.
+func switchable(status *atomic.Int32) func(int, http.ResponseWriter, *http.Request) {
+	return func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(int(status.Load())) }
+}
+
+// TestRedeliverOutcomes covers the states a manual attempt leaves a
+// delivery in, whatever its status before.
+func TestRedeliverOutcomes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// before is the delivery's status when redeliver is called.
+		before string
+		// manual is what the receiver answers the manual attempt.
+		manual int
+		// after is the delivery's status once the manual attempt is in;
+		// pending keeps the scheduled next attempt where it was.
+		after string
+	}{
+		{"failed, manual success", store.DeliveryFailed, 200, store.DeliverySucceeded},
+		{"failed, manual failure", store.DeliveryFailed, 500, store.DeliveryFailed},
+		{"succeeded, manual success", store.DeliverySucceeded, 204, store.DeliverySucceeded},
+		{"succeeded, manual failure", store.DeliverySucceeded, 503, store.DeliveryFailed},
+		{"pending, manual success ends the schedule", store.DeliveryPending, 200, store.DeliverySucceeded},
+		{"pending, manual failure keeps the schedule", store.DeliveryPending, 500, store.DeliveryPending},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := context.Background()
+			var status atomic.Int32
+			status.Store(500)
+			if tt.before == store.DeliverySucceeded {
+				status.Store(200)
+			}
+			rcv := newReceiver(t, switchable(&status))
+			_, secret := e.subscribe("m1", rcv.URL, "*")
+			// failed: one retry 50 ms later; pending: the retry is an hour
+			// away, so the delivery stays pending during the test.
+			schedule := retry.Schedule{Delays: []time.Duration{50 * time.Millisecond}}
+			if tt.before == store.DeliveryPending {
+				schedule = retry.Schedule{Delays: []time.Duration{time.Hour, time.Hour}}
+				if tt.after == store.DeliverySucceeded {
+					// Soon enough to see that the scheduled task, when it
+					// comes, does nothing.
+					schedule.Delays[0] = 2 * time.Second
+				}
+			}
+			// The dispatcher's clock jumps a minute ahead before the manual
+			// attempt, so that its webhook-timestamp is visibly fresh.
+			var offset atomic.Int64
+			d, _ := e.dispatcher(func(c *dispatcher.Config) {
+				c.Schedule = schedule
+				c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+			})
+			e.run(d)
+			ev := e.publish(d, "m1", "payout.paid")
+			del := e.deliveries(ev.ID)[0]
+			want := tt.before
+			e.waitFor("the delivery to become "+want, 5*time.Second, func() bool {
+				del = e.delivery(del.ID)
+				return del.Status == want && del.AttemptCount >= 1
+			})
+			before := del
+			offset.Store(int64(time.Minute))
+			status.Store(int32(tt.manual))
+
+			got, err := d.Redeliver(ctx, "m1", del.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tt.after || got.AttemptCount != before.AttemptCount+1 || len(got.Attempts) != got.AttemptCount {
+				t.Fatalf("after redeliver: status %s, %d attempts (%d rows); want %s, %d", got.Status, got.AttemptCount,
+					len(got.Attempts), tt.after, before.AttemptCount+1)
+			}
+			last := got.Attempts[len(got.Attempts)-1]
+			if last.Trigger != store.TriggerManual || last.Number != got.AttemptCount || *last.HTTPStatus != tt.manual {
+				t.Fatalf("manual attempt recorded as %+v", last)
+			}
+			switch tt.after {
+			case store.DeliveryPending:
+				if got.NextAttemptAt == nil || !got.NextAttemptAt.Equal(*before.NextAttemptAt) {
+					t.Fatalf("next attempt %v, want it kept at %v", got.NextAttemptAt, before.NextAttemptAt)
+				}
+			default:
+				if got.NextAttemptAt != nil {
+					t.Fatalf("next attempt %v on a %s delivery", got.NextAttemptAt, got.Status)
+				}
+			}
+
+			// The receiver saw the same webhook-id and body bytes, with a
+			// fresh timestamp, signed by the subscription's secret.
+			reqs := rcv.got()
+			first, manual := reqs[0], reqs[len(reqs)-1]
+			if manual.Header.Get("webhook-id") != first.Header.Get("webhook-id") || string(manual.Body) != string(first.Body) {
+				t.Fatalf("manual attempt sent id %q body %s; first sent %q %s", manual.Header.Get("webhook-id"), manual.Body,
+					first.Header.Get("webhook-id"), first.Body)
+			}
+			t1, _ := strconv.ParseInt(first.Header.Get("webhook-timestamp"), 10, 64)
+			t2, _ := strconv.ParseInt(manual.Header.Get("webhook-timestamp"), 10, 64)
+			if t2-t1 < 50 {
+				t.Fatalf("manual timestamp %d is not fresh (first %d)", t2, t1)
+			}
+			wh, err := standardwebhooks.NewWebhook(secret)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := wh.Verify(manual.Body, manual.Header); err != nil {
+				t.Fatalf("manual attempt does not verify: %v", err)
+			}
+
+			if tt.before == store.DeliveryPending && tt.after == store.DeliverySucceeded {
+				// The stale scheduled task of that attempt number finds
+				// nothing to do, even when the sweeper re-enqueues it.
+				n := len(rcv.got())
+				// Wait (on the shrunk schedule) until the scheduled attempt
+				// was due, plus a few task-check intervals.
+				due := before.NextAttemptAt.Add(300 * time.Millisecond)
+				e.waitFor("the scheduled attempt to come due", 10*time.Second, func() bool { return time.Now().After(due) })
+				if len(rcv.got()) != n || e.delivery(del.ID).Status != store.DeliverySucceeded {
+					t.Fatal("an attempt ran after a manual success ended the schedule")
+				}
+			}
+		})
+	}
+}
+
+func TestRedeliverRefuses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	rcv := newReceiver(t, answer(200))
+	sub, _ := e.subscribe("m1", rcv.URL, "*")
+	d, _ := e.dispatcher()
+	e.run(d)
+	ev := e.publish(d, "m1", "payout.paid")
+	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
+
+	if _, err := d.Redeliver(ctx, "m2", del.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("another merchant's delivery: %v, want ErrNotFound", err)
+	}
+	if _, err := d.Redeliver(ctx, "m1", uuid.Must(uuid.NewV7())); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown delivery: %v, want ErrNotFound", err)
+	}
+	if _, err := d.Redeliver(ctx, "m1", uuid.New()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("non-v7 id: %v, want ErrNotFound", err)
+	}
+	off := store.SubscriptionDisabled
+	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Redeliver(ctx, "m1", del.ID); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("disabled subscription: %v, want ErrConflict", err)
+	}
+	if n := len(rcv.got()); n != 1 {
+		t.Errorf("receiver got %d requests, want only the first attempt", n)
+	}
+}
+
+// TestTestDeliveryLeavesHealthAlone: a test delivery that fails for good
+// changes no health counter; a real one that fails does.
+func TestTestDeliveryLeavesHealthAlone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	rcv := newReceiver(t, answer(500))
+	sub, _ := e.subscribe("m1", rcv.URL, "payout.paid")
+	d, _ := e.dispatcher()
+	e.run(d)
+
+	td, err := d.SendTestEvent(ctx, "m1", sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !td.Test || td.EventType != dispatcher.TestEventType || td.SubscriptionID != sub.ID {
+		t.Fatalf("test delivery %+v", td)
+	}
+	got := e.waitSettled(td.ID, 5*time.Second)
+	if got.Status != store.DeliveryFailed || got.AttemptCount != len(fastSchedule.Delays)+1 {
+		t.Fatalf("test delivery %s after %d attempts; want failed after the whole schedule", got.Status, got.AttemptCount)
+	}
+	s, err := e.store.GetSubscription(ctx, "m1", sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Health.ConsecutiveFailures != 0 || s.Health.LastFailureAt != nil {
+		t.Fatalf("health after a failing test delivery: %+v", s.Health)
+	}
+
+	ev := e.publish(d, "m1", "payout.paid")
+	e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
+	s, err = e.store.GetSubscription(ctx, "m1", sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Health.ConsecutiveFailures != len(fastSchedule.Delays)+1 || s.Health.LastFailureAt == nil {
+		t.Fatalf("health after a failing real delivery: %+v", s.Health)
+	}
+
+	if _, err := d.SendTestEvent(ctx, "m2", sub.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("test event to another merchant's subscription: %v", err)
+	}
+}

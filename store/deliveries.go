@@ -1,0 +1,231 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// deliveryColumns is the column list scanDelivery reads, in its order.
+const deliveryColumns = `id, merchant_id, event_id, event_created_at, event_type, subscription_id,
+	status, test, attempt_count, next_attempt_at, created_at, updated_at`
+
+func scanDelivery(row pgx.CollectableRow) (Delivery, error) {
+	var d Delivery
+	err := row.Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
+		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt)
+	return d, err
+}
+
+// LeasedDelivery is a delivery whose row a worker holds for one attempt,
+// with everything the attempt needs.
+type LeasedDelivery struct {
+	Delivery
+	// URL is the subscription's target.
+	URL string
+	// SubscriptionStatus is enabled or disabled.
+	SubscriptionStatus string
+	// SubscriptionDeleted is true once the merchant deleted the
+	// subscription.
+	SubscriptionDeleted bool
+	// Body is the event's envelope, exactly as stored.
+	Body []byte
+	// LeaseUntil is when the lease lapses if the attempt is never recorded.
+	LeaseUntil time.Time
+}
+
+// LeaseDelivery takes the delivery's row for attempt number, until
+// now+leaseFor. It succeeds only if the delivery is pending, number is the
+// next attempt (attempt_count = number-1) and no live lease exists, so that
+// one attempt number never runs twice at once and a stale or duplicate task
+// finds nothing: then it returns ErrNotFound.
+func (s *Store) LeaseDelivery(ctx context.Context, id uuid.UUID, createdAt time.Time, number int, now time.Time, leaseFor time.Duration) (LeasedDelivery, error) {
+	var l LeasedDelivery
+	d := &l.Delivery
+	err := s.pool.QueryRow(ctx, `
+		UPDATE deliveries d SET lease_until = $4
+		FROM subscriptions s, events e
+		WHERE d.id = $1 AND d.created_at = $2 AND d.status = 'pending' AND d.attempt_count = $3 - 1
+		  AND (d.lease_until IS NULL OR d.lease_until < $5)
+		  AND s.id = d.subscription_id
+		  AND e.id = d.event_id AND e.created_at = d.event_created_at
+		RETURNING d.id, d.merchant_id, d.event_id, d.event_created_at, d.event_type, d.subscription_id,
+			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
+			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until`,
+		id, createdAt, number, now.Add(leaseFor), now).
+		Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
+			&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
+			&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil)
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return LeasedDelivery{}, fmt.Errorf("lease delivery %s attempt %d: %w", id, number, ErrNotFound)
+		}
+		return LeasedDelivery{}, fmt.Errorf("lease delivery %s attempt %d: %w", id, number, err)
+	}
+	return l, nil
+}
+
+// AttemptRecord is the outcome of one attempt and the state it leaves the
+// delivery in. The dispatcher decides the state (retry policy); the store
+// only writes it.
+type AttemptRecord struct {
+	// Delivery is the leased delivery (ID, CreatedAt, SubscriptionID and
+	// Test are used).
+	Delivery Delivery
+	// Attempt is the row to append; its Number is the attempt's.
+	Attempt Attempt
+	// Status is the delivery's status after the attempt.
+	Status string
+	// NextAttemptAt is when the next attempt is due; nil when none is.
+	NextAttemptAt *time.Time
+	// DisableSubscription disables the subscription (the receiver answered
+	// 410 Gone). Ignored for test deliveries.
+	DisableSubscription bool
+}
+
+// RecordAttempt writes one attempt in a single statement: the attempt row,
+// the delivery's new state with its lease released and, unless the delivery
+// is a test, the subscription's health. If that attempt number is already
+// recorded (a worker whose lease lapsed finished late), nothing is written
+// and ErrConflict is returned.
+func (s *Store) RecordAttempt(ctx context.Context, r AttemptRecord) error {
+	a, d := r.Attempt, r.Delivery
+	ok := a.Status == AttemptSucceeded
+	var n int
+	// Data-modifying CTEs run atomically in one statement; each later step
+	// only runs when the attempt row was new.
+	err := s.pool.QueryRow(ctx, `
+		WITH a AS (
+			INSERT INTO attempts (delivery_id, delivery_created_at, number, status, trigger, http_status, error,
+				duration_ms, response_body, attempted_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			ON CONFLICT DO NOTHING RETURNING 1
+		), d AS (
+			UPDATE deliveries SET attempt_count = GREATEST(attempt_count, $3), status = $11,
+				next_attempt_at = $12, lease_until = NULL, updated_at = $10
+			WHERE id = $1 AND created_at = $2 AND EXISTS (SELECT 1 FROM a)
+			RETURNING subscription_id, test
+		), s AS (
+			UPDATE subscriptions SET
+				consecutive_failures = CASE WHEN $13 THEN 0 ELSE consecutive_failures + 1 END,
+				last_success_at = CASE WHEN $13 THEN $10 ELSE last_success_at END,
+				last_failure_at = CASE WHEN $13 THEN last_failure_at ELSE $10 END,
+				status = CASE WHEN $14 THEN 'disabled' ELSE status END,
+				updated_at = CASE WHEN $14 AND status <> 'disabled' THEN $10 ELSE updated_at END
+			WHERE id = (SELECT subscription_id FROM d WHERE NOT test)
+			RETURNING 1
+		)
+		SELECT count(*) FROM d`,
+		d.ID, d.CreatedAt, a.Number, a.Status, a.Trigger, a.HTTPStatus, a.Error,
+		a.DurationMS, a.ResponseBody, a.AttemptedAt, r.Status, r.NextAttemptAt, ok, r.DisableSubscription).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("record attempt %d of delivery %s: %w", a.Number, d.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("record attempt %d of delivery %s: already recorded: %w", a.Number, d.ID, ErrConflict)
+	}
+	return nil
+}
+
+// AbandonDelivery ends a delivery that can no longer be attempted (its
+// subscription was deleted or disabled) without adding an attempt: it
+// becomes failed with nothing due, and its lease is released.
+func (s *Store) AbandonDelivery(ctx context.Context, d Delivery, now time.Time) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, lease_until = NULL, updated_at = $3
+		WHERE id = $1 AND created_at = $2 AND status = 'pending'`, d.ID, d.CreatedAt, now)
+	if err != nil {
+		return fmt.Errorf("abandon delivery %s: %w", d.ID, err)
+	}
+	return nil
+}
+
+// DueDeliveries lists pending deliveries whose next attempt was due before
+// dueBefore and that no live lease holds at now, oldest due first, at most
+// limit of them after the position after (nil for the start). The sweeper
+// pages through them with the last row's (NextAttemptAt, ID).
+func (s *Store) DueDeliveries(ctx context.Context, dueBefore, now time.Time, after *DuePosition, limit int) ([]Delivery, error) {
+	var afterAt *time.Time
+	var afterID *uuid.UUID
+	if after != nil {
+		afterAt, afterID = &after.NextAttemptAt, &after.ID
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+deliveryColumns+` FROM deliveries
+		WHERE status = 'pending' AND next_attempt_at < $1 AND (lease_until IS NULL OR lease_until < $2)
+		  AND ($3::timestamptz IS NULL OR (next_attempt_at, id) > ($3, $4::uuid))
+		ORDER BY next_attempt_at, id LIMIT $5`, dueBefore, now, afterAt, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list due deliveries: %w", err)
+	}
+	ds, err := pgx.CollectRows(rows, scanDelivery)
+	if err != nil {
+		return nil, fmt.Errorf("list due deliveries: %w", err)
+	}
+	return ds, nil
+}
+
+// DuePosition is a place in the DueDeliveries order.
+type DuePosition struct {
+	NextAttemptAt time.Time
+	ID            uuid.UUID
+}
+
+// DeliveryByID returns one delivery with its attempts, oldest first,
+// whatever its merchant; callers that serve a merchant compare MerchantID.
+func (s *Store) DeliveryByID(ctx context.Context, id uuid.UUID) (Delivery, error) {
+	// The id is a UUIDv7 whose timestamp is created_at: bounding created_at
+	// by it prunes the lookup to one partition.
+	createdAt := uuidTime(id)
+	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries
+		WHERE id = $1 AND created_at >= $2 AND created_at < $3`, id, createdAt, createdAt.Add(time.Millisecond))
+	if err != nil {
+		return Delivery{}, fmt.Errorf("delivery %s: %w", id, err)
+	}
+	d, err := pgx.CollectExactlyOneRow(rows, scanDelivery)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("delivery %s: %w", id, notFound(err))
+	}
+	rows, err = s.pool.Query(ctx, `
+		SELECT delivery_id, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at
+		FROM attempts WHERE delivery_id = $1 AND delivery_created_at = $2 ORDER BY number`, d.ID, d.CreatedAt)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("attempts of delivery %s: %w", id, err)
+	}
+	d.Attempts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Attempt, error) {
+		var a Attempt
+		err := row.Scan(&a.DeliveryID, &a.Number, &a.Status, &a.Trigger, &a.HTTPStatus, &a.Error,
+			&a.DurationMS, &a.ResponseBody, &a.AttemptedAt)
+		return a, err
+	})
+	if err != nil {
+		return Delivery{}, fmt.Errorf("attempts of delivery %s: %w", id, err)
+	}
+	return d, nil
+}
+
+// uuidTime is the millisecond timestamp of a UUIDv7 (zero time for other
+// versions).
+func uuidTime(id uuid.UUID) time.Time {
+	if id.Version() != 7 {
+		return time.Time{}
+	}
+	sec, nsec := id.Time().UnixTime()
+	return time.Unix(sec, nsec).UTC()
+}
+
+// ReleaseLease ends the lease a worker took with LeaseDelivery (identified
+// by its leaseUntil, so that a lease taken since by another worker stays)
+// without recording anything, so that the attempt can run again at once.
+func (s *Store) ReleaseLease(ctx context.Context, d Delivery, leaseUntil time.Time) error {
+	_, err := s.pool.Exec(ctx, `UPDATE deliveries SET lease_until = NULL
+		WHERE id = $1 AND created_at = $2 AND lease_until = $3`, d.ID, d.CreatedAt, leaseUntil)
+	if err != nil {
+		return fmt.Errorf("release lease of delivery %s: %w", d.ID, err)
+	}
+	return nil
+}
