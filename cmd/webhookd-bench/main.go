@@ -1,0 +1,228 @@
+// Command webhookd-bench measures a running webhookd: it publishes events
+// through the engine's internal API, receives the deliveries on its own
+// HTTP receivers on 127.0.0.1 (verifying every signature with package
+// signer), checks in Postgres that each attempt was recorded, and reports
+// throughput, latency, isolation from hanging receivers, fan-out time, the
+// machine's raw HTTP ceiling and the storage footprint. See BENCHMARKS.md.
+//
+// Usage:
+//
+//	webhookd-bench -scenario all -token "$WEBHOOKD_INGEST_TOKEN" [-json]
+//
+// Every scenario is bounded in count and in time (-duration), and all
+// traffic stays on 127.0.0.1.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+)
+
+// scenarios in the order -scenario all runs them: the ones that leave
+// retrying deliveries behind (footprint's closed port, noisy's hanging
+// receivers) come last so they cannot slow the others.
+var scenarios = []string{"raw", "throughput", "latency", "fanout", "footprint", "noisy"}
+
+// config is the command line.
+type config struct {
+	scenario      string
+	events        int
+	rate          float64
+	subscriptions int
+	payload       int
+	concurrency   int
+	publishers    int
+	batch         int
+	pending       int
+	listeners     int
+	jsonOut       bool
+	api           string
+	internal      string
+	token         string
+	redisURL      string
+	databaseURL   string
+	merchant      string
+	duration      time.Duration
+	pid           int
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("webhookd-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.scenario, "scenario", "all", "scenario: "+strings.Join(scenarios, ", ")+", or all")
+	fs.IntVar(&c.events, "events", 0, "events to publish (0: the scenario's default)")
+	fs.Float64Var(&c.rate, "rate", 0, "publish rate in events/s for latency and noisy (0: the scenario's default, 500)")
+	fs.IntVar(&c.subscriptions, "subscriptions", 0, "subscriptions (receivers) (0: the scenario's default)")
+	fs.IntVar(&c.payload, "payload", 0, "payload size in bytes (0: the scenario's default; footprint uses 1024)")
+	fs.IntVar(&c.concurrency, "concurrency", 256, "concurrent senders in the raw scenario (webhookd's default worker concurrency is 256)")
+	fs.IntVar(&c.publishers, "publishers", 8, "concurrent publish requests")
+	fs.IntVar(&c.batch, "batch", 100, "events per publish request in throughput and footprint (1: no batching)")
+	fs.IntVar(&c.pending, "pending", 100000, "pending deliveries for the footprint scenario's Redis and RSS figures")
+	fs.IntVar(&c.listeners, "listeners", 1000, "at most this many receiver ports; subscriptions beyond share them")
+	fs.BoolVar(&c.jsonOut, "json", false, "print one JSON object per scenario instead of tables")
+	fs.StringVar(&c.api, "api", envOr("WEBHOOKD_BENCH_API", "http://127.0.0.1:8080"), "public API base URL")
+	fs.StringVar(&c.internal, "internal", envOr("WEBHOOKD_BENCH_INTERNAL", "http://127.0.0.1:8081"), "internal API base URL")
+	fs.StringVar(&c.token, "token", os.Getenv("WEBHOOKD_INGEST_TOKEN"), "ingest token (default $WEBHOOKD_INGEST_TOKEN)")
+	fs.StringVar(&c.redisURL, "redis", envOr("WEBHOOKD_REDIS_URL", "redis://127.0.0.1:6379/0"), "the engine's Redis, for memory and CPU figures")
+	fs.StringVar(&c.databaseURL, "database", envOr("WEBHOOKD_DATABASE_URL", "postgres://127.0.0.1:5432/webhookd?sslmode=disable"), "the engine's Postgres, to check recorded attempts and sizes")
+	fs.StringVar(&c.merchant, "merchant", fmt.Sprintf("bench-%d", time.Now().Unix()), "merchant id prefix, fresh per run so runs do not interfere")
+	fs.DurationVar(&c.duration, "duration", 5*time.Minute, "time cap per scenario (publishing and waiting for deliveries)")
+	fs.IntVar(&c.pid, "pid", 0, "engine pid, for CPU and RSS from /proc when /metrics lacks process_* metrics")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.scenario != "all" && !slices.Contains(scenarios, c.scenario) {
+		return c, fmt.Errorf("unknown -scenario %q", c.scenario)
+	}
+	if c.token == "" && c.scenario != "raw" {
+		return c, errors.New("-token (or WEBHOOKD_INGEST_TOKEN) is required to publish")
+	}
+	if c.events < 0 || c.subscriptions < 0 || c.payload < 0 || c.rate < 0 || c.pending < 0 {
+		return c, errors.New("-events, -subscriptions, -payload, -rate and -pending must not be negative")
+	}
+	if c.concurrency < 1 || c.publishers < 1 || c.batch < 1 || c.listeners < 1 || c.duration <= 0 {
+		return c, errors.New("-concurrency, -publishers, -batch, -listeners and -duration must be positive")
+	}
+	return c, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "webhookd-bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "webhookd-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench holds the connections every scenario shares.
+type bench struct {
+	cfg     config
+	eng     *engine
+	db      *pgxpool.Pool
+	rdb     *redis.Client
+	log     io.Writer
+	reports []*report
+}
+
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	b := &bench{cfg: cfg, log: stderr,
+		eng: newEngine(cfg.api, cfg.internal, cfg.token, max(cfg.publishers, 16))}
+	todo := scenarios
+	if cfg.scenario != "all" {
+		todo = []string{cfg.scenario}
+	}
+	if cfg.scenario != "raw" {
+		db, err := pgxpool.New(ctx, cfg.databaseURL)
+		if err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		defer db.Close()
+		if err := db.Ping(ctx); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		b.db = db
+		opt, err := redis.ParseURL(cfg.redisURL)
+		if err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+		b.rdb = redis.NewClient(opt)
+		defer b.rdb.Close()
+		if err := b.rdb.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+	}
+	var failed []string
+	for _, name := range todo {
+		if ctx.Err() != nil {
+			break
+		}
+		b.logf("scenario %s: starting", name)
+		r, err := b.runScenario(ctx, name)
+		if err != nil {
+			b.logf("scenario %s: %v", name, err)
+			failed = append(failed, name)
+			if r == nil {
+				r = &report{scenario: name}
+			}
+			r.note("error: %v", err)
+		}
+		b.reports = append(b.reports, r)
+		if cfg.jsonOut {
+			line, err := json.Marshal(r)
+			if err != nil {
+				return fmt.Errorf("encode %s: %w", name, err)
+			}
+			fmt.Fprintf(stdout, "%s\n", line)
+		} else {
+			r.writeHuman(stdout)
+		}
+	}
+	if !cfg.jsonOut {
+		writeSummary(stdout, b.reports)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("scenarios failed: %s", strings.Join(failed, ", "))
+	}
+	return ctx.Err()
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.log, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func (b *bench) runScenario(ctx context.Context, name string) (*report, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.duration+2*time.Minute) // set-up and clean-up on top of the cap
+	defer cancel()
+	switch name {
+	case "raw":
+		return b.raw(ctx)
+	case "throughput":
+		return b.throughput(ctx)
+	case "latency":
+		return b.latency(ctx)
+	case "noisy":
+		return b.noisy(ctx)
+	case "fanout":
+		return b.fanout(ctx)
+	case "footprint":
+		return b.footprint(ctx)
+	}
+	return nil, fmt.Errorf("unknown scenario %q", name)
+}
+
+// orDefault returns the flag value when set, else the scenario's default.
+func orDefault[T int | float64](flagValue, def T) T {
+	if flagValue > 0 {
+		return flagValue
+	}
+	return def
+}

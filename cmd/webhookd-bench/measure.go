@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// clockTicks is USER_HZ, the unit of utime/stime in /proc/<pid>/stat. It is
+// 100 on every Linux architecture Go supports, and reading it via sysconf
+// would need cgo.
+const clockTicks = 100
+
+// latencySummary is the distribution of publish-to-arrival times.
+type latencySummary struct {
+	N                  int
+	P50, P95, P99, Max time.Duration
+}
+
+// summarize sorts d in place and takes nearest-rank percentiles.
+func summarize(d []time.Duration) latencySummary {
+	if len(d) == 0 {
+		return latencySummary{}
+	}
+	slices.Sort(d)
+	return latencySummary{
+		N:   len(d),
+		P50: percentile(d, 0.50),
+		P95: percentile(d, 0.95),
+		P99: percentile(d, 0.99),
+		Max: d[len(d)-1],
+	}
+}
+
+// percentile is the nearest-rank percentile of sorted: the smallest value
+// with at least q of the samples at or below it.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(q * float64(len(sorted))))
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// cpuSample is the CPU seconds consumed so far by each party of a run.
+type cpuSample struct {
+	// Engine from its process_cpu_seconds_total metric, or /proc/<pid> with -pid.
+	Engine float64
+	// Bench is this process (publishers and receivers), from getrusage.
+	Bench float64
+	// Postgres sums the server processes of the engine's database and the
+	// cluster's background workers.
+	Postgres float64
+	// Redis is the server's own used_cpu_user + used_cpu_sys.
+	Redis float64
+	// Machine is the busy time of all CPUs (/proc/stat), so that work by
+	// anything else on the machine during a run shows up in the report.
+	Machine float64
+	// OK flags which figures could be read.
+	EngineOK, PostgresOK, RedisOK bool
+}
+
+// sub returns c - before, field by field.
+func (c cpuSample) sub(before cpuSample) cpuSample {
+	return cpuSample{
+		Engine: c.Engine - before.Engine, Bench: c.Bench - before.Bench,
+		Postgres: c.Postgres - before.Postgres, Redis: c.Redis - before.Redis,
+		Machine:  c.Machine - before.Machine,
+		EngineOK: c.EngineOK && before.EngineOK, PostgresOK: c.PostgresOK && before.PostgresOK,
+		RedisOK: c.RedisOK && before.RedisOK,
+	}
+}
+
+// selfCPU is this process's user+system CPU seconds.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// procStat is what the bench reads of /proc/<pid>/stat.
+type procStat struct {
+	Comm string
+	// CPU is utime+stime+cutime+cstime in seconds: children that exited and
+	// were reaped (postgres backends) stay counted in their parent.
+	CPU float64
+}
+
+// parseProcStat parses one /proc/<pid>/stat line. comm is in parentheses and
+// may itself hold spaces and parentheses, so fields are counted from the last ')'.
+func parseProcStat(line string) (procStat, error) {
+	open, end := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
+	if open < 0 || end < open {
+		return procStat{}, fmt.Errorf("proc stat: malformed %q", line)
+	}
+	fields := strings.Fields(line[end+1:])
+	// fields[0] is state (field 3); utime..cstime are fields 14..17.
+	if len(fields) < 15 {
+		return procStat{}, fmt.Errorf("proc stat: only %d fields", len(fields))
+	}
+	var ticks uint64
+	for _, f := range fields[11:15] {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return procStat{}, fmt.Errorf("proc stat: %w", err)
+		}
+		ticks += v
+	}
+	return procStat{Comm: line[open+1 : end], CPU: float64(ticks) / clockTicks}, nil
+}
+
+// pidCPU reads one process's CPU seconds.
+func pidCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("cpu of pid %d: %w", pid, err)
+	}
+	st, err := parseProcStat(string(b))
+	if err != nil {
+		return 0, err
+	}
+	return st.CPU, nil
+}
+
+// pidRSS reads VmRSS of a process, in bytes.
+func pidRSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("rss of pid %d: %w", pid, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("rss of pid %d: %w", pid, err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("rss of pid %d: no VmRSS line", pid)
+}
+
+// postgresCPU sums the CPU of the postgres processes that serve database
+// (their command line names it) plus the cluster-wide background processes
+// (WAL writer, checkpointer, ...), whose work the engine's writes cause.
+// Backends of other databases on the same cluster (test runs) are left out.
+func postgresCPU(database string) (float64, bool) {
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		return 0, false
+	}
+	var total float64
+	found := false
+	for _, dir := range dirs {
+		stat, err := os.ReadFile(dir + "/stat")
+		if err != nil {
+			continue // the process ended meanwhile
+		}
+		st, err := parseProcStat(string(stat))
+		if err != nil || st.Comm != "postgres" {
+			continue
+		}
+		cmd, err := os.ReadFile(dir + "/cmdline")
+		if err != nil {
+			continue
+		}
+		if isPostgresOf(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})), database) {
+			total += st.CPU
+			found = true
+		}
+	}
+	return total, found
+}
+
+// isPostgresOf tells whether a postgres process command line belongs to the
+// engine's work: a backend "postgres: user database host(port) state", or a
+// background process, which names no client host.
+func isPostgresOf(cmdline, database string) bool {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(cmdline), "postgres: ")
+	if !ok {
+		return true // the postmaster itself: reaped backends count here
+	}
+	fields := strings.Fields(rest)
+	if len(fields) > 0 && strings.HasSuffix(fields[0], ":") {
+		fields = fields[1:] // cluster_name prefix, as Debian sets it: "15/main:"
+	}
+	isBackend := len(fields) >= 3 && (strings.Contains(fields[2], "(") || fields[2] == "[local]")
+	if !isBackend {
+		return true
+	}
+	return fields[1] == database
+}
+
+// redisInfo reads integer or float fields of INFO section.
+func redisInfo(ctx context.Context, rdb *redis.Client, section string, keys ...string) (map[string]float64, error) {
+	text, err := rdb.Info(ctx, section).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis INFO %s: %w", section, err)
+	}
+	out := make(map[string]float64, len(keys))
+	for line := range strings.SplitSeq(text, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !slices.Contains(keys, k) {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, fmt.Errorf("redis INFO %s: %s: %w", section, k, err)
+		}
+		out[k] = f
+	}
+	for _, k := range keys {
+		if _, ok := out[k]; !ok {
+			return nil, fmt.Errorf("redis INFO %s: no %s", section, k)
+		}
+	}
+	return out, nil
+}
+
+// redisCPU is the Redis server's own CPU seconds.
+func redisCPU(ctx context.Context, rdb *redis.Client) (float64, bool) {
+	m, err := redisInfo(ctx, rdb, "cpu", "used_cpu_user", "used_cpu_sys")
+	if err != nil {
+		return 0, false
+	}
+	return m["used_cpu_user"] + m["used_cpu_sys"], true
+}
+
+// redisUsedMemory is INFO memory used_memory, in bytes.
+func redisUsedMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
+	m, err := redisInfo(ctx, rdb, "memory", "used_memory")
+	if err != nil {
+		return 0, err
+	}
+	return int64(m["used_memory"]), nil
+}
+
+// machineBusy is the busy CPU seconds of all CPUs since boot: the first
+// line of /proc/stat minus idle and iowait (guest time is already in user).
+func machineBusy() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	v, err := parseMachineBusy(string(b))
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+func parseMachineBusy(stat string) (float64, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("proc stat: unexpected first line %q", line)
+	}
+	var busy uint64
+	// user nice system idle iowait irq softirq steal: all but idle and iowait.
+	for i, f := range fields[1:9] {
+		if i == 3 || i == 4 {
+			continue
+		}
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("proc stat: %w", err)
+		}
+		busy += v
+	}
+	return float64(busy) / clockTicks, nil
+}

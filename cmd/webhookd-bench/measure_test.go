@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/store/storetest"
+)
+
+func TestPercentileNearestRank(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	hundred := make([]int, 100)
+	for i := range hundred {
+		hundred[i] = 100 - i // reversed: summarize must sort
+	}
+	for _, tc := range []struct {
+		name  string
+		in    []time.Duration
+		want  latencySummary
+		wantN int
+	}{
+		{"empty", nil, latencySummary{}, 0},
+		{"one", ms(7), latencySummary{N: 1, P50: 7 * time.Millisecond, P95: 7 * time.Millisecond, P99: 7 * time.Millisecond, Max: 7 * time.Millisecond}, 1},
+		{"1..100", ms(hundred...), latencySummary{N: 100, P50: 50 * time.Millisecond, P95: 95 * time.Millisecond, P99: 99 * time.Millisecond, Max: 100 * time.Millisecond}, 100},
+		{"outlier owns p99 of 10", ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 900), latencySummary{N: 10, P50: time.Millisecond, P95: 900 * time.Millisecond, P99: 900 * time.Millisecond, Max: 900 * time.Millisecond}, 10},
+	} {
+		if got := summarize(tc.in); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestParseMetricsSumsSeriesPerName(t *testing.T) {
+	text := `# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.
+# TYPE process_cpu_seconds_total counter
+process_cpu_seconds_total 12.5
+process_resident_memory_bytes 1.048576e+08
+webhookd_delivery_attempts_total{outcome="success"} 10
+webhookd_delivery_attempts_total{outcome="timeout",note="a } in a label"} 5
+bad_line{unterminated 3
+`
+	m, err := parseMetrics(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"process_cpu_seconds_total":        12.5,
+		"process_resident_memory_bytes":    104857600,
+		"webhookd_delivery_attempts_total": 15,
+	}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+	if _, ok := m["bad_line"]; ok {
+		t.Error("malformed line parsed")
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	// comm may hold spaces and parentheses; fields count from the last ')'.
+	line := "4242 (odd) name)) S 1 1 1 0 -1 4194304 100 0 0 0 150 50 7 3 20 0 1 0 100 1000 10"
+	st, err := parseProcStat(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Comm != "odd) name)" || st.CPU != 2.1 {
+		t.Fatalf("got %+v, want comm %q and 2.1 CPU s", st, "odd) name)")
+	}
+	if _, err := parseProcStat("no parens here"); err == nil {
+		t.Error("malformed line accepted")
+	}
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parseProcStat(string(self)); err != nil {
+		t.Errorf("own /proc/self/stat: %v", err)
+	}
+	if rss, err := pidRSS(os.Getpid()); err != nil || rss <= 0 {
+		t.Errorf("own RSS: %d, %v", rss, err)
+	}
+}
+
+func TestIsPostgresOf(t *testing.T) {
+	for _, tc := range []struct {
+		cmdline string
+		want    bool
+	}{
+		{"/usr/lib/postgresql/15/bin/postgres -D /var/lib/postgresql/15/main", true},
+		{"postgres: 15/main: checkpointer ", true},
+		{"postgres: walwriter ", true},
+		{"postgres: 15/main: postgres webhookd 127.0.0.1(51234) idle", true},
+		{"postgres: postgres webhookd 127.0.0.1(51234) INSERT", true},
+		{"postgres: 15/main: postgres webhookd_test_ab12 127.0.0.1(51234) idle", false},
+		{"postgres: 15/main: postgres other [local] idle", false},
+	} {
+		if got := isPostgresOf(tc.cmdline, "webhookd"); got != tc.want {
+			t.Errorf("isPostgresOf(%q) = %v, want %v", tc.cmdline, got, tc.want)
+		}
+	}
+}
+
+func TestRedisFigures(t *testing.T) {
+	r := storetest.NewRedis(t)
+	opt, err := redis.ParseURL(r.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	ctx := context.Background()
+	before, err := redisUsedMemory(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, "big", strings.Repeat("x", 1<<20), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := redisUsedMemory(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before < 1<<20 {
+		t.Errorf("used_memory grew %d bytes for a 1 MiB value", after-before)
+	}
+	if _, ok := redisCPU(ctx, rdb); !ok {
+		t.Error("redis CPU not read")
+	}
+}
+
+// TestDatabaseFigures checks the measurement queries against the real
+// schema: an event with one delivery and one succeeded attempt is counted,
+// and the tables it lands in grow.
+func TestDatabaseFigures(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.NewDatabase(t)
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	db, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	before, err := tableSizes(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tbl := range storedTables {
+		if _, ok := before[tbl]; !ok {
+			t.Fatalf("no size for %s", tbl)
+		}
+	}
+	const merchant = "m_bench"
+	if _, err := st.EnsureMerchant(ctx, merchant, "2026-05-01"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateSubscription(ctx, store.NewSubscription{MerchantID: merchant, URL: "http://127.0.0.1:1/x",
+		Events: []string{"*"}}, []byte("sealed")); err != nil {
+		t.Fatal(err)
+	}
+	now := st.Now().Truncate(time.Millisecond)
+	var deliveries []store.Delivery
+	for i := range 50 {
+		id := uuid.Must(uuid.NewV7())
+		_, ds, _, err := st.CreateEvent(ctx, store.Event{ID: id, MerchantID: merchant, Type: benchEventType,
+			APIVersion: "2026-05-01", Body: json.RawMessage(payloadFor("t", i, 1024)), CreatedAt: now}, store.Audience{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deliveries = append(deliveries, ds...)
+	}
+	if len(deliveries) != 50 {
+		t.Fatalf("%d deliveries, want 50", len(deliveries))
+	}
+	status := 204
+	for i, d := range deliveries {
+		a := store.Attempt{Number: 1, Status: store.AttemptSucceeded, Trigger: store.TriggerScheduled, HTTPStatus: &status, AttemptedAt: now}
+		next := store.DeliverySucceeded
+		if i%2 == 1 { // half fail: recorded, attempted, but not completed
+			a.Status, a.HTTPStatus, next = store.AttemptFailed, nil, store.DeliveryPending
+		}
+		if err := st.RecordAttempt(ctx, store.AttemptRecord{Delivery: d, Attempt: a, Status: next}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		merchants []string
+		recorded  int64
+	}{
+		{"the merchant", []string{merchant}, 25},
+		{"another merchant", []string{"m_other"}, 0},
+		{"both", []string{"m_other", merchant}, 25},
+	} {
+		n, err := recordedDeliveries(ctx, db, tc.merchants)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != tc.recorded {
+			t.Errorf("%s: recorded %d, want %d", tc.name, n, tc.recorded)
+		}
+	}
+	attempted, attempts, err := attemptedDeliveries(ctx, db, []string{merchant})
+	if err != nil || attempted != 50 || attempts != 50 {
+		t.Errorf("attempted %d deliveries, %d attempts (%v), want 50 and 50", attempted, attempts, err)
+	}
+	events, dels, err := storedCounts(ctx, db, []string{merchant})
+	if err != nil || events != 50 || dels != 50 {
+		t.Errorf("stored %d events, %d deliveries (%v), want 50 and 50", events, dels, err)
+	}
+	if n, err := pendingDeliveries(ctx, db, merchant); err != nil || n != 25 {
+		t.Errorf("pending %d (%v), want 25", n, err)
+	}
+	after, err := tableSizes(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tbl := range storedTables {
+		if after[tbl] <= before[tbl] {
+			t.Errorf("%s did not grow: %d -> %d bytes", tbl, before[tbl], after[tbl])
+		}
+	}
+}
+
+func TestParseMachineBusy(t *testing.T) {
+	got, err := parseMachineBusy("cpu  100 5 50 9000 40 3 2 1 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+	if err != nil || got != 1.61 {
+		t.Fatalf("busy %v (%v), want 1.61 s (user+nice+system+irq+softirq+steal)", got, err)
+	}
+	if _, err := parseMachineBusy("intr 1 2 3"); err == nil {
+		t.Error("malformed /proc/stat accepted")
+	}
+	if machineBusy() <= 0 {
+		t.Error("own machine busy time not read")
+	}
+}
+
+func TestReportJSONKeepsOrderAndTargets(t *testing.T) {
+	r := &report{scenario: "latency", params: "p"}
+	r.add("b_first", 1.23456, "ms")
+	r.addTarget("a_second", 120.0, "ms", "<= 100", false)
+	r.note("n")
+	b, err := r.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"scenario":"latency","params":"p","b_first":1.235,"a_second":120,` +
+		`"targets":{"a_second":{"met":false,"target":"<= 100","unit":"ms"}},"notes":["n"]}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+}

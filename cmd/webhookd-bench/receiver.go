@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/webhookd/webhookd/signer"
+)
+
+// maxBody bounds what a receiver reads of one delivery: far above any
+// payload the bench sends, so a larger body means something is wrong.
+const maxBody = 1 << 20
+
+// publishLog maps an event id to the instant the bench handed it to the
+// engine, so that a receiver can turn an arrival into a latency without
+// parsing the body. It is written before the publish request is sent, so an
+// arrival always finds its entry.
+type publishLog struct {
+	mu   sync.RWMutex
+	sent map[string]time.Time
+}
+
+func newPublishLog(capacity int) *publishLog {
+	return &publishLog{sent: make(map[string]time.Time, capacity)}
+}
+
+// record notes the publish instant of id; a second call keeps the first.
+func (l *publishLog) record(id string, at time.Time) {
+	l.mu.Lock()
+	if _, ok := l.sent[id]; !ok {
+		l.sent[id] = at
+	}
+	l.mu.Unlock()
+}
+
+func (l *publishLog) lookup(id string) (time.Time, bool) {
+	l.mu.RLock()
+	at, ok := l.sent[id]
+	l.mu.RUnlock()
+	return at, ok
+}
+
+// endpoint is one subscription's receiver. Its verifier is set once the
+// subscription exists, because the engine reveals the secret only then.
+type endpoint struct {
+	url  string
+	hang bool
+
+	verifier atomic.Pointer[signer.Verifier]
+
+	mu        sync.Mutex
+	seen      map[string]struct{}
+	latencies []time.Duration
+}
+
+// endpointCounts are one endpoint's or one group's totals.
+type endpointCounts struct {
+	// Unique deliveries accepted (valid signature, first time this webhook-id arrived here).
+	Unique int64
+	// Duplicates: valid deliveries whose webhook-id this endpoint had already accepted.
+	Duplicates int64
+	// BadSignatures: requests that failed verification (answered 400).
+	BadSignatures int64
+	// Unknown: valid deliveries of an event the bench did not publish in this run.
+	Unknown int64
+}
+
+// receivers is a set of webhook endpoints served over plain HTTP on
+// 127.0.0.1. Each endpoint has its own listener (own port) up to a cap, so
+// that an engine which pools connections per host sees as many hosts as a
+// real fleet of merchants would, and one hanging endpoint cannot starve the
+// others of connections through a shared per-host limit.
+type receivers struct {
+	log       *publishLog
+	server    *http.Server
+	listeners []net.Listener
+	endpoints []*endpoint
+	closing   chan struct{}
+	closeOnce sync.Once
+
+	unique, duplicates, bad, unknown atomic.Int64
+	healthyUnique                    atomic.Int64
+	lastArrival                      atomic.Int64 // UnixNano of the last healthy unique arrival
+	bodies                           sync.Pool
+}
+
+// startReceivers opens n endpoints, the first `hanging` of which hold every
+// request until the client gives up (or the receivers close), on at most
+// maxListeners distinct ports.
+func startReceivers(n, hanging, maxListeners int, log *publishLog) (*receivers, error) {
+	if n < 1 {
+		return nil, errors.New("receivers: need at least one endpoint")
+	}
+	rs := &receivers{log: log, closing: make(chan struct{})}
+	rs.bodies.New = func() any { b := make([]byte, 0, 4096); return &b }
+	rs.server = &http.Server{
+		Handler:           rs,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	ports := min(n, max(maxListeners, 1))
+	for range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			rs.close()
+			return nil, fmt.Errorf("receivers: listen: %w", err)
+		}
+		rs.listeners = append(rs.listeners, ln)
+		go rs.server.Serve(ln) //nolint:errcheck // Serve returns ErrServerClosed on close
+	}
+	for i := range n {
+		ln := rs.listeners[i%len(rs.listeners)]
+		rs.endpoints = append(rs.endpoints, &endpoint{
+			url:  fmt.Sprintf("http://%s/e/%d", ln.Addr(), i),
+			hang: i < hanging,
+			seen: make(map[string]struct{}),
+		})
+	}
+	return rs, nil
+}
+
+// setSecret arms endpoint i with the subscription's signing secret.
+func (rs *receivers) setSecret(i int, secret string) error {
+	v, err := signer.NewVerifier(secret)
+	if err != nil {
+		return fmt.Errorf("endpoint %d: %w", i, err)
+	}
+	rs.endpoints[i].verifier.Store(v)
+	return nil
+}
+
+// ServeHTTP verifies, deduplicates and timestamps one delivery.
+func (rs *receivers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	idx, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/e/"))
+	if err != nil || idx < 0 || idx >= len(rs.endpoints) || r.Method != http.MethodPost {
+		http.NotFound(w, r)
+		return
+	}
+	ep := rs.endpoints[idx]
+	bp := rs.bodies.Get().(*[]byte)
+	defer rs.bodies.Put(bp)
+	body, err := readBody((*bp)[:0], r.Body)
+	*bp = body
+	if err != nil {
+		http.Error(w, "read body", http.StatusBadRequest)
+		return
+	}
+	arrived := time.Now()
+	v := ep.verifier.Load()
+	if v == nil || v.Verify(r.Header, body, arrived) != nil {
+		rs.bad.Add(1)
+		http.Error(w, "bad signature", http.StatusBadRequest)
+		return
+	}
+	id := r.Header.Get(signer.HeaderID)
+	if ep.hang {
+		// Hold the request until the engine's delivery timeout makes it
+		// hang up; the cap only keeps a broken engine from pinning the bench.
+		rs.note(ep, id, arrived, false)
+		select {
+		case <-r.Context().Done():
+		case <-rs.closing:
+		case <-time.After(5 * time.Minute):
+		}
+		// Abort rather than return: returning would send 200 and turn a
+		// hang into a success.
+		panic(http.ErrAbortHandler)
+	}
+	rs.note(ep, id, arrived, true)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// note counts one verified arrival at ep.
+func (rs *receivers) note(ep *endpoint, id string, arrived time.Time, healthy bool) {
+	sent, known := rs.log.lookup(id)
+	ep.mu.Lock()
+	_, dup := ep.seen[id]
+	if !dup {
+		ep.seen[id] = struct{}{}
+		if known {
+			ep.latencies = append(ep.latencies, arrived.Sub(sent))
+		}
+	}
+	ep.mu.Unlock()
+	switch {
+	case dup:
+		rs.duplicates.Add(1)
+	case !known:
+		rs.unknown.Add(1)
+	default:
+		rs.unique.Add(1)
+		if healthy {
+			rs.healthyUnique.Add(1)
+			storeMax(&rs.lastArrival, arrived.UnixNano())
+		}
+	}
+}
+
+// storeMax raises a to v unless it already holds more.
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// readBody appends r (up to maxBody) to buf.
+func readBody(buf []byte, r io.Reader) ([]byte, error) {
+	lr := io.LimitReader(r, maxBody+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 4096)
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			if len(buf) > maxBody {
+				return buf, errors.New("body too large")
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// counts returns the totals over all endpoints.
+func (rs *receivers) counts() endpointCounts {
+	return endpointCounts{
+		Unique:        rs.unique.Load(),
+		Duplicates:    rs.duplicates.Load(),
+		BadSignatures: rs.bad.Load(),
+		Unknown:       rs.unknown.Load(),
+	}
+}
+
+// latencies returns the first-arrival latencies of the healthy (or, with
+// hanging true, the hanging) endpoints, unsorted.
+func (rs *receivers) latencies(hanging bool) []time.Duration {
+	var out []time.Duration
+	for _, ep := range rs.endpoints {
+		if ep.hang != hanging {
+			continue
+		}
+		ep.mu.Lock()
+		out = append(out, ep.latencies...)
+		ep.mu.Unlock()
+	}
+	return out
+}
+
+// waitHealthy polls until the healthy endpoints hold want unique deliveries
+// or ctx ends; it returns whether the count was reached.
+func (rs *receivers) waitHealthy(ctx context.Context, want int64) bool {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for rs.healthyUnique.Load() < want {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
+}
+
+// close releases hanging requests and stops every listener.
+func (rs *receivers) close() {
+	rs.closeOnce.Do(func() { close(rs.closing) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = rs.server.Shutdown(ctx) // closes the listeners; the error is only the deadline
+	for _, ln := range rs.listeners {
+		_ = ln.Close() // already closed by Shutdown when it ran
+	}
+}
