@@ -102,12 +102,14 @@ func New(cfg Config) (*Server, error) {
 // Public is the handler of the public listener: /v1 and the legacy routes.
 func (s *Server) Public() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.correlate, s.instrument, s.requireHTTPS, s.limitBody)
+	r.Use(s.correlate, s.instrument)
 	r.NotFound(s.fail(errNotFound))
 	r.MethodNotAllowed(s.fail(errMethodNotAllowed))
 
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.requestedVersion)
+		// The version comes first so that every /v1 answer, errors
+		// included, carries api-version (spec 9.3).
+		r.Use(s.requestedVersion, s.requireHTTPS, s.limitBody)
 		r.NotFound(s.fail(errNotFound))
 		r.MethodNotAllowed(s.fail(errMethodNotAllowed))
 		r.Get("/api_versions", s.listVersions)
@@ -120,7 +122,7 @@ func (s *Server) Public() http.Handler {
 		})
 	})
 	r.Route("/api/service/webhook-subscription", func(r chi.Router) {
-		r.Use(markLegacy)
+		r.Use(markLegacy, s.requireHTTPS, s.limitBody)
 		r.NotFound(s.fail(errNotFound))
 		r.MethodNotAllowed(s.fail(errMethodNotAllowed))
 		r.Use(s.authenticate(serviceKey), s.idempotent(false))
