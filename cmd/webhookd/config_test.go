@@ -1,0 +1,74 @@
+package main
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := loadConfig(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:8080" || c.InternalListen != "127.0.0.1:8081" || c.DeliveryTimeout != 25*time.Second ||
+		c.Environment != "sandbox" || c.schedule.Attempts() != 15 || len(c.masterKey) != 32 || c.requireHTTPS() {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestConfigErrorsNameTheVariable(t *testing.T) {
+	tests := []struct{ name, value string }{
+		{"WEBHOOKD_ENVIRONMENT", "staging"},
+		{"WEBHOOKD_MASTER_KEY", "c2hvcnQ="},
+		{"WEBHOOKD_DELIVERY_TIMEOUT", "soon"},
+		{"WEBHOOKD_DELIVERY_TIMEOUT", "-1s"},
+		{"WEBHOOKD_RETRY_SCHEDULE", "1s,,2s"},
+		{"WEBHOOKD_TEST_EVENT_RATE", "10/fortnight"},
+		{"WEBHOOKD_TEST_EVENT_RATE", "many"},
+		{"WEBHOOKD_API_VERSIONS", `[{"name":"yesterday"}]`},
+		{"WEBHOOKD_TRUSTED_PROXIES", "not-a-cidr"},
+		{"WEBHOOKD_REDIS_URL", "http://nope"},
+		{"WEBHOOKD_WORKER_CONCURRENCY", "0"},
+		{"WEBHOOKD_ALLOW_HTTP_TARGETS", "perhaps"},
+		{"WEBHOOKD_EVENT_TYPES", "payout"},
+		{"WEBHOOKD_TLS_CERT", "/etc/cert.pem"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
+			t.Setenv(tt.name, tt.value)
+			_, err := loadConfig(slog.New(slog.DiscardHandler))
+			if err == nil || !strings.Contains(err.Error(), tt.name) {
+				t.Fatalf("loadConfig() error = %v, want one naming %s", err, tt.name)
+			}
+		})
+	}
+}
+
+func TestProductionRequiresMasterKey(t *testing.T) {
+	t.Setenv("WEBHOOKD_ENVIRONMENT", "production")
+	if _, err := loadConfig(slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "WEBHOOKD_MASTER_KEY") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestHTTPSRequiredOffLoopback(t *testing.T) {
+	tests := []struct {
+		listen, cert string
+		want         bool
+	}{
+		{"127.0.0.1:8080", "", false},
+		{"[::1]:8080", "", false},
+		{"localhost:8080", "", false},
+		{"0.0.0.0:8080", "", true},
+		{":8080", "", true},
+		{"0.0.0.0:8443", "/cert.pem", false},
+	}
+	for _, tt := range tests {
+		c := config{Listen: tt.listen, TLSCert: tt.cert}
+		if got := c.requireHTTPS(); got != tt.want {
+			t.Errorf("requireHTTPS(%q, cert %q) = %v, want %v", tt.listen, tt.cert, got, tt.want)
+		}
+	}
+}

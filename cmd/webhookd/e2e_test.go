@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/webhookd/webhookd/dashboards"
+	"github.com/webhookd/webhookd/store/storetest"
+)
+
+// These tests drive the real binary from outside, as an operator would:
+// environment variables in, HTTP and stdout out.
+
+// engine is a running `webhookd serve`.
+type engine struct {
+	t                *testing.T
+	bin              string
+	env              []string
+	public, internal string
+	cmd              *exec.Cmd
+	logs             *bytes.Buffer
+}
+
+const e2eToken = "e2e-ingest-token"
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "webhookd")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// newEngine prepares a webhookd on a fresh database and a private Redis.
+func newEngine(t *testing.T, extraEnv ...string) *engine {
+	t.Helper()
+	rd := storetest.NewRedis(t)
+	e := &engine{t: t, bin: buildBinary(t), public: freeAddr(t), internal: freeAddr(t)}
+	e.env = append(os.Environ(),
+		"WEBHOOKD_DATABASE_URL="+storetest.NewDatabase(t),
+		"WEBHOOKD_REDIS_URL="+rd.URL(),
+		"WEBHOOKD_LISTEN="+e.public,
+		"WEBHOOKD_INTERNAL_LISTEN="+e.internal,
+		"WEBHOOKD_INGEST_TOKEN="+e2eToken,
+		"WEBHOOKD_MASTER_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+		"WEBHOOKD_ALLOW_HTTP_TARGETS=true",
+		"WEBHOOKD_ALLOW_PRIVATE_TARGETS=true",
+		"WEBHOOKD_RETRY_SCHEDULE=100ms,200ms",
+		"WEBHOOKD_DELIVERY_TIMEOUT=2s",
+	)
+	e.env = append(e.env, extraEnv...)
+	return e
+}
+
+// start runs `webhookd serve` and waits until it is ready.
+func (e *engine) start() {
+	e.t.Helper()
+	e.logs = &bytes.Buffer{}
+	e.cmd = exec.Command(e.bin, "serve")
+	e.cmd.Env = e.env
+	e.cmd.Stdout, e.cmd.Stderr = e.logs, e.logs
+	if err := e.cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	cmd := e.cmd
+	e.t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + e.internal + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.t.Fatalf("webhookd did not become ready; logs:\n%s", e.logs)
+}
+
+// kill stops the process at once, as a crash would.
+func (e *engine) kill() {
+	e.t.Helper()
+	_ = e.cmd.Process.Kill()
+	_ = e.cmd.Wait()
+}
+
+// keysCreate runs `webhookd keys create` and returns the last line.
+func (e *engine) keysCreate(merchant string) string {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, "keys", "create", "--merchant", merchant, "--scopes", "webhooks:read,webhooks:write")
+	cmd.Env = e.env
+	out, err := cmd.Output()
+	if err != nil {
+		e.t.Fatalf("keys create: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
+
+func (e *engine) call(method, url, auth string, body any) (int, map[string]any) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+auth)
+	if method == http.MethodPost {
+		req.Header.Set("Idempotency-Key", fmt.Sprint(time.Now().UnixNano()))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+// receiver is a real HTTP endpoint on 127.0.0.1 that checks every delivery
+// with the published Standard Webhooks library.
+type receiver struct {
+	*httptest.Server
+	mu       sync.Mutex
+	secret   string
+	got      []string // webhook-ids that verified
+	bad      int
+	handle   func(n int) // called before answering; may block
+	requests int
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.requests++
+		n, handle, secret := r.requests, r.handle, r.secret
+		r.mu.Unlock()
+		if handle != nil {
+			handle(n)
+		}
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err == nil {
+			err = wh.Verify(body, req.Header)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if err != nil {
+			r.bad++
+			w.WriteHeader(400)
+			return
+		}
+		r.got = append(r.got, req.Header.Get("webhook-id"))
+		w.WriteHeader(204)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) wait(t *testing.T, id string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		r.mu.Lock()
+		ok := slices.Contains(r.got, id)
+		r.mu.Unlock()
+		if ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t.Fatalf("event %s not delivered within %s (verified %v, bad signatures %d)", id, within, r.got, r.bad)
+}
+
+// subscribe creates a subscription to every event and gives the receiver
+// its secret.
+func (e *engine) subscribe(key string, r *receiver) {
+	e.t.Helper()
+	status, sub := e.call("POST", "http://"+e.public+"/v1/webhook_subscriptions", key,
+		map[string]any{"url": r.URL + "/hook", "events": []string{"*"}})
+	if status != 201 {
+		e.t.Fatalf("create subscription: %d %v", status, sub)
+	}
+	r.mu.Lock()
+	r.secret, _ = sub["secret"].(string)
+	r.mu.Unlock()
+}
+
+func (e *engine) publish(merchant string) string {
+	e.t.Helper()
+	status, ev := e.call("POST", "http://"+e.internal+"/internal/v1/events", e2eToken,
+		map[string]any{"merchant_id": merchant, "type": "payout.paid", "payload": map[string]any{"id": "po_1", "status": "paid"}})
+	if status != 202 {
+		e.t.Fatalf("publish: %d %v", status, ev)
+	}
+	return ev["id"].(string)
+}
+
+func TestEndToEndDeliveryAndMetrics(t *testing.T) {
+	e := newEngine(t)
+	e.start()
+	key := e.keysCreate("m_e2e")
+	if !strings.HasPrefix(key, "sandbox.") {
+		t.Fatalf("keys create printed %q, want a sandbox key on the last line", key)
+	}
+	r := newReceiver(t)
+	e.subscribe(key, r)
+	id := e.publish("m_e2e")
+	r.wait(t, id, 15*time.Second)
+
+	// Every metric of DESIGN.md, and every one the dashboard and the alerts
+	// query, is exported by a running engine after a delivery.
+	resp, err := http.Get("http://" + e.internal + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	exported := map[string]string{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name := line[:strings.IndexAny(line, "{ ")]
+		exported[name] = line
+	}
+	want := []string{
+		"webhookd_events_ingested_total", "webhookd_delivery_attempts_total",
+		"webhookd_delivery_attempt_duration_seconds_bucket", "webhookd_delivery_latency_seconds_bucket",
+		"webhookd_deliveries_failed_total", "webhookd_retries_scheduled_total", "webhookd_sweeper_requeued_total",
+		"webhookd_http_requests_total", "webhookd_http_request_duration_seconds_bucket",
+		"webhookd_db_pool_acquired_conns", "go_goroutines", "process_resident_memory_bytes",
+	}
+	used, err := dashboards.MetricNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append(want, used...) {
+		if _, ok := exported[name]; !ok {
+			t.Errorf("metric %s is used (DESIGN.md, dashboard or alerts) but not exported", name)
+		}
+	}
+	if line := exported["webhookd_delivery_attempts_total"]; !strings.Contains(line, `outcome="success"`) && !strings.Contains(line, "outcome=") {
+		t.Errorf("webhookd_delivery_attempts_total has no outcome label: %s", line)
+	}
+}
+
+func TestCrashedWorkerLosesNoDelivery(t *testing.T) {
+	e := newEngine(t, "WEBHOOKD_SWEEP_INTERVAL=1s")
+	e.start()
+	key := e.keysCreate("m_crash")
+	r := newReceiver(t)
+	inFlight := make(chan struct{})
+	var once sync.Once
+	r.handle = func(n int) {
+		if n == 1 {
+			// The first attempt is in flight when the process dies.
+			once.Do(func() { close(inFlight) })
+			time.Sleep(10 * time.Second)
+		}
+	}
+	e.subscribe(key, r)
+	id := e.publish("m_crash")
+	select {
+	case <-inFlight:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("first attempt never arrived; logs:\n%s", e.logs)
+	}
+	e.kill()
+	e.start()
+	r.wait(t, id, 90*time.Second)
+}

@@ -1,0 +1,199 @@
+// Command webhookd runs the webhook delivery engine: `serve` (everything in
+// one process), `api` and `worker` (the roles split), `migrate`, and
+// `keys create`. It only wires packages together.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hibiken/asynq"
+	asynqmetrics "github.com/hibiken/asynq/x/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/signer"
+	"github.com/webhookd/webhookd/store"
+)
+
+const usage = `usage: webhookd <command>
+
+commands:
+  serve                                  public API, internal API, worker and scheduler in one process
+  api                                    public and internal API only
+  worker                                 worker and scheduler only (with the internal listener)
+  migrate                                apply the database migrations and exit
+  keys create --merchant ID --scopes a,b print a new API key on the last line
+
+configuration: WEBHOOKD_* environment variables (see README.md)
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "webhookd:", err)
+		os.Exit(1)
+	}
+}
+
+// role says which parts a process runs.
+type role struct{ api, worker bool }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("a command is required")
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	cfg, err := loadConfig(logger)
+	if err != nil {
+		return err
+	}
+	logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	switch args[0] {
+	case "serve":
+		return serve(ctx, cfg, logger, role{api: true, worker: true})
+	case "api":
+		return serve(ctx, cfg, logger, role{api: true})
+	case "worker":
+		return serve(ctx, cfg, logger, role{worker: true})
+	case "migrate":
+		if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
+			return err
+		}
+		logger.Info("migrations applied")
+		return nil
+	case "keys":
+		return keys(ctx, cfg, args[1:], stdout)
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}
+
+func keys(ctx context.Context, cfg config, args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return errors.New("usage: webhookd keys create --merchant ID --scopes webhooks:read,webhooks:write")
+	}
+	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
+	merchant := fs.String("merchant", "", "merchant id")
+	scopes := fs.String("scopes", admin.ScopeRead+","+admin.ScopeWrite, "comma-separated scopes")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *merchant == "" {
+		return errors.New("keys create: --merchant is required")
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	key, err := admin.IssueAPIKey(ctx, st, cfg.Environment, cfg.versions.Latest(), *merchant, strings.Split(*scopes, ","))
+	if err != nil {
+		return fmt.Errorf("keys create: %w", err)
+	}
+	fmt.Fprintln(stdout, key)
+	return nil
+}
+
+func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) error {
+	if r.api {
+		// The API role applies migrations first; a worker alone waits for them.
+		if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
+			return err
+		}
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rc := redis.NewClient(cfg.redisOpts)
+	defer rc.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		store.NewPoolCollector(st.Pool()))
+	inspector := asynq.NewInspector(cfg.asynqRedis())
+	defer inspector.Close()
+	reg.MustRegister(asynqmetrics.NewQueueMetricsCollector(inspector))
+
+	sealer, err := signer.NewSealer(cfg.masterKey)
+	if err != nil {
+		return err
+	}
+	d, err := dispatcher.New(dispatcher.Config{
+		Store: st, Redis: cfg.asynqRedis(), Schedule: cfg.schedule, DeliveryTimeout: cfg.DeliveryTimeout,
+		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
+		Concurrency: cfg.WorkerConcurrency, Sealer: sealer, Notifier: nil,
+		Logger: logger, Registerer: reg, DefaultAPIVersion: cfg.versions.Latest(), SweepInterval: cfg.SweepInterval,
+	})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+
+	srv, err := admin.New(admin.Config{
+		Store: st, Redis: rc, Publisher: d, Logger: logger, Registerer: reg, Gatherer: reg,
+		Environment: cfg.Environment, Versions: cfg.versions, MasterKey: cfg.masterKey,
+		IngestToken: cfg.IngestToken, RequireHTTPS: cfg.requireHTTPS(), TrustedProxies: cfg.trustedProxies,
+		MaxBodyBytes: cfg.MaxBodyBytes, MaxPayloadBytes: cfg.MaxPayloadBytes, EventTypes: cfg.eventTypes(),
+		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
+		TestEventRate: cfg.testEventRate,
+	})
+	if err != nil {
+		return err
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	listen := func(addr string, h http.Handler, tls bool) {
+		hs := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+		g.Go(func() error {
+			logger.Info("listening", "addr", addr, "tls", tls)
+			var err error
+			if tls {
+				err = hs.ListenAndServeTLS(cfg.TLSCert, cfg.TLSKey)
+			} else {
+				err = hs.ListenAndServe()
+			}
+			if errors.Is(err, http.ErrServerClosed) {
+				return nil
+			}
+			return fmt.Errorf("listen on %s: %w", addr, err)
+		})
+		g.Go(func() error {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return hs.Shutdown(sctx)
+		})
+	}
+	if r.api {
+		listen(cfg.Listen, srv.Public(), cfg.TLSCert != "")
+	}
+	listen(cfg.InternalListen, srv.Internal(), false)
+	if r.worker {
+		g.Go(func() error { return d.Run(ctx) })
+	}
+	logger.Info("webhookd started", "api", r.api, "worker", r.worker, "environment", cfg.Environment)
+	err = g.Wait()
+	logger.Info("webhookd stopped")
+	return err
+}
