@@ -1,0 +1,172 @@
+package dispatcher_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/retry"
+	"github.com/webhookd/webhookd/store"
+)
+
+// TestRedisFlushLosesNothing fails every first attempt, flushes Redis while
+// the retries wait in it, and expects the sweeper to deliver everything
+// from what Postgres holds.
+func TestRedisFlushLosesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var healthy atomic.Bool
+	rcv := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		if healthy.Load() {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	const subs = 5
+	for range subs {
+		e.subscribe("m1", rcv.URL, "*")
+	}
+	// A retry delay long enough that the retry tasks are still waiting in
+	// Redis when it is flushed.
+	d, reg := e.dispatcher(func(c *dispatcher.Config) {
+		c.Schedule = retry.Schedule{Delays: []time.Duration{2 * time.Second, 2 * time.Second}}
+	})
+	e.run(d)
+	var ids []store.Delivery
+	for range 4 {
+		ev := e.publish(d, "m1", "payout.paid")
+		ids = append(ids, e.deliveries(ev.ID)...)
+	}
+	e.waitFor("every first attempt to fail", 10*time.Second, func() bool {
+		for _, del := range ids {
+			if e.delivery(del.ID).AttemptCount < 1 {
+				return false
+			}
+		}
+		return true
+	})
+	if err := e.rc.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	healthy.Store(true)
+	start := time.Now()
+	for _, del := range ids {
+		got := e.waitSettled(del.ID, 15*time.Second)
+		if got.Status != store.DeliverySucceeded || got.AttemptCount != 2 {
+			t.Fatalf("delivery %s: %s after %d attempts, want succeeded after 2", del.ID, got.Status, got.AttemptCount)
+		}
+	}
+	t.Logf("%d deliveries whose tasks were flushed all succeeded %v after the flush", len(ids), time.Since(start).Round(time.Millisecond))
+	if n := counter(t, reg, "webhookd_sweeper_requeued_total"); n < float64(len(ids)) {
+		t.Errorf("webhookd_sweeper_requeued_total = %v, want at least %d", n, len(ids))
+	}
+}
+
+// TestStoppedWorkerMidAttempt stops the dispatcher while a receiver holds
+// the first attempt, then starts a new one: the delivery completes.
+func TestStoppedWorkerMidAttempt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	inFlight := make(chan struct{}, 1)
+	rcv := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			inFlight <- struct{}{}
+			<-r.Context().Done() // hangs until the client gives up
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	e.subscribe("m1", rcv.URL, "*")
+	first, _ := e.dispatcher()
+	stop := e.run(first)
+	ev := e.publish(first, "m1", "payout.paid")
+	<-inFlight
+	stop() // drains: the attempt in flight ends (timeout) and is recorded
+	second, _ := e.dispatcher()
+	e.run(second)
+	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second)
+	if del.Status != store.DeliverySucceeded || del.AttemptCount != 2 || *del.Attempts[0].Error != "timeout" {
+		t.Fatalf("delivery %s after %d attempts (%+v), want succeeded on attempt 2 after a timeout", del.Status, del.AttemptCount, del.Attempts)
+	}
+}
+
+// TestCrashedWorkerLeaseExpires simulates a worker that leased an attempt
+// and died: its lease blocks the attempt (the task that comes to run it is
+// a duplicate and is dropped) until the lease lapses, then the sweeper
+// brings it back and the delivery completes.
+func TestCrashedWorkerLeaseExpires(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rcv := newReceiver(t, answer(http.StatusOK))
+	e.subscribe("m1", rcv.URL, "*")
+	d, _ := e.dispatcher()
+	ev := e.publish(d, "m1", "payout.paid") // not running yet: the task waits in Redis
+	del := e.deliveries(ev.ID)[0]
+	const lease = 1500 * time.Millisecond
+	leased, err := e.store.LeaseDelivery(context.Background(), del.ID, del.CreatedAt, 1, time.Now(), lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	e.run(d)
+	got := e.waitSettled(del.ID, 10*time.Second)
+	took := time.Since(start)
+	if got.Status != store.DeliverySucceeded || got.AttemptCount != 1 {
+		t.Fatalf("delivery %s after %d attempts, want succeeded after 1", got.Status, got.AttemptCount)
+	}
+	if arrived := rcv.got()[0].At; arrived.Before(leased.LeaseUntil) {
+		t.Fatalf("attempt ran at %v while the dead worker's lease held until %v", arrived, leased.LeaseUntil)
+	}
+	t.Logf("delivered %v after start, after the dead worker's lease of %v lapsed", took.Round(time.Millisecond), lease)
+}
+
+// TestHangingReceiverDoesNotStallOthers queues many deliveries to a
+// receiver that hangs until the timeout ahead of deliveries to healthy
+// receivers, and expects the healthy ones delivered promptly.
+func TestHangingReceiverDoesNotStallOthers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	hang := newReceiver(t, func(_ int, _ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	fast := newReceiver(t, answer(http.StatusOK))
+	e.subscribe("slow-merchant", hang.URL, "*")
+	const healthySubs = 20
+	for range healthySubs {
+		e.subscribe("fast-merchant", fast.URL, "*")
+	}
+	d, _ := e.dispatcher(func(c *dispatcher.Config) {
+		c.Concurrency = 8
+		c.SubscriptionConcurrency = 2
+		c.DeliveryTimeout = time.Second
+	})
+	// Queue the slow ones first, so that they are ahead in the queue.
+	const slowEvents = 40
+	for range slowEvents {
+		e.publish(d, "slow-merchant", "payout.paid")
+	}
+	ev := e.publish(d, "fast-merchant", "payout.paid")
+	start := time.Now()
+	e.run(d)
+	e.waitFor("the healthy deliveries", 10*time.Second, func() bool { return len(fast.got()) >= healthySubs })
+	took := time.Since(start)
+	var slowest time.Duration
+	for _, r := range fast.got() {
+		slowest = max(slowest, r.At.Sub(start))
+	}
+	t.Logf("%d slow deliveries (receiver hangs %v) queued ahead of %d healthy ones, 8 workers, cap 2 per subscription: "+
+		"all healthy delivered %v after start (slowest %v); the hanging receiver had %d requests by then",
+		slowEvents, time.Second, healthySubs, took.Round(time.Millisecond), slowest.Round(time.Millisecond), len(hang.got()))
+	// Without the cap the 8 workers would each hang a full second per slow
+	// delivery: 40/8 = 5 s before the first healthy one.
+	if took > 1500*time.Millisecond {
+		t.Fatalf("healthy deliveries took %v behind a hanging receiver", took)
+	}
+	for _, del := range e.deliveries(ev.ID) {
+		if got := e.delivery(del.ID); got.Status != store.DeliverySucceeded {
+			t.Errorf("healthy delivery %s is %s", del.ID, got.Status)
+		}
+	}
+}
