@@ -1,8 +1,145 @@
 package admin
 
-import "github.com/go-chi/chi/v5"
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/store"
+)
 
 // deliveryRoutes are the /v1/webhook_deliveries routes.
 func (s *Server) deliveryRoutes(r chi.Router) {
-	// TODO(views)
+	read, write := s.requireScope(ScopeRead), s.requireScope(ScopeWrite)
+	r.With(read).Get("/webhook_deliveries", s.listDeliveries)
+	r.With(read).Get("/webhook_deliveries/{id}", s.getDelivery)
+	r.With(write).Post("/webhook_deliveries/{id}/redeliver", s.redeliver)
+}
+
+// deliveryJSON is the Webhook delivery resource (DESIGN.md "Resources").
+type deliveryJSON struct {
+	ID             uuid.UUID     `json:"id"`
+	Type           string        `json:"type"`
+	EventID        uuid.UUID     `json:"event_id"`
+	EventType      string        `json:"event_type"`
+	SubscriptionID uuid.UUID     `json:"subscription_id"`
+	Status         string        `json:"status"`
+	Test           bool          `json:"test"`
+	AttemptCount   int           `json:"attempt_count"`
+	NextAttemptAt  *time.Time    `json:"next_attempt_at"`
+	Attempts       []attemptJSON `json:"attempts"`
+	CreatedAt      time.Time     `json:"created_at"`
+	UpdatedAt      time.Time     `json:"updated_at"`
+}
+
+// attemptJSON is one entry of a delivery's attempts.
+type attemptJSON struct {
+	Number       int       `json:"number"`
+	Status       string    `json:"status"`
+	Trigger      string    `json:"trigger"`
+	HTTPStatus   *int      `json:"http_status"`
+	Error        *string   `json:"error"`
+	DurationMS   int       `json:"duration_ms"`
+	ResponseBody string    `json:"response_body"`
+	AttemptedAt  time.Time `json:"attempted_at"`
+}
+
+func deliveryView(d store.Delivery) deliveryJSON {
+	out := deliveryJSON{
+		ID: d.ID, Type: "webhook_delivery", EventID: d.EventID, EventType: d.EventType,
+		SubscriptionID: d.SubscriptionID, Status: d.Status, Test: d.Test, AttemptCount: d.AttemptCount,
+		NextAttemptAt: utcPtr(d.NextAttemptAt), Attempts: make([]attemptJSON, 0, len(d.Attempts)),
+		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(),
+	}
+	for _, a := range d.Attempts {
+		out.Attempts = append(out.Attempts, attemptJSON{
+			Number: a.Number, Status: a.Status, Trigger: a.Trigger, HTTPStatus: a.HTTPStatus, Error: a.Error,
+			DurationMS: a.DurationMS, ResponseBody: a.ResponseBody, AttemptedAt: a.AttemptedAt.UTC(),
+		})
+	}
+	return out
+}
+
+// deliveryStatuses are the values of the status filter.
+var deliveryStatuses = map[string]bool{
+	store.DeliveryPending: true, store.DeliverySucceeded: true, store.DeliveryFailed: true,
+}
+
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
+	p, err := s.page(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f, err := deliveryFilter(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ds, err := s.store.ListDeliveries(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeList(s, w, r, p, ds,
+		func(d store.Delivery) store.Cursor { return store.Cursor{CreatedAt: d.CreatedAt, ID: d.ID.String()} },
+		deliveryView)
+}
+
+// deliveryFilter reads the list filters; a bad value is 400 naming it.
+func deliveryFilter(r *http.Request) (store.DeliveryFilter, error) {
+	var f store.DeliveryFilter
+	var err error
+	if f.Status = r.URL.Query().Get("status"); f.Status != "" && !deliveryStatuses[f.Status] {
+		return f, errInvalid("status", "status must be one of pending, succeeded, failed.")
+	}
+	if f.CreatedGTE, err = timeFilter(r, "created_at.gte"); err != nil {
+		return f, err
+	}
+	if f.EventID, err = uuidFilter(r, "event_id"); err != nil {
+		return f, err
+	}
+	if f.SubscriptionID, err = uuidFilter(r, "subscription_id"); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	d, err := s.store.GetDelivery(r.Context(), principalOf(r.Context()).Merchant.ID, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deliveryView(d))
+}
+
+// redeliver appends one immediate manual attempt to a delivery, whatever its
+// status, and answers 202 with the delivery as that attempt left it.
+func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	merchant := principalOf(r.Context()).Merchant.ID
+	// Look first, so that another merchant's delivery is 404 before the
+	// pipeline is asked anything.
+	if _, err := s.store.GetDelivery(r.Context(), merchant, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	d, err := s.cfg.Publisher.Redeliver(r.Context(), merchant, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, deliveryView(d))
 }

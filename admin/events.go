@@ -1,8 +1,116 @@
 package admin
 
-import "github.com/go-chi/chi/v5"
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/store"
+)
 
 // eventRoutes are the /v1/events routes.
 func (s *Server) eventRoutes(r chi.Router) {
-	// TODO(views)
+	read := s.requireScope(ScopeRead)
+	r.With(read).Get("/events", s.listEvents)
+	r.With(read).Get("/events/{id}", s.getEvent)
+}
+
+// eventJSON is the Event resource (DESIGN.md "Resources"). Payload and
+// CreatedAt are cut from the stored envelope bytes, never re-serialised, so
+// that the merchant reads exactly what was delivered.
+type eventJSON struct {
+	ID         uuid.UUID       `json:"id"`
+	Type       string          `json:"type"`
+	APIVersion string          `json:"api_version"`
+	Payload    json.RawMessage `json:"payload"`
+	CreatedAt  json.RawMessage `json:"created_at"`
+}
+
+// envelope is the part of a stored envelope that the Event resource shows.
+type envelope struct {
+	Payload json.RawMessage `json:"payload"`
+	Date    json.RawMessage `json:"date"`
+}
+
+// eventView renders a stored event. An envelope that does not parse cannot
+// happen (webhookd wrote it); should it, the columns still answer.
+func eventView(e store.Event) eventJSON {
+	out := eventJSON{ID: e.ID, Type: e.Type, APIVersion: e.APIVersion}
+	var env envelope
+	if err := json.Unmarshal(e.Body, &env); err == nil {
+		out.Payload, out.CreatedAt = env.Payload, env.Date
+	}
+	if len(out.Payload) == 0 {
+		out.Payload = json.RawMessage("null")
+	}
+	if len(out.CreatedAt) == 0 {
+		out.CreatedAt, _ = json.Marshal(e.CreatedAt.UTC())
+	}
+	return out
+}
+
+// pathID reads the {id} of a route. A malformed id names no resource, so it
+// is 404 like an unknown one.
+func pathID(r *http.Request) (uuid.UUID, error) {
+	id, err := uuid.Parse(chi.URLParam(r, "id"))
+	if err != nil {
+		return uuid.Nil, errNotFound
+	}
+	return id, nil
+}
+
+// uuidFilter parses a query parameter holding a UUID.
+func uuidFilter(r *http.Request, name string) (*uuid.UUID, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	id, err := uuid.Parse(v)
+	if err != nil {
+		return nil, errInvalid(name, name+" must be a UUID.")
+	}
+	return &id, nil
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
+	p, err := s.page(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f := store.EventFilter{Type: r.URL.Query().Get("event_type")}
+	if f.Type != "" && f.Type != testEventType && !slices.Contains(s.cfg.EventTypes, f.Type) {
+		s.writeError(w, r, errInvalid("event_type", fmt.Sprintf("Unknown event_type %q.", f.Type)))
+		return
+	}
+	if f.CreatedGTE, err = timeFilter(r, "created_at.gte"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	events, err := s.store.ListEvents(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeList(s, w, r, p, events,
+		func(e store.Event) store.Cursor { return store.Cursor{CreatedAt: e.CreatedAt, ID: e.ID.String()} },
+		eventView)
+}
+
+func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, err := s.store.GetEvent(r.Context(), principalOf(r.Context()).Merchant.ID, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, eventView(e))
 }

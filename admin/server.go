@@ -117,6 +117,7 @@ func (s *Server) Public() http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate(bearerKey), s.idempotent(true))
 			s.subscriptionRoutes(r)
+			s.testEventRoutes(r)
 			s.eventRoutes(r)
 			s.deliveryRoutes(r)
 		})
