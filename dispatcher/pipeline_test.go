@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,13 +173,18 @@ func TestRetryOutcomes(t *testing.T) {
 		wantStatus string
 		wantErrors []string // per attempt; "" for success
 		wantHTTP   []int
+		wantBody   int // length of each attempt's response_body, when set
 	}{
 		{
-			name:       "always 500 uses every attempt",
-			respond:    answer(http.StatusInternalServerError),
+			name: "always 500 uses every attempt",
+			respond: func(_ int, w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusInternalServerError)
+				w.Write([]byte(strings.Repeat("e", 5000)))
+			},
 			wantStatus: store.DeliveryFailed,
 			wantErrors: []string{"http_status", "http_status", "http_status", "http_status"},
 			wantHTTP:   []int{500, 500, 500, 500},
+			wantBody:   1024,
 		},
 		{
 			name: "500 then 200 succeeds on attempt 2",
@@ -223,10 +229,28 @@ func TestRetryOutcomes(t *testing.T) {
 			e := newEnv(t)
 			rcv := newReceiver(t, tc.respond)
 			sub, _ := e.subscribe("m1", rcv.URL, "*")
-			d, _ := e.dispatcher()
+			d, reg := e.dispatcher()
 			e.run(d)
 			ev := e.publish(d, "m1", "payout.paid")
 			del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second)
+			defer func() {
+				attempts := float64(len(tc.wantErrors))
+				failed := 0.0
+				if tc.wantStatus == store.DeliveryFailed {
+					failed = 1
+				}
+				for name, want := range map[string]float64{
+					"webhookd_delivery_attempts_total": attempts,
+					"webhookd_retries_scheduled_total": attempts - 1,
+					"webhookd_deliveries_failed_total": failed,
+					"webhookd_events_ingested_total":   1,
+					"webhookd_sweeper_requeued_total":  0,
+				} {
+					if got := counter(t, reg, name); got != want {
+						t.Errorf("%s = %v, want %v", name, got, want)
+					}
+				}
+			}()
 			if del.Status != tc.wantStatus || len(del.Attempts) != len(tc.wantErrors) || del.AttemptCount != len(tc.wantErrors) {
 				t.Fatalf("status %s after %d attempts (count %d), want %s after %d", del.Status, len(del.Attempts),
 					del.AttemptCount, tc.wantStatus, len(tc.wantErrors))
@@ -242,6 +266,9 @@ func TestRetryOutcomes(t *testing.T) {
 				if a.Number != i+1 || gotErr != tc.wantErrors[i] || gotHTTP != tc.wantHTTP[i] || a.Trigger != store.TriggerScheduled {
 					t.Errorf("attempt %d: number %d error %q http %d trigger %s; want error %q http %d",
 						i+1, a.Number, gotErr, gotHTTP, a.Trigger, tc.wantErrors[i], tc.wantHTTP[i])
+				}
+				if tc.wantBody != 0 && len(a.ResponseBody) != tc.wantBody {
+					t.Errorf("attempt %d kept %d bytes of the answer, want %d", i+1, len(a.ResponseBody), tc.wantBody)
 				}
 				if (a.Status == store.AttemptSucceeded) != (gotErr == "") {
 					t.Errorf("attempt %d status %s with error %q", i+1, a.Status, gotErr)
