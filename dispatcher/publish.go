@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/store"
@@ -50,15 +51,29 @@ func (d *Dispatcher) publish(ctx context.Context, e store.NewEvent, to store.Aud
 		return ev, nil, false, nil
 	}
 	d.metrics.eventsIngested.WithLabelValues(ev.Type).Inc()
-	for _, del := range deliveries {
-		if err := d.enqueueAttempt(ctx, del, 1, store.TriggerScheduled, ev.CreatedAt); err != nil {
-			d.logger.WarnContext(ctx, "enqueue first attempt; the sweeper will retry", "event_id", ev.ID,
-				"delivery_id", del.ID, "attempt", 1, "error", err)
-		}
-	}
+	d.enqueueFirstAttempts(ctx, ev, deliveries)
 	d.logger.InfoContext(ctx, "event stored", "event_id", ev.ID, "type", ev.Type, "merchant_id", ev.MerchantID,
 		"deliveries", len(deliveries))
 	return ev, deliveries, true, nil
+}
+
+// enqueueFirstAttempts enqueues the first attempt of each delivery, a few
+// at a time: a merchant with many subscriptions should not wait for one
+// Redis round trip after another. Failures are logged, not returned: the
+// deliveries are durable and the sweeper enqueues what is missing.
+func (d *Dispatcher) enqueueFirstAttempts(ctx context.Context, ev store.Event, deliveries []store.Delivery) {
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, del := range deliveries {
+		g.Go(func() error {
+			if err := d.enqueueAttempt(ctx, del, 1, store.TriggerScheduled, ev.CreatedAt); err != nil {
+				d.logger.WarnContext(ctx, "enqueue first attempt; the sweeper will retry", "event_id", ev.ID,
+					"delivery_id", del.ID, "attempt", 1, "error", err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
 }
 
 // newEvent validates e and fixes everything about the stored event: its id,
@@ -76,18 +91,16 @@ func (d *Dispatcher) newEvent(ctx context.Context, e store.NewEvent) (store.Even
 	if err != nil {
 		return store.Event{}, err
 	}
+	m, err := d.merchant(ctx, e.MerchantID)
+	if err != nil {
+		return store.Event{}, err
+	}
 	version := e.APIVersion
 	if version == "" {
-		m, err := d.store.EnsureMerchant(ctx, e.MerchantID, d.cfg.DefaultAPIVersion)
-		if err != nil {
-			return store.Event{}, err
-		}
 		version = m.APIVersion
 		if d.cfg.Versions != nil {
 			version = d.cfg.Versions(version)
 		}
-	} else if _, err := d.store.EnsureMerchant(ctx, e.MerchantID, d.cfg.DefaultAPIVersion); err != nil {
-		return store.Event{}, err
 	}
 	// Millisecond precision: the envelope date shows milliseconds, the
 	// Event resource's created_at must equal it, and the deliveries' UUIDv7
@@ -104,6 +117,17 @@ func (d *Dispatcher) newEvent(ctx context.Context, e store.NewEvent) (store.Even
 		return store.Event{}, err
 	}
 	return store.Event{ID: id, MerchantID: e.MerchantID, Type: e.Type, APIVersion: version, Body: body, CreatedAt: now}, nil
+}
+
+// merchant returns the merchant, creating it pinned to the default version
+// when webhookd has not seen it. It reads first: an upsert on every publish
+// would write (and lock) the merchant's row for nothing.
+func (d *Dispatcher) merchant(ctx context.Context, id string) (store.Merchant, error) {
+	m, err := d.store.GetMerchant(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return d.store.EnsureMerchant(ctx, id, d.cfg.DefaultAPIVersion)
+	}
+	return m, err
 }
 
 // compactObject checks that a payload is a JSON object and returns it
