@@ -173,7 +173,11 @@ func (h *harness) send(base string, req request) response {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	out := response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	if base == h.public.URL {
+		validateExchange(h.t, r, nil, out) // the OpenAPI document must describe every public exchange
+	}
+	return out
 }
 
 // expectError checks an answer is the spec 7 error with status and code,
