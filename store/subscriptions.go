@@ -191,17 +191,16 @@ func (s *Store) DeleteSubscription(ctx context.Context, merchantID string, id uu
 // locks the subscription row until commit, so that concurrent rotations apply
 // one after the other and never leave three secrets active.
 func (s *Store) RotateSecret(ctx context.Context, merchantID string, id uuid.UUID, newSecret string, sealedSecret []byte) (Subscription, error) {
-	now := s.Now()
 	var sub Subscription
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		sub, err = scanSubscription(tx.QueryRow(ctx, `
-			UPDATE subscriptions SET updated_at = $3
-			WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL
-			RETURNING `+subscriptionColumns, merchantID, id, now))
-		if err != nil {
+		// Lock first, read the clock after: a rotation that waited for the
+		// lock must not be dated before the one that held it.
+		var locked bool
+		if err := tx.QueryRow(ctx, `SELECT true FROM subscriptions
+			WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, merchantID, id).Scan(&locked); err != nil {
 			return notFound(err)
 		}
+		now := s.Now()
 		rows, err := tx.Query(ctx, `SELECT id, created_at, expires_at FROM subscription_secrets
 			WHERE subscription_id = $1 AND (expires_at IS NULL OR expires_at > $2)`, id, now)
 		if err != nil {
@@ -213,6 +212,20 @@ func (s *Store) RotateSecret(ctx context.Context, merchantID string, id uuid.UUI
 			err := r.Scan(&sec.ID, &sec.CreatedAt, &sec.ExpiresAt)
 			return sec, err
 		})
+		if err != nil {
+			return err
+		}
+		// Another instance's clock may run ahead of ours: never date the
+		// new secret before the newest existing one.
+		for _, sec := range secrets {
+			if sec.CreatedAt.After(now) {
+				now = sec.CreatedAt.Add(time.Microsecond)
+			}
+		}
+		sub, err = scanSubscription(tx.QueryRow(ctx, `
+			UPDATE subscriptions SET updated_at = $3
+			WHERE merchant_id = $1 AND id = $2
+			RETURNING `+subscriptionColumns, merchantID, id, now))
 		if err != nil {
 			return err
 		}
