@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,6 +43,11 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgx's default (max(4, CPUs)) starves a worker that runs hundreds
+		// of attempts at once; more than this only adds contention.
+		cfg.MaxConns = 32
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -30,6 +30,9 @@ import (
 	"github.com/webhookd/webhookd/store"
 )
 
+// version names this build in the user-agent of deliveries.
+var version = "dev"
+
 const usage = `usage: webhookd <command>
 
 commands:
@@ -138,11 +141,15 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) error {
 	if err != nil {
 		return err
 	}
+	notifier, err := dispatcher.NewMailNotifier(cfg.SMTPURL, cfg.NotifyFrom, st, logger)
+	if err != nil {
+		return fmt.Errorf("configuration: WEBHOOKD_SMTP_URL: %w", err)
+	}
 	d, err := dispatcher.New(dispatcher.Config{
 		Store: st, Redis: cfg.asynqRedis(), Schedule: cfg.schedule, DeliveryTimeout: cfg.DeliveryTimeout,
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
-		Concurrency: cfg.WorkerConcurrency, Sealer: sealer, Notifier: nil,
-		Logger: logger, Registerer: reg, DefaultAPIVersion: cfg.versions.Latest(), SweepInterval: cfg.SweepInterval,
+		Concurrency: cfg.WorkerConcurrency, Sealer: sealer, Notifier: notifier,
+		Logger: logger, Registerer: reg, DefaultAPIVersion: cfg.versions.Latest(), SweepInterval: cfg.SweepInterval, Version: version,
 	})
 	if err != nil {
 		return err
