@@ -28,6 +28,9 @@ type attemptTask struct {
 	SubscriptionID uuid.UUID `json:"s"`
 	Number         int       `json:"n"`
 	Trigger        string    `json:"t"`
+	// MerchantID is set on manual attempts (redeliver) alone, whose Number
+	// is 0 in the task: the number is taken when the delivery is leased.
+	MerchantID string `json:"m,omitempty"`
 }
 
 // attemptTaskID names the task of attempt number of a delivery. The
@@ -59,13 +62,19 @@ func (d *Dispatcher) enqueueAttempt(ctx context.Context, del store.Delivery, num
 
 // enqueue is enqueueAttempt reporting whether a task was added.
 func (d *Dispatcher) enqueue(ctx context.Context, del store.Delivery, number int, trigger string, at time.Time) (bool, error) {
-	payload, err := json.Marshal(attemptTask{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
-		Number: number, Trigger: trigger})
+	return d.enqueueTask(ctx, attemptTask{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
+		Number: number, Trigger: trigger}, attemptTaskID(del.ID, number), at)
+}
+
+// enqueueTask enqueues task at under the given TaskID, reporting whether it
+// was added (false: a task of that id exists).
+func (d *Dispatcher) enqueueTask(ctx context.Context, t attemptTask, id string, at time.Time) (bool, error) {
+	payload, err := json.Marshal(t)
 	if err != nil {
 		return false, fmt.Errorf("encode attempt task: %w", err)
 	}
 	task := asynq.NewTask(TaskAttempt, payload,
-		asynq.TaskID(attemptTaskID(del.ID, number)),
+		asynq.TaskID(id),
 		asynq.Queue(queueDeliveries),
 		asynq.ProcessAt(at),
 		asynq.MaxRetry(maxTaskRetry),
@@ -75,7 +84,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, del store.Delivery, number int
 		if errors.Is(err, asynq.ErrTaskIDConflict) {
 			return false, nil
 		}
-		return false, fmt.Errorf("enqueue attempt %d of delivery %s: %w", number, del.ID, err)
+		return false, fmt.Errorf("enqueue attempt %d (%s) of delivery %s: %w", t.Number, t.Trigger, t.DeliveryID, err)
 	}
 	return true, nil
 }
@@ -85,7 +94,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, del store.Delivery, number int
 // attempt could not run for an internal reason and should be retried.
 func (d *Dispatcher) handleAttempt(ctx context.Context, t *asynq.Task) error {
 	var at attemptTask
-	if err := json.Unmarshal(t.Payload(), &at); err != nil || at.Number < 1 {
+	if err := json.Unmarshal(t.Payload(), &at); err != nil || (at.Number < 1 && at.Trigger != store.TriggerManual) {
 		d.logger.ErrorContext(ctx, "attempt task unreadable; dropped", "error", err)
 		return asynq.RevokeTask
 	}
@@ -107,8 +116,14 @@ func (d *Dispatcher) handleAttempt(ctx context.Context, t *asynq.Task) error {
 
 func (d *Dispatcher) attempt(ctx context.Context, at attemptTask) error {
 	now := d.cfg.Now()
-	leased, err := d.store.LeaseDelivery(ctx, at.DeliveryID, at.CreatedAt, at.Number, now,
-		d.cfg.DeliveryTimeout+d.leaseMargin())
+	var leased store.LeasedDelivery
+	var err error
+	if at.Trigger == store.TriggerManual {
+		leased, err = d.leaseManual(ctx, &at, now)
+	} else {
+		leased, err = d.store.LeaseDelivery(ctx, at.DeliveryID, at.CreatedAt, at.Number, now,
+			d.cfg.DeliveryTimeout+d.leaseMargin())
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		// Already attempted, finished, or running elsewhere: this task is
 		// stale or a duplicate.
@@ -121,6 +136,12 @@ func (d *Dispatcher) attempt(ctx context.Context, at attemptTask) error {
 	log := d.logger.With("event_id", leased.EventID, "delivery_id", leased.ID, "attempt", at.Number,
 		"subscription_id", leased.SubscriptionID)
 	if leased.SubscriptionDeleted || (leased.SubscriptionStatus != store.SubscriptionEnabled && !leased.Test) {
+		if at.Trigger == store.TriggerManual {
+			// The delivery stays as it was; nothing was sent.
+			log.InfoContext(ctx, "subscription deleted or disabled since redeliver; manual attempt dropped")
+			d.releaseLease(ctx, leased, log)
+			return nil
+		}
 		log.InfoContext(ctx, "subscription deleted or disabled; delivery abandoned")
 		return d.store.AbandonDelivery(ctx, leased.Delivery, now)
 	}
@@ -131,7 +152,11 @@ func (d *Dispatcher) attempt(ctx context.Context, at attemptTask) error {
 	}
 
 	res := d.send(ctx, leased.URL, leased.EventID.String(), leased.Body, keys)
-	rec := d.decide(leased.Delivery, at, res)
+	decide := d.decide
+	if at.Trigger == store.TriggerManual {
+		decide = d.decideManual
+	}
+	rec := decide(leased.Delivery, at, res)
 	d.metrics.attempts.WithLabelValues(res.outcome).Inc()
 	d.metrics.attemptDuration.Observe(res.duration.Seconds())
 

@@ -3,7 +3,9 @@ package dispatcher
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -21,13 +23,22 @@ const TestEventType = "ping.test"
 // testEventMessage is the message of every ping.test payload.
 const testEventMessage = "This is a test event sent by webhookd. Handlers may ignore it."
 
-// Redeliver appends one manual attempt to a delivery of the merchant,
-// whatever its status, and runs it now, in the caller's request: the
-// merchant asked for it and sees its outcome in the answer. The attempt
-// sends the stored body bytes under the same webhook-id, with a fresh
-// webhook-timestamp and signatures from the secrets active now.
+// Redeliver appends one immediate manual attempt to a delivery of the
+// merchant, whatever its status: it checks the delivery and its
+// subscription, enqueues the attempt for the workers to run now, and
+// returns the delivery as it is (status and attempts unchanged). The API
+// answers 202 with it; the attempt appears in its attempts, trigger manual,
+// within moments. The API process never dials a receiver: webhooks leave
+// from the workers' addresses alone (spec 6.4), under the workers'
+// concurrency and per-subscription caps, and the request never waits on a
+// receiver.
 //
-// The delivery's status after it:
+// The attempt sends the stored body bytes under the same webhook-id, with a
+// fresh webhook-timestamp and signatures from the secrets active when it
+// runs. Each call enqueues one attempt of its own (the Idempotency-Key
+// middleware keeps a replayed request from calling twice). If an attempt of
+// the delivery is running then, the manual one runs right after it. The
+// delivery's status after it (decideManual):
 //   - success: succeeded, and a pending delivery's schedule ends (the
 //     scheduled task, finding the attempt number taken, does nothing);
 //   - failure of a pending delivery: still pending, its next scheduled
@@ -36,45 +47,53 @@ const testEventMessage = "This is a test event sent by webhookd. Handlers may ig
 //   - failure of a succeeded or failed delivery: failed (DESIGN.md: "a
 //     manual attempt failed").
 //
-// ErrNotFound: no such delivery of the merchant. ErrConflict: an attempt of
-// it is running, or its subscription is disabled or deleted.
+// ErrNotFound: no such delivery of the merchant. ErrSubscriptionInactive
+// (an ErrConflict): its subscription is disabled or deleted. A subscription
+// disabled or deleted after the call drops the attempt unsent.
 func (d *Dispatcher) Redeliver(ctx context.Context, merchantID string, deliveryID uuid.UUID) (store.Delivery, error) {
-	// The attempt, once started, is carried through and recorded even if
-	// the merchant's client goes away; the lease bounds it.
-	ctx = context.WithoutCancel(ctx)
-	now := d.cfg.Now()
-	leased, err := d.store.LeaseManualAttempt(ctx, merchantID, deliveryID, now, d.cfg.DeliveryTimeout+d.leaseMargin())
+	del, err := d.store.GetDelivery(ctx, merchantID, deliveryID)
 	if err != nil {
 		return store.Delivery{}, err
 	}
-	at := attemptTask{DeliveryID: leased.ID, CreatedAt: leased.CreatedAt, SubscriptionID: leased.SubscriptionID,
-		Number: leased.AttemptCount + 1, Trigger: store.TriggerManual}
-	log := d.logger.With("event_id", leased.EventID, "delivery_id", leased.ID, "attempt", at.Number,
-		"subscription_id", leased.SubscriptionID)
-	if leased.SubscriptionDeleted || (leased.SubscriptionStatus != store.SubscriptionEnabled && !leased.Test) {
-		d.releaseLease(ctx, leased, log)
+	sub, err := d.store.GetSubscription(ctx, merchantID, del.SubscriptionID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && sub.Status != store.SubscriptionEnabled && !del.Test) {
 		return store.Delivery{}, fmt.Errorf("redeliver %s: %w", deliveryID, ErrSubscriptionInactive)
 	}
-	keys, err := d.signingKeys(ctx, leased.SubscriptionID, now)
 	if err != nil {
-		d.releaseLease(ctx, leased, log)
 		return store.Delivery{}, err
 	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return store.Delivery{}, fmt.Errorf("redeliver %s: task id: %w", deliveryID, err)
+	}
+	at := attemptTask{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
+		Trigger: store.TriggerManual, MerchantID: merchantID}
+	if _, err := d.enqueueTask(ctx, at, manualTaskID(del.ID, id), d.cfg.Now()); err != nil {
+		return store.Delivery{}, fmt.Errorf("redeliver %s: %w", deliveryID, err)
+	}
+	return del, nil
+}
 
-	res := d.send(ctx, leased.URL, leased.EventID.String(), leased.Body, keys)
-	rec := d.decideManual(leased.Delivery, at, res)
-	d.metrics.attempts.WithLabelValues(res.outcome).Inc()
-	d.metrics.attemptDuration.Observe(res.duration.Seconds())
-	if err := d.recorder.RecordAttempt(ctx, rec); err != nil {
-		return store.Delivery{}, err
+// manualTaskID names the task of one redeliver call: unique per call, so
+// that two calls make two attempts.
+func manualTaskID(deliveryID, call uuid.UUID) string {
+	return "m:" + deliveryID.String() + ":" + call.String()
+}
+
+// leaseManual leases the delivery of a manual attempt task and gives the
+// task its attempt number (attempt_count+1). While another attempt of the
+// delivery runs it returns errThrottled, so that asynq brings the task back
+// soon, without counting a failure, and the manual attempt runs right after.
+func (d *Dispatcher) leaseManual(ctx context.Context, at *attemptTask, now time.Time) (store.LeasedDelivery, error) {
+	leased, err := d.store.LeaseManualAttempt(ctx, at.MerchantID, at.DeliveryID, now, d.cfg.DeliveryTimeout+d.leaseMargin())
+	if errors.Is(err, store.ErrConflict) {
+		return store.LeasedDelivery{}, errThrottled
 	}
-	d.observe(ctx, log, leased.Delivery, at, rec, res)
-	if rec.NextAttemptAt != nil {
-		if err := d.enqueueAttempt(ctx, leased.Delivery, at.Number+1, store.TriggerScheduled, *rec.NextAttemptAt); err != nil {
-			log.WarnContext(ctx, "enqueue next attempt after a manual one; the sweeper will retry", "error", err)
-		}
+	if err != nil {
+		return store.LeasedDelivery{}, err
 	}
-	return d.store.GetDelivery(ctx, merchantID, deliveryID)
+	at.Number = leased.AttemptCount + 1
+	return leased, nil
 }
 
 // decideManual is the delivery state a manual attempt leaves (see
