@@ -147,7 +147,7 @@ type Dispatcher struct {
 	store    *store.Store
 	client   *asynq.Client
 	http     *http.Client
-	recorder Recorder
+	recorder *batchRecorder
 	limiter  *subscriptionLimiter
 	metrics  *metrics
 	logger   *slog.Logger
@@ -168,7 +168,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		store:    cfg.Store,
 		client:   asynq.NewClient(cfg.Redis),
 		http:     newHTTPClient(cfg),
-		recorder: cfg.Store,
+		recorder: newBatchRecorder(cfg.Store),
 		limiter:  newSubscriptionLimiter(cfg.SubscriptionConcurrency),
 		metrics:  m,
 		logger:   cfg.Logger,
@@ -177,6 +177,7 @@ func New(cfg Config) (*Dispatcher, error) {
 
 // Close closes the asynq client.
 func (d *Dispatcher) Close() error {
+	d.recorder.close()
 	d.http.CloseIdleConnections()
 	return d.client.Close()
 }

@@ -87,48 +87,17 @@ type AttemptRecord struct {
 	DisableSubscription bool
 }
 
-// RecordAttempt writes one attempt in a single statement: the attempt row,
-// the delivery's new state with its lease released and, unless the delivery
-// is a test, the subscription's health. If that attempt number is already
-// recorded (a worker whose lease lapsed finished late), nothing is written
-// and ErrConflict is returned.
+// RecordAttempt writes one attempt: the attempt row, the delivery's new
+// state with its lease released and, unless the delivery is a test, the
+// subscription's health. If that attempt number is already recorded (a
+// worker whose lease lapsed finished late), nothing is written and
+// ErrConflict is returned.
 func (s *Store) RecordAttempt(ctx context.Context, r AttemptRecord) error {
-	a, d := r.Attempt, r.Delivery
-	ok := a.Status == AttemptSucceeded
-	var n int
-	// Data-modifying CTEs run atomically in one statement; each later step
-	// only runs when the attempt row was new.
-	err := s.pool.QueryRow(ctx, `
-		WITH a AS (
-			INSERT INTO attempts (delivery_id, delivery_created_at, number, status, trigger, http_status, error,
-				duration_ms, response_body, attempted_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-			ON CONFLICT DO NOTHING RETURNING 1
-		), d AS (
-			UPDATE deliveries SET attempt_count = GREATEST(attempt_count, $3), status = $11,
-				next_attempt_at = $12, lease_until = NULL, updated_at = $10
-			WHERE id = $1 AND created_at = $2 AND EXISTS (SELECT 1 FROM a)
-			RETURNING subscription_id, test
-		), s AS (
-			UPDATE subscriptions SET
-				consecutive_failures = CASE WHEN $13 THEN 0 ELSE consecutive_failures + 1 END,
-				last_success_at = CASE WHEN $13 THEN $10 ELSE last_success_at END,
-				last_failure_at = CASE WHEN $13 THEN last_failure_at ELSE $10 END,
-				status = CASE WHEN $14 THEN 'disabled' ELSE status END,
-				updated_at = CASE WHEN $14 AND status <> 'disabled' THEN $10 ELSE updated_at END
-			WHERE id = (SELECT subscription_id FROM d WHERE NOT test)
-			RETURNING 1
-		)
-		SELECT count(*) FROM d`,
-		d.ID, d.CreatedAt, a.Number, a.Status, a.Trigger, a.HTTPStatus, a.Error,
-		a.DurationMS, a.ResponseBody, a.AttemptedAt, r.Status, r.NextAttemptAt, ok, r.DisableSubscription).Scan(&n)
+	errs, err := s.RecordAttempts(ctx, []AttemptRecord{r})
 	if err != nil {
-		return fmt.Errorf("record attempt %d of delivery %s: %w", a.Number, d.ID, err)
+		return err
 	}
-	if n == 0 {
-		return fmt.Errorf("record attempt %d of delivery %s: already recorded: %w", a.Number, d.ID, ErrConflict)
-	}
-	return nil
+	return errs[0]
 }
 
 // AbandonDelivery ends a delivery that can no longer be attempted (its
@@ -228,4 +197,101 @@ func (s *Store) ReleaseLease(ctx context.Context, d Delivery, leaseUntil time.Ti
 		return fmt.Errorf("release lease of delivery %s: %w", d.ID, err)
 	}
 	return nil
+}
+
+// RecordAttempts writes many attempts in one statement and one commit:
+// the group commit that lets a worker record hundreds of attempts per
+// transaction. It has RecordAttempt's semantics per record, and returns one
+// error per record: nil, or ErrConflict when that attempt number was
+// already recorded. The records must be of distinct deliveries.
+func (s *Store) RecordAttempts(ctx context.Context, rs []AttemptRecord) ([]error, error) {
+	n := len(rs)
+	var (
+		ids        = make([]uuid.UUID, n)
+		created    = make([]time.Time, n)
+		numbers    = make([]int32, n)
+		statuses   = make([]string, n)
+		triggers   = make([]string, n)
+		httpStatus = make([]*int32, n)
+		errs       = make([]*string, n)
+		durations  = make([]int32, n)
+		bodies     = make([]string, n)
+		attempted  = make([]time.Time, n)
+		dstatus    = make([]string, n)
+		next       = make([]*time.Time, n)
+		disable    = make([]bool, n)
+	)
+	for i, r := range rs {
+		a := r.Attempt
+		ids[i], created[i], numbers[i] = r.Delivery.ID, r.Delivery.CreatedAt, int32(a.Number)
+		statuses[i], triggers[i], errs[i] = a.Status, a.Trigger, a.Error
+		if a.HTTPStatus != nil {
+			v := int32(*a.HTTPStatus)
+			httpStatus[i] = &v
+		}
+		durations[i], bodies[i], attempted[i] = int32(a.DurationMS), a.ResponseBody, a.AttemptedAt
+		dstatus[i], next[i], disable[i] = r.Status, r.NextAttemptAt, r.DisableSubscription
+	}
+	// One statement: the attempts that are new, the state of their
+	// deliveries, and the health of their (non-test) subscriptions,
+	// aggregated so that each subscription row is updated once: failures
+	// after the batch's last success add to the count, a success resets it.
+	rows, err := s.pool.Query(ctx, `
+		WITH i AS (
+			SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[], $5::text[], $6::int[],
+				$7::text[], $8::int[], $9::text[], $10::timestamptz[], $11::text[], $12::timestamptz[], $13::bool[])
+				AS t(id, created_at, number, status, trigger, http_status, error, duration_ms, response_body,
+				     attempted_at, dstatus, next_at, disable)
+		), a AS (
+			INSERT INTO attempts (delivery_id, delivery_created_at, number, status, trigger, http_status, error,
+				duration_ms, response_body, attempted_at)
+			SELECT id, created_at, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at
+			FROM i ORDER BY id
+			ON CONFLICT DO NOTHING RETURNING delivery_id, number
+		), d AS (
+			UPDATE deliveries d SET attempt_count = GREATEST(d.attempt_count, i.number), status = i.dstatus,
+				next_attempt_at = i.next_at, lease_until = NULL, updated_at = i.attempted_at
+			FROM i JOIN a ON a.delivery_id = i.id AND a.number = i.number
+			WHERE d.id = i.id AND d.created_at = i.created_at
+			RETURNING d.id, d.subscription_id, d.test, i.status = 'succeeded' AS ok, i.attempted_at, i.disable
+		), h AS (
+			SELECT subscription_id,
+				max(attempted_at) FILTER (WHERE ok) AS success_at,
+				max(attempted_at) FILTER (WHERE NOT ok) AS failure_at,
+				bool_or(disable) AS disable,
+				count(*) FILTER (WHERE NOT ok AND attempted_at > coalesce(last_ok, '-infinity')) AS failures_after
+			FROM (SELECT *, max(attempted_at) FILTER (WHERE ok) OVER (PARTITION BY subscription_id) AS last_ok
+			      FROM d WHERE NOT test) x
+			GROUP BY subscription_id
+		), s AS (
+			UPDATE subscriptions s SET
+				consecutive_failures = CASE WHEN h.success_at IS NOT NULL THEN h.failures_after
+					ELSE s.consecutive_failures + h.failures_after END,
+				last_success_at = greatest(s.last_success_at, h.success_at),
+				last_failure_at = greatest(s.last_failure_at, h.failure_at),
+				status = CASE WHEN h.disable THEN 'disabled' ELSE s.status END,
+				updated_at = CASE WHEN h.disable AND s.status <> 'disabled' THEN greatest(h.success_at, h.failure_at) ELSE s.updated_at END
+			FROM h WHERE s.id = h.subscription_id
+			RETURNING 1
+		)
+		SELECT id FROM d`,
+		ids, created, numbers, statuses, triggers, httpStatus, errs, durations, bodies, attempted, dstatus, next, disable)
+	if err != nil {
+		return nil, fmt.Errorf("record %d attempts: %w", n, err)
+	}
+	written, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("record %d attempts: %w", n, err)
+	}
+	done := make(map[uuid.UUID]bool, len(written))
+	for _, id := range written {
+		done[id] = true
+	}
+	out := make([]error, n)
+	for i, r := range rs {
+		if !done[r.Delivery.ID] {
+			out[i] = fmt.Errorf("record attempt %d of delivery %s: already recorded: %w", r.Attempt.Number, r.Delivery.ID, ErrConflict)
+		}
+	}
+	return out, nil
 }

@@ -117,3 +117,71 @@ func TestRecordAttempt(t *testing.T) {
 		})
 	}
 }
+
+func TestRecordAttemptsInOneBatch(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.NewStore(t)
+	if _, err := s.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := s.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h", Events: []string{"*"}}, []byte("sealed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four events fan out to the one subscription: four deliveries.
+	var ds []store.Delivery
+	for range 4 {
+		ev := store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01", Body: []byte(`{}`),
+			CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+		_, got, _, err := s.CreateEvent(ctx, ev, store.Audience{})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("CreateEvent: %v %v", got, err)
+		}
+		ds = append(ds, got[0])
+	}
+	base := time.Now().UTC().Truncate(time.Microsecond)
+	record := func(d store.Delivery, ok bool, at time.Time) store.AttemptRecord {
+		status, attempt := store.DeliveryPending, store.AttemptFailed
+		next := &at
+		if ok {
+			status, attempt, next = store.DeliverySucceeded, store.AttemptSucceeded, nil
+		}
+		return store.AttemptRecord{Delivery: d, Status: status, NextAttemptAt: next,
+			Attempt: store.Attempt{Number: 1, Status: attempt, Trigger: store.TriggerScheduled, AttemptedAt: at}}
+	}
+	// The first delivery's attempt is already recorded: the batch must
+	// report that one as a conflict and write the others.
+	if err := s.RecordAttempt(ctx, record(ds[0], false, base)); err != nil {
+		t.Fatal(err)
+	}
+	batch := []store.AttemptRecord{
+		record(ds[0], true, base.Add(time.Second)),    // duplicate of attempt 1
+		record(ds[1], false, base.Add(2*time.Second)), // fail
+		record(ds[2], true, base.Add(3*time.Second)),  // success resets
+		record(ds[3], false, base.Add(4*time.Second)), // one failure after it
+	}
+	errs, err := s.RecordAttempts(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false, false, false} {
+		if got := errors.Is(errs[i], store.ErrConflict); got != want {
+			t.Errorf("record %d: conflict = %v (%v), want %v", i, got, errs[i], want)
+		}
+	}
+	got, err := s.GetSubscription(ctx, "m1", sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := got.Health
+	if h.ConsecutiveFailures != 1 || h.LastSuccessAt == nil || !h.LastSuccessAt.Equal(base.Add(3*time.Second)) ||
+		h.LastFailureAt == nil || !h.LastFailureAt.Equal(base.Add(4*time.Second)) {
+		t.Fatalf("health after the batch = %+v, want 1 failure after the success at +3s", h)
+	}
+	for i, d := range ds[1:] {
+		got, err := s.DeliveryByID(ctx, d.ID)
+		if err != nil || got.AttemptCount != 1 || len(got.Attempts) != 1 || got.Status != batch[i+1].Status {
+			t.Fatalf("delivery %d after the batch = %+v, %v", i+1, got, err)
+		}
+	}
+}
