@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -44,48 +45,63 @@ type Audience struct {
 // false and no deliveries. The same id from another merchant is
 // ErrConflict.
 func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, []Delivery, bool, error) {
-	var deliveries []Delivery
-	created := true
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO event_ids (id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, e.ID, e.CreatedAt)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			created = false
-			return nil
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO events (id, merchant_id, type, api_version, body, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`, e.ID, e.MerchantID, e.Type, e.APIVersion, e.Body, e.CreatedAt); err != nil {
-			return err
-		}
-		// One statement fans out. The delivery id is a UUIDv7 built from
-		// the event's millisecond timestamp and gen_random_uuid's random
-		// bits (the version nibble turned from 4 into 7), so id and
-		// created_at agree without a round trip per subscription.
-		rows, err := tx.Query(ctx, `
+	// One statement, so one round trip and one implicit transaction: the
+	// id guard, the event, and the fan-out, each step running only if the
+	// one before wrote. The delivery id is a UUIDv7 built from the event's
+	// millisecond timestamp and gen_random_uuid's random bits (the version
+	// nibble turned from 4 into 7), so id and created_at agree without a
+	// round trip per subscription. The outer join returns one row even when
+	// no subscription matches, to carry the created flag.
+	rows, err := s.pool.Query(ctx, `
+		WITH g AS (
+			INSERT INTO event_ids (id, created_at) VALUES ($2, $3) ON CONFLICT DO NOTHING RETURNING id
+		), e AS (
+			INSERT INTO events (id, merchant_id, type, api_version, body, created_at)
+			SELECT $2, $6, $4, $8, $9, $3 FROM g RETURNING id
+		), d AS (
 			INSERT INTO deliveries (id, merchant_id, event_id, event_created_at, event_type, subscription_id,
 				status, test, attempt_count, next_attempt_at, created_at, updated_at)
 			SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
 					PLACING substring(int8send($1::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid,
-				s.merchant_id, $2, $3, $4, s.id, 'pending', $5, 0, $3, $3, $3
-			FROM subscriptions s
+				s.merchant_id, e.id, $3, $4, s.id, 'pending', $5, 0, $3, $3, $3
+			FROM subscriptions s, e
 			WHERE s.merchant_id = $6 AND s.deleted_at IS NULL
 			  AND CASE WHEN $7::uuid IS NULL
 			           THEN s.status = 'enabled' AND s.events && ARRAY[$4::text, '*']
 			           ELSE s.id = $7::uuid END
-			RETURNING `+deliveryColumns,
-			e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID)
-		if err != nil {
-			return err
-		}
-		deliveries, err = pgx.CollectRows(rows, scanDelivery)
-		return err
-	})
+			RETURNING `+deliveryColumns+`
+		)
+		SELECT EXISTS (SELECT 1 FROM g), d.* FROM (SELECT 1) one LEFT JOIN d ON true`,
+		e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body)
 	if err != nil {
 		return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
 	}
-	if !created {
+	var deliveries []Delivery
+	var wrote bool
+	for rows.Next() {
+		// Every column of d may be NULL (the outer join's empty side).
+		var (
+			id, eventID, subID              *uuid.UUID
+			merchant, eventType, status     *string
+			test                            *bool
+			attempts                        *int
+			eventAt, next, created, updated *time.Time
+		)
+		if err := rows.Scan(&wrote, &id, &merchant, &eventID, &eventAt, &eventType, &subID,
+			&status, &test, &attempts, &next, &created, &updated); err != nil {
+			rows.Close()
+			return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
+		}
+		if id != nil {
+			deliveries = append(deliveries, Delivery{ID: *id, MerchantID: *merchant, EventID: *eventID,
+				EventCreatedAt: *eventAt, EventType: *eventType, SubscriptionID: *subID, Status: *status, Test: *test,
+				AttemptCount: *attempts, NextAttemptAt: next, CreatedAt: *created, UpdatedAt: *updated})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
+	}
+	if !wrote {
 		stored, err := s.EventByID(ctx, e.ID)
 		if err != nil {
 			return Event{}, nil, false, err
