@@ -68,7 +68,8 @@ func (d *Dispatcher) Redeliver(ctx context.Context, merchantID string, deliveryI
 	}
 	at := attemptTask{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
 		Trigger: store.TriggerManual, MerchantID: merchantID}
-	if _, err := d.enqueueTask(ctx, at, manualTaskID(del.ID, id), d.cfg.Now()); err != nil {
+	// Due now on asynq's clock, the wall clock (cfg.Now dates records).
+	if _, err := d.enqueueTask(ctx, at, manualTaskID(del.ID, id), time.Now()); err != nil {
 		return store.Delivery{}, fmt.Errorf("redeliver %s: %w", deliveryID, err)
 	}
 	return del, nil

@@ -3,6 +3,7 @@ package dispatcher_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/webhookd/webhookd/dispatcher"
@@ -85,10 +87,16 @@ func TestRedeliverOutcomes(t *testing.T) {
 			offset.Store(int64(time.Minute))
 			status.Store(int32(tt.manual))
 
-			got, err := d.Redeliver(ctx, "m1", del.ID)
+			accepted, err := d.Redeliver(ctx, "m1", del.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Accepted: the delivery as it was, the attempt still to come.
+			if accepted.ID != del.ID || accepted.Status != before.Status || accepted.AttemptCount != before.AttemptCount {
+				t.Fatalf("redeliver answered %s with %d attempts; want the delivery as it was (%s, %d)",
+					accepted.Status, accepted.AttemptCount, before.Status, before.AttemptCount)
+			}
+			got := e.waitAttempts("m1", del.ID, before.AttemptCount+1)
 			if got.Status != tt.after || got.AttemptCount != before.AttemptCount+1 || len(got.Attempts) != got.AttemptCount {
 				t.Fatalf("after redeliver: status %s, %d attempts (%d rows); want %s, %d", got.Status, got.AttemptCount,
 					len(got.Attempts), tt.after, before.AttemptCount+1)
@@ -142,6 +150,150 @@ func TestRedeliverOutcomes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// waitAttempts polls the merchant's delivery (as the API reads it) until it
+// has n attempts recorded, and returns it.
+func (e *env) waitAttempts(merchant string, id uuid.UUID, n int) store.Delivery {
+	e.t.Helper()
+	var d store.Delivery
+	e.waitFor(fmt.Sprintf("delivery %s to hold %d attempts", id, n), 5*time.Second, func() bool {
+		var err error
+		if d, err = e.store.GetDelivery(context.Background(), merchant, id); err != nil {
+			e.t.Fatal(err)
+		}
+		// The count first: GetDelivery reads the row before its attempts.
+		return d.AttemptCount >= n && len(d.Attempts) >= n
+	})
+	return d
+}
+
+// TestRedeliverTwice: each call appends a manual attempt of its own.
+func TestRedeliverTwice(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	rcv := newReceiver(t, answer(200))
+	e.subscribe("m1", rcv.URL, "*")
+	d, _ := e.dispatcher()
+	e.run(d)
+	ev := e.publish(d, "m1", "payout.paid")
+	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
+
+	for range 2 {
+		if _, err := d.Redeliver(ctx, "m1", del.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := e.waitAttempts("m1", del.ID, 3)
+	for i, a := range got.Attempts {
+		want := store.TriggerManual
+		if i == 0 {
+			want = store.TriggerScheduled
+		}
+		if a.Number != i+1 || a.Trigger != want || a.Status != store.AttemptSucceeded {
+			t.Fatalf("attempt %d: %+v, want number %d %s succeeded", i, a, i+1, want)
+		}
+	}
+	if n := len(rcv.got()); n != 3 {
+		t.Fatalf("receiver got %d requests, want 3", n)
+	}
+}
+
+// TestRedeliverDuringRunningAttempt: a redeliver while an attempt of the
+// delivery is in flight is not lost nor run alongside it: it runs after.
+func TestRedeliverDuringRunningAttempt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	release := make(chan struct{})
+	var released atomic.Int64
+	rcv := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			<-release
+		}
+		w.WriteHeader(200)
+	})
+	e.subscribe("m1", rcv.URL, "*")
+	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = 5 * time.Second })
+	e.run(d)
+	ev := e.publish(d, "m1", "payout.paid")
+	del := e.deliveries(ev.ID)[0]
+	e.waitFor("the first attempt to reach the receiver", 5*time.Second, func() bool { return len(rcv.got()) == 1 })
+
+	accepted, err := d.Redeliver(ctx, "m1", del.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if accepted.Status != store.DeliveryPending || accepted.AttemptCount != 0 {
+		t.Fatalf("redeliver answered %s with %d attempts; want pending with none yet", accepted.Status, accepted.AttemptCount)
+	}
+	// Long enough for the manual task to be tried against the lease.
+	time.Sleep(300 * time.Millisecond)
+	if n := len(rcv.got()); n != 1 {
+		t.Fatalf("receiver got %d requests while the first attempt was running, want 1", n)
+	}
+	released.Store(time.Now().UnixNano())
+	close(release)
+
+	got := e.waitAttempts("m1", del.ID, 2)
+	if got.Status != store.DeliverySucceeded || got.Attempts[0].Trigger != store.TriggerScheduled ||
+		got.Attempts[1].Trigger != store.TriggerManual || got.Attempts[1].Number != 2 {
+		t.Fatalf("delivery %s with attempts %+v; want succeeded, scheduled 1 then manual 2", got.Status, got.Attempts)
+	}
+	if reqs := rcv.got(); len(reqs) != 2 || reqs[1].At.UnixNano() < released.Load() {
+		t.Fatalf("receiver got %d requests; the manual one must come after the first finished", len(reqs))
+	}
+}
+
+// TestRedeliverDroppedWhenSubscriptionDisabled: a subscription disabled
+// between the redeliver call and the worker picking the attempt up sends
+// and records nothing.
+func TestRedeliverDroppedWhenSubscriptionDisabled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	rcv := newReceiver(t, answer(200))
+	sub, _ := e.subscribe("m1", rcv.URL, "*")
+	d, _ := e.dispatcher()
+	stop := e.run(d)
+	ev := e.publish(d, "m1", "payout.paid")
+	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
+	stop()
+
+	if _, err := d.Redeliver(ctx, "m1", del.ID); err != nil {
+		t.Fatal(err)
+	}
+	off := store.SubscriptionDisabled
+	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+		t.Fatal(err)
+	}
+	e.run(d)
+	insp := asynq.NewInspector(e.cfg.Redis)
+	t.Cleanup(func() { insp.Close() })
+	e.waitFor("the manual task to be worked", 5*time.Second, func() bool {
+		q, err := insp.GetQueueInfo("deliveries")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.Pending+q.Active+q.Scheduled+q.Retry == 0 && q.Processed > 0
+	})
+	got := e.delivery(del.ID)
+	if got.AttemptCount != 1 || got.Status != store.DeliverySucceeded || len(rcv.got()) != 1 {
+		t.Fatalf("after a dropped manual attempt: %s with %d attempts, receiver got %d; want it as it was",
+			got.Status, got.AttemptCount, len(rcv.got()))
+	}
+	// The lease was given back: a redeliver once re-enabled runs at once.
+	on := store.SubscriptionEnabled
+	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &on}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Redeliver(ctx, "m1", del.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.waitAttempts("m1", del.ID, 2); got.Attempts[1].Trigger != store.TriggerManual {
+		t.Fatalf("attempt 2 is %+v, want manual", got.Attempts[1])
 	}
 }
 
