@@ -144,6 +144,16 @@ func (e *engine) deleteSubscription(ctx context.Context, key, id string) error {
 	return nil
 }
 
+// disableSubscription stops a subscription without deleting it: the
+// fallback when a delete fails, so that nothing keeps retrying after a run.
+func (e *engine) disableSubscription(ctx context.Context, key, id string) error {
+	if err := e.do(ctx, http.MethodPost, e.api+"/v1/webhook_subscriptions/"+id, merchantHeader(key),
+		map[string]string{"status": "disabled"}, nil); err != nil {
+		return fmt.Errorf("disable subscription %s: %w", id, err)
+	}
+	return nil
+}
+
 // event is one event as the internal ingest route takes it.
 type event struct {
 	ID         string          `json:"id"`

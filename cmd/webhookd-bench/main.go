@@ -200,7 +200,9 @@ func (b *bench) logf(format string, args ...any) {
 }
 
 func (b *bench) runScenario(ctx context.Context, name string) (*report, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.duration+2*time.Minute) // set-up and clean-up on top of the cap
+	// -duration caps each phase (footprint has two); set-up, the final
+	// measurements and clean-up get time on top.
+	ctx, cancel := context.WithTimeout(ctx, 2*b.cfg.duration+5*time.Minute)
 	defer cancel()
 	switch name {
 	case "raw":
