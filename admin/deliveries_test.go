@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -23,6 +24,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
+	"github.com/webhookd/webhookd/store"
 )
 
 // pipelineClock is the dispatcher's clock in these tests: real time plus
@@ -350,8 +352,28 @@ func cutEq(q string) (string, string, bool) {
 	return q, "", false
 }
 
+// countingPublisher is the real pipeline, counting the redeliver calls that
+// reach it.
+type countingPublisher struct {
+	admin.Publisher
+	redelivers *atomic.Int32
+}
+
+func (p countingPublisher) Redeliver(ctx context.Context, merchantID string, id uuid.UUID) (store.Delivery, error) {
+	p.redelivers.Add(1)
+	return p.Publisher.Redeliver(ctx, merchantID, id)
+}
+
+// hasAttempts is a waitDelivery condition: n attempts recorded.
+func hasAttempts(n int) func(delivery) bool {
+	return func(d delivery) bool { return d.AttemptCount >= n && len(d.Attempts) >= n }
+}
+
 func TestRedeliverSeenByReceiver(t *testing.T) {
-	h, clock := newPipelineHarness(t)
+	var redelivers atomic.Int32
+	h, clock := newPipelineHarness(t, func(c *admin.Config) {
+		c.Publisher = countingPublisher{Publisher: c.Publisher, redelivers: &redelivers}
+	})
 	key := h.merchant("m1")
 	readOnly := h.merchant("m1", admin.ScopeRead)
 	otherKey := h.merchant("m2")
@@ -382,8 +404,13 @@ func TestRedeliverSeenByReceiver(t *testing.T) {
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("redeliver: %d %s", r.Status, r.Body)
 	}
-	got := decode[delivery](t, r)
-	if got.ID != failed.ID || got.Status != "succeeded" || got.AttemptCount != 4 || len(got.Attempts) != 4 {
+	// Accepted: the delivery as it is, the attempt still to come.
+	accepted := decode[delivery](t, r)
+	if accepted.ID != failed.ID || accepted.Status != "failed" || accepted.AttemptCount != 3 || len(accepted.Attempts) != 3 {
+		t.Fatalf("redeliver answered %+v; want the delivery as it was", accepted)
+	}
+	got := h.waitDelivery(key, failed.ID, "given its manual attempt", hasAttempts(4))
+	if got.Status != "succeeded" || got.AttemptCount != 4 || len(got.Attempts) != 4 {
 		t.Fatalf("after redeliver: %+v", got)
 	}
 	if a := got.Attempts[3]; a.Number != 4 || a.Trigger != "manual" || a.Status != "succeeded" || *a.HTTPStatus != 200 {
@@ -414,15 +441,59 @@ func TestRedeliverSeenByReceiver(t *testing.T) {
 		t.Errorf("the redelivery does not verify with the published library: %v", err)
 	}
 
-	// The same Idempotency-Key replays the answer and sends nothing more.
+	// The same Idempotency-Key replays the answer and asks the pipeline
+	// nothing more: one more attempt, not two.
 	idem := map[string]string{"Idempotency-Key": "redeliver-1"}
+	before := redelivers.Load()
 	first2 := h.do(request{Method: http.MethodPost, Path: path, Key: key, Header: idem})
 	again := h.do(request{Method: http.MethodPost, Path: path, Key: key, Header: idem})
 	if first2.Status != http.StatusAccepted || again.Status != http.StatusAccepted || string(first2.Body) != string(again.Body) {
 		t.Fatalf("idempotent redeliver: %d %s / %d %s", first2.Status, first2.Body, again.Status, again.Body)
 	}
+	if n := redelivers.Load() - before; n != 1 {
+		t.Fatalf("the replayed redeliver reached the pipeline %d times, want once", n)
+	}
+	h.waitDelivery(key, failed.ID, "given the second manual attempt", hasAttempts(5))
 	if n := len(rcv.requests()); n != 5 {
-		t.Fatalf("receiver got %d requests, want 5 (the replay sends nothing)", n)
+		t.Fatalf("receiver got %d requests, want 5", n)
+	}
+}
+
+// TestRedeliverTwiceTwoAttempts: two redeliver calls under different
+// Idempotency-Keys are two requests, and append two manual attempts.
+func TestRedeliverTwiceTwoAttempts(t *testing.T) {
+	h, _ := newPipelineHarness(t)
+	key := h.merchant("m1")
+	rcv := newHookReceiver(t, http.StatusOK)
+	h.createSubscription(key, hookBody(rcv.URL+"/hooks"))
+	ev := h.publish("m1", "payout.paid", `{"id":"po_1"}`)
+	del := h.waitDelivery(key, h.deliveriesOf(key, ev.ID)[0].ID, "succeeded", settled)
+
+	path := "/v1/webhook_deliveries/" + del.ID + "/redeliver"
+	for _, k := range []string{"redeliver-a", "redeliver-b"} {
+		r := h.do(request{Method: http.MethodPost, Path: path, Key: key, Header: map[string]string{"Idempotency-Key": k}})
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("redeliver %s: %d %s", k, r.Status, r.Body)
+		}
+	}
+	got := h.waitDelivery(key, del.ID, "given two manual attempts", hasAttempts(3))
+	for i, a := range got.Attempts {
+		want := "manual"
+		if i == 0 {
+			want = "scheduled"
+		}
+		if a.Number != i+1 || a.Trigger != want || a.Status != "succeeded" {
+			t.Fatalf("attempt %d: %+v, want number %d %s succeeded", i+1, a, i+1, want)
+		}
+	}
+	reqs := rcv.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("receiver got %d requests, want 3", len(reqs))
+	}
+	for _, r := range reqs[1:] {
+		if r.Header.Get("webhook-id") != ev.ID || string(r.Body) != string(reqs[0].Body) {
+			t.Errorf("manual attempt sent %q %s; want the first attempt's id and body", r.Header.Get("webhook-id"), r.Body)
+		}
 	}
 }
 
