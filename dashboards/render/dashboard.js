@@ -331,7 +331,7 @@ function drawTimeseries(body, panel, data, cfg) {
     axes: [
       {
         stroke: "rgba(204, 204, 220, 0.65)", font: "11px DejaVu Sans, sans-serif",
-        grid: { stroke: "rgba(204, 204, 220, 0.08)", width: 1 }, ticks: { show: false }, size: 24, space: 70,
+        grid: { stroke: "rgba(204, 204, 220, 0.08)", width: 1 }, ticks: { show: false }, size: 24, space: 55,
         // UTC clock times, seconds only when ticks are closer than a minute.
         values: (u, vals, axis, space, incr) => vals.map((v) => new Date(v * 1000).toISOString().slice(11, incr < 60 ? 19 : 16)),
       },

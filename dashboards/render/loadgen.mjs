@@ -8,13 +8,15 @@
 // Receivers (all on 127.0.0.1, so the engine needs
 // WEBHOOKD_ALLOW_HTTP_TARGETS=true and WEBHOOKD_ALLOW_PRIVATE_TARGETS=true):
 //   ok       200 within a few ms to ~80 ms             (outcome success)
-//   flaky    500 for about a third of the calls        (http_error, then retries)
-//   down     503 always                                (permanently failed once retries run out)
-//   slow     200 after 0.3 s to 4 s                    (timeout when the delivery timeout is short)
-//   refused  a closed port                             (network_error)
+//   flaky    500 for about one call in ten             (http_error, then retries)
+//   outage   200, but 503 from 35 % to 60 % of the run (an incident: retries,
+//            permanent failures, the success ratio dips and recovers)
+//   slow     200 after 0.2 s to 2.6 s                  (timeout when the delivery timeout is 2 s)
+//   refused  a closed port, for a rare event type      (network_error)
 import http from "node:http";
 import net from "node:net";
 import crypto from "node:crypto";
+import fs from "node:fs";
 import { parseArgs } from "node:util";
 
 const { values: opts } = parseArgs({
@@ -26,10 +28,12 @@ const { values: opts } = parseArgs({
     duration: { type: "string", default: "300" }, // seconds of publishing
     rate: { type: "string", default: "12" }, // mean events per second
     drain: { type: "string", default: "20" }, // seconds to keep receivers up afterwards
+    mark: { type: "string" }, // file that gets the unix time publishing stopped
   },
 });
 
 const duration = Number(opts.duration) * 1000;
+let startedAt = Date.now(); // reset when publishing starts
 const meanRate = Number(opts.rate);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const counts = { receiver: {}, publish: {}, api: {} };
@@ -61,11 +65,15 @@ const reply = (res, code, body) => { res.writeHead(code, { "content-type": "appl
 async function startReceivers() {
   const ok = await listen("ok", (req, res) => setTimeout(() => reply(res, 200, { received: true }), 2 + Math.random() ** 3 * 80));
   const flaky = await listen("flaky", (req, res) => setTimeout(() =>
-    (Math.random() < 0.35 ? reply(res, 500, { error: "internal" }) : reply(res, 200, { received: true })), 10 + Math.random() * 40));
-  const down = await listen("down", (req, res) => reply(res, 503, { error: "maintenance" }));
-  const slow = await listen("slow", (req, res) => setTimeout(() => reply(res, 200, { received: true }), 300 + Math.random() ** 2 * 3700));
+    (Math.random() < 0.1 ? reply(res, 500, { error: "internal" }) : reply(res, 200, { received: true })), 10 + Math.random() * 40));
+  const outage = await listen("outage", (req, res) => {
+    const phase = (Date.now() - startedAt) / duration;
+    if (phase > 0.35 && phase < 0.6) reply(res, 503, { error: "maintenance" });
+    else setTimeout(() => reply(res, 200, { received: true }), 5 + Math.random() * 30);
+  });
+  const slow = await listen("slow", (req, res) => setTimeout(() => reply(res, 200, { received: true }), 200 + Math.random() ** 3 * 2400));
   const refused = `http://127.0.0.1:${await closedPort()}/refused`;
-  return { servers: [ok.srv, flaky.srv, down.srv, slow.srv], urls: { ok: ok.url, flaky: flaky.url, down: down.url, slow: slow.url, refused } };
+  return { servers: [ok.srv, flaky.srv, outage.srv, slow.srv], urls: { ok: ok.url, flaky: flaky.url, outage: outage.url, slow: slow.url, refused } };
 }
 
 async function call(base, method, path, { auth, body, idem } = {}) {
@@ -79,17 +87,37 @@ async function call(base, method, path, { auth, body, idem } = {}) {
   return { status: res.status, json, text };
 }
 
+// removeOldSubscriptions deletes the subscriptions an earlier run left: their
+// receivers are gone, and every new event would fan out to them too.
+async function removeOldSubscriptions(key) {
+  let cursor = "";
+  const old = [];
+  for (;;) {
+    const r = await call(opts.public, "GET", `/v1/webhook_subscriptions?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { auth: key });
+    if (r.status !== 200) throw new Error(`list subscriptions: ${r.status} ${r.text}`);
+    old.push(...r.json.data.filter((s) => (s.description ?? "").startsWith("render demo:")).map((s) => s.id));
+    if (!r.json.has_more) break;
+    cursor = r.json.next_cursor;
+  }
+  for (const id of old) {
+    const r = await call(opts.public, "DELETE", `/v1/webhook_subscriptions/${id}`, { auth: key });
+    if (r.status !== 204) throw new Error(`delete subscription ${id}: ${r.status} ${r.text}`);
+  }
+  if (old.length) console.log(`loadgen: deleted ${old.length} subscriptions of an earlier run`);
+}
+
 async function setup(urls) {
   const k = await call(opts.internal, "POST", `/internal/v1/merchants/${opts.merchant}/api_keys`,
     { auth: opts.token, body: { scopes: ["webhooks:read", "webhooks:write"] } });
   if (k.status !== 201) throw new Error(`create api key: ${k.status} ${k.text}`);
   const key = k.json.key;
+  await removeOldSubscriptions(key);
   const plan = [
     ["ok", ["*"]],
     ["flaky", ["payout.paid", "payout.failed", "payout.created"]],
-    ["down", ["payout.failed", "return.failed"]],
+    ["outage", ["payout.paid", "payout.failed", "return.failed"]],
     ["slow", ["payout.paid", "deposit.received"]],
-    ["refused", ["conversion.succeeded", "conversion.failed"]],
+    ["refused", ["conversion.failed"]],
   ];
   const subs = [];
   for (const [name, events] of plan) {
@@ -157,6 +185,7 @@ async function main() {
   const { key, subs } = await setup(urls);
   console.log(`loadgen: merchant ${opts.merchant}, ${subs.length} subscriptions, ${meanRate} events/s for ${duration / 1000}s`);
   const t0 = Date.now();
+  startedAt = t0;
   const inflight = new Set();
   let nextReport = t0 + 30000;
   while (Date.now() - t0 < duration) {
@@ -181,6 +210,7 @@ async function main() {
     }
   }
   await Promise.allSettled(inflight);
+  if (opts.mark) fs.writeFileSync(opts.mark, `${Math.floor(Date.now() / 1000)}\n`);
   console.log(`loadgen: published; receivers stay up ${opts.drain}s for retries`);
   await sleep(Number(opts.drain) * 1000);
   console.log(`loadgen: done ${JSON.stringify(counts)}`);

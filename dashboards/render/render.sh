@@ -19,7 +19,9 @@
 #   LOAD_RATE      mean events per second (default 12)
 #   PROM_URL       use this Prometheus instead of starting one (it must scrape
 #                  the engine with job="webhookd")
-#   RANGE          window to render, in minutes (default: the load time + 2)
+#   RANGE          window to render, in minutes, ending when publishing stopped
+#                  (default: from 20 s before the load to its end; with no
+#                  load, the last 15 minutes)
 #   OUT            output file (default dashboards/screenshot.png)
 #   WEBHOOKD_INTERNAL_ADDR  engine's internal listener (default 127.0.0.1:8081)
 #   WEBHOOKD_INGEST_TOKEN   its ingest token (default dev)
@@ -101,12 +103,21 @@ if [ -z "${PROM_URL:-}" ]; then
 fi
 
 start="$(date +%s)"
+end="$start"
 if [ "$load_seconds" -gt 0 ]; then
-	node "$here/loadgen.mjs" --internal "http://$internal" --duration "$load_seconds" --rate "$load_rate" >&2
-	sleep $((scrape * 3)) # one more scrape after the drain
+	node "$here/loadgen.mjs" --internal "http://$internal" --duration "$load_seconds" --rate "$load_rate" \
+		--mark "$work/published" >&2
+	# The window ends when publishing stopped, so the stat panels show the
+	# engine under load rather than the drain that follows.
+	end="$(cat "$work/published")"
 fi
-end="$(date +%s)"
-range_min="${RANGE:-$(((end - start) / 60 + 2))}"
+if [ -n "${RANGE:-}" ]; then
+	from=$((end - RANGE * 60))
+elif [ "$load_seconds" -gt 0 ]; then
+	from=$((start - 20))
+else
+	end="$(date +%s)"; from=$((end - 15 * 60))
+fi
 
 node "$here/serve.mjs" --port "$page_port" --prometheus "$PROM_URL" --dashboard "$repo/dashboards/webhookd.json" >"$work/serve.log" 2>&1 &
 pids+=($!)
@@ -115,14 +126,14 @@ wait_for "http://127.0.0.1:$page_port/dashboard.json" "render page"
 # Page height: the grid's bottom edge (30 px rows + 8 px gutters) plus the bars.
 rows="$(node -e 'const d=require(process.argv[1]);console.log(Math.max(...d.panels.map(p=>p.gridPos.y+p.gridPos.h)))' "$repo/dashboards/webhookd.json")"
 height=$((rows * 38 + 110))
-url="http://127.0.0.1:$page_port/?job=webhookd&scrape=$scrape&from=$((end - range_min * 60))&to=$end"
+url="http://127.0.0.1:$page_port/?job=webhookd&scrape=$scrape&from=$from&to=$end"
 chrome=(chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run
 	--disable-background-networking --disable-component-update --disable-sync --hide-scrollbars
 	--user-data-dir="$work/chrome" --window-size="1600,$height" --virtual-time-budget=30000)
 
 TZ=UTC "${chrome[@]}" --dump-dom "$url" 2>/dev/null >"$work/dom.html"
 TZ=UTC "${chrome[@]}" --screenshot="$out" "$url" >/dev/null 2>&1
-log "wrote $out ($(stat -c %s "$out") bytes, ${range_min}m window ending $(date -u -d "@$end" +%H:%M:%S) UTC)"
+log "wrote $out ($(stat -c %s "$out") bytes, $(date -u -d "@$from" +%H:%M:%S) to $(date -u -d "@$end" +%H:%M:%S) UTC)"
 
 # The page leaves one JSON line per panel in <pre id="report">.
 node -e '
