@@ -13,7 +13,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/webhookd/webhookd/retry"
-	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store"
 )
 
@@ -121,8 +120,7 @@ func (d *Dispatcher) attempt(ctx context.Context, at attemptTask) error {
 	if at.Trigger == store.TriggerManual {
 		leased, err = d.leaseManual(ctx, &at, now)
 	} else {
-		leased, err = d.store.LeaseDelivery(ctx, at.DeliveryID, at.CreatedAt, at.Number, now,
-			d.cfg.DeliveryTimeout+d.leaseMargin())
+		leased, err = d.leaser.do(ctx, store.LeaseRequest{ID: at.DeliveryID, CreatedAt: at.CreatedAt, Number: at.Number})
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		// Already attempted, finished, or running elsewhere: this task is
@@ -145,7 +143,7 @@ func (d *Dispatcher) attempt(ctx context.Context, at attemptTask) error {
 		log.InfoContext(ctx, "subscription deleted or disabled; delivery abandoned")
 		return d.store.AbandonDelivery(ctx, leased.Delivery, now)
 	}
-	keys, err := d.signingKeys(ctx, leased.SubscriptionID, now)
+	keys, err := d.secrets.keys(ctx, leased.SubscriptionID, leased.SubscriptionVersion, now)
 	if err != nil {
 		d.releaseLease(ctx, leased, log)
 		return err
@@ -184,32 +182,6 @@ func (d *Dispatcher) releaseLease(ctx context.Context, l store.LeasedDelivery, l
 	if err := d.store.ReleaseLease(context.WithoutCancel(ctx), l.Delivery, l.LeaseUntil); err != nil {
 		log.WarnContext(ctx, "release lease", "error", err)
 	}
-}
-
-// signingKeys opens the subscription's stored secrets and returns the keys
-// active at now, the current one first.
-func (d *Dispatcher) signingKeys(ctx context.Context, subID uuid.UUID, now time.Time) ([]signer.Key, error) {
-	stored, err := d.store.SigningSecrets(ctx, subID)
-	if err != nil {
-		return nil, err
-	}
-	secrets := make([]signer.Secret, 0, len(stored))
-	for _, s := range stored {
-		v, err := d.cfg.Sealer.Open(s.Ciphertext)
-		if err != nil {
-			return nil, fmt.Errorf("open secret %d of subscription %s: %w", s.ID, subID, err)
-		}
-		secrets = append(secrets, signer.Secret{ID: s.ID, Value: v, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt})
-	}
-	keys, err := signer.Keys(signer.Active(secrets, now))
-	if err != nil {
-		return nil, fmt.Errorf("signing keys of subscription %s: %w", subID, err)
-	}
-	if len(keys) == 0 {
-		// Never send an unsigned webhook.
-		return nil, fmt.Errorf("subscription %s has no active signing secret", subID)
-	}
-	return keys, nil
 }
 
 // decide applies the retry policy to an attempt's result: the attempt row

@@ -148,6 +148,8 @@ type Dispatcher struct {
 	client   *asynq.Client
 	http     *http.Client
 	recorder *batchRecorder
+	leaser   *batcher[store.LeaseRequest, store.LeasedDelivery]
+	secrets  *secretCache
 	limiter  *subscriptionLimiter
 	metrics  *metrics
 	logger   *slog.Logger
@@ -163,20 +165,24 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dispatcher{
+	d := &Dispatcher{
 		cfg:      cfg,
 		store:    cfg.Store,
 		client:   asynq.NewClient(cfg.Redis),
 		http:     newHTTPClient(cfg),
 		recorder: newBatchRecorder(cfg.Store),
+		secrets:  newSecretCache(cfg.Store, cfg.Sealer),
 		limiter:  newSubscriptionLimiter(cfg.SubscriptionConcurrency),
 		metrics:  m,
 		logger:   cfg.Logger,
-	}, nil
+	}
+	d.leaser = d.newLeaser()
+	return d, nil
 }
 
 // Close closes the asynq client.
 func (d *Dispatcher) Close() error {
+	d.leaser.close()
 	d.recorder.close()
 	d.http.CloseIdleConnections()
 	return d.client.Close()

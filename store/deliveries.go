@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -36,6 +35,10 @@ type LeasedDelivery struct {
 	Body []byte
 	// LeaseUntil is when the lease lapses if the attempt is never recorded.
 	LeaseUntil time.Time
+	// SubscriptionVersion changes whenever the subscription does (its
+	// secrets rotated, say), so that a cache of its secrets knows when it
+	// is stale.
+	SubscriptionVersion time.Time
 }
 
 // LeaseDelivery takes the delivery's row for attempt number, until
@@ -44,29 +47,66 @@ type LeasedDelivery struct {
 // one attempt number never runs twice at once and a stale or duplicate task
 // finds nothing: then it returns ErrNotFound.
 func (s *Store) LeaseDelivery(ctx context.Context, id uuid.UUID, createdAt time.Time, number int, now time.Time, leaseFor time.Duration) (LeasedDelivery, error) {
-	var l LeasedDelivery
-	d := &l.Delivery
-	err := s.pool.QueryRow(ctx, `
+	ls, errs, err := s.LeaseDeliveries(ctx, []LeaseRequest{{ID: id, CreatedAt: createdAt, Number: number}}, now, leaseFor)
+	if err != nil {
+		return LeasedDelivery{}, err
+	}
+	return ls[0], errs[0]
+}
+
+// LeaseRequest names the attempt a worker wants to run.
+type LeaseRequest struct {
+	ID        uuid.UUID
+	CreatedAt time.Time
+	Number    int
+}
+
+// LeaseDeliveries is LeaseDelivery for many attempts in one statement (the
+// workers' group commit). It returns one LeasedDelivery and one error per
+// request: nil, or ErrNotFound when that attempt is stale or running.
+func (s *Store) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now time.Time, leaseFor time.Duration) ([]LeasedDelivery, []error, error) {
+	ids := make([]uuid.UUID, len(reqs))
+	created := make([]time.Time, len(reqs))
+	numbers := make([]int32, len(reqs))
+	for i, r := range reqs {
+		ids[i], created[i], numbers[i] = r.ID, r.CreatedAt, int32(r.Number)
+	}
+	rows, err := s.pool.Query(ctx, `
 		UPDATE deliveries d SET lease_until = $4
-		FROM subscriptions s, events e
-		WHERE d.id = $1 AND d.created_at = $2 AND d.status = 'pending' AND d.attempt_count = $3 - 1
+		FROM unnest($1::uuid[], $2::timestamptz[], $3::int[]) WITH ORDINALITY AS r(id, created_at, number, i),
+			subscriptions s, events e
+		WHERE d.id = r.id AND d.created_at = r.created_at AND d.status = 'pending' AND d.attempt_count = r.number - 1
 		  AND (d.lease_until IS NULL OR d.lease_until < $5)
 		  AND s.id = d.subscription_id
 		  AND e.id = d.event_id AND e.created_at = d.event_created_at
-		RETURNING d.id, d.merchant_id, d.event_id, d.event_created_at, d.event_type, d.subscription_id,
+		RETURNING r.i, d.id, d.merchant_id, d.event_id, d.event_created_at, d.event_type, d.subscription_id,
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
-			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until`,
-		id, createdAt, number, now.Add(leaseFor), now).
-		Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
-			&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
-			&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil)
+			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at`,
+		ids, created, numbers, now.Add(leaseFor), now)
 	if err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return LeasedDelivery{}, fmt.Errorf("lease delivery %s attempt %d: %w", id, number, ErrNotFound)
-		}
-		return LeasedDelivery{}, fmt.Errorf("lease delivery %s attempt %d: %w", id, number, err)
+		return nil, nil, fmt.Errorf("lease %d deliveries: %w", len(reqs), err)
 	}
-	return l, nil
+	out := make([]LeasedDelivery, len(reqs))
+	found := make([]bool, len(reqs))
+	var l LeasedDelivery
+	d := &l.Delivery
+	var i int
+	_, err = pgx.ForEachRow(rows, []any{&i, &d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
+		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
+		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion}, func() error {
+		out[i-1], found[i-1] = l, true
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("lease %d deliveries: %w", len(reqs), err)
+	}
+	errs := make([]error, len(reqs))
+	for i, r := range reqs {
+		if !found[i] {
+			errs[i] = fmt.Errorf("lease delivery %s attempt %d: %w", r.ID, r.Number, ErrNotFound)
+		}
+	}
+	return out, errs, nil
 }
 
 // AttemptRecord is the outcome of one attempt and the state it leaves the

@@ -1,0 +1,119 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// maxBatch bounds one group commit: big enough to amortise a statement and
+// its commit over hundreds of attempts, small enough to keep one
+// statement's arrays and locks modest.
+const maxBatch = 500
+
+// batcher is group commit (river's BatchCompleter is the model): workers
+// hand it a request and wait; one writer takes whatever queued up while
+// the previous batch was being written and writes it with one statement.
+// Nothing waits for a timer: under light load a batch is one request, under
+// heavy load batches grow by themselves.
+//
+// One writer, not several: batches that touch the same rows (a
+// subscription's health, say) in different orders could deadlock.
+type batcher[Req, Res any] struct {
+	write func(context.Context, []Req) ([]Res, []error, error)
+	queue chan batchRequest[Req, Res]
+	stop  chan struct{}
+	once  sync.Once
+	done  sync.WaitGroup
+}
+
+type batchRequest[Req, Res any] struct {
+	req    Req
+	result chan batchResult[Res]
+}
+
+type batchResult[Res any] struct {
+	res Res
+	err error
+}
+
+var errBatcherClosed = errors.New("dispatcher closed")
+
+// newBatcher starts the writer. write gets a batch and returns one result
+// and one error per request, or an error for the whole batch.
+func newBatcher[Req, Res any](write func(context.Context, []Req) ([]Res, []error, error)) *batcher[Req, Res] {
+	b := &batcher[Req, Res]{write: write, queue: make(chan batchRequest[Req, Res], maxBatch), stop: make(chan struct{})}
+	b.done.Add(1)
+	go b.run()
+	return b
+}
+
+// do queues req and waits for its batch to be written. Once queued, the
+// request is written whatever ctx says, and do waits for it: a caller
+// acknowledges its task only after its record is durable.
+func (b *batcher[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
+	r := batchRequest[Req, Res]{req: req, result: make(chan batchResult[Res], 1)}
+	select {
+	case b.queue <- r:
+	case <-b.stop:
+		var zero Res
+		return zero, errBatcherClosed
+	case <-ctx.Done():
+		var zero Res
+		return zero, ctx.Err()
+	}
+	out := <-r.result
+	return out.res, out.err
+}
+
+// close stops accepting requests, writes what is queued and returns.
+func (b *batcher[Req, Res]) close() {
+	b.once.Do(func() { close(b.stop) })
+	b.done.Wait()
+}
+
+func (b *batcher[Req, Res]) run() {
+	defer b.done.Done()
+	batch := make([]batchRequest[Req, Res], 0, maxBatch)
+	for {
+		select {
+		case r := <-b.queue:
+			batch = append(batch[:0], r)
+		case <-b.stop:
+			for {
+				select {
+				case r := <-b.queue:
+					b.flush([]batchRequest[Req, Res]{r})
+				default:
+					return
+				}
+			}
+		}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-b.queue:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		b.flush(batch)
+	}
+}
+
+// flush writes one batch and answers every waiting caller.
+func (b *batcher[Req, Res]) flush(batch []batchRequest[Req, Res]) {
+	reqs := make([]Req, len(batch))
+	for i, r := range batch {
+		reqs[i] = r.req
+	}
+	res, errs, err := b.write(context.Background(), reqs)
+	for i, r := range batch {
+		if err != nil {
+			r.result <- batchResult[Res]{err: err}
+			continue
+		}
+		r.result <- batchResult[Res]{res: res[i], err: errs[i]}
+	}
+}
