@@ -67,8 +67,12 @@ type endpoint struct {
 type endpointCounts struct {
 	// Unique deliveries accepted (valid signature, first time this webhook-id arrived here).
 	Unique int64
-	// Duplicates: valid deliveries whose webhook-id this endpoint had already accepted.
+	// Duplicates: valid deliveries whose webhook-id this healthy endpoint
+	// had already accepted (a 2xx was answered, yet the engine sent it again).
 	Duplicates int64
+	// HangRetries: repeats at a hanging endpoint, expected: the engine
+	// retries what timed out.
+	HangRetries int64
 	// BadSignatures: requests that failed verification (answered 400).
 	BadSignatures int64
 	// Unknown: valid deliveries of an event the bench did not publish in this run.
@@ -88,10 +92,10 @@ type receivers struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 
-	unique, duplicates, bad, unknown atomic.Int64
-	healthyUnique                    atomic.Int64
-	lastArrival                      atomic.Int64 // UnixNano of the last healthy unique arrival
-	bodies                           sync.Pool
+	unique, duplicates, hangRetries, bad, unknown atomic.Int64
+	healthyUnique                                 atomic.Int64
+	lastArrival                                   atomic.Int64 // UnixNano of the last healthy unique arrival
+	bodies                                        sync.Pool
 }
 
 // startReceivers opens n endpoints, the first `hanging` of which hold every
@@ -193,6 +197,8 @@ func (rs *receivers) note(ep *endpoint, id string, arrived time.Time, healthy bo
 	}
 	ep.mu.Unlock()
 	switch {
+	case dup && !healthy:
+		rs.hangRetries.Add(1)
 	case dup:
 		rs.duplicates.Add(1)
 	case !known:
@@ -242,6 +248,7 @@ func (rs *receivers) counts() endpointCounts {
 	return endpointCounts{
 		Unique:        rs.unique.Load(),
 		Duplicates:    rs.duplicates.Load(),
+		HangRetries:   rs.hangRetries.Load(),
 		BadSignatures: rs.bad.Load(),
 		Unknown:       rs.unknown.Load(),
 	}

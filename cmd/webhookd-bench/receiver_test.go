@@ -131,6 +131,14 @@ func TestHangingReceiverNeverAnswers(t *testing.T) {
 	if n := len(rcv.latencies(true)); n != 1 {
 		t.Errorf("hanging latencies %d, want 1", n)
 	}
+	// The engine retries what timed out: a repeat at a hanging endpoint is
+	// expected and must not count as a duplicate delivery.
+	if _, err := post(t, short, rcv.endpoints[0].url, id, time.Now(), body, key); err == nil {
+		t.Fatal("hanging endpoint answered a retry")
+	}
+	if c := rcv.counts(); c.Duplicates != 0 || c.HangRetries != 1 {
+		t.Errorf("counts %+v, want 0 duplicates and 1 hanging retry", c)
+	}
 
 	// A request still held when the receivers close must fail, not turn
 	// into a 200.

@@ -433,6 +433,9 @@ func (b *bench) reportDelivery(r *report, res *deliveryResult) {
 	r.add("complete", res.complete, "")
 	r.add("bad_signatures", res.counts.BadSignatures, "requests")
 	r.add("duplicates", res.counts.Duplicates, "requests")
+	if res.counts.HangRetries > 0 {
+		r.add("hanging_retries", res.counts.HangRetries, "requests")
+	}
 	if res.counts.Unknown > 0 {
 		r.add("unknown_events", res.counts.Unknown, "requests")
 	}
