@@ -48,6 +48,10 @@ type Recorder interface {
 	RecordAttempt(ctx context.Context, r store.AttemptRecord) error
 }
 
+// enqueueTimeout bounds one enqueue of a follow-up task; past it the
+// sweeper takes over.
+const enqueueTimeout = 5 * time.Second
+
 // enqueueAttempt schedules attempt number of delivery del at at, with the
 // trigger to record (store.TriggerScheduled or store.TriggerManual). It is
 // what Redeliver and SendTestEvent call after updating the delivery in
@@ -169,7 +173,12 @@ func (d *Dispatcher) attempt(ctx context.Context, at attemptTask) error {
 	}
 	d.observe(ctx, log, leased.Delivery, at, rec, res)
 	if rec.NextAttemptAt != nil {
-		if err := d.enqueueAttempt(ctx, leased.Delivery, at.Number+1, store.TriggerScheduled, *rec.NextAttemptAt); err != nil {
+		// The task's own deadline may be nearly spent by a slow receiver;
+		// the next attempt deserves its own.
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
+		err := d.enqueueAttempt(ectx, leased.Delivery, at.Number+1, store.TriggerScheduled, *rec.NextAttemptAt)
+		cancel()
+		if err != nil {
 			log.WarnContext(ctx, "enqueue next attempt; the sweeper will retry", "error", err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
@@ -150,6 +151,7 @@ type Dispatcher struct {
 	recorder *batchRecorder
 	leaser   *batcher[store.LeaseRequest, store.LeasedDelivery]
 	secrets  *secretCache
+	redis    redis.UniversalClient
 	limiter  *subscriptionLimiter
 	metrics  *metrics
 	logger   *slog.Logger
@@ -177,12 +179,18 @@ func New(cfg Config) (*Dispatcher, error) {
 		logger:   cfg.Logger,
 	}
 	d.leaser = d.newLeaser()
+	rc, ok := cfg.Redis.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return nil, errors.New("dispatcher: Redis options make no go-redis client")
+	}
+	d.redis = rc
 	return d, nil
 }
 
 // Close closes the asynq client.
 func (d *Dispatcher) Close() error {
 	d.leaser.close()
+	d.redis.Close()
 	d.recorder.close()
 	d.http.CloseIdleConnections()
 	return d.client.Close()

@@ -94,8 +94,8 @@ func (n *MailNotifier) DeliveryFailed(ctx context.Context, d store.Delivery) {
 	if d.Test {
 		return
 	}
-	log := n.logger.With("delivery_id", d.ID, "event_id", d.EventID, "subscription_id", d.SubscriptionID,
-		"merchant_id", d.MerchantID)
+	log := n.logger.With("delivery_id", d.ID, "event_id", d.EventID, "attempt", d.AttemptCount,
+		"subscription_id", d.SubscriptionID, "merchant_id", d.MerchantID)
 	notice, err := n.store.ClaimFailureNotification(ctx, d.SubscriptionID, NotifyInterval)
 	if errors.Is(err, store.ErrConflict) {
 		log.DebugContext(ctx, "failure e-mail already sent within the interval")

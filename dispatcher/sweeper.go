@@ -6,6 +6,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/store"
 )
 
@@ -30,6 +31,7 @@ func (d *Dispatcher) handleSweep(ctx context.Context, _ *asynq.Task) error {
 // TaskID, so sweeping is idempotent and safe on every instance at once. It
 // returns how many tasks it added.
 func (d *Dispatcher) sweep(ctx context.Context) (int, error) {
+	d.registerQueues(ctx)
 	now := d.cfg.Now()
 	var after *store.DuePosition
 	requeued := 0
@@ -57,3 +59,16 @@ func (d *Dispatcher) sweep(ctx context.Context) (int, error) {
 		after = &store.DuePosition{NextAttemptAt: *last.NextAttemptAt, ID: last.ID}
 	}
 }
+
+// registerQueues lists the queues in asynq's registry again. asynq adds a
+// queue there once per client lifetime, so after Redis lost its data the
+// queues would stay out of the registry, and out of the queue metrics and
+// their alerts, until a restart.
+func (d *Dispatcher) registerQueues(ctx context.Context) {
+	if err := d.redis.SAdd(ctx, asynqQueuesKey, queueDeliveries, producer.Queue, queueMaintenance).Err(); err != nil {
+		d.logger.WarnContext(ctx, "register queues with asynq", "error", err)
+	}
+}
+
+// asynqQueuesKey is asynq's set of known queues (asynq's base.AllQueues).
+const asynqQueuesKey = "asynq:queues"

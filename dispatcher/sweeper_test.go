@@ -3,6 +3,7 @@ package dispatcher_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,6 +64,12 @@ func TestRedisFlushLosesNothing(t *testing.T) {
 	t.Logf("%d deliveries whose tasks were flushed all succeeded %v after the flush", len(ids), time.Since(start).Round(time.Millisecond))
 	if n := counter(t, reg, "webhookd_sweeper_requeued_total"); n < float64(len(ids)) {
 		t.Errorf("webhookd_sweeper_requeued_total = %v, want at least %d", n, len(ids))
+	}
+	// The queues are back in asynq's registry, so the queue metrics and
+	// the backlog alert see them again.
+	queues, err := e.rc.SMembers(context.Background(), "asynq:queues").Result()
+	if err != nil || !slices.Contains(queues, "deliveries") {
+		t.Errorf("asynq's queue registry after the flush = %v, %v; want it to list deliveries", queues, err)
 	}
 }
 
