@@ -13,10 +13,35 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
 }
 
-# Go: go.mod names go 1.26; any go >= 1.21 fetches that toolchain itself.
-if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
-  echo "services: installing Go" >&2
-  apt_install golang-go ca-certificates
+# Go: go.mod names the version. A go >= 1.21 fetches that toolchain itself
+# (GOTOOLCHAIN=auto); an older one (Debian 12 ships 1.19) or none is
+# replaced by the toolchain the Go module proxy serves, in /usr/local/go.
+go_usable() {
+  local v
+  v=$(go env GOVERSION 2>/dev/null | sed 's/^go//') || return 1
+  [ -n "$v" ] && [ "$(printf '%s\n1.21\n' "$v" | sort -V | head -1)" = "1.21" ]
+}
+export PATH="/usr/local/go/bin:$PATH"
+if ! go_usable; then
+  want=$(sed -n 's/^go //p' "$(dirname "$0")/../go.mod")
+  arch=$(dpkg --print-architecture)
+  echo "services: installing Go $want (Debian's go fetches the toolchain module)" >&2
+  command -v go >/dev/null 2>&1 || apt_install golang-go ca-certificates
+  tmp=$(mktemp -d)
+  dir=$(cd "$tmp" && GO111MODULE=on GOFLAGS=-modcacherw GOPATH="$tmp/gopath" \
+    go mod download -json "golang.org/toolchain@v0.0.1-go${want}.linux-${arch}" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -n "$dir" ] || { echo "services: could not download the Go toolchain" >&2; exit 1; }
+  $SUDO rm -rf /usr/local/go
+  $SUDO cp -r "$dir" /usr/local/go
+  $SUDO chmod -R u+w /usr/local/go
+  $SUDO chmod +x /usr/local/go/bin/* /usr/local/go/pkg/tool/*/*
+  rm -rf "$tmp"
+  hash -r
+fi
+# The README's commands call plain `go`: make sure it is on the default PATH.
+if ! command -v go >/dev/null 2>&1 || [ "$(command -v go)" = /usr/local/go/bin/go ] && [ ! -e /usr/local/bin/go ]; then
+  $SUDO ln -sf /usr/local/go/bin/go /usr/local/bin/go
+  $SUDO ln -sf /usr/local/go/bin/gofmt /usr/local/bin/gofmt
 fi
 
 # PostgreSQL.
