@@ -165,21 +165,24 @@ func (s *Store) UpdateSubscription(ctx context.Context, merchantID string, id uu
 // next attempt, so that nothing more is sent to it.
 func (s *Store) DeleteSubscription(ctx context.Context, merchantID string, id uuid.UUID) error {
 	now := s.Now()
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, updated_at = $3
-			WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL`, merchantID, id, now)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return ErrNotFound
-		}
-		_, err = tx.Exec(ctx, `UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = $3
-			WHERE merchant_id = $1 AND subscription_id = $2 AND status = 'pending'`, merchantID, id, now)
-		return err
-	})
+	tag, err := s.pool.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, updated_at = $3
+		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL`, merchantID, id, now)
 	if err != nil {
 		return fmt.Errorf("delete subscription %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("delete subscription %s: %w", id, ErrNotFound)
+	}
+	// A second statement, not the same transaction: recording an attempt
+	// locks deliveries then their subscription, so locking the subscription
+	// then its deliveries here would deadlock with it. Leased deliveries
+	// (an attempt in flight) are left to the worker, which abandons them at
+	// their next attempt since the subscription is deleted; so are all of
+	// them if this statement fails.
+	if _, err := s.pool.Exec(ctx, `UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = $3
+		WHERE merchant_id = $1 AND subscription_id = $2 AND status = 'pending'
+		  AND (lease_until IS NULL OR lease_until < $3)`, merchantID, id, now); err != nil {
+		return fmt.Errorf("stop deliveries of deleted subscription %s: %w", id, err)
 	}
 	return nil
 }
