@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -141,6 +142,9 @@ func (s *Server) Internal() http.Handler {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Handle("/metrics", s.metricsHandler())
+	// Profiles for the benchmark and for incidents; the same token as the
+	// internal API, since a profile shows the process's inner workings.
+	r.With(s.requireIngestToken).Mount("/debug", middleware.Profiler())
 	r.Route("/internal/v1", func(r chi.Router) {
 		r.Use(s.requireIngestToken)
 		r.Put("/merchants/{id}", s.putMerchant)

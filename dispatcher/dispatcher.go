@@ -236,6 +236,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	mux := asynq.NewServeMux()
 	mux.Handle(producer.TaskIngest, asynq.HandlerFunc(d.handleIngest))
 	mux.Handle(TaskAttempt, asynq.HandlerFunc(d.handleAttempt))
+	mux.Handle(TaskFirstAttempts, asynq.HandlerFunc(d.handleFirstAttempts))
 	mux.Handle(TaskSweep, asynq.HandlerFunc(d.handleSweep))
 	mux.Handle(TaskMaintenance, asynq.HandlerFunc(d.handleMaintenance))
 

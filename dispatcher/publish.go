@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/store"
@@ -51,29 +50,12 @@ func (d *Dispatcher) publish(ctx context.Context, e store.NewEvent, to store.Aud
 		return ev, nil, false, nil
 	}
 	d.metrics.eventsIngested.WithLabelValues(ev.Type).Inc()
-	d.enqueueFirstAttempts(ctx, ev, deliveries)
+	if _, err := d.enqueueFirstAttempts(ctx, ev.ID, deliveries, ev.CreatedAt); err != nil {
+		d.logger.WarnContext(ctx, "enqueue first attempts; the sweeper will retry", "event_id", ev.ID, "error", err)
+	}
 	d.logger.InfoContext(ctx, "event stored", "event_id", ev.ID, "type", ev.Type, "merchant_id", ev.MerchantID,
 		"deliveries", len(deliveries))
 	return ev, deliveries, true, nil
-}
-
-// enqueueFirstAttempts enqueues the first attempt of each delivery, a few
-// at a time: a merchant with many subscriptions should not wait for one
-// Redis round trip after another. Failures are logged, not returned: the
-// deliveries are durable and the sweeper enqueues what is missing.
-func (d *Dispatcher) enqueueFirstAttempts(ctx context.Context, ev store.Event, deliveries []store.Delivery) {
-	var g errgroup.Group
-	g.SetLimit(8)
-	for _, del := range deliveries {
-		g.Go(func() error {
-			if err := d.enqueueAttempt(ctx, del, 1, store.TriggerScheduled, ev.CreatedAt); err != nil {
-				d.logger.WarnContext(ctx, "enqueue first attempt; the sweeper will retry", "event_id", ev.ID,
-					"delivery_id", del.ID, "attempt", 1, "error", err)
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
 }
 
 // newEvent validates e and fixes everything about the stored event: its id,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/uuid"
+
 	"github.com/hibiken/asynq"
 
 	"github.com/webhookd/webhookd/producer"
@@ -40,16 +42,32 @@ func (d *Dispatcher) sweep(ctx context.Context) (int, error) {
 		if err != nil {
 			return requeued, err
 		}
+		// First attempts go back as their event's first-attempts task, so
+		// that one still queued (a backlog, not a loss) refuses them by its
+		// id, as an attempt's own task does.
+		first := map[uuid.UUID][]store.Delivery{}
 		for _, del := range due {
+			if del.AttemptCount == 0 {
+				first[del.EventID] = append(first[del.EventID], del)
+				continue
+			}
 			added, err := d.enqueue(ctx, del, del.AttemptCount+1, store.TriggerScheduled, now)
 			if err != nil {
 				return requeued, fmt.Errorf("sweep delivery %s: %w", del.ID, err)
 			}
 			if added {
-				requeued++
-				d.metrics.sweeperRequeued.Inc()
-				d.logger.InfoContext(ctx, "sweeper re-enqueued an overdue delivery", "event_id", del.EventID,
-					"delivery_id", del.ID, "attempt", del.AttemptCount+1)
+				requeued += d.requeued(ctx, del)
+			}
+		}
+		for eventID, dels := range first {
+			added, err := d.enqueueFirstAttempts(ctx, eventID, dels, now)
+			if err != nil {
+				return requeued, fmt.Errorf("sweep first attempts of event %s: %w", eventID, err)
+			}
+			if added {
+				for _, del := range dels {
+					requeued += d.requeued(ctx, del)
+				}
 			}
 		}
 		if len(due) < sweepPage {
@@ -58,6 +76,14 @@ func (d *Dispatcher) sweep(ctx context.Context) (int, error) {
 		last := due[len(due)-1]
 		after = &store.DuePosition{NextAttemptAt: *last.NextAttemptAt, ID: last.ID}
 	}
+}
+
+// requeued counts and logs one delivery the sweeper enqueued again.
+func (d *Dispatcher) requeued(ctx context.Context, del store.Delivery) int {
+	d.metrics.sweeperRequeued.Inc()
+	d.logger.InfoContext(ctx, "sweeper re-enqueued an overdue delivery", "event_id", del.EventID,
+		"delivery_id", del.ID, "attempt", del.AttemptCount+1)
+	return 1
 }
 
 // registerQueues lists the queues in asynq's registry again. asynq adds a

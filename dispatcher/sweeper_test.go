@@ -177,3 +177,33 @@ func TestHangingReceiverDoesNotStallOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestLostFirstAttemptsAreSwept loses the first-attempts task of an event
+// with several deliveries before any worker ran it: the sweeper puts them
+// back, once each.
+func TestLostFirstAttemptsAreSwept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rcv := newReceiver(t, answer(http.StatusOK))
+	const subs = 3
+	for range subs {
+		e.subscribe("m1", rcv.URL, "*")
+	}
+	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.SweepInterval, c.SweepGrace = 200*time.Millisecond, 100*time.Millisecond })
+	ev := e.publish(d, "m1", "payout.paid") // no worker runs yet
+	if err := e.rc.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.run(d)
+	for _, del := range e.deliveries(ev.ID) {
+		if got := e.waitSettled(del.ID, 10*time.Second); got.Status != store.DeliverySucceeded || got.AttemptCount != 1 {
+			t.Fatalf("delivery %s: %s after %d attempts, want succeeded after 1", del.ID, got.Status, got.AttemptCount)
+		}
+	}
+	if n := len(rcv.got()); n != subs {
+		t.Fatalf("receiver got %d requests, want %d", n, subs)
+	}
+	if n := counter(t, reg, "webhookd_sweeper_requeued_total"); n != subs {
+		t.Fatalf("webhookd_sweeper_requeued_total = %v, want %d", n, subs)
+	}
+}
