@@ -48,6 +48,10 @@ type Recorder interface {
 	RecordAttempt(ctx context.Context, r store.AttemptRecord) error
 }
 
+// throttleWait is how long an attempt waits for its subscription's slot
+// before going back on the queue.
+const throttleWait = 100 * time.Millisecond
+
 // enqueueTimeout bounds one enqueue of a follow-up task; past it the
 // sweeper takes over.
 const enqueueTimeout = 5 * time.Second
@@ -101,7 +105,7 @@ func (d *Dispatcher) handleAttempt(ctx context.Context, t *asynq.Task) error {
 		d.logger.ErrorContext(ctx, "attempt task unreadable; dropped", "error", err)
 		return asynq.RevokeTask
 	}
-	if !d.limiter.acquire(at.SubscriptionID) {
+	if !d.limiter.acquireWithin(ctx, at.SubscriptionID, throttleWait) {
 		return errThrottled
 	}
 	defer d.limiter.release(at.SubscriptionID)

@@ -224,7 +224,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		ShutdownTimeout: d.cfg.DeliveryTimeout + d.leaseMargin() + time.Second,
 		// Idle polling: webhooks should leave promptly. One poll per
 		// interval per process is cheap for Redis.
-		TaskCheckInterval: 100 * time.Millisecond,
+		TaskCheckInterval: 20 * time.Millisecond,
 		// Scheduled attempts and throttled tasks move to their queue this
 		// often; short schedules (tests, development) need it finer.
 		DelayedTaskCheckInterval: min(time.Second, max(minDelay/2, 20*time.Millisecond)),

@@ -80,11 +80,11 @@ func (d *Dispatcher) handleFirstAttempts(ctx context.Context, t *asynq.Task) err
 	}
 	var wg sync.WaitGroup
 	for _, at := range ft.Attempts {
-		if !d.limiter.acquire(at.SubscriptionID) {
-			d.handOff(ctx, ft.EventID, at, nil)
-			continue
-		}
 		wg.Go(func() {
+			if !d.limiter.acquireWithin(ctx, at.SubscriptionID, throttleWait) {
+				d.handOff(ctx, ft.EventID, at, nil)
+				return
+			}
 			defer d.limiter.release(at.SubscriptionID)
 			if err := d.attempt(ctx, at); err != nil {
 				d.handOff(ctx, ft.EventID, at, err)

@@ -1,7 +1,9 @@
 package dispatcher
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -21,10 +23,40 @@ type subscriptionLimiter struct {
 	limit   int
 	mu      sync.Mutex
 	running map[uuid.UUID]int
+	// freed is closed (and replaced) whenever a slot is given back, to
+	// wake the attempts waiting for one.
+	freed chan struct{}
 }
 
 func newSubscriptionLimiter(limit int) *subscriptionLimiter {
-	return &subscriptionLimiter{limit: limit, running: make(map[uuid.UUID]int)}
+	return &subscriptionLimiter{limit: limit, running: make(map[uuid.UUID]int), freed: make(chan struct{})}
+}
+
+// acquireWithin is acquire, waiting up to wait for a slot. A fast receiver
+// that a burst took to its cap frees a slot within milliseconds; putting
+// its attempt back on the queue would cost it the queue's scheduling delay
+// (about a second). A hanging receiver frees none, and its attempt goes
+// back on the queue after wait, leaving the worker to others.
+func (l *subscriptionLimiter) acquireWithin(ctx context.Context, id uuid.UUID, wait time.Duration) bool {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		if l.running[id] < l.limit {
+			l.running[id]++
+			l.mu.Unlock()
+			return true
+		}
+		freed := l.freed
+		l.mu.Unlock()
+		select {
+		case <-freed:
+		case <-deadline.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // acquire takes a slot for the subscription, or reports that it holds
@@ -43,6 +75,8 @@ func (l *subscriptionLimiter) acquire(id uuid.UUID) bool {
 func (l *subscriptionLimiter) release(id uuid.UUID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	close(l.freed)
+	l.freed = make(chan struct{})
 	if l.running[id] <= 1 {
 		delete(l.running, id)
 		return

@@ -190,29 +190,34 @@ func (s *Store) DeliveryByID(ctx context.Context, id uuid.UUID) (Delivery, error
 	// The id is a UUIDv7 whose timestamp is created_at: bounding created_at
 	// by it prunes the lookup to one partition.
 	createdAt := uuidTime(id)
-	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries
-		WHERE id = $1 AND created_at >= $2 AND created_at < $3`, id, createdAt, createdAt.Add(time.Millisecond))
-	if err != nil {
-		return Delivery{}, fmt.Errorf("delivery %s: %w", id, err)
-	}
-	d, err := pgx.CollectExactlyOneRow(rows, scanDelivery)
-	if err != nil {
-		return Delivery{}, fmt.Errorf("delivery %s: %w", id, notFound(err))
-	}
-	rows, err = s.pool.Query(ctx, `
-		SELECT delivery_id, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at
-		FROM attempts WHERE delivery_id = $1 AND delivery_created_at = $2 ORDER BY number`, d.ID, d.CreatedAt)
-	if err != nil {
-		return Delivery{}, fmt.Errorf("attempts of delivery %s: %w", id, err)
-	}
-	d.Attempts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Attempt, error) {
-		var a Attempt
-		err := row.Scan(&a.DeliveryID, &a.Number, &a.Status, &a.Trigger, &a.HTTPStatus, &a.Error,
-			&a.DurationMS, &a.ResponseBody, &a.AttemptedAt)
-		return a, err
+	var d Delivery
+	// One snapshot for both reads, so that attempt_count and the attempts
+	// agree even while an attempt is being recorded.
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries
+			WHERE id = $1 AND created_at >= $2 AND created_at < $3`, id, createdAt, createdAt.Add(time.Millisecond))
+		if err != nil {
+			return err
+		}
+		if d, err = pgx.CollectExactlyOneRow(rows, scanDelivery); err != nil {
+			return notFound(err)
+		}
+		rows, err = tx.Query(ctx, `
+			SELECT delivery_id, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at
+			FROM attempts WHERE delivery_id = $1 AND delivery_created_at = $2 ORDER BY number`, d.ID, d.CreatedAt)
+		if err != nil {
+			return err
+		}
+		d.Attempts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Attempt, error) {
+			var a Attempt
+			err := row.Scan(&a.DeliveryID, &a.Number, &a.Status, &a.Trigger, &a.HTTPStatus, &a.Error,
+				&a.DurationMS, &a.ResponseBody, &a.AttemptedAt)
+			return a, err
+		})
+		return err
 	})
 	if err != nil {
-		return Delivery{}, fmt.Errorf("attempts of delivery %s: %w", id, err)
+		return Delivery{}, fmt.Errorf("delivery %s: %w", id, err)
 	}
 	return d, nil
 }
