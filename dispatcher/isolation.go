@@ -23,13 +23,13 @@ type subscriptionLimiter struct {
 	limit   int
 	mu      sync.Mutex
 	running map[uuid.UUID]int
-	// freed is closed (and replaced) whenever a slot is given back, to
-	// wake the attempts waiting for one.
-	freed chan struct{}
+	// freed holds, per subscription with attempts waiting for a slot, a
+	// channel closed when one of its slots is given back.
+	freed map[uuid.UUID]chan struct{}
 }
 
 func newSubscriptionLimiter(limit int) *subscriptionLimiter {
-	return &subscriptionLimiter{limit: limit, running: make(map[uuid.UUID]int), freed: make(chan struct{})}
+	return &subscriptionLimiter{limit: limit, running: make(map[uuid.UUID]int), freed: make(map[uuid.UUID]chan struct{})}
 }
 
 // acquireWithin is acquire, waiting up to wait for a slot. A fast receiver
@@ -47,7 +47,11 @@ func (l *subscriptionLimiter) acquireWithin(ctx context.Context, id uuid.UUID, w
 			l.mu.Unlock()
 			return true
 		}
-		freed := l.freed
+		freed, ok := l.freed[id]
+		if !ok {
+			freed = make(chan struct{})
+			l.freed[id] = freed
+		}
 		l.mu.Unlock()
 		select {
 		case <-freed:
@@ -75,8 +79,10 @@ func (l *subscriptionLimiter) acquire(id uuid.UUID) bool {
 func (l *subscriptionLimiter) release(id uuid.UUID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	close(l.freed)
-	l.freed = make(chan struct{})
+	if freed, ok := l.freed[id]; ok {
+		close(freed)
+		delete(l.freed, id)
+	}
 	if l.running[id] <= 1 {
 		delete(l.running, id)
 		return
