@@ -26,17 +26,22 @@ type subscriptionLimiter struct {
 	// freed holds, per subscription with attempts waiting for a slot, a
 	// channel closed when one of its slots is given back.
 	freed map[uuid.UUID]chan struct{}
+	// fullSince is when each subscription at its cap reached it.
+	fullSince map[uuid.UUID]time.Time
 }
 
 func newSubscriptionLimiter(limit int) *subscriptionLimiter {
-	return &subscriptionLimiter{limit: limit, running: make(map[uuid.UUID]int), freed: make(map[uuid.UUID]chan struct{})}
+	return &subscriptionLimiter{limit: limit, running: make(map[uuid.UUID]int), freed: make(map[uuid.UUID]chan struct{}),
+		fullSince: make(map[uuid.UUID]time.Time)}
 }
 
 // acquireWithin is acquire, waiting up to wait for a slot. A fast receiver
 // that a burst took to its cap frees a slot within milliseconds; putting
 // its attempt back on the queue would cost it the queue's scheduling delay
 // (about a second). A hanging receiver frees none, and its attempt goes
-// back on the queue after wait, leaving the worker to others.
+// back on the queue after wait, leaving the worker to others; once it has
+// been at its cap for longer than wait, its attempts go back at once, so
+// that they do not keep workers waiting in turn.
 func (l *subscriptionLimiter) acquireWithin(ctx context.Context, id uuid.UUID, wait time.Duration) bool {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -44,8 +49,15 @@ func (l *subscriptionLimiter) acquireWithin(ctx context.Context, id uuid.UUID, w
 		l.mu.Lock()
 		if l.running[id] < l.limit {
 			l.running[id]++
+			if l.running[id] == l.limit {
+				l.fullSince[id] = time.Now()
+			}
 			l.mu.Unlock()
 			return true
+		}
+		if time.Since(l.fullSince[id]) > wait {
+			l.mu.Unlock()
+			return false
 		}
 		freed, ok := l.freed[id]
 		if !ok {
@@ -83,6 +95,7 @@ func (l *subscriptionLimiter) release(id uuid.UUID) {
 		close(freed)
 		delete(l.freed, id)
 	}
+	delete(l.fullSince, id)
 	if l.running[id] <= 1 {
 		delete(l.running, id)
 		return
