@@ -106,7 +106,7 @@ func (d *Dispatcher) handleAttempt(ctx context.Context, t *asynq.Task) error {
 		return asynq.RevokeTask
 	}
 	if !d.limiter.acquireWithin(ctx, at.SubscriptionID, throttleWait) {
-		return errThrottled
+		return d.throttleFor(at.SubscriptionID)
 	}
 	defer d.limiter.release(at.SubscriptionID)
 

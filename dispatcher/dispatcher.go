@@ -16,10 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"runtime"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -298,6 +300,24 @@ func (d *Dispatcher) registerPeriodic(sched *asynq.Scheduler) error {
 // task's retry count.
 var errThrottled = errors.New("subscription at its concurrency cap")
 
+// throttled is errThrottled with the time to wait before trying again.
+type throttled struct{ after time.Duration }
+
+func (t throttled) Error() string        { return errThrottled.Error() }
+func (t throttled) Is(target error) bool { return target == errThrottled }
+
+// throttleFor puts an attempt of a subscription at its cap back for about
+// as long as the subscription has been at its cap: a fast receiver that a
+// burst filled frees slots within moments, while one that hangs until the
+// timeout frees none for a long while, and its waiting attempts must not
+// come back every second to queue ahead of other merchants' webhooks.
+func (d *Dispatcher) throttleFor(sub uuid.UUID) error {
+	wait := min(max(d.limiter.fullFor(sub), 100*time.Millisecond), d.cfg.DeliveryTimeout)
+	// Spread the returns, so that a hanging receiver's backlog does not
+	// come back in one burst.
+	return throttled{after: time.Duration(float64(wait) * (0.5 + rand.Float64()))}
+}
+
 // maxTaskRetry bounds asynq's own retries of a task whose handler failed
 // for an internal reason (Postgres unreachable). The last retry gives up
 // without an error so that the task is deleted, never archived: an archived
@@ -307,6 +327,10 @@ const maxTaskRetry = 8
 // retryDelay is asynq's backoff for handler errors: throttled attempts come
 // back soon; internal errors back off exponentially up to a minute.
 func (d *Dispatcher) retryDelay(n int, err error, _ *asynq.Task) time.Duration {
+	var th throttled
+	if errors.As(err, &th) {
+		return th.after
+	}
 	if errors.Is(err, errThrottled) {
 		return min(time.Second, max(d.cfg.DeliveryTimeout/4, 50*time.Millisecond))
 	}

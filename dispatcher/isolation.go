@@ -102,3 +102,14 @@ func (l *subscriptionLimiter) release(id uuid.UUID) {
 	}
 	l.running[id]--
 }
+
+// fullFor is how long the subscription has been at its cap (0 if it is not).
+func (l *subscriptionLimiter) fullFor(id uuid.UUID) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	since, ok := l.fullSince[id]
+	if !ok || l.running[id] < l.limit {
+		return 0
+	}
+	return time.Since(since)
+}
