@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/store"
 )
@@ -70,11 +71,7 @@ func (s *Server) legacyUpdate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if in.ID == nil {
-		s.writeError(w, r, errMissing("id"))
-		return
-	}
-	id, err := parseSubscriptionID(*in.ID)
+	id, err := legacyID(in.ID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -97,11 +94,7 @@ func (s *Server) legacyDelete(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if in.ID == nil {
-		s.writeError(w, r, errMissing("id"))
-		return
-	}
-	id, err := parseSubscriptionID(*in.ID)
+	id, err := legacyID(in.ID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -111,4 +104,13 @@ func (s *Server) legacyDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id.String(), "deleted": true})
+}
+
+// legacyID reads the id field that the legacy update and delete bodies
+// carry instead of a path parameter.
+func legacyID(raw *string) (uuid.UUID, error) {
+	if raw == nil {
+		return uuid.Nil, errMissing("id")
+	}
+	return parseSubscriptionID(*raw)
 }
