@@ -154,9 +154,11 @@ type Dispatcher struct {
 	leaser   *batcher[store.LeaseRequest, store.LeasedDelivery]
 	secrets  *secretCache
 	redis    redis.UniversalClient
-	limiter  *subscriptionLimiter
-	metrics  *metrics
-	logger   *slog.Logger
+	// inspector finds tasks that asynq archived (see clearArchived).
+	inspector *asynq.Inspector
+	limiter   *subscriptionLimiter
+	metrics   *metrics
+	logger    *slog.Logger
 }
 
 // New checks cfg, fills its defaults, registers the metrics and connects
@@ -186,6 +188,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("dispatcher: Redis options make no go-redis client")
 	}
 	d.redis = rc
+	d.inspector = asynq.NewInspector(cfg.Redis)
 	return d, nil
 }
 
@@ -193,6 +196,7 @@ func New(cfg Config) (*Dispatcher, error) {
 func (d *Dispatcher) Close() error {
 	d.leaser.close()
 	d.redis.Close()
+	d.inspector.Close()
 	d.recorder.close()
 	d.http.CloseIdleConnections()
 	return d.client.Close()

@@ -32,6 +32,16 @@ type firstAttemptsTask struct {
 // sweeper's re-enqueue is refused while the task exists.
 func firstAttemptsTaskID(eventID uuid.UUID) string { return "f:" + eventID.String() }
 
+// firstAttemptsTaskIDOf is the id enqueueFirstAttempts gives the task of
+// these deliveries: a lone delivery's first attempt is an ordinary attempt
+// task.
+func firstAttemptsTaskIDOf(eventID uuid.UUID, deliveries []store.Delivery) string {
+	if len(deliveries) == 1 {
+		return attemptTaskID(deliveries[0].ID, 1)
+	}
+	return firstAttemptsTaskID(eventID)
+}
+
 // enqueueFirstAttempts enqueues the first attempts of an event's
 // deliveries, due at at. A failure is logged, not returned: the deliveries
 // are durable and the sweeper enqueues what is missing.
@@ -55,9 +65,10 @@ func (d *Dispatcher) enqueueFirstAttempts(ctx context.Context, eventID uuid.UUID
 		asynq.TaskID(firstAttemptsTaskID(eventID)),
 		asynq.Queue(queueDeliveries),
 		asynq.ProcessAt(at),
-		// Failures inside are handed to per-attempt tasks; the task itself
-		// is never retried.
-		asynq.MaxRetry(0),
+		// Failures inside are handed to per-attempt tasks, so the handler
+		// never fails; retries are asynq's recovery of a task whose worker
+		// died, which must run it again rather than archive it.
+		asynq.MaxRetry(maxTaskRetry),
 		asynq.Timeout(d.cfg.DeliveryTimeout+d.leaseMargin())))
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		return false, nil

@@ -52,6 +52,9 @@ func (d *Dispatcher) sweep(ctx context.Context) (int, error) {
 				continue
 			}
 			added, err := d.enqueue(ctx, del, del.AttemptCount+1, store.TriggerScheduled, now)
+			if err == nil && !added && d.clearArchived(ctx, attemptTaskID(del.ID, del.AttemptCount+1)) {
+				added, err = d.enqueue(ctx, del, del.AttemptCount+1, store.TriggerScheduled, now)
+			}
 			if err != nil {
 				return requeued, fmt.Errorf("sweep delivery %s: %w", del.ID, err)
 			}
@@ -61,6 +64,9 @@ func (d *Dispatcher) sweep(ctx context.Context) (int, error) {
 		}
 		for eventID, dels := range first {
 			added, err := d.enqueueFirstAttempts(ctx, eventID, dels, now)
+			if err == nil && !added && d.clearArchived(ctx, firstAttemptsTaskIDOf(eventID, dels)) {
+				added, err = d.enqueueFirstAttempts(ctx, eventID, dels, now)
+			}
 			if err != nil {
 				return requeued, fmt.Errorf("sweep first attempts of event %s: %w", eventID, err)
 			}
@@ -76,6 +82,23 @@ func (d *Dispatcher) sweep(ctx context.Context) (int, error) {
 		last := due[len(due)-1]
 		after = &store.DuePosition{NextAttemptAt: *last.NextAttemptAt, ID: last.ID}
 	}
+}
+
+// clearArchived deletes the task of that id if asynq archived it. An
+// archived task keeps its id taken, and would refuse the sweeper's
+// re-enqueue of an overdue delivery for as long as asynq retains it: that
+// happens when a task's workers kept dying until asynq gave up on it.
+func (d *Dispatcher) clearArchived(ctx context.Context, taskID string) bool {
+	info, err := d.inspector.GetTaskInfo(queueDeliveries, taskID)
+	if err != nil || info.State != asynq.TaskStateArchived {
+		return false
+	}
+	if err := d.inspector.DeleteTask(queueDeliveries, taskID); err != nil {
+		d.logger.WarnContext(ctx, "delete archived task", "task_id", taskID, "error", err)
+		return false
+	}
+	d.logger.WarnContext(ctx, "sweeper deleted an archived task to enqueue its attempt again", "task_id", taskID)
+	return true
 }
 
 // requeued counts and logs one delivery the sweeper enqueued again.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/store"
@@ -205,5 +207,30 @@ func TestLostFirstAttemptsAreSwept(t *testing.T) {
 	}
 	if n := counter(t, reg, "webhookd_sweeper_requeued_total"); n != subs {
 		t.Fatalf("webhookd_sweeper_requeued_total = %v, want %d", n, subs)
+	}
+}
+
+// TestArchivedFirstAttemptsAreSwept: asynq archives a task whose workers
+// kept dying, and an archived task keeps its id taken. The sweeper must
+// still get the overdue deliveries attempted.
+func TestArchivedFirstAttemptsAreSwept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rcv := newReceiver(t, answer(http.StatusOK))
+	for range 2 {
+		e.subscribe("m1", rcv.URL, "*")
+	}
+	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.SweepInterval, c.SweepGrace = 200*time.Millisecond, 100*time.Millisecond })
+	ev := e.publish(d, "m1", "payout.paid") // no worker runs yet
+	insp := asynq.NewInspector(e.cfg.Redis)
+	defer insp.Close()
+	if err := insp.ArchiveTask("deliveries", "f:"+ev.ID.String()); err != nil {
+		t.Fatalf("archive the first-attempts task: %v", err)
+	}
+	e.run(d)
+	for _, del := range e.deliveries(ev.ID) {
+		if got := e.waitSettled(del.ID, 10*time.Second); got.Status != store.DeliverySucceeded {
+			t.Fatalf("delivery %s: %s, want succeeded", del.ID, got.Status)
+		}
 	}
 }
