@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // maxBatch bounds one group commit: big enough to amortise a statement and
 // its commit over hundreds of attempts, small enough to keep one
 // statement's arrays and locks modest.
 const maxBatch = 500
+
+// batchTimeout bounds one batch's statement.
+const batchTimeout = 30 * time.Second
 
 // batcher is group commit (river's BatchCompleter is the model): workers
 // hand it a request and wait; one writer takes whatever queued up while
@@ -108,7 +112,11 @@ func (b *batcher[Req, Res]) flush(batch []batchRequest[Req, Res]) {
 	for i, r := range batch {
 		reqs[i] = r.req
 	}
-	res, errs, err := b.write(context.Background(), reqs)
+	// A stalled database must not hold every waiting worker forever: the
+	// batch fails, its attempts are retried, their leases lapse.
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	res, errs, err := b.write(ctx, reqs)
 	for i, r := range batch {
 		if err != nil {
 			r.result <- batchResult[Res]{err: err}
