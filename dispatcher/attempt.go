@@ -40,14 +40,6 @@ func attemptTaskID(id uuid.UUID, number int) string {
 	return "d:" + id.String() + ":" + strconv.Itoa(number)
 }
 
-// Recorder writes the outcome of an attempt. store.Store is the inline
-// implementation; a batching recorder (group commit) can replace it for
-// throughput as long as Record returns only once the record is durable,
-// because the task is acknowledged after it.
-type Recorder interface {
-	RecordAttempt(ctx context.Context, r store.AttemptRecord) error
-}
-
 // throttleWait is how long an attempt waits for its subscription's slot
 // before going back on the queue.
 const throttleWait = 100 * time.Millisecond

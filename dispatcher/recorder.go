@@ -14,8 +14,6 @@ type batchRecorder struct {
 	b *batcher[store.AttemptRecord, struct{}]
 }
 
-var _ Recorder = (*batchRecorder)(nil)
-
 func newBatchRecorder(st *store.Store) *batchRecorder {
 	return &batchRecorder{b: newBatcher(func(ctx context.Context, recs []store.AttemptRecord) ([]struct{}, []error, error) {
 		errs, err := st.RecordAttempts(ctx, recs)
