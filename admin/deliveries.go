@@ -16,6 +16,7 @@ func (s *Server) deliveryRoutes(r chi.Router) {
 	r.With(read).Get("/webhook_deliveries", s.listDeliveries)
 	r.With(read).Get("/webhook_deliveries/{id}", s.getDelivery)
 	r.With(write).Post("/webhook_deliveries/{id}/redeliver", s.redeliver)
+	r.With(write).Post("/webhook_subscriptions/{id}/recover", s.recoverDeliveries)
 }
 
 // deliveryJSON is the Webhook delivery resource (DESIGN.md "Resources").
@@ -138,4 +139,45 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, deliveryView(d))
+}
+
+// recoveryView is the answer of a bulk replay.
+type recoveryView struct {
+	Type           string    `json:"type"`
+	SubscriptionID string    `json:"subscription_id"`
+	Since          time.Time `json:"since"`
+	Deliveries     int       `json:"deliveries"`
+}
+
+// recoverDeliveries replays the subscription's deliveries that failed for
+// good since the body's `since` (at most 30 days back: older deliveries are
+// gone): 202 with how many manual attempts were enqueued.
+func (s *Server) recoverDeliveries(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in struct {
+		Since *time.Time `json:"since"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if in.Since == nil {
+		s.writeError(w, r, errMissing("since"))
+		return
+	}
+	if in.Since.After(s.cfg.Now()) {
+		s.writeError(w, r, errInvalid("since", "since must not be in the future."))
+		return
+	}
+	n, err := s.cfg.Publisher.Recover(r.Context(), principalOf(r.Context()).Merchant.ID, id, *in.Since)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, recoveryView{Type: "webhook_recovery", SubscriptionID: id.String(),
+		Since: in.Since.UTC(), Deliveries: n})
 }

@@ -568,3 +568,49 @@ func TestSendTestEventRateLimitAndHealth(t *testing.T) {
 		t.Fatalf("health after a failing real delivery: %+v", s.Health)
 	}
 }
+
+// TestRecoverReplaysFailedDeliveries: a bulk replay gives every delivery
+// of the subscription that failed for good since a time one manual
+// attempt, and leaves test deliveries alone.
+func TestRecoverReplaysFailedDeliveries(t *testing.T) {
+	h, _ := newPipelineHarness(t)
+	key := h.merchant("m1")
+	otherKey := h.merchant("m2")
+	rcv := newHookReceiver(t, http.StatusInternalServerError)
+	sub := h.createSubscription(key, hookBody(rcv.URL+"/hooks"))
+	var failed []string
+	for range 2 {
+		ev := h.publish("m1", "payout.paid", `{"id":"po_1"}`)
+		d := h.deliveriesOf(key, ev.ID)[0]
+		failed = append(failed, h.waitDelivery(key, d.ID, "failed", settled).ID)
+	}
+	test := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions/" + sub.ID + "/send_test_event", Key: key})
+	if test.Status != http.StatusAccepted {
+		t.Fatalf("send_test_event: %d %s", test.Status, test.Body)
+	}
+	testDelivery := decode[delivery](t, test)
+	h.waitDelivery(key, testDelivery.ID, "failed", settled)
+
+	path := "/v1/webhook_subscriptions/" + sub.ID + "/recover"
+	since := map[string]any{"since": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}
+	expectError(t, h.do(request{Method: http.MethodPost, Path: path, Key: key, Body: map[string]any{}}), http.StatusBadRequest, "parameter_missing")
+	expectError(t, h.do(request{Method: http.MethodPost, Path: path, Key: otherKey, Body: since}), http.StatusNotFound, "resource_not_found")
+
+	rcv.status.Store(http.StatusOK)
+	r := h.do(request{Method: http.MethodPost, Path: path, Key: key, Body: since})
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("recover: %d %s", r.Status, r.Body)
+	}
+	if got := r.JSON(t); got["deliveries"] != float64(2) || got["type"] != "webhook_recovery" {
+		t.Fatalf("recover answered %s, want 2 deliveries replayed", r.Body)
+	}
+	for _, id := range failed {
+		got := h.waitDelivery(key, id, "given its manual attempt", hasAttempts(4))
+		if got.Status != "succeeded" || got.Attempts[3].Trigger != "manual" {
+			t.Fatalf("delivery %s after recover: %+v", id, got)
+		}
+	}
+	if got := h.waitDelivery(key, testDelivery.ID, "unchanged", settled); len(got.Attempts) != 3 {
+		t.Fatalf("the test delivery was replayed: %d attempts", len(got.Attempts))
+	}
+}

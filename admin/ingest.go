@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -21,6 +22,9 @@ type Publisher interface {
 	Publish(ctx context.Context, e store.NewEvent) (ev store.Event, created bool, err error)
 	// Redeliver appends one immediate manual attempt to a delivery.
 	Redeliver(ctx context.Context, merchantID string, deliveryID uuid.UUID) (store.Delivery, error)
+	// Recover replays the subscription's deliveries that failed for good
+	// since a time, one manual attempt each, and says how many.
+	Recover(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time) (int, error)
 	// SendTestEvent stores a ping.test event for one subscription and
 	// schedules its delivery.
 	SendTestEvent(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (store.Delivery, error)

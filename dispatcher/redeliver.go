@@ -62,17 +62,54 @@ func (d *Dispatcher) Redeliver(ctx context.Context, merchantID string, deliveryI
 	if err != nil {
 		return store.Delivery{}, err
 	}
-	id, err := uuid.NewV7()
+	if err := d.enqueueManual(ctx, merchantID, del); err != nil {
+		return store.Delivery{}, fmt.Errorf("redeliver %s: %w", deliveryID, err)
+	}
+	return del, nil
+}
+
+// enqueueManual enqueues one manual attempt of del, due now, under a task
+// id of its own, so that each request adds one attempt.
+func (d *Dispatcher) enqueueManual(ctx context.Context, merchantID string, del store.Delivery) error {
+	call, err := uuid.NewV7()
 	if err != nil {
-		return store.Delivery{}, fmt.Errorf("redeliver %s: task id: %w", deliveryID, err)
+		return fmt.Errorf("task id: %w", err)
 	}
 	at := attemptTask{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
 		Trigger: store.TriggerManual, MerchantID: merchantID}
 	// Due now on asynq's clock, the wall clock (cfg.Now dates records).
-	if _, err := d.enqueueTask(ctx, at, manualTaskID(del.ID, id), time.Now()); err != nil {
-		return store.Delivery{}, fmt.Errorf("redeliver %s: %w", deliveryID, err)
+	_, err = d.enqueueTask(ctx, at, manualTaskID(del.ID, call), time.Now())
+	return err
+}
+
+// MaxRecover bounds one bulk replay; a merchant with more failed
+// deliveries recovers again from the last one's created_at.
+const MaxRecover = 10_000
+
+// Recover replays every delivery to the subscription that failed for good
+// since the given time (like Svix's recover): one manual attempt each, as
+// Redeliver makes. Test deliveries are left alone. It returns how many
+// attempts it enqueued. ErrNotFound: no such subscription of the merchant;
+// ErrSubscriptionInactive: it is disabled.
+func (d *Dispatcher) Recover(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time) (int, error) {
+	sub, err := d.store.GetSubscription(ctx, merchantID, subscriptionID)
+	if err != nil {
+		return 0, err
 	}
-	return del, nil
+	if sub.Status != store.SubscriptionEnabled {
+		return 0, fmt.Errorf("recover %s: %w", subscriptionID, ErrSubscriptionInactive)
+	}
+	failed, err := d.store.FailedDeliveries(ctx, merchantID, subscriptionID, since, MaxRecover)
+	if err != nil {
+		return 0, err
+	}
+	for i, del := range failed {
+		if err := d.enqueueManual(ctx, merchantID, del); err != nil {
+			return i, fmt.Errorf("recover %s: delivery %s: %w", subscriptionID, del.ID, err)
+		}
+	}
+	d.logger.InfoContext(ctx, "failed deliveries replayed", "subscription_id", subscriptionID, "deliveries", len(failed))
+	return len(failed), nil
 }
 
 // manualTaskID names the task of one redeliver call: unique per call, so

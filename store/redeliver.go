@@ -48,3 +48,23 @@ func (s *Store) LeaseManualAttempt(ctx context.Context, merchantID string, id uu
 	}
 	return l, nil
 }
+
+// FailedDeliveries lists the merchant's real (non-test) deliveries to one
+// subscription that failed for good and were created at or after since
+// (at most limit of them, oldest first), for a bulk replay.
+func (s *Store) FailedDeliveries(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time, limit int) ([]Delivery, error) {
+	if start := s.retentionStart(); since.Before(start) {
+		since = start
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries
+		WHERE merchant_id = $1 AND subscription_id = $2 AND status = 'failed' AND NOT test AND created_at >= $3
+		ORDER BY created_at, id LIMIT $4`, merchantID, subscriptionID, since, limit)
+	if err != nil {
+		return nil, fmt.Errorf("failed deliveries of subscription %s: %w", subscriptionID, err)
+	}
+	ds, err := pgx.CollectRows(rows, scanDelivery)
+	if err != nil {
+		return nil, fmt.Errorf("failed deliveries of subscription %s: %w", subscriptionID, err)
+	}
+	return ds, nil
+}
