@@ -53,14 +53,9 @@ func eventView(e store.Event) eventJSON {
 	return out
 }
 
-// pathID reads the {id} of a route. A malformed id names no resource, so it
-// is 404 like an unknown one.
+// pathID reads the {id} of a route (see parseID).
 func pathID(r *http.Request) (uuid.UUID, error) {
-	id, err := uuid.Parse(chi.URLParam(r, "id"))
-	if err != nil {
-		return uuid.Nil, errNotFound
-	}
-	return id, nil
+	return parseID(chi.URLParam(r, "id"))
 }
 
 // uuidFilter parses a query parameter holding a UUID.

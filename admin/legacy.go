@@ -112,5 +112,5 @@ func legacyID(raw *string) (uuid.UUID, error) {
 	if raw == nil {
 		return uuid.Nil, errMissing("id")
 	}
-	return parseSubscriptionID(*raw)
+	return parseID(*raw)
 }

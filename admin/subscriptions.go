@@ -191,13 +191,9 @@ func (s *Server) newSealedSecret() (secret string, sealed []byte, err error) {
 	return secret, sealed, nil
 }
 
-// subscriptionID reads the {id} path parameter. A malformed id names no
-// subscription, so it is 404 like an unknown one.
-func subscriptionID(r *http.Request) (uuid.UUID, error) {
-	return parseSubscriptionID(chi.URLParam(r, "id"))
-}
-
-func parseSubscriptionID(raw string) (uuid.UUID, error) {
+// parseID reads a resource id. A malformed id names no resource, so it is
+// 404 like an unknown one.
+func parseID(raw string) (uuid.UUID, error) {
 	id, err := uuid.Parse(raw)
 	if err != nil {
 		return uuid.Nil, errNotFound
@@ -243,7 +239,7 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) {
-	id, err := subscriptionID(r)
+	id, err := pathID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -257,7 +253,7 @@ func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateSubscriptionV1(w http.ResponseWriter, r *http.Request) {
-	id, err := subscriptionID(r)
+	id, err := pathID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -276,7 +272,7 @@ func (s *Server) updateSubscriptionV1(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {
-	id, err := subscriptionID(r)
+	id, err := pathID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -291,7 +287,7 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {
 // rotateSecret makes a new current secret and answers the subscription with
 // it; the previous secret keeps signing for signer.RotationOverlap.
 func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
-	id, err := subscriptionID(r)
+	id, err := pathID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
