@@ -20,7 +20,8 @@ type Publisher interface {
 	// Publish stores the event and its deliveries in one transaction and
 	// schedules them; created is false when the event id already existed.
 	Publish(ctx context.Context, e store.NewEvent) (ev store.Event, created bool, err error)
-	// Redeliver appends one immediate manual attempt to a delivery.
+	// Redeliver enqueues one immediate manual attempt of a delivery, which
+	// a worker makes and appends to its attempts.
 	Redeliver(ctx context.Context, merchantID string, deliveryID uuid.UUID) (store.Delivery, error)
 	// Recover replays the subscription's deliveries that failed for good
 	// since a time, one manual attempt each, and says how many.
@@ -53,27 +54,6 @@ type ingestRequest struct {
 	APIVersion *string         `json:"api_version"`
 }
 
-// eventResource is the Event resource (DESIGN.md): created_at is the
-// envelope's date.
-type eventResource struct {
-	ID         uuid.UUID       `json:"id"`
-	Type       string          `json:"type"`
-	APIVersion string          `json:"api_version"`
-	Payload    json.RawMessage `json:"payload"`
-	CreatedAt  string          `json:"created_at"`
-}
-
-// newEventResource renders a stored event from its envelope bytes, so that
-// the answer shows exactly what receivers get.
-func newEventResource(ev store.Event) eventResource {
-	var env struct {
-		Payload json.RawMessage `json:"payload"`
-	}
-	_ = json.Unmarshal(ev.Body, &env)
-	return eventResource{ID: ev.ID, Type: ev.Type, APIVersion: ev.APIVersion, Payload: env.Payload,
-		CreatedAt: ev.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
-}
-
 // ingestEvent publishes one event: 202 once it is durable, 200 when the id
 // was already published (nothing changes).
 func (s *Server) ingestEvent(w http.ResponseWriter, r *http.Request) {
@@ -96,7 +76,7 @@ func (s *Server) ingestEvent(w http.ResponseWriter, r *http.Request) {
 	if created {
 		status = http.StatusAccepted
 	}
-	writeJSON(w, status, newEventResource(ev))
+	writeJSON(w, status, eventView(ev))
 }
 
 // ingestBatch publishes up to maxBatchEvents events: all are validated
@@ -131,7 +111,7 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) {
 		events[i] = ne
 	}
 	status := http.StatusOK
-	data := make([]eventResource, 0, len(events))
+	data := make([]eventJSON, 0, len(events))
 	for _, e := range events {
 		ev, created, err := s.cfg.Publisher.Publish(r.Context(), e)
 		if err != nil {
@@ -141,7 +121,7 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) {
 		if created {
 			status = http.StatusAccepted
 		}
-		data = append(data, newEventResource(ev))
+		data = append(data, eventView(ev))
 	}
 	writeJSON(w, status, map[string]any{"data": data})
 }
