@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -255,6 +256,7 @@ func TestEndToEndDeliveryAndMetrics(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	exported := map[string]string{}
+	series := map[string]float64{} // whole series text (name and labels) → value
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -264,6 +266,12 @@ func TestEndToEndDeliveryAndMetrics(t *testing.T) {
 		}
 		name := line[:strings.IndexAny(line, "{ ")]
 		exported[name] = line
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			v, err := strconv.ParseFloat(line[i+1:], 64)
+			if err == nil {
+				series[line[:i]] = v
+			}
+		}
 	}
 	want := []string{
 		"webhookd_events_ingested_total", "webhookd_delivery_attempts_total",
@@ -281,8 +289,27 @@ func TestEndToEndDeliveryAndMetrics(t *testing.T) {
 			t.Errorf("metric %s is used (DESIGN.md, dashboard or alerts) but not exported", name)
 		}
 	}
-	if line := exported["webhookd_delivery_attempts_total"]; !strings.Contains(line, `outcome="success"`) && !strings.Contains(line, "outcome=") {
-		t.Errorf("webhookd_delivery_attempts_total has no outcome label: %s", line)
+	// Sensible values after one event delivered at the first attempt.
+	values := []struct {
+		series string
+		want   func(float64) bool
+		what   string
+	}{
+		{`webhookd_events_ingested_total{type="payout.paid"}`, func(v float64) bool { return v == 1 }, "1"},
+		{`webhookd_delivery_attempts_total{outcome="success"}`, func(v float64) bool { return v == 1 }, "1"},
+		{`webhookd_delivery_attempt_duration_seconds_count`, func(v float64) bool { return v == 1 }, "1"},
+		{`webhookd_delivery_latency_seconds_count`, func(v float64) bool { return v == 1 }, "1"},
+		{`webhookd_delivery_latency_seconds_sum`, func(v float64) bool { return v > 0 && v < 15 }, "between 0 and 15 s"},
+		{`webhookd_deliveries_failed_total`, func(v float64) bool { return v == 0 }, "0"},
+		{`webhookd_retries_scheduled_total`, func(v float64) bool { return v == 0 }, "0"},
+		{`webhookd_http_requests_total{code="201",route="/v1/webhook_subscriptions"}`, func(v float64) bool { return v == 1 }, "1"},
+		{`webhookd_db_pool_max_conns`, func(v float64) bool { return v > 0 }, "> 0"},
+	}
+	for _, c := range values {
+		v, ok := series[c.series]
+		if !ok || !c.want(v) {
+			t.Errorf("%s = %v (exported %v), want %s", c.series, v, ok, c.what)
+		}
 	}
 }
 
