@@ -249,29 +249,18 @@ func TestEndToEndDeliveryAndMetrics(t *testing.T) {
 	r.wait(t, id, 15*time.Second)
 
 	// Every metric of DESIGN.md, and every one the dashboard and the alerts
-	// query, is exported by a running engine after a delivery.
-	resp, err := http.Get("http://" + e.internal + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	exported := map[string]string{}
-	series := map[string]float64{} // whole series text (name and labels) → value
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
+	// query, is exported by a running engine after a delivery. The receiver
+	// answers before the attempt is recorded and observed: scrape until the
+	// delivery shows.
+	var exported map[string]string
+	var series map[string]float64
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		exported, series = scrape(t, "http://"+e.internal+"/metrics")
+		if series["webhookd_delivery_latency_seconds_count"] >= 1 || time.Now().After(deadline) {
+			break
 		}
-		name := line[:strings.IndexAny(line, "{ ")]
-		exported[name] = line
-		if i := strings.LastIndexByte(line, ' '); i > 0 {
-			v, err := strconv.ParseFloat(line[i+1:], 64)
-			if err == nil {
-				series[line[:i]] = v
-			}
-		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	want := []string{
 		"webhookd_events_ingested_total", "webhookd_delivery_attempts_total",
@@ -337,4 +326,35 @@ func TestCrashedWorkerLosesNoDelivery(t *testing.T) {
 	e.kill()
 	e.start()
 	r.wait(t, id, 90*time.Second)
+}
+
+// scrape reads a Prometheus text exposition: the last line of each metric
+// name, and the value of each series (name and labels as written).
+func scrape(t *testing.T, url string) (map[string]string, map[string]float64) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	exported := map[string]string{}
+	series := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		exported[line[:strings.IndexAny(line, "{ ")]] = line
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+				series[line[:i]] = v
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return exported, series
 }
