@@ -295,7 +295,9 @@ func (s *Store) RecordAttempts(ctx context.Context, rs []AttemptRecord) ([]error
 			ON CONFLICT DO NOTHING RETURNING delivery_id, number
 		), d AS (
 			UPDATE deliveries d SET attempt_count = GREATEST(d.attempt_count, i.number), status = i.dstatus,
-				next_attempt_at = i.next_at, lease_until = NULL, updated_at = i.attempted_at
+				next_attempt_at = i.next_at, lease_until = NULL, updated_at = i.attempted_at,
+				manual_requested = CASE WHEN i.trigger = 'manual' THEN GREATEST(d.manual_requested - 1, 0)
+					ELSE d.manual_requested END
 			FROM i JOIN a ON a.delivery_id = i.id AND a.number = i.number
 			WHERE d.id = i.id AND d.created_at = i.created_at
 			RETURNING d.id, d.subscription_id, d.test, i.status = 'succeeded' AS ok, i.attempted_at, i.disable

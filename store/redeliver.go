@@ -10,13 +10,72 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// RequestManualAttempts records that one manual attempt (redeliver) of
+// each of the merchant's deliveries was asked for at now, before any task
+// for it is enqueued: a task lost with Redis is then found again by
+// ManualRequestsDue. It returns how many deliveries it found (ErrNotFound
+// when none).
+func (s *Store) RequestManualAttempts(ctx context.Context, merchantID string, ds []Delivery, now time.Time) (int, error) {
+	ids := make([]uuid.UUID, len(ds))
+	created := make([]time.Time, len(ds))
+	for i, d := range ds {
+		ids[i], created[i] = d.ID, d.CreatedAt
+	}
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE deliveries d SET manual_requested = manual_requested + 1, manual_requested_at = $4
+		FROM unnest($2::uuid[], $3::timestamptz[]) AS r(id, created_at)
+		WHERE d.id = r.id AND d.created_at = r.created_at AND d.merchant_id = $1`,
+		merchantID, ids, created, now)
+	if err != nil {
+		return 0, fmt.Errorf("request %d manual attempts: %w", len(ds), err)
+	}
+	if tag.RowsAffected() == 0 && len(ds) > 0 {
+		return 0, fmt.Errorf("request manual attempts: %w", ErrNotFound)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// ManualRequest is a delivery with manual attempts asked for and not yet
+// made.
+type ManualRequest struct {
+	Delivery
+	// Requested is how many are still to be made.
+	Requested int
+}
+
+// ManualRequestsDue lists deliveries whose manual attempts were asked for
+// before before and are still to be made, and that no lease younger than
+// before holds, oldest request first, at most limit of them: the sweeper
+// enqueues their tasks again in case Redis lost them.
+func (s *Store) ManualRequestsDue(ctx context.Context, before time.Time, limit int) ([]ManualRequest, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+`, manual_requested FROM deliveries
+		WHERE manual_requested > 0 AND manual_requested_at < $1 AND (lease_until IS NULL OR lease_until < $1)
+		ORDER BY manual_requested_at LIMIT $2`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list manual requests: %w", err)
+	}
+	rs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ManualRequest, error) {
+		var m ManualRequest
+		d := &m.Delivery
+		err := row.Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
+			&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt, &m.Requested)
+		return m, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list manual requests: %w", err)
+	}
+	return rs, nil
+}
+
 // LeaseManualAttempt takes one of the merchant's deliveries, whatever its
-// status, for a manual attempt (redeliver) until now+leaseFor. The attempt
-// it runs is number AttemptCount+1 of the returned delivery. It returns
-// ErrNotFound when the merchant has no such delivery (or it is past
-// retention), and ErrConflict when an attempt of it is running right now:
-// the same lease as scheduled attempts, so that two attempts of one
-// delivery never run at once and one number is never used twice.
+// status, for a manual attempt (redeliver) until now+leaseFor, if a manual
+// attempt of it was asked for and not yet made. The attempt it runs is
+// number AttemptCount+1 of the returned delivery. It returns ErrNotFound
+// when the merchant has no such delivery (or it is past retention) or no
+// manual attempt of it is still asked for (a duplicate task), and
+// ErrConflict when an attempt of it is running right now: the same lease as
+// scheduled attempts, so that two attempts of one delivery never run at
+// once and one number is never used twice.
 func (s *Store) LeaseManualAttempt(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, leaseFor time.Duration) (LeasedDelivery, error) {
 	var l LeasedDelivery
 	d := &l.Delivery
@@ -25,7 +84,7 @@ func (s *Store) LeaseManualAttempt(ctx context.Context, merchantID string, id uu
 		UPDATE deliveries d SET lease_until = $5
 		FROM subscriptions s, events e
 		WHERE d.id = $1 AND d.created_at >= $2 AND d.created_at < $3 AND d.merchant_id = $4
-		  AND d.created_at >= $7
+		  AND d.created_at >= $7 AND d.manual_requested > 0
 		  AND (d.lease_until IS NULL OR d.lease_until < $6)
 		  AND s.id = d.subscription_id
 		  AND e.id = d.event_id AND e.created_at = d.event_created_at
@@ -37,9 +96,17 @@ func (s *Store) LeaseManualAttempt(ctx context.Context, merchantID string, id uu
 			&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
 			&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion)
 	if errors.Is(err, pgx.ErrNoRows) {
-		// Missing, or leased by a running attempt: tell the two apart.
-		if _, gerr := s.GetDelivery(ctx, merchantID, id); gerr != nil {
-			return LeasedDelivery{}, fmt.Errorf("lease delivery %s for a manual attempt: %w", id, gerr)
+		// Missing, served already, or leased by a running attempt: tell
+		// them apart.
+		var requested bool
+		err := s.pool.QueryRow(ctx, `SELECT manual_requested > 0 FROM deliveries
+			WHERE id = $1 AND created_at >= $2 AND created_at < $3 AND merchant_id = $4 AND created_at >= $5`,
+			id, createdAt, createdAt.Add(time.Millisecond), merchantID, s.retentionStart()).Scan(&requested)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows) || err == nil && !requested:
+			return LeasedDelivery{}, fmt.Errorf("lease delivery %s for a manual attempt: %w", id, ErrNotFound)
+		case err != nil:
+			return LeasedDelivery{}, fmt.Errorf("lease delivery %s for a manual attempt: %w", id, err)
 		}
 		return LeasedDelivery{}, fmt.Errorf("lease delivery %s for a manual attempt: an attempt is running: %w", id, ErrConflict)
 	}

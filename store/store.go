@@ -153,3 +153,8 @@ func isDuplicateTable(err error) bool {
 
 // ErrConflict is returned when a write loses a race it cannot win.
 var ErrConflict = errors.New("conflict")
+
+// ErrSubscriptionInactive reports an attempt asked of a subscription that
+// is disabled or deleted: nothing is sent. It wraps ErrConflict (a state
+// conflict, not a race).
+var ErrSubscriptionInactive = fmt.Errorf("subscription is disabled or deleted: %w", ErrConflict)

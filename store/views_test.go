@@ -83,7 +83,7 @@ func TestListEventsFiltersAndPages(t *testing.T) {
 	failed, _ := storeEvent(t, st, "m1", "payout.failed", base.Add(30*time.Second))
 	other, _ := storeEvent(t, st, "m2", "payout.paid", base.Add(2*time.Minute))
 
-	all, err := st.ListEvents(ctx, "m1", store.EventFilter{}, store.Page{Limit: 100})
+	all, _, err := st.ListEvents(ctx, "m1", store.EventFilter{}, store.Page{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestListEventsFiltersAndPages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := st.ListEvents(ctx, "m1", tt.filter, store.Page{Limit: 100})
+			got, _, err := st.ListEvents(ctx, "m1", tt.filter, store.Page{Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +122,7 @@ func TestListEventsFiltersAndPages(t *testing.T) {
 	var walked []uuid.UUID
 	p := store.Page{Limit: 2}
 	for range 10 {
-		got, err := st.ListEvents(ctx, "m1", store.EventFilter{Type: "payout.paid"}, p)
+		got, _, err := st.ListEvents(ctx, "m1", store.EventFilter{Type: "payout.paid"}, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,11 +160,11 @@ func TestViewsHideRowsPastRetention(t *testing.T) {
 	}
 	check := func(visible bool) {
 		t.Helper()
-		es, err := st.ListEvents(ctx, "m1", store.EventFilter{}, store.Page{Limit: 10})
+		es, _, err := st.ListEvents(ctx, "m1", store.EventFilter{}, store.Page{Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
-		dl, err := st.ListDeliveries(ctx, "m1", store.DeliveryFilter{}, store.Page{Limit: 10})
+		dl, _, err := st.ListDeliveries(ctx, "m1", store.DeliveryFilter{}, store.Page{Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestListDeliveriesFiltersWithAttempts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := st.ListDeliveries(ctx, "m1", tt.filter, store.Page{Limit: 100})
+			got, _, err := st.ListDeliveries(ctx, "m1", tt.filter, store.Page{Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -249,7 +249,7 @@ func TestListDeliveriesFiltersWithAttempts(t *testing.T) {
 		})
 	}
 
-	got, err := st.ListDeliveries(ctx, "m1", store.DeliveryFilter{Status: store.DeliveryFailed}, store.Page{Limit: 10})
+	got, _, err := st.ListDeliveries(ctx, "m1", store.DeliveryFilter{Status: store.DeliveryFailed}, store.Page{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,5 +302,185 @@ func TestClaimFailureNotificationOncePerInterval(t *testing.T) {
 	clock.Advance(2 * time.Minute)
 	if _, err := st.ClaimFailureNotification(ctx, sub.ID, time.Hour); err != nil {
 		t.Fatalf("claim after the hour: %v", err)
+	}
+}
+
+// loadBigMerchant writes, straight through SQL, 30,000 events and 30,000
+// deliveries of m1 over the last 42 hours (row i at now - 5i seconds), and
+// 10,000 deliveries of m2. m1's deliveries go to subBig, except every tenth
+// to another subscription; the only failed ones are 50 of subBig's among its
+// oldest 5,000; one event of m1 fans out to five deliveries. One event in a
+// thousand is a payout.failed.
+func loadBigMerchant(t *testing.T, st *store.Store) (subBig, subOfM2, fannedOut uuid.UUID) {
+	t.Helper()
+	subBig, subOfM2, fannedOut = uuid.New(), uuid.New(), uuid.New()
+	ctx := context.Background()
+	// The partitions of the whole retention, as in production.
+	if _, err := st.EnsurePartitions(ctx, time.Now().Add(-store.Retention), 31); err != nil {
+		t.Fatal(err)
+	}
+	insertDeliveries := `
+		INSERT INTO deliveries (id, merchant_id, event_id, event_created_at, event_type, subscription_id,
+		                        status, attempt_count, created_at, updated_at)
+		SELECT gen_random_uuid(), $1, coalesce($2, gen_random_uuid()), now() - i * interval '5 seconds', 'payout.paid',
+		       CASE WHEN i % 10 = 0 AND $3 THEN gen_random_uuid() ELSE coalesce($4, gen_random_uuid()) END,
+		       CASE WHEN i > 25000 AND i % 100 = 1 THEN 'failed' ELSE $5 END, 1,
+		       now() - i * interval '5 seconds', now()
+		FROM generate_series(1, $6::int) i`
+	for _, stmt := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO events (id, merchant_id, type, api_version, body, created_at)
+		  SELECT gen_random_uuid(), 'm1', CASE WHEN i % 1000 = 3 THEN 'payout.failed' ELSE 'payout.paid' END,
+		         '2026-05-01', '{}', now() - i * interval '5 seconds'
+		  FROM generate_series(1, 30000) i`, nil},
+		{insertDeliveries, []any{"m1", nil, true, subBig, "succeeded", 30000}},
+		{insertDeliveries, []any{"m2", nil, false, subOfM2, "succeeded", 10000}},
+		{insertDeliveries, []any{"m1", fannedOut, false, nil, "pending", 5}},
+		// As autovacuum would: generic plans are costed from statistics.
+		{`ANALYZE events, deliveries`, nil},
+	} {
+		if _, err := st.Pool().Exec(ctx, stmt.sql, stmt.args...); err != nil {
+			t.Fatalf("%v\n%s", err, stmt.sql)
+		}
+	}
+	return subBig, subOfM2, fannedOut
+}
+
+// TestListReadsAreBounded holds the guarantee that no list request reads an
+// unbounded number of rows, whatever the merchant's volume: each statement
+// the store runs walks an index in the list's order, so that LIMIT stops
+// the read after one page (plus the first row of each partition, which the
+// merge of partitions reads), and a filter that its index does not serve is
+// checked on at most MaxRowsExamined rows. It counts the rows that the exact
+// statements read, from EXPLAIN ANALYZE.
+func TestListReadsAreBounded(t *testing.T) {
+	st, _ := newViewsStore(t)
+	ctx := context.Background()
+	subBig, subOfM2, fannedOut := loadBigMerchant(t, st)
+	var partitions int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_inherits WHERE inhparent = 'deliveries'::regclass`).Scan(&partitions); err != nil {
+		t.Fatal(err)
+	}
+	// A cursor deep in the list: the 20,000th newest delivery of m1.
+	var deep store.Cursor
+	if err := st.Pool().QueryRow(ctx, `SELECT created_at, id::text FROM deliveries WHERE merchant_id = 'm1'
+		ORDER BY created_at DESC, id DESC OFFSET 19999 LIMIT 1`).Scan(&deep.CreatedAt, &deep.ID); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now().Add(-30 * time.Hour)
+	page := store.Page{Limit: 100}
+	deepPage := store.Page{Limit: 100, After: &deep}
+	// The planner may walk an index that serves fewer filters when its
+	// statistics say that the others keep most rows: then it reads a few
+	// more rows than it keeps, never twice as many.
+	onePage := 2*(page.Limit+1) + partitions
+	tests := []struct {
+		name    string
+		explain func() (store.ExplainedList, error)
+		max     int
+	}{
+		{"events", func() (store.ExplainedList, error) {
+			return st.ExplainListEvents(ctx, "m1", store.EventFilter{}, page)
+		}, onePage},
+		{"events, deep cursor", func() (store.ExplainedList, error) {
+			return st.ExplainListEvents(ctx, "m1", store.EventFilter{}, deepPage)
+		}, onePage},
+		{"events of a rare type", func() (store.ExplainedList, error) {
+			return st.ExplainListEvents(ctx, "m1", store.EventFilter{Type: "payout.failed", CreatedGTE: &since}, page)
+		}, onePage},
+		{"deliveries", func() (store.ExplainedList, error) {
+			return st.ExplainListDeliveries(ctx, "m1", store.DeliveryFilter{}, page)
+		}, onePage},
+		{"deliveries, deep cursor", func() (store.ExplainedList, error) {
+			return st.ExplainListDeliveries(ctx, "m1", store.DeliveryFilter{}, deepPage)
+		}, onePage},
+		{"failed deliveries (rare)", func() (store.ExplainedList, error) {
+			return st.ExplainListDeliveries(ctx, "m1", store.DeliveryFilter{Status: store.DeliveryFailed}, page)
+		}, onePage},
+		{"succeeded deliveries (nearly all)", func() (store.ExplainedList, error) {
+			return st.ExplainListDeliveries(ctx, "m1", store.DeliveryFilter{Status: store.DeliverySucceeded}, deepPage)
+		}, onePage},
+		{"pending deliveries (few)", func() (store.ExplainedList, error) {
+			return st.ExplainListDeliveries(ctx, "m1", store.DeliveryFilter{Status: store.DeliveryPending}, page)
+		}, onePage},
+		{"failed deliveries, deep cursor", func() (store.ExplainedList, error) {
+			return st.ExplainListDeliveries(ctx, "m1", store.DeliveryFilter{Status: store.DeliveryFailed, CreatedGTE: &since}, deepPage)
+		}, onePage},
+		{"deliveries of a subscription", func() (store.ExplainedList, error) {
+			return st.ExplainListDeliveries(ctx, "m1", store.DeliveryFilter{SubscriptionID: &subBig}, deepPage)
+		}, onePage},
+		{"deliveries of another merchant's subscription", func() (store.ExplainedList, error) {
+			return st.ExplainListDeliveries(ctx, "m1", store.DeliveryFilter{SubscriptionID: &subOfM2}, page)
+		}, partitions},
+		{"deliveries of an event", func() (store.ExplainedList, error) {
+			return st.ExplainListDeliveries(ctx, "m1", store.DeliveryFilter{EventID: &fannedOut, Status: store.DeliveryPending}, page)
+		}, 5},
+		{"failed deliveries of a subscription (no index serves both)", func() (store.ExplainedList, error) {
+			return st.ExplainListDeliveries(ctx, "m1", store.DeliveryFilter{SubscriptionID: &subBig, Status: store.DeliveryFailed}, page)
+		}, 2 * store.MaxRowsExamined},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.explain()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("read %d rows (at most %d)", got.RowsExamined, tt.max)
+			if got.RowsExamined > tt.max {
+				t.Fatalf("the statement read %d rows, want at most %d; plan:\n%s", got.RowsExamined, tt.max, got.Plan)
+			}
+		})
+	}
+}
+
+// TestListResumesAfterRowsExaminedCap walks a list whose filters no one
+// index serves: pages that stop at MaxRowsExamined come back short (even
+// empty) with a resume cursor, and the walk still yields every match once,
+// newest first.
+func TestListResumesAfterRowsExaminedCap(t *testing.T) {
+	st, _ := newViewsStore(t)
+	ctx := context.Background()
+	subBig, _, _ := loadBigMerchant(t, st)
+	f := store.DeliveryFilter{SubscriptionID: &subBig, Status: store.DeliveryFailed}
+	var walked []store.Delivery
+	short := 0
+	p := store.Page{Limit: 10}
+	for range 100 {
+		got, resume, err := st.ListDeliveries(ctx, "m1", f, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case len(got) > p.Limit:
+			walked = append(walked, got[:p.Limit]...)
+			last := got[p.Limit-1]
+			p.After = &store.Cursor{CreatedAt: last.CreatedAt, ID: last.ID.String()}
+			continue
+		case resume != nil:
+			short++
+			walked = append(walked, got...)
+			p.After = resume
+			continue
+		}
+		walked = append(walked, got...)
+		break
+	}
+	if short == 0 {
+		t.Fatalf("no page stopped at the cap: the test data no longer exercises it")
+	}
+	if len(walked) != 50 {
+		t.Fatalf("walked %d failed deliveries of the subscription, want 50", len(walked))
+	}
+	seen := map[uuid.UUID]bool{}
+	for i, d := range walked {
+		if d.Status != store.DeliveryFailed || d.SubscriptionID != subBig || seen[d.ID] {
+			t.Fatalf("row %d: %+v (seen before: %v)", i, d, seen[d.ID])
+		}
+		seen[d.ID] = true
+		if i > 0 && !d.CreatedAt.Before(walked[i-1].CreatedAt) {
+			t.Fatalf("row %d not older than row %d", i, i-1)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,11 +43,18 @@ const templateLock = 720_431_977
 // returns its URL.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
+	return NewDatabaseOn(t, AdminURL())
+}
+
+// NewDatabaseOn is NewDatabase on another server, given by the URL of a
+// database there that the test may connect to and create databases from.
+func NewDatabaseOn(t testing.TB, adminURL string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, AdminURL())
+	admin, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
-		t.Fatalf("storetest: connect to postgres at %s (is it running?): %v", AdminURL(), err)
+		t.Fatalf("storetest: connect to postgres at %s (is it running?): %v", adminURL, err)
 	}
 	defer admin.Close(ctx)
 
@@ -65,7 +73,7 @@ func NewDatabase(t testing.TB) string {
 			if _, err := admin.Exec(ctx, `CREATE DATABASE `+tmpl); err != nil {
 				return err
 			}
-			if err := store.Migrate(ctx, withDatabase(t, tmpl)); err != nil {
+			if err := store.Migrate(ctx, withDatabase(t, adminURL, tmpl)); err != nil {
 				admin.Exec(ctx, `DROP DATABASE `+tmpl)
 				return err
 			}
@@ -79,7 +87,7 @@ func NewDatabase(t testing.TB) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c, err := pgx.Connect(ctx, AdminURL())
+		c, err := pgx.Connect(ctx, adminURL)
 		if err != nil {
 			t.Errorf("storetest: drop %s: %v", name, err)
 			return
@@ -89,7 +97,7 @@ func NewDatabase(t testing.TB) string {
 			t.Errorf("storetest: drop %s: %v", name, err)
 		}
 	})
-	u := withDatabase(t, name)
+	u := withDatabase(t, adminURL, name)
 	s, err := store.Open(ctx, u)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
@@ -112,18 +120,25 @@ func NewStore(t testing.TB, opts ...store.Option) *store.Store {
 	return s
 }
 
-// Redis is a private redis-server listening on a unix socket.
+// Redis is a private redis-server listening on a unix socket. Tests may
+// flush it, stop it and start it again on the same socket.
 type Redis struct {
 	// Socket is the unix socket path.
 	Socket string
+
+	t   testing.TB
+	bin string
+	dir string
+	mu  sync.Mutex
+	cmd *exec.Cmd
 }
 
 // URL is the go-redis form of the address (unix://path).
-func (r Redis) URL() string { return "unix://" + r.Socket }
+func (r *Redis) URL() string { return "unix://" + r.Socket }
 
 // NewRedis starts a private redis-server (no persistence) for the test and
 // stops it when the test ends, so tests may flush or kill it freely.
-func NewRedis(t testing.TB) Redis {
+func NewRedis(t testing.TB) *Redis {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -133,33 +148,64 @@ func NewRedis(t testing.TB) Redis {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, "redis.sock")
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--maxmemory-policy", "noeviction")
-	cmd.Stdout, cmd.Stderr = nil, nil
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("storetest: start redis-server: %v", err)
-	}
+	r := &Redis{Socket: filepath.Join(dir, "redis.sock"), t: t, bin: bin, dir: dir}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		r.Stop()
 		_ = os.RemoveAll(dir)
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
+	r.Start()
+	return r
+}
+
+// Start starts the server again after Stop, on the same socket and empty,
+// as a restart of a Redis that keeps nothing on disk leaves it.
+func (r *Redis) Start() {
+	r.t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd != nil {
+		return
+	}
+	_ = os.Remove(r.Socket)
+	cmd := exec.Command(r.bin, "--port", "0", "--unixsocket", r.Socket, "--unixsocketperm", "700",
+		"--save", "", "--appendonly", "no", "--dir", r.dir, "--maxmemory-policy", "noeviction")
+	if err := cmd.Start(); err != nil {
+		r.t.Fatalf("storetest: start redis-server: %v", err)
+	}
+	r.cmd = cmd
+	waitFor(r.t, "redis-server to open "+r.Socket, func() bool {
+		_, err := os.Stat(r.Socket)
+		return err == nil
+	})
+}
+
+// Stop kills the server, as a crash would; Start brings it back.
+func (r *Redis) Stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
+}
+
+// waitFor polls ready for up to 30 seconds and fails the test if it never
+// holds.
+func waitFor(t testing.TB, what string, ready func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ready() {
 		if time.Now().After(deadline) {
-			t.Fatalf("storetest: redis-server did not open %s", sock)
+			t.Fatalf("storetest: waited 30s for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return Redis{Socket: sock}
 }
 
-func withDatabase(t testing.TB, name string) string {
-	u, err := url.Parse(AdminURL())
+func withDatabase(t testing.TB, adminURL, name string) string {
+	u, err := url.Parse(adminURL)
 	if err != nil {
 		t.Fatalf("storetest: bad WEBHOOKD_TEST_DATABASE_URL: %v", err)
 	}
