@@ -160,7 +160,7 @@ func (d *Dispatcher) attempt(ctx context.Context, at attemptTask) error {
 
 	// Recorded before the task is acknowledged; a cancelled task context
 	// must not lose a result that was obtained.
-	if err := d.recorder.RecordAttempt(context.WithoutCancel(ctx), rec); err != nil {
+	if err := d.record(context.WithoutCancel(ctx), rec, log); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			log.WarnContext(ctx, "attempt already recorded by another worker", "error", err)
 			return nil
@@ -179,6 +179,31 @@ func (d *Dispatcher) attempt(ctx context.Context, at attemptTask) error {
 		}
 	}
 	return nil
+}
+
+// recordPatience is how long an attempt's outcome waits for Postgres to
+// come back before the attempt is given up and, once its lease lapses, made
+// again.
+const recordPatience = time.Minute
+
+// record writes an attempt's outcome, retrying while Postgres is
+// unreachable (a restart, a failover): the receiver has answered, and an
+// outcome that is not recorded means the attempt is made again, a
+// duplicate for the receiver. Retrying past the lease is safe: if another
+// worker made the attempt meanwhile, the store refuses the second record of
+// one attempt number (ErrConflict).
+func (d *Dispatcher) record(ctx context.Context, rec store.AttemptRecord, log *slog.Logger) error {
+	deadline := time.Now().Add(recordPatience)
+	wait := 50 * time.Millisecond
+	for {
+		err := d.recorder.RecordAttempt(ctx, rec)
+		if err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, errBatcherClosed) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		log.WarnContext(ctx, "record attempt; retrying", "error", err, "retry_in", wait)
+		time.Sleep(wait)
+		wait = min(2*wait, 500*time.Millisecond)
+	}
 }
 
 // releaseLease gives the delivery back after an internal error, so that

@@ -85,9 +85,11 @@ type Config struct {
 	Now func() time.Time
 	// SweepInterval is how often the sweeper runs; default 30 s.
 	SweepInterval time.Duration
-	// SweepGrace is how overdue a delivery must be before the sweeper
-	// enqueues it again, so that it leaves alone tasks asynq is about to
-	// run; default 10 s, at most SweepInterval.
+	// SweepGrace is how overdue a delivery must be, and how long ago its
+	// lease must have lapsed, before the sweeper enqueues it again: it
+	// leaves alone tasks asynq is about to run and workers still recording
+	// an outcome after a database outage; default 10 s, at most
+	// SweepInterval.
 	SweepGrace time.Duration
 	// MaintenanceInterval is how often partitions and retention are kept;
 	// default 1 h.
@@ -290,8 +292,10 @@ func (d *Dispatcher) registerPeriodic(sched *asynq.Scheduler) error {
 		{TaskMaintenance, d.cfg.MaintenanceInterval},
 	}
 	for _, j := range jobs {
+		// asynq keeps a timeout in whole seconds: a sub-second one would be
+		// stored as none, which its processor reports as an internal error.
 		_, err := sched.Register("@every "+j.every.String(), asynq.NewTask(j.task, nil),
-			asynq.Queue(queueMaintenance), asynq.TaskID(j.task), asynq.MaxRetry(0), asynq.Timeout(j.every))
+			asynq.Queue(queueMaintenance), asynq.TaskID(j.task), asynq.MaxRetry(0), asynq.Timeout(max(j.every, time.Second)))
 		if err != nil {
 			return fmt.Errorf("schedule %s: %w", j.task, err)
 		}

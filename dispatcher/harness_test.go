@@ -31,7 +31,7 @@ const testVersion = "2026-05-01"
 type env struct {
 	t      *testing.T
 	store  *store.Store
-	redis  storetest.Redis
+	redis  *storetest.Redis
 	rc     *redis.Client
 	sealer *signer.Sealer
 	cfg    dispatcher.Config
@@ -42,7 +42,12 @@ var fastSchedule = retry.Schedule{Delays: []time.Duration{50 * time.Millisecond,
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	st := storetest.NewStore(t)
+	return newEnvOn(t, storetest.NewStore(t))
+}
+
+// newEnvOn is newEnv on the given store.
+func newEnvOn(t *testing.T, st *store.Store) *env {
+	t.Helper()
 	rd := storetest.NewRedis(t)
 	rc := redis.NewClient(&redis.Options{Network: "unix", Addr: rd.Socket})
 	t.Cleanup(func() { rc.Close() })

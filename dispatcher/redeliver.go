@@ -13,9 +13,8 @@ import (
 )
 
 // ErrSubscriptionInactive reports a redelivery to a subscription that is
-// disabled or deleted: nothing is sent. It wraps store.ErrConflict, so the
-// API answers 409.
-var ErrSubscriptionInactive = fmt.Errorf("subscription is disabled or deleted: %w", store.ErrConflict)
+// disabled or deleted: nothing is sent. The API answers 409 conflict.
+var ErrSubscriptionInactive = store.ErrSubscriptionInactive
 
 // TestEventType is the event kind send_test_event stores (spec 6.1).
 const TestEventType = "ping.test"
@@ -62,24 +61,39 @@ func (d *Dispatcher) Redeliver(ctx context.Context, merchantID string, deliveryI
 	if err != nil {
 		return store.Delivery{}, err
 	}
-	if err := d.enqueueManual(ctx, merchantID, del); err != nil {
+	if err := d.requestManual(ctx, merchantID, []store.Delivery{del}); err != nil {
 		return store.Delivery{}, fmt.Errorf("redeliver %s: %w", deliveryID, err)
 	}
 	return del, nil
 }
 
-// enqueueManual enqueues one manual attempt of del, due now, under a task
-// id of its own, so that each request adds one attempt.
-func (d *Dispatcher) enqueueManual(ctx context.Context, merchantID string, del store.Delivery) error {
-	call, err := uuid.NewV7()
-	if err != nil {
-		return fmt.Errorf("task id: %w", err)
+// requestManual records one manual attempt of each delivery as asked for
+// (durable: from then on the request survives Redis) and enqueues their
+// tasks. An enqueue that fails is logged, not returned: the sweeper
+// enqueues the request again (ManualRequestsDue).
+func (d *Dispatcher) requestManual(ctx context.Context, merchantID string, dels []store.Delivery) error {
+	if _, err := d.store.RequestManualAttempts(ctx, merchantID, dels, d.cfg.Now()); err != nil {
+		return err
 	}
+	for _, del := range dels {
+		call, err := uuid.NewV7()
+		if err == nil {
+			_, err = d.enqueueManual(ctx, merchantID, del, manualTaskID(del.ID, call))
+		}
+		if err != nil {
+			d.logger.WarnContext(ctx, "enqueue manual attempt; the sweeper will retry", "delivery_id", del.ID, "error", err)
+		}
+	}
+	return nil
+}
+
+// enqueueManual enqueues one manual attempt of del, due now, under the
+// task id given: each request has its own, so that each adds one attempt.
+func (d *Dispatcher) enqueueManual(ctx context.Context, merchantID string, del store.Delivery, taskID string) (bool, error) {
 	at := attemptTask{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
 		Trigger: store.TriggerManual, MerchantID: merchantID}
 	// Due now on asynq's clock, the wall clock (cfg.Now dates records).
-	_, err = d.enqueueTask(ctx, at, manualTaskID(del.ID, call), time.Now())
-	return err
+	return d.enqueueTask(ctx, at, taskID, time.Now())
 }
 
 // MaxRecover bounds one bulk replay; a merchant with more failed
@@ -103,9 +117,9 @@ func (d *Dispatcher) Recover(ctx context.Context, merchantID string, subscriptio
 	if err != nil {
 		return 0, err
 	}
-	for i, del := range failed {
-		if err := d.enqueueManual(ctx, merchantID, del); err != nil {
-			return i, fmt.Errorf("recover %s: delivery %s: %w", subscriptionID, del.ID, err)
+	if len(failed) > 0 {
+		if err := d.requestManual(ctx, merchantID, failed); err != nil {
+			return 0, fmt.Errorf("recover %s: %w", subscriptionID, err)
 		}
 	}
 	d.logger.InfoContext(ctx, "failed deliveries replayed", "subscription_id", subscriptionID, "deliveries", len(failed))
@@ -116,6 +130,13 @@ func (d *Dispatcher) Recover(ctx context.Context, merchantID string, subscriptio
 // that two calls make two attempts.
 func manualTaskID(deliveryID, call uuid.UUID) string {
 	return "m:" + deliveryID.String() + ":" + call.String()
+}
+
+// sweptManualTaskID names the sweeper's task for the manual attempts still
+// asked of a delivery in one state (attempts made, requests left): sweeping
+// again while it waits adds nothing.
+func sweptManualTaskID(r store.ManualRequest) string {
+	return fmt.Sprintf("m:%s:s%d.%d", r.ID, r.AttemptCount, r.Requested)
 }
 
 // leaseManual leases the delivery of a manual attempt task and gives the

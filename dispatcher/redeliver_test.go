@@ -175,11 +175,7 @@ func TestRedeliverTwice(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	rcv := newReceiver(t, answer(200))
-	e.subscribe("m1", rcv.URL, "*")
-	d, _ := e.dispatcher()
-	e.run(d)
-	ev := e.publish(d, "m1", "payout.paid")
-	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
+	d, _, del := e.settledDelivery(rcv)
 
 	for range 2 {
 		if _, err := d.Redeliver(ctx, "m1", del.ID); err != nil {
@@ -198,6 +194,51 @@ func TestRedeliverTwice(t *testing.T) {
 	}
 	if n := len(rcv.got()); n != 3 {
 		t.Fatalf("receiver got %d requests, want 3", n)
+	}
+}
+
+// settledDelivery subscribes rcv to every event of m1, runs a dispatcher,
+// publishes one event and waits until its delivery settles. It returns the
+// dispatcher, the function that stops it, and the delivery.
+func (e *env) settledDelivery(rcv *receiver) (*dispatcher.Dispatcher, func(), store.Delivery) {
+	e.t.Helper()
+	e.subscribe("m1", rcv.URL, "*")
+	d, _ := e.dispatcher()
+	stop := e.run(d)
+	ev := e.publish(d, "m1", "payout.paid")
+	return d, stop, e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
+}
+
+// TestRedeliverSurvivesRedisFlush: two redeliver calls are answered, then
+// Redis loses their tasks before any worker runs them. The requests are in
+// Postgres: the sweeper makes exactly the two attempts asked for.
+func TestRedeliverSurvivesRedisFlush(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	rcv := newReceiver(t, answer(200))
+	d, stop, del := e.settledDelivery(rcv)
+	stop() // no worker runs while the requests wait
+
+	for range 2 {
+		if _, err := d.Redeliver(ctx, "m1", del.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.rc.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	d2, _ := e.dispatcher()
+	e.run(d2)
+	got := e.waitAttempts("m1", del.ID, 3)
+	time.Sleep(2 * e.cfg.SweepInterval) // a third manual attempt, if any, would come now
+	if n := len(rcv.got()); n != 3 {
+		t.Fatalf("receiver got %d requests, want 3 (the first attempt and the two asked for)", n)
+	}
+	for i, a := range got.Attempts[1:] {
+		if a.Trigger != store.TriggerManual || a.Status != store.AttemptSucceeded {
+			t.Errorf("attempt %d: %+v, want a successful manual attempt", i+2, a)
+		}
 	}
 }
 

@@ -38,9 +38,17 @@ const (
 
 // newHTTPClient builds the one client every attempt shares: keep-alive
 // connections to receivers, no proxy (an environment proxy would bypass the
-// address check), no redirects, and a dialer that refuses private, loopback
-// and link-local addresses after DNS resolution unless allowed.
+// address check), no redirects, and newDialer's address check.
 func newHTTPClient(cfg Config) *http.Client {
+	return httpClientDialing(cfg, newDialer(cfg))
+}
+
+// newDialer is the dialer of every delivery: unless private targets are
+// allowed, it refuses loopback, private, link-local, CGNAT, multicast and
+// every other special-use address (IANA's registries, IPv6 outside
+// 2000::/3, hence IPv4-mapped, NAT64 and ULA; 6to4 too) after DNS
+// resolution.
+func newDialer(cfg Config) *net.Dialer {
 	dialer := &net.Dialer{Timeout: cfg.DeliveryTimeout, KeepAlive: 30 * time.Second}
 	if !cfg.AllowPrivateTargets {
 		// Control runs on the resolved address of every connection, so DNS
@@ -48,6 +56,12 @@ func newHTTPClient(cfg Config) *http.Client {
 		// allowed: receivers legitimately listen on 8443 and the like.
 		dialer.Control = ssrf.New(ssrf.WithAnyPort()).Safe
 	}
+	return dialer
+}
+
+// httpClientDialing is newHTTPClient on a given dialer; tests give it one
+// with their own resolver.
+func httpClientDialing(cfg Config, dialer *net.Dialer) *http.Client {
 	transport := &http.Transport{
 		Proxy:                  nil,
 		DialContext:            dialer.DialContext,

@@ -2,7 +2,10 @@ package dispatcher_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/store/storetest"
 )
 
 // TestRedisFlushLosesNothing fails every first attempt, flushes Redis while
@@ -232,5 +236,125 @@ func TestArchivedFirstAttemptsAreSwept(t *testing.T) {
 		if got := e.waitSettled(del.ID, 10*time.Second); got.Status != store.DeliverySucceeded {
 			t.Fatalf("delivery %s: %s, want succeeded", del.ID, got.Status)
 		}
+	}
+}
+
+// TestDeadWorkersTasksAreSwept: a worker process killed mid-task leaves
+// the task active in asynq, holding its id, until asynq's own lease (30 s)
+// and recoverer (every minute) come round. The sweeper must see that the
+// attempt is overdue by more than a lease with no live lease in Postgres,
+// and get it attempted under another id meanwhile.
+func TestDeadWorkersTasksAreSwept(t *testing.T) {
+	for _, subs := range []int{1, 2} { // a lone attempt task; a first-attempts task
+		t.Run(fmt.Sprintf("%d subscriptions", subs), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			rcv := newReceiver(t, answer(http.StatusOK))
+			for range subs {
+				e.subscribe("m1", rcv.URL, "*")
+			}
+			d, _ := e.dispatcher(func(c *dispatcher.Config) { c.SweepInterval, c.SweepGrace = 200*time.Millisecond, 100*time.Millisecond })
+			ev := e.publish(d, "m1", "payout.paid") // no worker runs yet
+
+			// The doomed worker is this test binary run again as an asynq
+			// server whose handler never returns; it is SIGKILLed once it
+			// holds the task.
+			doomed := exec.Command(os.Args[0], "-test.run=^TestDoomedWorker$")
+			doomed.Env = append(os.Environ(), "WEBHOOKD_DOOMED_WORKER_SOCKET="+e.redis.Socket)
+			if err := doomed.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = doomed.Process.Kill(); _ = doomed.Wait() })
+			insp := asynq.NewInspector(e.cfg.Redis)
+			defer insp.Close()
+			taskID := "f:" + ev.ID.String()
+			if subs == 1 {
+				taskID = "d:" + e.deliveries(ev.ID)[0].ID.String() + ":1"
+			}
+			e.waitFor("the doomed worker to take the task", 10*time.Second, func() bool {
+				info, err := insp.GetTaskInfo("deliveries", taskID)
+				return err == nil && info.State == asynq.TaskStateActive
+			})
+			_ = doomed.Process.Kill()
+			_ = doomed.Wait()
+
+			e.run(d)
+			for _, del := range e.deliveries(ev.ID) {
+				if got := e.waitSettled(del.ID, 10*time.Second); got.Status != store.DeliverySucceeded {
+					t.Fatalf("delivery %s: %s, want succeeded while the dead worker's task is active", del.ID, got.Status)
+				}
+			}
+		})
+	}
+}
+
+// TestDoomedWorker is not a test: TestDeadWorkersTasksAreSwept runs the
+// test binary with it as a worker that takes one task and hangs until it is
+// killed. Run alone, it returns at once.
+func TestDoomedWorker(t *testing.T) {
+	socket := os.Getenv("WEBHOOKD_DOOMED_WORKER_SOCKET")
+	if socket == "" {
+		return
+	}
+	srv := asynq.NewServer(asynq.RedisClientOpt{Network: "unix", Addr: socket},
+		asynq.Config{Queues: map[string]int{"deliveries": 1}, Concurrency: 1, TaskCheckInterval: 10 * time.Millisecond,
+			LogLevel: asynq.FatalLevel})
+	hang := make(chan struct{})
+	if err := srv.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error {
+		srv.Stop() // take nothing more
+		<-hang
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	<-hang
+}
+
+// TestOutcomeWaitsForPostgres: Postgres goes away while the receiver holds
+// the attempt, and comes back two seconds later, within the attempt's
+// lease. The outcome is recorded when it is back; the receiver is not asked
+// again.
+func TestOutcomeWaitsForPostgres(t *testing.T) {
+	t.Parallel()
+	pg := storetest.NewPostgres(t)
+	st, err := store.Open(context.Background(), storetest.NewDatabaseOn(t, pg.AdminURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	e := newEnvOn(t, st)
+	known := make(chan struct{}) // the test has read the delivery's id
+	rcv := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			<-known
+			pg.Stop()
+			go func() {
+				time.Sleep(2 * time.Second)
+				pg.Start()
+			}()
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	e.subscribe("m1", rcv.URL, "*")
+	// The outcome waits for Postgres while the attempt's lease holds (the
+	// delivery timeout plus a margin, 7.5 s here); an outage longer than
+	// the lease lets another worker make the attempt again, at least once
+	// being the guarantee past it. The outage below is 2 s plus a restart.
+	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = 5 * time.Second })
+	e.run(d)
+	ev := e.publish(d, "m1", "payout.paid")
+	del := e.deliveries(ev.ID)[0]
+	close(known)
+	var got store.Delivery
+	e.waitFor("the delivery to settle once Postgres is back", 20*time.Second, func() bool {
+		got, err = st.DeliveryByID(context.Background(), del.ID)
+		return err == nil && got.Status != store.DeliveryPending
+	})
+	if got.Status != store.DeliverySucceeded || got.AttemptCount != 1 {
+		t.Fatalf("delivery: %s after %d attempts, want succeeded after 1", got.Status, got.AttemptCount)
+	}
+	time.Sleep(time.Second) // a duplicate attempt, if any, would arrive now
+	if n := len(rcv.got()); n != 1 {
+		t.Errorf("the receiver was asked %d times, want once", n)
 	}
 }
