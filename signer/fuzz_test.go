@@ -1,6 +1,10 @@
 package signer_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -72,4 +76,51 @@ func cut(s string, sep byte) (before, after string, found bool) {
 		}
 	}
 	return s, "", false
+}
+
+// FuzzVerifyTimestamp feeds arbitrary webhook-timestamp headers, each with
+// a signature that is right for exactly that header text, so that only the
+// timestamp parsing decides: Verify must accept exactly the canonical
+// decimal Unix seconds (no sign, no leading zero, no space) within the
+// tolerance, and refuse everything else with ErrInvalidTimestamp or
+// ErrTimestampOutOfRange.
+func FuzzVerifyTimestamp(f *testing.F) {
+	key := mustKey(f, vectorSecret)
+	now := time.Unix(vectorTS, 0)
+	for _, ts := range []string{
+		strconv.Itoa(vectorTS), strconv.Itoa(vectorTS + 300), strconv.Itoa(vectorTS - 301), "0" + strconv.Itoa(vectorTS),
+		"+" + strconv.Itoa(vectorTS), " " + strconv.Itoa(vectorTS), strconv.Itoa(vectorTS) + ".0", "1.614265330e9",
+		"0", "-0", "", "999999999999999", "9999999999999999", "9223372036854775808", "0x6037a0f2", "١٦١٤٢٦٥٣٣٠",
+	} {
+		f.Add(ts)
+	}
+	v := signer.Verifier{Keys: []signer.Key{key}}
+	f.Fuzz(func(t *testing.T, timestamp string) {
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(vectorID + "." + timestamp + "." + vectorBody))
+		sig := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+		err := v.VerifyValues(vectorID, timestamp, sig, []byte(vectorBody), now)
+
+		n, perr := strconv.ParseInt(timestamp, 10, 64)
+		canonical := perr == nil && n >= 0 && strconv.FormatInt(n, 10) == timestamp
+		inside := canonical && now.Sub(time.Unix(n, 0)).Abs() <= signer.DefaultTolerance
+		switch {
+		case timestamp == "":
+			if !errors.Is(err, signer.ErrMissingHeader) {
+				t.Fatalf("empty timestamp: %v", err)
+			}
+		case inside:
+			if err != nil {
+				t.Fatalf("refused canonical timestamp %q: %v", timestamp, err)
+			}
+		case canonical:
+			if !errors.Is(err, signer.ErrTimestampOutOfRange) && !errors.Is(err, signer.ErrInvalidTimestamp) {
+				t.Fatalf("timestamp %q outside the tolerance: %v", timestamp, err)
+			}
+		default:
+			if !errors.Is(err, signer.ErrInvalidTimestamp) {
+				t.Fatalf("non-canonical timestamp %q: %v, want ErrInvalidTimestamp", timestamp, err)
+			}
+		}
+	})
 }
