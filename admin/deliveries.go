@@ -69,7 +69,7 @@ var deliveryStatuses = map[string]bool{
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
-	p, err := s.page(r)
+	p, err := s.listPage(r, "status", "created_at.gte", "event_id", "subscription_id")
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -79,12 +79,12 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ds, err := s.store.ListDeliveries(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
+	ds, resume, err := s.store.ListDeliveries(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeList(s, w, r, p, ds,
+	writeList(s, w, r, p, ds, resume,
 		func(d store.Delivery) store.Cursor { return store.Cursor{CreatedAt: d.CreatedAt, ID: d.ID.String()} },
 		deliveryView)
 }
@@ -93,7 +93,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 func deliveryFilter(r *http.Request) (store.DeliveryFilter, error) {
 	var f store.DeliveryFilter
 	var err error
-	if f.Status = r.URL.Query().Get("status"); f.Status != "" && !deliveryStatuses[f.Status] {
+	if f.Status = r.URL.Query().Get("status"); r.URL.Query().Has("status") && !deliveryStatuses[f.Status] {
 		return f, errInvalid("status", "status must be one of pending, succeeded, failed.")
 	}
 	if f.CreatedGTE, err = timeFilter(r, "created_at.gte"); err != nil {
@@ -159,7 +159,7 @@ func (s *Server) recoverDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in struct {
-		Since *time.Time `json:"since"`
+		Since *string `json:"since"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		s.writeError(w, r, err)
@@ -169,15 +169,20 @@ func (s *Server) recoverDeliveries(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errMissing("since"))
 		return
 	}
-	if in.Since.After(s.cfg.Now()) {
+	since, ok := parseTimestamp(*in.Since)
+	if !ok {
+		s.writeError(w, r, errInvalid("since", "since must be an RFC 3339 timestamp such as 2026-05-01T00:00:00Z."))
+		return
+	}
+	if since.After(s.cfg.Now()) {
 		s.writeError(w, r, errInvalid("since", "since must not be in the future."))
 		return
 	}
-	n, err := s.cfg.Publisher.Recover(r.Context(), principalOf(r.Context()).Merchant.ID, id, *in.Since)
+	n, err := s.cfg.Publisher.Recover(r.Context(), principalOf(r.Context()).Merchant.ID, id, since)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, recoveryView{Type: "webhook_recovery", SubscriptionID: id.String(),
-		Since: in.Since.UTC(), Deliveries: n})
+		Since: since.UTC(), Deliveries: n})
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -494,6 +495,29 @@ func TestRedeliverTwiceTwoAttempts(t *testing.T) {
 		if r.Header.Get("webhook-id") != ev.ID || string(r.Body) != string(reqs[0].Body) {
 			t.Errorf("manual attempt sent %q %s; want the first attempt's id and body", r.Header.Get("webhook-id"), r.Body)
 		}
+	}
+}
+
+// TestRedeliverToDisabledSubscription: nothing is sent to a disabled
+// subscription; the merchant is told why, not asked to retry.
+func TestRedeliverToDisabledSubscription(t *testing.T) {
+	h, _ := newPipelineHarness(t)
+	key := h.merchant("m1")
+	rcv := newHookReceiver(t, http.StatusOK)
+	sub := h.createSubscription(key, hookBody(rcv.URL+"/hooks"))
+	ev := h.publish("m1", "payout.paid", `{"id":"po_1"}`)
+	del := h.waitDelivery(key, h.deliveriesOf(key, ev.ID)[0].ID, "succeeded", settled)
+	if r := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions/" + sub.ID, Key: key,
+		Body: map[string]any{"status": "disabled"}}); r.Status != http.StatusOK {
+		t.Fatalf("disable: %d %s", r.Status, r.Body)
+	}
+	r := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_deliveries/" + del.ID + "/redeliver", Key: key})
+	m := expectError(t, r, http.StatusConflict, "conflict")
+	if msg, _ := m["message"].(string); !strings.Contains(msg, "disabled or deleted") {
+		t.Errorf("message %q does not say the subscription is disabled", msg)
+	}
+	if n := len(rcv.requests()); n != 1 {
+		t.Errorf("receiver got %d requests, want only the first delivery", n)
 	}
 }
 

@@ -101,6 +101,9 @@ func asError(ctx context.Context, logger *slog.Logger, err error) *Error {
 		return apiErr
 	case errors.Is(err, store.ErrNotFound):
 		return errNotFound
+	case errors.Is(err, store.ErrSubscriptionInactive):
+		return newError(http.StatusConflict, catInvalidRequest, "conflict",
+			"The webhook subscription is disabled or deleted; enable it before redelivering.")
 	case errors.Is(err, store.ErrConflict):
 		return newError(http.StatusConflict, catInvalidRequest, "conflict", "The resource changed concurrently; retry.")
 	default:

@@ -58,13 +58,13 @@ func pathID(r *http.Request) (uuid.UUID, error) {
 	return parseID(chi.URLParam(r, "id"))
 }
 
-// uuidFilter parses a query parameter holding a UUID.
+// uuidFilter parses a query parameter holding a UUID. Present, it must
+// hold one: an empty value is no UUID.
 func uuidFilter(r *http.Request, name string) (*uuid.UUID, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
+	if !r.URL.Query().Has(name) {
 		return nil, nil
 	}
-	id, err := uuid.Parse(v)
+	id, err := uuid.Parse(r.URL.Query().Get(name))
 	if err != nil {
 		return nil, errInvalid(name, name+" must be a UUID.")
 	}
@@ -72,13 +72,13 @@ func uuidFilter(r *http.Request, name string) (*uuid.UUID, error) {
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
-	p, err := s.page(r)
+	p, err := s.listPage(r, "event_type", "created_at.gte")
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	f := store.EventFilter{Type: r.URL.Query().Get("event_type")}
-	if f.Type != "" && f.Type != testEventType && !slices.Contains(s.cfg.EventTypes, f.Type) {
+	if r.URL.Query().Has("event_type") && f.Type != testEventType && !slices.Contains(s.cfg.EventTypes, f.Type) {
 		s.writeError(w, r, errInvalid("event_type", fmt.Sprintf("Unknown event_type %q.", f.Type)))
 		return
 	}
@@ -86,12 +86,12 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	events, err := s.store.ListEvents(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
+	events, resume, err := s.store.ListEvents(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeList(s, w, r, p, events,
+	writeList(s, w, r, p, events, resume,
 		func(e store.Event) store.Cursor { return store.Cursor{CreatedAt: e.CreatedAt, ID: e.ID.String()} },
 		eventView)
 }

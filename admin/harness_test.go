@@ -37,6 +37,16 @@ const testIngestToken = "test-ingest-token"
 // server is built.
 func newHarness(t *testing.T, configure ...func(*admin.Config)) *harness {
 	t.Helper()
+	h := startHarness(t, configure...)
+	h.t = t
+	return h
+}
+
+// startHarness is newHarness for a fuzz target, which has a *testing.F:
+// the harness it returns has no t, and each fuzz input works on a copy
+// given that input's t.
+func startHarness(t testing.TB, configure ...func(*admin.Config)) *harness {
+	t.Helper()
 	st := storetest.NewStore(t)
 	rd := storetest.NewRedis(t)
 	opt, err := redis.ParseURL(rd.URL())
@@ -62,7 +72,7 @@ func newHarness(t *testing.T, configure ...func(*admin.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, cfg: cfg, store: st, redis: rc,
+	h := &harness{cfg: cfg, store: st, redis: rc,
 		public: httptest.NewServer(srv.Public()), internal: httptest.NewServer(srv.Internal())}
 	t.Cleanup(h.public.Close)
 	t.Cleanup(h.internal.Close)

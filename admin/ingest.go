@@ -133,8 +133,8 @@ func (s *Server) validateIngest(req ingestRequest, prefix string) (store.NewEven
 	if req.MerchantID == nil || *req.MerchantID == "" {
 		return e, errMissing(prefix + "merchant_id")
 	}
-	if len(*req.MerchantID) > 255 {
-		return e, errInvalid(prefix+"merchant_id", "merchant_id must be 1 to 255 characters.")
+	if err := checkMerchantID(prefix+"merchant_id", *req.MerchantID); err != nil {
+		return e, err
 	}
 	if req.Type == nil || *req.Type == "" {
 		return e, errMissing(prefix + "type")

@@ -22,7 +22,13 @@ import (
 // (not running: these tests check what is stored, not what is sent).
 func newIngestHarness(t *testing.T) *harness {
 	t.Helper()
-	return newHarness(t, func(cfg *admin.Config) {
+	return newHarness(t, withIngestPipeline(t))
+}
+
+// withIngestPipeline makes the real dispatcher the harness's Publisher
+// and bounds payloads at 1 KiB.
+func withIngestPipeline(t testing.TB) func(*admin.Config) {
+	return func(cfg *admin.Config) {
 		cfg.MaxPayloadBytes = 1024
 		sealer, err := signer.NewSealer(cfg.MasterKey)
 		if err != nil {
@@ -39,7 +45,7 @@ func newIngestHarness(t *testing.T) *harness {
 		}
 		t.Cleanup(func() { d.Close() })
 		cfg.Publisher = d
-	})
+	}
 }
 
 func TestIngestEventIsIdempotent(t *testing.T) {

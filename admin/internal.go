@@ -9,6 +9,7 @@ import (
 	"net/mail"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -32,6 +33,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		checks["redis"], status = "unavailable", http.StatusServiceUnavailable
 	}
 	writeJSON(w, status, checks)
+}
+
+// checkMerchantID refuses a merchant id that is empty, longer than 255
+// bytes, or not UTF-8 (a Postgres text column cannot hold it).
+func checkMerchantID(param, id string) error {
+	if id == "" || len(id) > 255 || !utf8.ValidString(id) {
+		return errInvalid(param, "merchant_id must be 1 to 255 bytes of UTF-8.")
+	}
+	return nil
 }
 
 // NewAPIKey makes a key string: the environment prefix and 32 random bytes.
@@ -63,8 +73,8 @@ func IssueAPIKey(ctx context.Context, st *store.Store, environment, defaultVersi
 	if err := ValidateScopes(scopes); err != nil {
 		return "", err
 	}
-	if merchantID == "" || len(merchantID) > 255 {
-		return "", errInvalid("merchant_id", "merchant id must be 1 to 255 characters.")
+	if err := checkMerchantID("merchant_id", merchantID); err != nil {
+		return "", err
 	}
 	key, err := NewAPIKey(environment)
 	if err != nil {
@@ -107,6 +117,10 @@ func (s *Server) putMerchant(w http.ResponseWriter, r *http.Request) {
 		APIVersion        *string `json:"api_version"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := checkMerchantID("merchant_id", chi.URLParam(r, "id")); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,12 +65,26 @@ func (s *Server) encodeCursor(c store.Cursor, q url.Values) string {
 	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(s.signCursor(payload))
 }
 
+// listPage is page for a list that takes the given filters besides limit
+// and cursor. Any other parameter is refused: a misspelt filter
+// (?statuss=failed) must not silently list everything.
+func (s *Server) listPage(r *http.Request, filters ...string) (store.Page, error) {
+	known := append([]string{"limit", "cursor"}, filters...)
+	q := r.URL.Query()
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(known, name) {
+			return store.Page{}, errInvalid(name, fmt.Sprintf("This list takes no parameter %q; it takes %s.", name, strings.Join(known, ", ")))
+		}
+	}
+	return s.page(r)
+}
+
 // page reads limit and cursor from the query.
 func (s *Server) page(r *http.Request) (store.Page, error) {
 	q := r.URL.Query()
 	p := store.Page{Limit: defaultLimit}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
+	if q.Has("limit") {
+		n, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || n < 1 || n > maxLimit {
 			return p, errInvalid("limit", "limit must be an integer from 1 to 100.")
 		}
@@ -108,13 +125,20 @@ type list[T any] struct {
 }
 
 // writeList answers one page. rows holds up to Limit+1 items (the extra one
-// tells whether there is more); position gives an item's cursor.
-func writeList[R, T any](s *Server, w http.ResponseWriter, r *http.Request, p store.Page, rows []R, position func(R) store.Cursor, view func(R) T) {
+// tells whether there is more); position gives an item's cursor. resume,
+// when set, is where the next page starts although rows holds at most Limit
+// items: the store stopped reading at its bound on rows examined
+// (store.MaxRowsExamined), so the page is short, even empty, and has more.
+func writeList[R, T any](s *Server, w http.ResponseWriter, r *http.Request, p store.Page, rows []R, resume *store.Cursor, position func(R) store.Cursor, view func(R) T) {
 	out := list[T]{Data: make([]T, 0, min(len(rows), p.Limit))}
 	if len(rows) > p.Limit {
 		rows = rows[:p.Limit]
+		c := position(rows[len(rows)-1])
+		resume = &c
+	}
+	if resume != nil {
 		out.HasMore = true
-		c := s.encodeCursor(position(rows[len(rows)-1]), r.URL.Query())
+		c := s.encodeCursor(*resume, r.URL.Query())
 		out.NextCursor = &c
 	}
 	for _, row := range rows {
@@ -123,14 +147,27 @@ func writeList[R, T any](s *Server, w http.ResponseWriter, r *http.Request, p st
 	writeJSON(w, http.StatusOK, out)
 }
 
-// timeFilter parses an RFC 3339 query parameter such as created_at.gte.
-func timeFilter(r *http.Request, name string) (*time.Time, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return nil, nil
+// rfc3339 is RFC 3339's date-time as the OpenAPI document states it:
+// time.Parse alone also takes a one-digit hour.
+var rfc3339 = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`)
+
+// parseTimestamp reads an RFC 3339 timestamp strictly.
+func parseTimestamp(v string) (time.Time, bool) {
+	if !rfc3339.MatchString(v) {
+		return time.Time{}, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
+	return t, err == nil
+}
+
+// timeFilter parses an RFC 3339 query parameter such as created_at.gte.
+// Present, it must hold a time: an empty value is no timestamp.
+func timeFilter(r *http.Request, name string) (*time.Time, error) {
+	if !r.URL.Query().Has(name) {
+		return nil, nil
+	}
+	t, ok := parseTimestamp(r.URL.Query().Get(name))
+	if !ok {
 		return nil, errInvalid(name, name+" must be an RFC 3339 timestamp such as 2026-05-01T00:00:00Z.")
 	}
 	return &t, nil

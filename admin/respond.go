@@ -7,9 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 type ctxKey int
@@ -68,24 +72,227 @@ func requestBody(r *http.Request) []byte {
 	return b
 }
 
-// decodeJSON decodes the request body strictly into v: malformed JSON is a
-// 400, and an unknown field is a 400 naming it.
+// decodeJSON decodes the request body strictly into v (see decodeBody).
+// A Content-Type other than application/json is refused (spec 4.2 names
+// it); an absent one is taken to mean JSON.
 func decodeJSON(r *http.Request, v any) error {
-	body := requestBody(r)
-	if len(bytes.TrimSpace(body)) == 0 {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return errInvalid("Content-Type", "Content-Type must be application/json.")
+		}
+	}
+	return decodeBody(requestBody(r), v)
+}
+
+// decodeBody decodes body strictly into v, a pointer to a struct: the body
+// must be one UTF-8 JSON object whose keys are v's json names exactly
+// (encoding/json alone would take "URL" for "url" and replace invalid UTF-8
+// silently). A refusal is a 400 naming the field at fault when there is one.
+func decodeBody(body []byte, v any) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return errValidation("", "The request body must be a JSON object.")
+	}
+	if !utf8.Valid(body) {
+		field := invalidUTF8Field(body)
+		return errValidation(field, "The request body must be JSON encoded in UTF-8.")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if err == nil && exactKeys(body, reflect.TypeOf(v)) {
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return errValidation("", "The request body must hold a single JSON object.")
+		}
+		return nil
+	}
+	// Refused: the slow path decodes field by field to name the one at
+	// fault. Only refusals pay for it; ingest is a hot path.
+	if json.Valid(body) {
+		if ferr := checkFields(body, reflect.TypeOf(v), ""); ferr != nil {
+			return ferr
+		}
+	}
+	if err != nil {
 		return jsonError(err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errValidation("", "The request body must hold a single JSON object.")
+	return errValidation("", "The request body's field names must be exactly as documented.")
+}
+
+// exactKeys reports whether every key of the object body, and of the
+// objects in its lists of structs, is exactly the json name of a field of
+// t: encoding/json matches names without regard to case ("URL" for "url").
+// One pass of a token reader, values skipped whole.
+func exactKeys(body []byte, t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return true // a map takes any key
+	}
+	return objectKeysExact(json.NewDecoder(bytes.NewReader(body)), t)
+}
+
+func objectKeysExact(dec *json.Decoder, t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return false
+		}
+		ft, ok := jsonField(t, key)
+		if !ok {
+			return false
+		}
+		if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct {
+			if !listKeysExact(dec, ft.Elem()) {
+				return false
+			}
+			continue
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return false
+		}
+	}
+	_, err := dec.Token() // the closing brace
+	return err == nil
+}
+
+// listKeysExact is objectKeysExact for each object of a list (or null).
+func listKeysExact(dec *json.Decoder, t reflect.Type) bool {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err == nil
+	}
+	if tok != json.Delim('[') {
+		return false
+	}
+	for dec.More() {
+		if !objectKeysExact(dec, t) {
+			return false
+		}
+	}
+	_, err = dec.Token() // the closing bracket
+	return err == nil
+}
+
+// jsonField is the type of t's field whose json name is exactly name.
+func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
+	if t.Kind() != reflect.Struct {
+		return nil, false
+	}
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag == name {
+			return t.Field(i).Type, true
+		}
+	}
+	return nil, false
+}
+
+// invalidUTF8Field names the top-level field whose key or value holds
+// invalid UTF-8, or "" when none can be named (the JSON is malformed).
+func invalidUTF8Field(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	depth, key, keyNext, from := 0, "", false, int64(0)
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		raw := body[from:dec.InputOffset()]
+		from = dec.InputOffset()
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+			keyNext = depth == 1
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+			keyNext = depth == 1
+			continue
+		}
+		if depth == 1 && keyNext {
+			key, _ = tok.(string)
+		}
+		if !utf8.Valid(raw) {
+			return key
+		}
+		if depth == 1 {
+			keyNext = !keyNext
+		}
+	}
+}
+
+// checkFields decodes each field of the object body into its field of t
+// (a struct, or a pointer to one) on its own, so that a refusal names the
+// field at fault: a key that is not exactly a json name of t, or a value of
+// the wrong type or form (encoding/json names neither the field of a value
+// that a type's own UnmarshalJSON refuses, such as a time, nor the index of
+// a list element). Each element of a list of objects is checked the same
+// way, its fields named like events[2].type.
+func checkFields(body []byte, t reflect.Type, prefix string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var obj map[string]json.RawMessage
+	if t.Kind() != reflect.Struct || json.Unmarshal(body, &obj) != nil {
+		return nil
+	}
+	fields := make(map[string]reflect.Type, t.NumField())
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			fields[name] = t.Field(i).Type
+		}
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the same body always names the same field
+	for _, k := range keys {
+		ft, ok := fields[k]
+		if !ok {
+			return errValidation(prefix+k, fmt.Sprintf("Unknown field %q.", prefix+k))
+		}
+		var items []json.RawMessage
+		if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct && json.Unmarshal(obj[k], &items) == nil {
+			for i, item := range items {
+				name := fmt.Sprintf("%s%s[%d]", prefix, k, i)
+				if err := checkFields(item, ft.Elem(), name+"."); err != nil {
+					return err
+				}
+				if err := json.Unmarshal(item, reflect.New(ft.Elem()).Interface()); err != nil {
+					return fieldError(err, name)
+				}
+			}
+		}
+		if err := json.Unmarshal(obj[k], reflect.New(ft).Interface()); err != nil {
+			return fieldError(err, prefix+k)
+		}
 	}
 	return nil
 }
 
+// fieldError is the refusal of a field whose value did not decode.
+func fieldError(err error, field string) *Error {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		if typeErr.Field != "" {
+			field += "." + typeErr.Field
+		}
+		return errInvalid(field, fmt.Sprintf("%s must be of type %s.", field, jsonType(typeErr.Type.Kind().String())))
+	}
+	return errInvalid(field, field+" has an invalid value.")
+}
+
+// jsonError maps an error of decoding a whole body to the API error.
 func jsonError(err error) *Error {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError

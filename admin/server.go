@@ -60,6 +60,9 @@ type Config struct {
 	AllowHTTPTargets, AllowPrivateTargets bool
 	// TestEventRate limits send_test_event per merchant.
 	TestEventRate redis_rate.Limit
+	// APIRate limits every authenticated request of the public API (/v1
+	// and the legacy routes) per API key; zero is no limit.
+	APIRate redis_rate.Limit
 	// CursorTTL is how long a pagination cursor stays valid.
 	CursorTTL time.Duration
 	// Now is the clock.
@@ -73,6 +76,8 @@ type Server struct {
 	logger  *slog.Logger
 	metrics *httpMetrics
 	limiter *redis_rate.Limiter
+	// limiterErrors counts requests whose rate limit Redis could not check.
+	limiterErrors *prometheus.CounterVec
 }
 
 // New builds a Server and registers its metrics.
@@ -93,7 +98,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, logger: cfg.Logger, metrics: m}
+	limiterErrors, err := newLimiterErrors(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, store: cfg.Store, logger: cfg.Logger, metrics: m, limiterErrors: limiterErrors}
 	if cfg.Redis != nil {
 		s.limiter = redis_rate.NewLimiter(cfg.Redis)
 	}
@@ -116,7 +125,9 @@ func (s *Server) Public() http.Handler {
 		r.Get("/api_versions", s.listVersions)
 		r.Get("/openapi.json", s.openAPI)
 		r.Group(func(r chi.Router) {
-			r.Use(s.authenticate(bearerKey), s.idempotent(true))
+			// The rate limit comes before the idempotency claim, so that a
+			// refused request writes nothing and leaves its key unused.
+			r.Use(s.authenticate(bearerKey), s.limitRate(s.apiRateLimit()), s.idempotent(true))
 			s.subscriptionRoutes(r)
 			s.testEventRoutes(r)
 			s.eventRoutes(r)
@@ -127,7 +138,7 @@ func (s *Server) Public() http.Handler {
 		r.Use(markLegacy, s.requireHTTPS, s.limitBody)
 		r.NotFound(s.fail(errNotFound))
 		r.MethodNotAllowed(s.fail(errMethodNotAllowed))
-		r.Use(s.authenticate(serviceKey), s.idempotent(false))
+		r.Use(s.authenticate(serviceKey), s.limitRate(s.apiRateLimit()), s.idempotent(false))
 		s.legacyRoutes(r)
 	})
 	return r

@@ -218,13 +218,13 @@ func (s *Server) createSubscriptionV1(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
-	p, err := s.page(r)
+	p, err := s.listPage(r, "status")
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	status := r.URL.Query().Get("status")
-	if status != "" && status != store.SubscriptionEnabled && status != store.SubscriptionDisabled {
+	if r.URL.Query().Has("status") && status != store.SubscriptionEnabled && status != store.SubscriptionDisabled {
 		s.writeError(w, r, errInvalid("status", "status must be enabled or disabled."))
 		return
 	}
@@ -233,7 +233,7 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeList(s, w, r, p, subs, func(sub store.Subscription) store.Cursor {
+	writeList(s, w, r, p, subs, nil, func(sub store.Subscription) store.Cursor {
 		return store.Cursor{CreatedAt: sub.CreatedAt, ID: sub.ID.String()}
 	}, subscriptionView)
 }

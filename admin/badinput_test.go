@@ -1,0 +1,340 @@
+package admin_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/webhookd/webhookd/admin"
+)
+
+// badCase is one bad request and the exact answer it gets.
+type badCase struct {
+	route    string // "METHOD /pattern" as the router names it
+	name     string
+	req      request // {sub} in Path or Body stands for a subscription of the merchant
+	internal bool
+	status   int
+	code     string // "" for a success
+	param    any    // nil, or the param string
+}
+
+// Bodies that every body-reading route is given.
+var (
+	oversized = `{"x":"` + strings.Repeat("a", 5000) + `"}`
+	formBody  = map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+)
+
+// bodyCases are the bad bodies that every route reading a JSON object
+// refuses the same way; valid is a body that the route would accept.
+func bodyCases(route string, internal bool, path string, hdr map[string]string) []badCase {
+	r := func(body string, h map[string]string) request {
+		m := map[string]string{}
+		for k, v := range hdr {
+			m[k] = v
+		}
+		for k, v := range h {
+			m[k] = v
+		}
+		method, _, _ := strings.Cut(route, " ")
+		return request{Method: method, Path: path, Body: body, Header: m}
+	}
+	return []badCase{
+		{route, "oversized body", r(oversized, nil), internal, 413, "payload_too_large", nil},
+		{route, "form-encoded body", r("url=https%3A%2F%2Fexample.com&events=%2A", formBody), internal, 400, "parameter_invalid", "Content-Type"},
+		{route, "null body", r(`null`, nil), internal, 400, "validation_error", nil},
+		{route, "array body", r(`[{}]`, nil), internal, 400, "validation_error", nil},
+		{route, "two objects", r(`{} {}`, nil), internal, 400, "validation_error", nil},
+		{route, "truncated JSON", r(`{"a":`, nil), internal, 400, "validation_error", nil},
+		{route, "unknown field", r(`{"colour":"blue"}`, nil), internal, 400, "validation_error", "colour"},
+		{route, "invalid UTF-8 in a key", r("{\"col\xffour\":1}", nil), internal, 400, "validation_error", "col\uFFFDour"},
+	}
+}
+
+// TestBadInput sends every route of both listeners bad input and checks the
+// exact status, code and param of each answer. Every route the routers
+// serve must have a case here.
+func TestBadInput(t *testing.T) {
+	h := newHarness(t, withIngestPipeline(t), func(c *admin.Config) { c.MaxBodyBytes = 4096 })
+	key := h.merchant("m_bad")
+	created := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key,
+		Body: map[string]any{"url": "https://example.com/hook", "events": []string{"*"}}})
+	if created.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.Status, created.Body)
+	}
+	sub, _ := created.JSON(t)["id"].(string)
+	missing := uuid.NewString()
+	auth := map[string]string{"Authorization": "Bearer " + key}
+	legacy := map[string]string{"X-Service-Api-Key": key}
+	get := func(path string) request { return request{Method: http.MethodGet, Path: path, Key: key} }
+	post := func(path, body string) request {
+		return request{Method: http.MethodPost, Path: path, Key: key, Body: body}
+	}
+	legacyPost := func(path, body string) request {
+		return request{Method: http.MethodPost, Path: path, Body: body, Header: legacy}
+	}
+	put := func(path, body string) request { return request{Method: http.MethodPut, Path: path, Body: body} }
+
+	const (
+		subs       = "POST /v1/webhook_subscriptions"
+		subList    = "GET /v1/webhook_subscriptions"
+		subGet     = "GET /v1/webhook_subscriptions/{id}"
+		subUpdate  = "POST /v1/webhook_subscriptions/{id}"
+		subDelete  = "DELETE /v1/webhook_subscriptions/{id}"
+		rotate     = "POST /v1/webhook_subscriptions/{id}/rotate_secret"
+		testEvent  = "POST /v1/webhook_subscriptions/{id}/send_test_event"
+		recoverR   = "POST /v1/webhook_subscriptions/{id}/recover"
+		events     = "GET /v1/events"
+		eventGet   = "GET /v1/events/{id}"
+		dels       = "GET /v1/webhook_deliveries"
+		delGet     = "GET /v1/webhook_deliveries/{id}"
+		redeliver  = "POST /v1/webhook_deliveries/{id}/redeliver"
+		lCreate    = "POST /api/service/webhook-subscription/create"
+		lUpdate    = "POST /api/service/webhook-subscription/update"
+		lDelete    = "POST /api/service/webhook-subscription/delete"
+		ingest     = "POST /internal/v1/events"
+		batch      = "POST /internal/v1/events/batch"
+		apiKeys    = "POST /internal/v1/merchants/{id}/api_keys"
+		merchant   = "PUT /internal/v1/merchants/{id}"
+		subPath    = "/v1/webhook_subscriptions/{sub}"
+		goodIngest = `{"merchant_id":"m_bad","type":"payout.paid","payload":{}}`
+	)
+	cases := []badCase{
+		{"GET /v1/api_versions", "junk query is ignored", request{Method: "GET", Path: "/v1/api_versions?%ff=%fe&limit=-1"}, false, 200, "", nil},
+		{"GET /v1/openapi.json", "junk query is ignored", request{Method: "GET", Path: "/v1/openapi.json?limit=%ff"}, false, 200, "", nil},
+
+		{subs, "url of the wrong type", post("/v1/webhook_subscriptions", `{"url":42,"events":["*"]}`), false, 400, "parameter_invalid", "url"},
+		{subs, "events of the wrong type", post("/v1/webhook_subscriptions", `{"url":"https://example.com/h","events":"*"}`), false, 400, "parameter_invalid", "events"},
+		{subs, "an event of the wrong type", post("/v1/webhook_subscriptions", `{"url":"https://example.com/h","events":[1]}`), false, 400, "parameter_invalid", "events"},
+		{subs, "description of the wrong type", post("/v1/webhook_subscriptions", `{"url":"https://example.com/h","events":["*"],"description":5}`), false, 400, "parameter_invalid", "description"},
+		{subs, "metadata of the wrong type", post("/v1/webhook_subscriptions", `{"url":"https://example.com/h","events":["*"],"metadata":[]}`), false, 400, "parameter_invalid", "metadata"},
+		{subs, "a metadata value of the wrong type", post("/v1/webhook_subscriptions", `{"url":"https://example.com/h","events":["*"],"metadata":{"a":1}}`), false, 400, "parameter_invalid", "metadata"},
+		{subs, "a field named in another case", post("/v1/webhook_subscriptions", `{"URL":"https://example.com/h","events":["*"]}`), false, 400, "validation_error", "URL"},
+		{subs, "invalid UTF-8 in url", post("/v1/webhook_subscriptions", "{\"url\":\"https://example.com/\xff\",\"events\":[\"*\"]}"), false, 400, "validation_error", "url"},
+		{subs, "invalid UTF-8 in a metadata value", post("/v1/webhook_subscriptions", "{\"url\":\"https://example.com/h\",\"events\":[\"*\"],\"metadata\":{\"k\":\"\xc3\"}}"), false, 400, "validation_error", "metadata"},
+		{subs, "url missing", post("/v1/webhook_subscriptions", `{"events":["*"]}`), false, 400, "parameter_missing", "url"},
+		{subs, "JSON sent as text/plain", request{Method: "POST", Path: "/v1/webhook_subscriptions", Key: key,
+			Body: `{"url":"https://example.com/h","events":["*"]}`, Header: map[string]string{"Content-Type": "text/plain"}}, false, 400, "parameter_invalid", "Content-Type"},
+		{subs, "JSON with a charset and no Content-Type are JSON", request{Method: "POST", Path: "/v1/webhook_subscriptions", Key: key,
+			Body: `{"url":"https://example.com/h","events":["*"]}`, Header: map[string]string{"Content-Type": "application/json; charset=utf-8"}}, false, 201, "", nil},
+
+		{subList, "huge limit", get("/v1/webhook_subscriptions?limit=100000000000000000000"), false, 400, "parameter_invalid", "limit"},
+		{subList, "negative limit", get("/v1/webhook_subscriptions?limit=-1"), false, 400, "parameter_invalid", "limit"},
+		{subList, "empty limit", get("/v1/webhook_subscriptions?limit="), false, 400, "parameter_invalid", "limit"},
+		{subList, "limit 101", get("/v1/webhook_subscriptions?limit=101"), false, 400, "parameter_invalid", "limit"},
+		{subList, "misspelt filter", get("/v1/webhook_subscriptions?statuss=disabled"), false, 400, "parameter_invalid", "statuss"},
+		{subList, "invalid UTF-8 limit", get("/v1/webhook_subscriptions?limit=%ff"), false, 400, "parameter_invalid", "limit"},
+		{subList, "unknown status", get("/v1/webhook_subscriptions?status=paused"), false, 400, "parameter_invalid", "status"},
+		{subList, "empty status", get("/v1/webhook_subscriptions?status="), false, 400, "parameter_invalid", "status"},
+		{subList, "invalid UTF-8 status", get("/v1/webhook_subscriptions?status=%ff"), false, 400, "parameter_invalid", "status"},
+		{subList, "forged cursor", get("/v1/webhook_subscriptions?cursor=e30.e30"), false, 400, "invalid_cursor", "cursor"},
+		{subList, "invalid UTF-8 cursor", get("/v1/webhook_subscriptions?cursor=%ff.%fe"), false, 400, "invalid_cursor", "cursor"},
+
+		{subGet, "malformed id", get("/v1/webhook_subscriptions/nope"), false, 404, "resource_not_found", nil},
+		{subGet, "invalid UTF-8 id", get("/v1/webhook_subscriptions/%ff"), false, 404, "resource_not_found", nil},
+		{subGet, "unknown id", get("/v1/webhook_subscriptions/" + missing), false, 404, "resource_not_found", nil},
+
+		{subUpdate, "malformed id", post("/v1/webhook_subscriptions/nope", `{}`), false, 404, "resource_not_found", nil},
+		{subUpdate, "unknown status", post(subPath, `{"status":"paused"}`), false, 400, "parameter_invalid", "status"},
+		{subUpdate, "status of the wrong type", post(subPath, `{"status":true}`), false, 400, "parameter_invalid", "status"},
+		{subUpdate, "empty events", post(subPath, `{"events":[]}`), false, 400, "parameter_invalid", "events"},
+		{subUpdate, "invalid UTF-8 in description", post(subPath, "{\"description\":\"\xfe\"}"), false, 400, "validation_error", "description"},
+
+		{subDelete, "malformed id", request{Method: "DELETE", Path: "/v1/webhook_subscriptions/%ff", Key: key}, false, 404, "resource_not_found", nil},
+		{subDelete, "unknown id", request{Method: "DELETE", Path: "/v1/webhook_subscriptions/" + missing, Key: key}, false, 404, "resource_not_found", nil},
+
+		{rotate, "malformed id", post("/v1/webhook_subscriptions/nope/rotate_secret", ``), false, 404, "resource_not_found", nil},
+		{rotate, "a parameter it does not take", post(subPath+"/rotate_secret", `{"secret":"whsec_x"}`), false, 400, "validation_error", "secret"},
+		{rotate, "null body", post(subPath+"/rotate_secret", `null`), false, 400, "validation_error", nil},
+		{rotate, "oversized body", post(subPath+"/rotate_secret", oversized), false, 413, "payload_too_large", nil},
+
+		{testEvent, "malformed id", post("/v1/webhook_subscriptions/nope/send_test_event", ``), false, 404, "resource_not_found", nil},
+		{testEvent, "unknown id", post("/v1/webhook_subscriptions/"+missing+"/send_test_event", ``), false, 404, "resource_not_found", nil},
+		{testEvent, "oversized body", post(subPath+"/send_test_event", oversized), false, 413, "payload_too_large", nil},
+
+		{recoverR, "malformed id", post("/v1/webhook_subscriptions/nope/recover", `{"since":"2026-01-01T00:00:00Z"}`), false, 404, "resource_not_found", nil},
+		{recoverR, "since not a time", post(subPath+"/recover", `{"since":"yesterday"}`), false, 400, "parameter_invalid", "since"},
+		{recoverR, "since with a one-digit hour", post(subPath+"/recover", `{"since":"2026-01-01T0:00:00Z"}`), false, 400, "parameter_invalid", "since"},
+		{recoverR, "since of the wrong type", post(subPath+"/recover", `{"since":-1}`), false, 400, "parameter_invalid", "since"},
+		{recoverR, "since in the future", post(subPath+"/recover", `{"since":"2999-01-01T00:00:00Z"}`), false, 400, "parameter_invalid", "since"},
+		{recoverR, "since missing", post(subPath+"/recover", `{}`), false, 400, "parameter_missing", "since"},
+
+		{events, "unknown event_type", get("/v1/events?event_type=payout.lost"), false, 400, "parameter_invalid", "event_type"},
+		{events, "invalid UTF-8 event_type", get("/v1/events?event_type=%ff%fe"), false, 400, "parameter_invalid", "event_type"},
+		{events, "empty event_type", get("/v1/events?event_type="), false, 400, "parameter_invalid", "event_type"},
+		{events, "created_at.gte not a time", get("/v1/events?created_at.gte=2026-13-01T00:00:00Z"), false, 400, "parameter_invalid", "created_at.gte"},
+		{events, "created_at.gte with a one-digit hour", get("/v1/events?created_at.gte=2026-01-01T0:00:00Z"), false, 400, "parameter_invalid", "created_at.gte"},
+		{events, "negative created_at.gte", get("/v1/events?created_at.gte=-1"), false, 400, "parameter_invalid", "created_at.gte"},
+		{events, "huge limit", get("/v1/events?limit=9223372036854775808"), false, 400, "parameter_invalid", "limit"},
+		{events, "misspelt filter", get("/v1/events?type=payout.paid"), false, 400, "parameter_invalid", "type"},
+
+		{eventGet, "malformed id", get("/v1/events/nope"), false, 404, "resource_not_found", nil},
+		{eventGet, "unknown id", get("/v1/events/" + missing), false, 404, "resource_not_found", nil},
+
+		{dels, "unknown status", get("/v1/webhook_deliveries?status=lost"), false, 400, "parameter_invalid", "status"},
+		{dels, "malformed event_id", get("/v1/webhook_deliveries?event_id=nope"), false, 400, "parameter_invalid", "event_id"},
+		{dels, "empty event_id", get("/v1/webhook_deliveries?event_id="), false, 400, "parameter_invalid", "event_id"},
+		{dels, "invalid UTF-8 subscription_id", get("/v1/webhook_deliveries?subscription_id=%ff"), false, 400, "parameter_invalid", "subscription_id"},
+		{dels, "invalid UTF-8 created_at.gte", get("/v1/webhook_deliveries?created_at.gte=%ff"), false, 400, "parameter_invalid", "created_at.gte"},
+		{dels, "zero limit", get("/v1/webhook_deliveries?limit=0"), false, 400, "parameter_invalid", "limit"},
+		{dels, "misspelt filter", get("/v1/webhook_deliveries?limit=5&statuss=failed"), false, 400, "parameter_invalid", "statuss"},
+		{dels, "filter of another list", get("/v1/webhook_deliveries?event_type=payout.paid"), false, 400, "parameter_invalid", "event_type"},
+
+		{delGet, "malformed id", get("/v1/webhook_deliveries/nope"), false, 404, "resource_not_found", nil},
+		{delGet, "unknown id", get("/v1/webhook_deliveries/" + missing), false, 404, "resource_not_found", nil},
+
+		{redeliver, "malformed id", post("/v1/webhook_deliveries/%ff/redeliver", ``), false, 404, "resource_not_found", nil},
+		{redeliver, "unknown id", post("/v1/webhook_deliveries/"+missing+"/redeliver", ``), false, 404, "resource_not_found", nil},
+		{redeliver, "oversized body", post("/v1/webhook_deliveries/"+missing+"/redeliver", oversized), false, 413, "payload_too_large", nil},
+
+		{lCreate, "url of the wrong type", legacyPost("/api/service/webhook-subscription/create", `{"url":42,"events":["*"]}`), false, 400, "parameter_invalid", nil},
+		{lCreate, "invalid UTF-8 in url", legacyPost("/api/service/webhook-subscription/create", "{\"url\":\"\xff\",\"events\":[\"*\"]}"), false, 400, "validation_error", nil},
+		{lUpdate, "id of the wrong type", legacyPost("/api/service/webhook-subscription/update", `{"id":42}`), false, 400, "parameter_invalid", nil},
+		{lUpdate, "malformed id", legacyPost("/api/service/webhook-subscription/update", `{"id":"nope"}`), false, 404, "resource_not_found", nil},
+		{lUpdate, "id missing", legacyPost("/api/service/webhook-subscription/update", `{"status":"disabled"}`), false, 400, "parameter_missing", nil},
+		{lUpdate, "unknown status", legacyPost("/api/service/webhook-subscription/update", `{"id":"{sub}","status":"paused"}`), false, 400, "parameter_invalid", nil},
+		{lDelete, "id of the wrong type", legacyPost("/api/service/webhook-subscription/delete", `{"id":[]}`), false, 400, "parameter_invalid", nil},
+		{lDelete, "unknown id", legacyPost("/api/service/webhook-subscription/delete", `{"id":"`+missing+`"}`), false, 404, "resource_not_found", nil},
+		{lDelete, "id missing", legacyPost("/api/service/webhook-subscription/delete", `{}`), false, 400, "parameter_missing", nil},
+
+		{ingest, "merchant_id of the wrong type", post("/internal/v1/events", `{"merchant_id":1,"type":"payout.paid","payload":{}}`), true, 400, "parameter_invalid", "merchant_id"},
+		{ingest, "payload not an object", post("/internal/v1/events", `{"merchant_id":"m_bad","type":"payout.paid","payload":"x"}`), true, 400, "parameter_invalid", "payload"},
+		{ingest, "payload over its limit", post("/internal/v1/events", `{"merchant_id":"m_bad","type":"payout.paid","payload":{"x":"`+strings.Repeat("a", 2000)+`"}}`), true, 413, "payload_too_large", "payload"},
+		{ingest, "invalid UTF-8 in the payload", post("/internal/v1/events", "{\"merchant_id\":\"m_bad\",\"type\":\"payout.paid\",\"payload\":{\"x\":\"\xff\"}}"), true, 400, "validation_error", "payload"},
+		{ingest, "malformed id", post("/internal/v1/events", `{"id":"nope","merchant_id":"m_bad","type":"payout.paid","payload":{}}`), true, 400, "parameter_invalid", "id"},
+		{ingest, "api_version of the wrong type", post("/internal/v1/events", `{"merchant_id":"m_bad","type":"payout.paid","payload":{},"api_version":5}`), true, 400, "parameter_invalid", "api_version"},
+		{ingest, "no ingest token", request{Method: "POST", Path: "/internal/v1/events", Body: goodIngest, Header: map[string]string{"Authorization": "-"}}, true, 401, "authentication_required", nil},
+
+		{batch, "events of the wrong type", post("/internal/v1/events/batch", `{"events":{}}`), true, 400, "parameter_invalid", "events"},
+		{batch, "an event not an object", post("/internal/v1/events/batch", `{"events":[`+goodIngest+`,1]}`), true, 400, "parameter_invalid", "events[1]"},
+		{batch, "a field of the wrong type in an event", post("/internal/v1/events/batch", `{"events":[`+goodIngest+`,{"type":1}]}`), true, 400, "parameter_invalid", "events[1].type"},
+		{batch, "an unknown field in an event", post("/internal/v1/events/batch", `{"events":[{"colour":1}]}`), true, 400, "validation_error", "events[0].colour"},
+		{batch, "a field missing in an event", post("/internal/v1/events/batch", `{"events":[`+goodIngest+`,{"type":"payout.paid","payload":{}}]}`), true, 400, "parameter_missing", "events[1].merchant_id"},
+		{batch, "too many events", post("/internal/v1/events/batch", `{"events":[`+strings.Repeat(`{},`, 100)+`{}]}`), true, 400, "parameter_invalid", "events"},
+
+		{apiKeys, "scopes of the wrong type", post("/internal/v1/merchants/m_bad/api_keys", `{"scopes":"webhooks:read"}`), true, 400, "parameter_invalid", "scopes"},
+		{apiKeys, "empty scopes", post("/internal/v1/merchants/m_bad/api_keys", `{"scopes":[]}`), true, 400, "parameter_missing", "scopes"},
+		{apiKeys, "merchant id too long", post("/internal/v1/merchants/"+strings.Repeat("m", 256)+"/api_keys", `{"scopes":["webhooks:read"]}`), true, 400, "parameter_invalid", "merchant_id"},
+
+		{merchant, "notification_email of the wrong type", put("/internal/v1/merchants/m_bad", `{"notification_email":1}`), true, 400, "parameter_invalid", "notification_email"},
+		{merchant, "not an address", put("/internal/v1/merchants/m_bad", `{"notification_email":"ops at example"}`), true, 400, "parameter_invalid", "notification_email"},
+		{merchant, "api_version of the wrong type", put("/internal/v1/merchants/m_bad", `{"api_version":[]}`), true, 400, "parameter_invalid", "api_version"},
+		{merchant, "merchant id too long", put("/internal/v1/merchants/"+strings.Repeat("m", 256), `{}`), true, 400, "parameter_invalid", "merchant_id"},
+
+		{"GET /healthz", "junk query is ignored", request{Method: "GET", Path: "/healthz?%ff=%fe"}, true, 200, "", nil},
+		{"GET /readyz", "junk query is ignored", request{Method: "GET", Path: "/readyz?%ff=%fe"}, true, 200, "", nil},
+		{"* /metrics", "junk query is ignored", request{Method: "GET", Path: "/metrics?%ff=%fe"}, true, 200, "", nil},
+	}
+	for _, c := range []struct {
+		route, path string
+		internal    bool
+		hdr         map[string]string
+	}{
+		{subs, "/v1/webhook_subscriptions", false, auth}, {subUpdate, subPath, false, auth},
+		{recoverR, subPath + "/recover", false, auth}, {lCreate, "/api/service/webhook-subscription/create", false, legacy},
+		{lUpdate, "/api/service/webhook-subscription/update", false, legacy}, {lDelete, "/api/service/webhook-subscription/delete", false, legacy},
+		{ingest, "/internal/v1/events", true, nil}, {batch, "/internal/v1/events/batch", true, nil},
+		{apiKeys, "/internal/v1/merchants/m_bad/api_keys", true, nil}, {merchant, "/internal/v1/merchants/m_bad", true, nil},
+	} {
+		cases = append(cases, bodyCases(c.route, c.internal, c.path, c.hdr)...)
+	}
+	routes := walkRoutes(t, h)
+	for _, rt := range routes {
+		if _, path, _ := strings.Cut(rt, " "); strings.HasPrefix(path, "/debug/") {
+			path = strings.NewReplacer("*", "", "{", "", "}", "").Replace(path)
+			cases = append(cases, badCase{rt, "no ingest token", request{Method: "GET", Path: path,
+				Header: map[string]string{"Authorization": "-"}}, true, 401, "authentication_required", nil})
+		}
+	}
+	for _, rt := range routes {
+		if !slices.ContainsFunc(cases, func(c badCase) bool { return c.route == rt }) {
+			t.Errorf("route %s has no bad-input case", rt)
+		}
+	}
+
+	for _, c := range cases {
+		t.Run(c.route+"/"+c.name, func(t *testing.T) {
+			if !slices.Contains(routes, c.route) {
+				t.Fatalf("case for %s, which the routers do not serve", c.route)
+			}
+			req := c.req
+			req.Path = strings.ReplaceAll(req.Path, "{sub}", sub)
+			if b, ok := req.Body.(string); ok {
+				req.Body = strings.ReplaceAll(b, "{sub}", sub)
+			}
+			var r response
+			if c.internal {
+				r = h.with(t).doInternal(req)
+			} else {
+				r = h.with(t).do(req)
+			}
+			legacySurface := strings.HasPrefix(req.Path, "/api/service/")
+			switch {
+			case c.code == "":
+				if r.Status != c.status {
+					t.Fatalf("status %d, want %d: %s", r.Status, c.status, r.Body)
+				}
+			case legacySurface:
+				if r.Status != c.status {
+					t.Fatalf("status %d, want %d: %s", r.Status, c.status, r.Body)
+				}
+				if code, _ := checkRefusal(t, r, true); code != c.code {
+					t.Fatalf("code %q, want %q: %s", code, c.code, r.Body)
+				}
+			default:
+				m := expectError(t, r, c.status, c.code)
+				if m["param"] != c.param {
+					t.Errorf("param = %#v, want %#v; body %s", m["param"], c.param, r.Body)
+				}
+				checkRefusal(t, r, false)
+			}
+		})
+	}
+}
+
+// walkRoutes lists the routes of both listeners as "METHOD /pattern"; a
+// pattern served for every method (Handle, Mount) is "* /pattern".
+func walkRoutes(t *testing.T, h *harness) []string {
+	t.Helper()
+	cfg := h.cfg
+	cfg.Registerer = prometheus.NewRegistry() // the harness's server registered its metrics already
+	srv, err := admin.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods := map[string][]string{}
+	for _, handler := range []http.Handler{srv.Public(), srv.Internal()} {
+		routes, ok := handler.(chi.Routes)
+		if !ok {
+			t.Fatalf("%T is not a chi router", handler)
+		}
+		err := chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+			route = strings.ReplaceAll(route, "/*/", "/")
+			if !slices.Contains(methods[route], method) {
+				methods[route] = append(methods[route], method)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out []string
+	for route, ms := range methods {
+		if len(ms) > 4 { // Handle and Mount serve every method
+			out = append(out, "* "+route)
+			continue
+		}
+		for _, m := range ms {
+			out = append(out, fmt.Sprintf("%s %s", m, route))
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,462 @@
+package admin_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/signer"
+	"github.com/webhookd/webhookd/store"
+)
+
+// The fuzz targets of this file send arbitrary request bodies and query
+// strings to one route each of a real API (one harness per target) and
+// hold every answer to two properties: a refusal is spec 7's error with a
+// catalogued code and, where a field is at fault, its param; an accepted
+// input round-trips (what is answered and stored is what was sent).
+
+// errorStatus is spec 7's catalogue of the codes webhookd answers, with
+// the HTTP status each goes with.
+var errorStatus = map[string]int{
+	"parameter_invalid": 400, "parameter_missing": 400, "validation_error": 400, "api_version_error": 400,
+	"invalid_cursor": 400, "cursor_mismatch": 400, "idempotency_key_required": 400,
+	"authentication_required": 401, "permission_denied": 403, "insufficient_scope": 403,
+	"resource_not_found": 404, "method_not_allowed": 405, "conflict": 409,
+	"idempotency_key_already_used": 409, "request_in_progress": 409, "payload_too_large": 413,
+	"rate_limit_exceeded": 429, "internal_error": 500, "upstream_error": 500,
+}
+
+// fieldCodes always name the parameter at fault.
+var fieldCodes = []string{"parameter_invalid", "parameter_missing", "invalid_cursor", "cursor_mismatch"}
+
+// with is a copy of a started harness that reports to t: a fuzz target
+// starts one harness and gives each input its own t.
+func (h *harness) with(t *testing.T) *harness {
+	c := *h
+	c.t = t
+	return &c
+}
+
+// checkRefusal checks that r is an error answer of its surface and returns
+// its code and param (param "" when null). A 5xx is never the answer to
+// bad input.
+func checkRefusal(t *testing.T, r response, legacy bool) (code, param string) {
+	t.Helper()
+	if r.Status >= 500 {
+		t.Fatalf("bad input answered %d: %s", r.Status, r.Body)
+	}
+	if legacy {
+		var e struct {
+			Message, Category *string
+			DocURL            *string `json:"docUrl"`
+		}
+		if err := json.Unmarshal(r.Body, &e); err != nil || e.Message == nil || e.Category == nil || e.DocURL == nil {
+			t.Fatalf("legacy refusal %d is not {message, category, docUrl}: %s", r.Status, r.Body)
+		}
+		_, code, _ = strings.Cut(*e.DocURL, "#")
+	} else {
+		var m map[string]any
+		if err := json.Unmarshal(r.Body, &m); err != nil {
+			t.Fatalf("refusal %d is not a JSON object: %s", r.Status, r.Body)
+		}
+		for _, f := range []string{"category", "code", "message", "param", "doc_url", "correlation_id"} {
+			if _, ok := m[f]; !ok {
+				t.Fatalf("error body lacks %q: %s", f, r.Body)
+			}
+		}
+		if cid := r.Header.Get("Correlation-Id"); cid == "" || cid != m["correlation_id"] {
+			t.Fatalf("Correlation-Id header %q != body correlation_id %v", cid, m["correlation_id"])
+		}
+		code, _ = m["code"].(string)
+		param, _ = m["param"].(string)
+		if slices.Contains(fieldCodes, code) && param == "" {
+			t.Fatalf("%s without param: %s", code, r.Body)
+		}
+	}
+	if want, ok := errorStatus[code]; !ok || want != r.Status {
+		t.Fatalf("status %d with code %q: not spec 7's pairing (%s)", r.Status, code, r.Body)
+	}
+	return code, param
+}
+
+// bodyTarget is one route whose request body is fuzzed.
+type bodyTarget struct {
+	method, path     string // {id} stands for the harness's subscription
+	internal, legacy bool
+	seeds            []string // {id} stands for the harness's subscription
+	// accepted checks a 2xx answer against the body that was sent.
+	accepted func(t *testing.T, h *harness, key string, sent []byte, r response)
+}
+
+// startFuzzHarness starts a harness with the real pipeline, holding
+// merchant m_fuzz, its key with both scopes (returned), and one
+// subscription (its id returned).
+func startFuzzHarness(f *testing.F) (h *harness, key string, subID string) {
+	h = startHarness(f, withIngestPipeline(f))
+	key, err := admin.IssueAPIKey(context.Background(), h.store, "sandbox", admin.DefaultVersion, "m_fuzz",
+		[]string{admin.ScopeRead, admin.ScopeWrite})
+	if err != nil {
+		f.Fatal(err)
+	}
+	sealer, err := signer.NewSealer(h.cfg.MasterKey)
+	if err != nil {
+		f.Fatal(err)
+	}
+	sealed, err := sealer.Seal("whsec_" + strings.Repeat("A", 44))
+	if err != nil {
+		f.Fatal(err)
+	}
+	sub, err := h.store.CreateSubscription(context.Background(), store.NewSubscription{
+		MerchantID: "m_fuzz", URL: "https://example.com/hook", Events: []string{"*"}}, sealed)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return h, key, sub.ID.String()
+}
+
+// fuzzBody runs tgt on its own fuzz harness.
+func fuzzBody(f *testing.F, tgt bodyTarget) {
+	h, key, subID := startFuzzHarness(f)
+	path := strings.ReplaceAll(tgt.path, "{id}", subID)
+	for _, s := range tgt.seeds {
+		f.Add([]byte(strings.ReplaceAll(s, "{id}", subID)))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		h := h.with(t)
+		req := request{Method: tgt.method, Path: path, Body: body}
+		var r response
+		switch {
+		case tgt.internal:
+			r = h.doInternal(req)
+		case tgt.legacy:
+			req.Header = map[string]string{"X-Service-Api-Key": key}
+			r = h.do(req)
+		default:
+			req.Key = key
+			r = h.do(req)
+		}
+		if r.Status < 200 || r.Status > 299 {
+			checkRefusal(t, r, tgt.legacy)
+			return
+		}
+		trimmed := bytes.TrimSpace(body)
+		if !utf8.Valid(body) || len(trimmed) > 0 && trimmed[0] != '{' {
+			t.Fatalf("accepted a body that is not a UTF-8 JSON object (%d): %q", r.Status, body)
+		}
+		tgt.accepted(t, h, key, body, r)
+	})
+}
+
+// decodeAs decodes b into a T, failing the test otherwise.
+func decodeAs[T any](t *testing.T, b []byte) T {
+	t.Helper()
+	var v T
+	if len(bytes.TrimSpace(b)) == 0 {
+		return v
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("decode %q: %v", b, err)
+	}
+	return v
+}
+
+// subscriptionFields are the fields a subscription body may set, as both
+// surfaces name them.
+type subscriptionFields struct {
+	URL         *string           `json:"url"`
+	Events      []string          `json:"events"`
+	Description *string           `json:"description"`
+	Metadata    map[string]string `json:"metadata"`
+	Status      *string           `json:"status"`
+	ID          *string           `json:"id"`
+}
+
+// presentFields lists the keys of a JSON object, lower-cased (the decoder
+// matches names without regard to case).
+func presentFields(t *testing.T, b []byte) map[string]bool {
+	t.Helper()
+	m := decodeAs[map[string]json.RawMessage](t, b)
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[strings.ToLower(k)] = true
+	}
+	return out
+}
+
+// checkSubscription checks that the answer and the stored subscription
+// carry every field that the body set.
+func checkSubscription(t *testing.T, h *harness, key string, sent []byte, r response) {
+	t.Helper()
+	in := decodeAs[subscriptionFields](t, sent)
+	present := presentFields(t, sent)
+	got := decodeAs[subscriptionFields](t, r.Body)
+	if got.ID == nil {
+		t.Fatalf("answer without id: %s", r.Body)
+	}
+	stored := decodeAs[subscriptionFields](t, h.do(request{Method: http.MethodGet,
+		Path: "/v1/webhook_subscriptions/" + *got.ID, Key: key}).Body)
+	for _, sub := range []subscriptionFields{got, stored} {
+		if in.URL != nil && (sub.URL == nil || *sub.URL != *in.URL) {
+			t.Errorf("url %v, sent %q", sub.URL, *in.URL)
+		}
+		if in.Events != nil {
+			var want []string
+			for _, e := range in.Events {
+				if !slices.Contains(want, e) {
+					want = append(want, e)
+				}
+			}
+			if !slices.Equal(sub.Events, want) {
+				t.Errorf("events %q, sent %q", sub.Events, in.Events)
+			}
+		}
+		if present["description"] && !reflect.DeepEqual(sub.Description, in.Description) {
+			t.Errorf("description %v, sent %v", sub.Description, in.Description)
+		}
+		if in.Metadata != nil && !reflect.DeepEqual(sub.Metadata, in.Metadata) {
+			t.Errorf("metadata %v, sent %v", sub.Metadata, in.Metadata)
+		}
+		if in.Status != nil && (sub.Status == nil || *sub.Status != *in.Status) {
+			t.Errorf("status %v, sent %q", sub.Status, *in.Status)
+		}
+	}
+}
+
+// subscriptionSeeds are bodies of both subscription surfaces.
+var subscriptionSeeds = []string{
+	`{"url":"https://example.com/hook","events":["*"]}`,
+	`{"url":"https://example.com/hook","events":["payout.paid","payout.paid","payout.failed"],"description":"d","metadata":{"k":"v"}}`,
+	`{"url":"https://example.com/hook","events":["*"],"description":null,"metadata":{}}`,
+	`{"url":"https://example.com/hook","events":["ping.test"]}`,
+	`{"url":"https://example.com/hook","events":[]}`,
+	`{"url":"ftp://example.com","events":["*"]}`,
+	`{"url":42,"events":"*"}`,
+	`{"url":"https://example.com/hook","events":["*"],"colour":"blue"}`,
+	`{"URL":"https://example.com/hook","Events":["*"]}`,
+	`{"url":"https://example.com/hook","events":["*"],"metadata":{"a":1}}`,
+	`{"url":"https://example.com/h\u00e9","events":["*"],"description":"\ud800"}`,
+	"{\"url\":\"https://example.com/\xff\",\"events\":[\"*\"]}",
+	`{"url":"https://example.com/hook","events":["*"]} {}`,
+	`null`, `[]`, `""`, ``, `{`,
+}
+
+func FuzzCreateSubscriptionBody(f *testing.F) {
+	fuzzBody(f, bodyTarget{method: http.MethodPost, path: "/v1/webhook_subscriptions", seeds: subscriptionSeeds,
+		accepted: checkSubscription})
+}
+
+func FuzzUpdateSubscriptionBody(f *testing.F) {
+	fuzzBody(f, bodyTarget{method: http.MethodPost, path: "/v1/webhook_subscriptions/{id}",
+		seeds: append([]string{`{}`, `{"status":"disabled"}`, `{"status":"paused"}`, `{"description":null}`,
+			`{"url":"https://example.com/other","events":["payout.paid"],"metadata":{"k":"v"},"status":"enabled"}`}, subscriptionSeeds...),
+		accepted: checkSubscription})
+}
+
+func FuzzLegacyCreateBody(f *testing.F) {
+	fuzzBody(f, bodyTarget{method: http.MethodPost, path: "/api/service/webhook-subscription/create", legacy: true,
+		seeds: subscriptionSeeds, accepted: checkSubscription})
+}
+
+func FuzzLegacyUpdateBody(f *testing.F) {
+	fuzzBody(f, bodyTarget{method: http.MethodPost, path: "/api/service/webhook-subscription/update", legacy: true,
+		seeds: []string{`{"id":"{id}"}`, `{"id":"{id}","status":"disabled","description":"x"}`, `{"id":"nope"}`,
+			`{"id":42}`, `{}`, `{"id":"{id}","url":"https://example.com/legacy","events":["*"]}`, `{"id":null}`},
+		accepted: checkSubscription})
+}
+
+func FuzzLegacyDeleteBody(f *testing.F) {
+	fuzzBody(f, bodyTarget{method: http.MethodPost, path: "/api/service/webhook-subscription/delete", legacy: true,
+		seeds: []string{`{"id":"{id}"}`, `{"id":"{ID}"}`, `{"id":""}`, `{"id":[]}`, `{}`, `{"id":"00000000-0000-0000-0000-000000000000"}`},
+		accepted: func(t *testing.T, h *harness, key string, sent []byte, r response) {
+			in := decodeAs[subscriptionFields](t, sent)
+			got := decodeAs[struct {
+				ID      string
+				Deleted bool
+			}](t, r.Body)
+			if in.ID == nil || uuid.MustParse(*in.ID).String() != got.ID || !got.Deleted {
+				t.Errorf("deleted %s, sent %q", r.Body, sent)
+			}
+		}})
+}
+
+func FuzzRotateSecretBody(f *testing.F) {
+	fuzzBody(f, bodyTarget{method: http.MethodPost, path: "/v1/webhook_subscriptions/{id}/rotate_secret",
+		seeds: []string{``, `{}`, `{"secret":"whsec_x"}`, `null`, `[]`},
+		accepted: func(t *testing.T, h *harness, key string, sent []byte, r response) {
+			if s, _ := r.JSON(t)["secret"].(string); !strings.HasPrefix(s, signer.SecretPrefix) {
+				t.Errorf("rotate answered no secret: %s", r.Body)
+			}
+		}})
+}
+
+func FuzzRecoverBody(f *testing.F) {
+	fuzzBody(f, bodyTarget{method: http.MethodPost, path: "/v1/webhook_subscriptions/{id}/recover",
+		seeds: []string{`{"since":"2026-01-01T00:00:00Z"}`, `{"since":"2999-01-01T00:00:00Z"}`, `{"since":"yesterday"}`,
+			`{"since":-1}`, `{}`, `{"since":null}`, `{"since":"2026-01-01T00:00:00+02:00","x":1}`},
+		accepted: func(t *testing.T, h *harness, key string, sent []byte, r response) {
+			in := decodeAs[struct{ Since time.Time }](t, sent)
+			got := decodeAs[struct {
+				Since      time.Time
+				Deliveries int
+			}](t, r.Body)
+			if !got.Since.Equal(in.Since) || got.Deliveries < 0 {
+				t.Errorf("recover answered %s for %s", r.Body, sent)
+			}
+		}})
+}
+
+// ingestSeeds are single events.
+var ingestSeeds = []string{
+	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":{"id":"po_1"}}`,
+	`{"id":"0190a000-0000-7000-8000-000000000000","merchant_id":"m_fuzz","type":"payout.paid","payload":{},"api_version":"2026-05-01"}`,
+	`{"id":"0190A000000070008000000000000000","merchant_id":"m_fuzz","type":"payout.paid","payload":{}}`,
+	`{"merchant_id":"m_fuzz","type":"ping.test","payload":{}}`,
+	`{"merchant_id":"","type":"payout.paid","payload":{}}`,
+	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":[1]}`,
+	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":null}`,
+	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":{"s":"\xff"}}`,
+	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":{},"api_version":"1999-01-01"}`,
+	`{"merchant_id":7,"type":"payout.paid","payload":{}}`,
+}
+
+// checkEvents checks that each accepted event is what was sent.
+func checkEvents(t *testing.T, sent []struct {
+	ID      *string
+	Type    string
+	Payload json.RawMessage
+}, got []map[string]json.RawMessage) {
+	t.Helper()
+	if len(got) != len(sent) {
+		t.Fatalf("%d events answered for %d sent", len(got), len(sent))
+	}
+	for i, e := range sent {
+		var a, b any
+		_ = json.Unmarshal(e.Payload, &a)
+		_ = json.Unmarshal(got[i]["payload"], &b)
+		if !reflect.DeepEqual(a, b) || string(got[i]["type"]) != `"`+e.Type+`"` {
+			t.Errorf("event %d answered %s, %s for %s, %s", i, got[i]["type"], got[i]["payload"], e.Type, e.Payload)
+		}
+	}
+}
+
+func FuzzIngestEventBody(f *testing.F) {
+	fuzzBody(f, bodyTarget{method: http.MethodPost, path: "/internal/v1/events", internal: true, seeds: ingestSeeds,
+		accepted: func(t *testing.T, h *harness, key string, sent []byte, r response) {
+			in := decodeAs[struct {
+				ID      *string
+				Type    string
+				Payload json.RawMessage
+			}](t, sent)
+			checkEvents(t, []struct {
+				ID      *string
+				Type    string
+				Payload json.RawMessage
+			}{in}, []map[string]json.RawMessage{decodeAs[map[string]json.RawMessage](t, r.Body)})
+		}})
+}
+
+func FuzzIngestBatchBody(f *testing.F) {
+	seeds := []string{`{"events":[]}`, `{"events":null}`, `{}`, `{"events":{}}`, `{"events":[{}]}`,
+		`{"events":[{"type":1}]}`, `{"events":[{"merchant_id":"m_fuzz","type":"payout.paid","payload":{},"colour":1}]}`}
+	for _, s := range ingestSeeds {
+		seeds = append(seeds, `{"events":[`+s+`,`+s+`]}`)
+	}
+	fuzzBody(f, bodyTarget{method: http.MethodPost, path: "/internal/v1/events/batch", internal: true, seeds: seeds,
+		accepted: func(t *testing.T, h *harness, key string, sent []byte, r response) {
+			in := decodeAs[struct {
+				Events []struct {
+					ID      *string
+					Type    string
+					Payload json.RawMessage
+				}
+			}](t, sent)
+			checkEvents(t, in.Events, decodeAs[struct{ Data []map[string]json.RawMessage }](t, r.Body).Data)
+		}})
+}
+
+func FuzzAPIKeysBody(f *testing.F) {
+	fuzzBody(f, bodyTarget{method: http.MethodPost, path: "/internal/v1/merchants/m_keys/api_keys", internal: true,
+		seeds: []string{`{"scopes":["webhooks:read"]}`, `{"scopes":["webhooks:read","webhooks:write"]}`, `{"scopes":[]}`,
+			`{"scopes":["payouts:write"]}`, `{"scopes":"webhooks:read"}`, `{}`, `{"scopes":null}`},
+		accepted: func(t *testing.T, h *harness, _ string, sent []byte, r response) {
+			key, _ := r.JSON(t)["key"].(string)
+			if !strings.HasPrefix(key, "sandbox.") || r.Status != http.StatusCreated {
+				t.Fatalf("api key answer %d %s", r.Status, r.Body)
+			}
+			got := h.do(request{Method: http.MethodGet, Path: "/v1/webhook_subscriptions", Key: key})
+			in := decodeAs[struct{ Scopes []string }](t, sent)
+			if canRead := slices.Contains(in.Scopes, admin.ScopeRead); canRead != (got.Status == http.StatusOK) {
+				t.Errorf("key for scopes %q lists with %d", in.Scopes, got.Status)
+			}
+		}})
+}
+
+func FuzzMerchantSettingsBody(f *testing.F) {
+	fuzzBody(f, bodyTarget{method: http.MethodPut, path: "/internal/v1/merchants/m_settings", internal: true,
+		seeds: []string{`{}`, `{"notification_email":"ops@example.com"}`, `{"notification_email":""}`,
+			`{"notification_email":null,"api_version":"2026-05-01"}`, `{"notification_email":"Ops <ops@example.com>"}`,
+			`{"api_version":"1999-01-01"}`, `{"api_version":5}`},
+		accepted: func(t *testing.T, h *harness, key string, sent []byte, r response) {
+			in := decodeAs[struct{ NotificationEmail, APIVersion *string }](t, sent)
+			got := decodeAs[struct{ NotificationEmail, APIVersion *string }](t, r.Body)
+			if in.APIVersion != nil && (got.APIVersion == nil || *got.APIVersion != *in.APIVersion) {
+				t.Errorf("api_version %v, sent %q", got.APIVersion, *in.APIVersion)
+			}
+			if in.NotificationEmail != nil && *in.NotificationEmail != "" &&
+				(got.NotificationEmail == nil || *got.NotificationEmail != *in.NotificationEmail) {
+				t.Errorf("notification_email %v, sent %q", got.NotificationEmail, *in.NotificationEmail)
+			}
+		}})
+}
+
+// listRoutes are the public lists whose query strings FuzzListQuery tries.
+var listRoutes = []string{"/v1/webhook_subscriptions", "/v1/events", "/v1/webhook_deliveries"}
+
+// FuzzListQuery sends arbitrary query strings to the three lists (route
+// picks one): a refusal is spec 7's error naming the parameter; an
+// accepted query answers a page no longer than its limit.
+func FuzzListQuery(f *testing.F) {
+	h, key, subID := startFuzzHarness(f)
+	for _, q := range []string{
+		"", "limit=1", "limit=0", "limit=101", "limit=-5", "limit=99999999999999999999", "limit=1e3", "limit=%ff",
+		"cursor=abc", "cursor=e30.e30", "status=enabled", "status=failed", "status=%ff", "event_type=payout.paid",
+		"event_type=%ff%fe", "created_at.gte=2026-01-01T00:00:00Z", "created_at.gte=2026-01-01", "created_at.gte=%ff",
+		"event_id=" + subID, "event_id=nope", "subscription_id=" + subID, "subscription_id=%ff", "limit=2&limit=3",
+		"%zz=1", "status", "unknown=1",
+	} {
+		for route := range listRoutes {
+			f.Add(uint8(route), q)
+		}
+	}
+	f.Fuzz(func(t *testing.T, route uint8, query string) {
+		if strings.ContainsFunc(query, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '#' }) {
+			return // not a request line: net/http refuses it before any handler
+		}
+		h := h.with(t)
+		path := listRoutes[int(route)%len(listRoutes)]
+		r := h.do(request{Method: http.MethodGet, Path: path + "?" + query, Key: key})
+		if r.Status != http.StatusOK {
+			checkRefusal(t, r, false)
+			return
+		}
+		limit := 10
+		if v, err := url.ParseQuery(query); err == nil && v.Get("limit") != "" {
+			limit, _ = strconv.Atoi(v.Get("limit"))
+		}
+		if page := decodeAs[struct{ Data []json.RawMessage }](t, r.Body); len(page.Data) > limit {
+			t.Fatalf("%d items for limit %d", len(page.Data), limit)
+		}
+	})
+}

@@ -1,0 +1,114 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// rateLimit is one request budget, kept in Redis by GCRA so that it holds
+// across every API instance. Two use it: the per-API-key limit on the whole
+// public API, and the per-merchant limit on send_test_event.
+type rateLimit struct {
+	// name tells the budgets apart in Redis keys, metrics, logs and the
+	// RateLimit headers.
+	name string
+	// limit is the rate and burst; a zero Rate means no limit.
+	limit redis_rate.Limit
+	// owner names whose budget a request spends.
+	owner func(*http.Request) string
+	// failOpen lets requests through when Redis cannot be asked.
+	failOpen bool
+}
+
+// apiRateLimit is the limit on every authenticated request of the public
+// API, per API key: by the key's id, so that the key itself never becomes a
+// Redis key. It fails open: a Redis outage should not take the whole API
+// down with it, and Postgres is still guarded by its pool and by the bound
+// on rows a list reads (store.MaxRowsExamined).
+func (s *Server) apiRateLimit() rateLimit {
+	return rateLimit{name: "api", limit: s.cfg.APIRate, failOpen: true,
+		owner: func(r *http.Request) string { return principalOf(r.Context()).Key.ID.String() }}
+}
+
+// testEventRateLimit is the limit on send_test_event, per merchant. It fails
+// closed: each test event is a request to a URL the merchant chose, and
+// deliveries wait for Redis anyway, so refusing one costs the merchant little
+// while letting a flood through would be sent on when Redis is back.
+func (s *Server) testEventRateLimit() rateLimit {
+	return rateLimit{name: "test_event", limit: s.cfg.TestEventRate, failOpen: false,
+		owner: func(r *http.Request) string { return principalOf(r.Context()).Merchant.ID }}
+}
+
+// newLimiterErrors counts the requests for which Redis could not be asked.
+func newLimiterErrors(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "webhookd_rate_limiter_errors_total",
+		Help: "Requests whose rate limit could not be checked (Redis unreachable), by limit; the api limit lets them through, test_event refuses them.",
+	}, []string{"limit"})
+	if reg == nil {
+		return c, nil
+	}
+	if err := reg.Register(c); err != nil {
+		return nil, fmt.Errorf("register rate limiter metrics: %w", err)
+	}
+	return c, nil
+}
+
+// limiterTimeout bounds one question to the limiter's Redis.
+const limiterTimeout = 250 * time.Millisecond
+
+// limitRate spends one unit of l's budget per request. Over the budget the
+// answer is 429 rate_limit_exceeded with Retry-After in whole seconds, at
+// least 1; every answer carries the RateLimit-Policy and RateLimit fields
+// (draft-ietf-httpapi-ratelimit-headers-11), one list member per limit.
+func (s *Server) limitRate(l rateLimit) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if s.limiter == nil || l.limit.Rate <= 0 {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// A Redis that hangs must not hold every request for the
+			// client's full timeout before the limit fails open.
+			ctx, cancel := context.WithTimeout(r.Context(), limiterTimeout)
+			res, err := s.limiter.Allow(ctx, "webhookd:rl:"+l.name+":"+l.owner(r), l.limit)
+			cancel()
+			if err != nil {
+				s.limiterErrors.WithLabelValues(l.name).Inc()
+				if !l.failOpen {
+					s.writeError(w, r, fmt.Errorf("%s rate limit: %w", l.name, err))
+					return
+				}
+				s.logger.WarnContext(r.Context(), "rate limit unchecked, request let through", "limit", l.name,
+					"correlation_id", correlationID(r.Context()), "error", err)
+				next.ServeHTTP(w, r)
+				return
+			}
+			setRateLimitFields(w.Header(), l.name, res)
+			if res.Allowed == 0 {
+				s.writeError(w, r, errRateLimited(wholeSeconds(res.RetryAfter)))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// setRateLimitFields describes a GCRA budget in the draft's terms: the quota
+// is the burst, and its window the time the rate takes to refill it; what is
+// left is the burst not spent, back in full after ResetAfter.
+func setRateLimitFields(h http.Header, name string, res *redis_rate.Result) {
+	l := res.Limit
+	window := wholeSeconds(time.Duration(float64(l.Period) * float64(l.Burst) / float64(l.Rate)))
+	h.Add("RateLimit-Policy", fmt.Sprintf("%q;q=%d;w=%d", name, l.Burst, window))
+	h.Add("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", name, res.Remaining, max(0, int(math.Ceil(res.ResetAfter.Seconds())))))
+}
+
+// wholeSeconds rounds d up to whole seconds, at least 1 (Retry-After 0
+// would invite an immediate retry that fails again).
+func wholeSeconds(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }
