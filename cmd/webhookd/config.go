@@ -37,6 +37,7 @@ type config struct {
 	AllowHTTPTargets    bool          `env:"WEBHOOKD_ALLOW_HTTP_TARGETS" envDefault:"false"`
 	AllowPrivateTargets bool          `env:"WEBHOOKD_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
 	TestEventRate       string        `env:"WEBHOOKD_TEST_EVENT_RATE" envDefault:"10/m"`
+	APIRate             string        `env:"WEBHOOKD_API_RATE" envDefault:"100/s"`
 	SMTPURL             string        `env:"WEBHOOKD_SMTP_URL"`
 	NotifyFrom          string        `env:"WEBHOOKD_NOTIFY_FROM" envDefault:"webhookd@localhost"`
 	TLSCert             string        `env:"WEBHOOKD_TLS_CERT"`
@@ -49,11 +50,13 @@ type config struct {
 	MaxPayloadBytes     int           `env:"WEBHOOKD_MAX_PAYLOAD_BYTES" envDefault:"262144"`
 	LogLevel            slog.Level    `env:"WEBHOOKD_LOG_LEVEL" envDefault:"info"`
 	SweepInterval       time.Duration `env:"WEBHOOKD_SWEEP_INTERVAL" envDefault:"30s"`
+	StartupTimeout      time.Duration `env:"WEBHOOKD_STARTUP_TIMEOUT" envDefault:"2m"`
 
 	// Parsed forms, filled by load.
 	masterKey      []byte
 	schedule       retry.Schedule
 	testEventRate  redis_rate.Limit
+	apiRate        redis_rate.Limit
 	versions       admin.Versions
 	trustedProxies []netip.Prefix
 	redisOpts      *redis.Options
@@ -103,6 +106,9 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	if c.DeliveryTimeout <= 0 {
 		return c, bad("WEBHOOKD_DELIVERY_TIMEOUT", fmt.Errorf("must be positive"))
 	}
+	if c.StartupTimeout < 0 {
+		return c, bad("WEBHOOKD_STARTUP_TIMEOUT", fmt.Errorf("must not be negative"))
+	}
 	if c.SweepInterval < 100*time.Millisecond {
 		return c, bad("WEBHOOKD_SWEEP_INTERVAL", fmt.Errorf("must be at least 100ms"))
 	}
@@ -119,6 +125,9 @@ func loadConfig(logger *slog.Logger) (config, error) {
 		return c, bad("WEBHOOKD_TEST_EVENT_RATE", err)
 	}
 	c.testEventRate = rate
+	if c.apiRate, err = parseRate(c.APIRate); err != nil {
+		return c, bad("WEBHOOKD_API_RATE", err)
+	}
 	c.versions = admin.DefaultVersions()
 	if c.APIVersions != "" {
 		if c.versions, err = admin.ParseVersions(c.APIVersions); err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-redis/redis_rate/v10"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -13,7 +15,8 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Listen != "127.0.0.1:8080" || c.InternalListen != "127.0.0.1:8081" || c.DeliveryTimeout != 25*time.Second ||
-		c.Environment != "sandbox" || c.schedule.Attempts() != 15 || len(c.masterKey) != 32 || c.requireHTTPS() {
+		c.Environment != "sandbox" || c.schedule.Attempts() != 15 || len(c.masterKey) != 32 || c.requireHTTPS() ||
+		c.apiRate != redis_rate.PerSecond(100) || c.StartupTimeout != 2*time.Minute {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -27,10 +30,14 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"WEBHOOKD_RETRY_SCHEDULE", "1s,,2s"},
 		{"WEBHOOKD_TEST_EVENT_RATE", "10/fortnight"},
 		{"WEBHOOKD_TEST_EVENT_RATE", "many"},
+		{"WEBHOOKD_API_RATE", "0/s"},
+		{"WEBHOOKD_API_RATE", "100 per second"},
 		{"WEBHOOKD_API_VERSIONS", `[{"name":"yesterday"}]`},
 		{"WEBHOOKD_TRUSTED_PROXIES", "not-a-cidr"},
 		{"WEBHOOKD_REDIS_URL", "http://nope"},
 		{"WEBHOOKD_WORKER_CONCURRENCY", "0"},
+		{"WEBHOOKD_STARTUP_TIMEOUT", "-1s"},
+		{"WEBHOOKD_SWEEP_INTERVAL", "10ms"},
 		{"WEBHOOKD_ALLOW_HTTP_TARGETS", "perhaps"},
 		{"WEBHOOKD_EVENT_TYPES", "payout"},
 		{"WEBHOOKD_TLS_CERT", "/etc/cert.pem"},

@@ -29,17 +29,41 @@ import (
 // These tests drive the real binary from outside, as an operator would:
 // environment variables in, HTTP and stdout out.
 
-// engine is a running `webhookd serve`.
+// engine is a webhookd configuration (a fresh database, a private Redis)
+// and the processes running it.
 type engine struct {
 	t                *testing.T
 	bin              string
 	env              []string
 	public, internal string
-	cmd              *exec.Cmd
-	logs             *bytes.Buffer
+	redis            *storetest.Redis
+	// cmd and logs are those of the process start ran.
+	cmd  *exec.Cmd
+	logs *logBuffer
 }
 
-const e2eToken = "e2e-ingest-token"
+// logBuffer collects a process's output while tests read it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+const (
+	e2eToken     = "e2e-ingest-token"
+	e2eMasterKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+)
 
 func buildBinary(t *testing.T) string {
 	t.Helper()
@@ -61,18 +85,25 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// newEngine prepares a webhookd on a fresh database and a private Redis.
+// newEngine prepares a webhookd on a fresh database of the shared Postgres
+// and a private Redis.
 func newEngine(t *testing.T, extraEnv ...string) *engine {
 	t.Helper()
-	rd := storetest.NewRedis(t)
-	e := &engine{t: t, bin: buildBinary(t), public: freeAddr(t), internal: freeAddr(t)}
+	return newEngineOn(t, storetest.NewDatabase(t), extraEnv...)
+}
+
+// newEngineOn prepares a webhookd on the database at dbURL and a private
+// Redis.
+func newEngineOn(t *testing.T, dbURL string, extraEnv ...string) *engine {
+	t.Helper()
+	e := &engine{t: t, bin: buildBinary(t), public: freeAddr(t), internal: freeAddr(t), redis: storetest.NewRedis(t)}
 	e.env = append(os.Environ(),
-		"WEBHOOKD_DATABASE_URL="+storetest.NewDatabase(t),
-		"WEBHOOKD_REDIS_URL="+rd.URL(),
+		"WEBHOOKD_DATABASE_URL="+dbURL,
+		"WEBHOOKD_REDIS_URL="+e.redis.URL(),
 		"WEBHOOKD_LISTEN="+e.public,
 		"WEBHOOKD_INTERNAL_LISTEN="+e.internal,
 		"WEBHOOKD_INGEST_TOKEN="+e2eToken,
-		"WEBHOOKD_MASTER_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+		"WEBHOOKD_MASTER_KEY="+e2eMasterKey,
 		"WEBHOOKD_ALLOW_HTTP_TARGETS=true",
 		"WEBHOOKD_ALLOW_PRIVATE_TARGETS=true",
 		"WEBHOOKD_RETRY_SCHEDULE=100ms,200ms",
@@ -82,36 +113,78 @@ func newEngine(t *testing.T, extraEnv ...string) *engine {
 	return e
 }
 
-// start runs `webhookd serve` and waits until it is ready.
-func (e *engine) start() {
+// process is one running webhookd command.
+type process struct {
+	cmd      *exec.Cmd
+	logs     *logBuffer
+	internal string
+}
+
+// spawn runs `webhookd <role>` with its internal listener on internal and
+// waits until it is ready.
+func (e *engine) spawn(role, internal string) *process {
 	e.t.Helper()
-	e.logs = &bytes.Buffer{}
-	e.cmd = exec.Command(e.bin, "serve")
-	e.cmd.Env = e.env
-	e.cmd.Stdout, e.cmd.Stderr = e.logs, e.logs
-	if err := e.cmd.Start(); err != nil {
+	p := e.launch(role, internal)
+	p.waitReady(e.t, 30*time.Second)
+	return p
+}
+
+// waitReady waits until the process is ready, failing the test after
+// within.
+func (p *process) waitReady(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if p.ready() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("webhookd %s was not ready within %s; logs:\n%s", p.cmd.Args[1], within, p.logs)
+}
+
+// launch runs `webhookd <role>` with its internal listener on internal.
+func (e *engine) launch(role, internal string) *process {
+	e.t.Helper()
+	p := &process{logs: &logBuffer{}, internal: internal}
+	p.cmd = exec.Command(e.bin, role)
+	p.cmd.Env = append(slices.Clip(e.env), "WEBHOOKD_INTERNAL_LISTEN="+internal)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
-	cmd := e.cmd
+	cmd := p.cmd
 	e.t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + e.internal + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+	return p
+}
+
+// ready reports whether /readyz answers 200.
+func (p *process) ready() bool {
+	resp, err := http.Get("http://" + p.internal + "/readyz")
+	if err != nil {
+		return false
 	}
-	e.t.Fatalf("webhookd did not become ready; logs:\n%s", e.logs)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // kill stops the process at once, as a crash would.
+func (p *process) kill() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+}
+
+// start runs `webhookd serve` and waits until it is ready.
+func (e *engine) start() {
+	e.t.Helper()
+	p := e.spawn("serve", e.internal)
+	e.cmd, e.logs = p.cmd, p.logs
+}
+
+// kill stops the process start ran at once, as a crash would.
 func (e *engine) kill() {
 	e.t.Helper()
 	_ = e.cmd.Process.Kill()

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
+	goretry "github.com/sethvargo/go-retry"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/webhookd/webhookd/admin"
@@ -115,14 +116,37 @@ func keys(ctx context.Context, cfg config, args []string, stdout io.Writer) erro
 	return nil
 }
 
-func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) error {
-	if r.api {
-		// The API role applies migrations first; a worker alone waits for them.
-		if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
-			return err
+// openStore connects to Postgres (and migrates when migrate is set). A
+// process started while Postgres is still coming up (both restarted at
+// once, a failover) waits for it with backoff, up to
+// WEBHOOKD_STARTUP_TIMEOUT, rather than exiting; Redis needs no wait, its
+// clients reconnect by themselves.
+func openStore(ctx context.Context, cfg config, logger *slog.Logger, migrate bool) (*store.Store, error) {
+	var st *store.Store
+	backoff := goretry.WithCappedDuration(5*time.Second, goretry.NewExponential(100*time.Millisecond))
+	err := goretry.Do(ctx, goretry.WithMaxDuration(cfg.StartupTimeout, backoff), func(ctx context.Context) error {
+		s, err := store.Open(ctx, cfg.DatabaseURL)
+		if err == nil && migrate {
+			if err = s.Migrate(ctx); err != nil {
+				s.Close()
+			}
 		}
+		if err != nil {
+			logger.Warn("postgres not ready; retrying", "error", err)
+			return goretry.RetryableError(err)
+		}
+		st = s
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start: %w", err)
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	return st, nil
+}
+
+func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) error {
+	// The API role applies migrations first; a worker alone waits for them.
+	st, err := openStore(ctx, cfg, logger, r.api)
 	if err != nil {
 		return err
 	}
@@ -162,7 +186,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) error {
 		IngestToken: cfg.IngestToken, RequireHTTPS: cfg.requireHTTPS(), TrustedProxies: cfg.trustedProxies,
 		MaxBodyBytes: cfg.MaxBodyBytes, MaxPayloadBytes: cfg.MaxPayloadBytes, EventTypes: cfg.eventTypes(),
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
-		TestEventRate: cfg.testEventRate,
+		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,663 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/webhookd/webhookd/store/storetest"
+)
+
+// The fault tests run the engine as operators do, an `api` process and a
+// `worker` process, publish events while a fault strikes, and then hold the
+// engine to its promises:
+//
+//   - every accepted event reaches every matching subscription at least once
+//     (verified with the Standard Webhooks library), and no other;
+//   - every delivery ends succeeded, with attempts numbered 1..attempt_count,
+//     one record per number and the success last;
+//   - every request a receiver saw is an attempt on record, except those a
+//     crash cut off (they are re-run under the same number);
+//   - the engine recovers by itself, reporting not-ready while a backing
+//     service is down;
+//   - no key, secret or token it used appears in its logs.
+//
+// Each scenario logs a report line: published, delivered, duplicates,
+// recovery time.
+
+// faultSchedule gives each delivery 15 attempts within a few seconds.
+const faultSchedule = "100ms,200ms,300ms,400ms,500ms,500ms,500ms,500ms,500ms,500ms,500ms,500ms,500ms,500ms"
+
+type faultScenario struct {
+	name string
+	// privatePostgres runs the engine on a private cluster the test may
+	// stop.
+	privatePostgres bool
+	// answer is the receivers' behaviour; nil is acceptSoon.
+	answer answerFunc
+	// fault strikes while events are being published and returns when the
+	// engine's environment is whole again.
+	fault func(f *faultRun)
+	// outage is true when a backing service is down for a while: both
+	// processes must report not-ready meanwhile.
+	outage bool
+	// interruptible is true when attempts may be cut off without a record
+	// (the worker process is killed, or the database is away longer than
+	// an attempt's lease); they are made again under the same number.
+	interruptible bool
+}
+
+func TestFaults(t *testing.T) {
+	scenarios := []faultScenario{
+		{
+			name:          "worker SIGKILL and restart",
+			interruptible: true,
+			fault: func(f *faultRun) {
+				f.worker.kill()
+				time.Sleep(500 * time.Millisecond)
+				f.worker = f.e.spawn("worker", f.worker.internal)
+			},
+		},
+		{
+			name:   "Redis restart",
+			outage: true,
+			fault: func(f *faultRun) {
+				f.e.redis.Stop()
+				f.watchOutage(2 * time.Second)
+				f.e.redis.Start()
+			},
+		},
+		{
+			name: "Redis FLUSHALL",
+			fault: func(f *faultRun) {
+				opt, _ := redis.ParseURL(f.e.redis.URL())
+				rc := redis.NewClient(opt)
+				defer rc.Close()
+				if err := rc.FlushAll(context.Background()).Err(); err != nil {
+					f.t.Errorf("FLUSHALL: %v", err)
+				}
+			},
+		},
+		{
+			name:            "Postgres restart",
+			privatePostgres: true,
+			outage:          true,
+			// An outcome that cannot be recorded before the lease lapses
+			// (and the sweeper's grace after it) is attempted again.
+			interruptible: true,
+			fault: func(f *faultRun) {
+				f.pg.Stop()
+				f.watchOutage(2 * time.Second)
+				f.pg.Start()
+			},
+		},
+		{
+			name:   "receivers reset, stall, fail and answer late",
+			answer: receiverMix{reset: 0.2, fail: 0.2, slow: 0.15, late: 0.1}.answer,
+			fault:  func(*faultRun) {},
+		},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			runFault(t, sc)
+		})
+	}
+}
+
+// receiverMix is a receiver that, at random with these odds, resets the
+// connection, answers 5xx, answers slowly but in time, or answers 2xx after
+// the delivery timeout (the receiver has the event, the engine gave up on
+// the attempt and will deliver again); otherwise it accepts.
+type receiverMix struct{ reset, fail, slow, late float64 }
+
+// answer is the mix as an answerFunc.
+func (m receiverMix) answer(rng *rand.Rand, w http.ResponseWriter, timeout time.Duration) bool {
+	switch p := rng.Float64(); {
+	case p < m.reset:
+		resetConnection(w)
+		return false
+	case p < m.reset+m.fail:
+		w.WriteHeader([]int{500, 502, 503}[rng.IntN(3)])
+		return false
+	case p < m.reset+m.fail+m.slow:
+		time.Sleep(timeout / 3)
+	case p < m.reset+m.fail+m.slow+m.late:
+		time.Sleep(timeout + 200*time.Millisecond)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// resetConnection closes the connection with a TCP reset.
+func resetConnection(w http.ResponseWriter) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// faultRun is one scenario's engine, receivers and record.
+type faultRun struct {
+	t           *testing.T
+	e           *engine
+	pg          *storetest.Postgres
+	dbURL       string
+	api, worker *process
+	// others are further processes whose logs are checked too.
+	others []*process
+	key    string
+	subs   []*faultSub
+
+	mu sync.Mutex
+	// seen counts, per subscription path and webhook-id, the requests the
+	// receiver got and those it answered 2xx.
+	seen      map[string]*receipt
+	badSigs   int
+	sawNotRdy bool
+	// accepted is every event the engine accepted, in order.
+	accepted []published
+}
+
+type receipt struct{ requests, accepted int }
+
+// published is an accepted event.
+type published struct{ id, typ string }
+
+// faultSub is a subscription and what it should receive.
+type faultSub struct {
+	path   string
+	events []string
+	secret string
+}
+
+func (s faultSub) matches(eventType string) bool {
+	for _, e := range s.events {
+		if e == "*" || e == eventType {
+			return true
+		}
+	}
+	return false
+}
+
+// answerFunc is a receiver's behaviour; it reports whether it answered 2xx.
+type answerFunc func(rng *rand.Rand, w http.ResponseWriter, timeout time.Duration) bool
+
+// acceptSoon answers 204 after a short pause, so that attempts are in
+// flight when a fault strikes.
+func acceptSoon(rng *rand.Rand, w http.ResponseWriter, _ time.Duration) bool {
+	time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// newFaultRun starts an api and a worker process (on a private Postgres
+// cluster if privatePostgres) with three subscriptions, to every event, to
+// payout.paid and to payout.failed, served by one receiver.
+func newFaultRun(t *testing.T, privatePostgres bool, answer answerFunc, timeout time.Duration, env ...string) *faultRun {
+	t.Helper()
+	f := &faultRun{t: t, seen: map[string]*receipt{}}
+	if privatePostgres {
+		f.pg = storetest.NewPostgres(t)
+		f.dbURL = storetest.NewDatabaseOn(t, f.pg.AdminURL())
+	} else {
+		f.dbURL = storetest.NewDatabase(t)
+	}
+	f.e = newEngineOn(t, f.dbURL, append([]string{"WEBHOOKD_RETRY_SCHEDULE=" + faultSchedule,
+		"WEBHOOKD_DELIVERY_TIMEOUT=" + timeout.String(), "WEBHOOKD_SWEEP_INTERVAL=1s"}, env...)...)
+	f.api = f.e.spawn("api", f.e.internal)
+	f.worker = f.e.spawn("worker", freeAddr(t))
+
+	f.key = f.e.keysCreate("m_fault")
+	f.subs = []*faultSub{
+		{path: "/all", events: []string{"*"}},
+		{path: "/paid", events: []string{"payout.paid"}},
+		{path: "/failed", events: []string{"payout.failed"}},
+	}
+	recv := httptest.NewServer(f.receiver(f.subs, answer, timeout))
+	t.Cleanup(recv.Close)
+	for _, s := range f.subs {
+		status, sub := f.e.call("POST", "http://"+f.e.public+"/v1/webhook_subscriptions", f.key,
+			map[string]any{"url": recv.URL + s.path, "events": s.events})
+		if status != 201 {
+			t.Fatalf("create subscription: %d %v", status, sub)
+		}
+		f.mu.Lock()
+		s.secret = sub["secret"].(string)
+		f.mu.Unlock()
+	}
+	return f
+}
+
+// publishEvents publishes events, alternately payout.paid and
+// payout.failed, one every gap, until n are published (n < 0: until stop
+// is closed), and closes done.
+func (f *faultRun) publishEvents(n int, gap time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for i := 0; n < 0 || i < n; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		typ := []string{"payout.paid", "payout.failed"}[i%2]
+		id := uuid.NewString()
+		if f.publish(id, typ) {
+			f.mu.Lock()
+			f.accepted = append(f.accepted, published{id, typ})
+			f.mu.Unlock()
+		}
+		time.Sleep(gap)
+	}
+}
+
+func runFault(t *testing.T, sc faultScenario) {
+	const (
+		events  = 150
+		timeout = time.Second
+	)
+	answer := sc.answer
+	if answer == nil {
+		answer = acceptSoon
+	}
+	f := newFaultRun(t, sc.privatePostgres, answer, timeout)
+
+	// Publish at about 50 events a second; the fault strikes a second in.
+	done := make(chan struct{})
+	go f.publishEvents(events, 20*time.Millisecond, nil, done)
+	time.Sleep(time.Second)
+	struck := time.Now()
+	sc.fault(f)
+	restored := time.Now()
+	if sc.outage {
+		f.mu.Lock()
+		sawNotReady := f.sawNotRdy
+		f.mu.Unlock()
+		if !sawNotReady {
+			t.Errorf("readyz never reported not-ready while a backing service was down")
+		}
+	}
+	ready := f.waitReady(60 * time.Second)
+	<-done
+	if len(f.accepted) != events {
+		t.Errorf("%d of %d events were accepted; the publisher retries each for a minute", len(f.accepted), events)
+	}
+	v := f.verify(90*time.Second, sc.interruptible)
+	drained := time.Since(restored) - v.checking
+
+	t.Logf("REPORT %s: published %d events (%d deliveries); delivered %d/%d; attempts %d; receiver requests %d (%d cut off by the fault);"+
+		" duplicates %d (%.2f%%); fault lasted %s; ready again %s after; all delivered %s after",
+		sc.name, v.events, v.deliveries, v.deliveries, v.deliveries, v.attempts, v.requests, v.interrupted,
+		v.duplicates, 100*float64(v.duplicates)/float64(v.deliveries), restored.Sub(struck).Round(time.Millisecond),
+		ready.Round(time.Millisecond), drained.Round(time.Millisecond))
+}
+
+// verification is what verify found.
+type verification struct {
+	events, deliveries, attempts, requests, interrupted, duplicates int
+	// checking is how long the checks after the last delivery took.
+	checking time.Duration
+}
+
+// verify waits, up to within, until every accepted event has reached every
+// matching subscription, then checks the records, the receivers' counts
+// and the logs. interruptible allows requests without an attempt on record
+// (attempts cut off and made again under the same number).
+func (f *faultRun) verify(within time.Duration, interruptible bool) verification {
+	t := f.t
+	t.Helper()
+	f.mu.Lock()
+	accepted := slices.Clone(f.accepted)
+	f.mu.Unlock()
+	var v verification
+	v.events = len(accepted)
+	deadline := time.Now().Add(within)
+	for _, ev := range accepted {
+		for _, s := range f.subs {
+			if !s.matches(ev.typ) {
+				continue
+			}
+			v.deliveries++
+			for f.receipt(s.path, ev.id).accepted == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("event %s (%s) never reached %s; its deliveries: %s\napi logs:\n%s\nworker logs:\n%s",
+						ev.id, ev.typ, s.path, f.describe(ev.id), tail(f.api.logs), tail(f.worker.logs))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	checkStart := time.Now()
+	ids := make([]string, len(accepted))
+	typeOf := make(map[string]string, len(accepted))
+	for i, ev := range accepted {
+		ids[i] = ev.id
+		typeOf[ev.id] = ev.typ
+	}
+	stats := f.checkRecords(ids, v.deliveries, deadline)
+	v.attempts = stats.attempts
+
+	f.mu.Lock()
+	unmatched := 0
+	for k, r := range f.seen {
+		v.requests += r.requests
+		v.duplicates += max(r.accepted-1, 0)
+		path, id, _ := strings.Cut(k, " ")
+		if !slices.ContainsFunc(f.subs, func(s *faultSub) bool { return s.path == path && s.matches(typeOf[id]) }) {
+			unmatched++
+		}
+	}
+	badSigs := f.badSigs
+	f.mu.Unlock()
+	if badSigs > 0 {
+		t.Errorf("%d requests failed Standard Webhooks verification", badSigs)
+	}
+	if unmatched > 0 {
+		t.Errorf("%d events reached a subscription that does not match them", unmatched)
+	}
+	if v.requests < stats.answered {
+		t.Errorf("%d attempts record an HTTP status but receivers saw only %d requests", stats.answered, v.requests)
+	}
+	v.interrupted = v.requests - stats.reached
+	if v.interrupted < 0 {
+		t.Errorf("receivers saw %d requests, fewer than the %d attempts on record that reached them", v.requests, stats.reached)
+	}
+	if v.interrupted > 0 && !interruptible {
+		t.Errorf("%d requests reached receivers without an attempt on record", v.interrupted)
+	}
+	f.checkLogs()
+	v.checking = time.Since(checkStart)
+	return v
+}
+
+// receiver serves every subscription's path: it verifies the signature
+// with the published Standard Webhooks library, counts the request, and
+// answers as answer decides.
+func (f *faultRun) receiver(subs []*faultSub, answer answerFunc, timeout time.Duration) http.Handler {
+	var rngMu sync.Mutex
+	rng := rand.New(rand.NewPCG(1, 2))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		var sub *faultSub
+		for _, s := range subs {
+			if s.path == r.URL.Path {
+				sub = s
+			}
+		}
+		secret := ""
+		if sub != nil {
+			secret = sub.secret
+		}
+		f.mu.Unlock()
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err == nil {
+			err = wh.Verify(body, r.Header)
+		}
+		if err != nil {
+			f.mu.Lock()
+			f.badSigs++
+			f.mu.Unlock()
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		k := r.URL.Path + " " + r.Header.Get("webhook-id")
+		f.mu.Lock()
+		rc := f.seen[k]
+		if rc == nil {
+			rc = &receipt{}
+			f.seen[k] = rc
+		}
+		rc.requests++
+		f.mu.Unlock()
+		rngMu.Lock()
+		seed := rng.Uint64()
+		rngMu.Unlock()
+		if answer(rand.New(rand.NewPCG(seed, seed)), w, timeout) {
+			f.mu.Lock()
+			rc.accepted++
+			f.mu.Unlock()
+		}
+	})
+}
+
+func (f *faultRun) receipt(path, id string) receipt {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r := f.seen[path+" "+id]; r != nil {
+		return *r
+	}
+	return receipt{}
+}
+
+// publish posts one event with its own id until the engine accepts it (202,
+// or 200 for an id it already has), as a producer that must not lose an
+// event does, for up to a minute.
+func (f *faultRun) publish(id, typ string) bool {
+	body, _ := json.Marshal(map[string]any{"id": id, "merchant_id": "m_fault", "type": typ,
+		"payload": map[string]any{"id": "po_" + id[:8], "status": strings.TrimPrefix(typ, "payout.")}})
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequest("POST", "http://"+f.e.internal+"/internal/v1/events", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+e2eToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 202 || resp.StatusCode == 200 {
+				return true
+			}
+			if resp.StatusCode < 500 {
+				f.t.Errorf("publish %s: %d", id, resp.StatusCode)
+				return false
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
+// watchOutage polls both processes' readiness for d, noting whether either
+// reported not-ready.
+func (f *faultRun) watchOutage(d time.Duration) {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if !f.api.ready() || !f.worker.ready() {
+			f.mu.Lock()
+			f.sawNotRdy = true
+			f.mu.Unlock()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitReady waits until both processes are ready again and returns how
+// long that took.
+func (f *faultRun) waitReady(within time.Duration) time.Duration {
+	start := time.Now()
+	for !(f.api.ready() && f.worker.ready()) {
+		if time.Since(start) > within {
+			f.t.Fatalf("the engine was not ready %s after the fault ended\napi logs:\n%s\nworker logs:\n%s",
+				within, tail(f.api.logs), tail(f.worker.logs))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// recordStats sums the attempt records.
+type recordStats struct {
+	// attempts is every attempt on record; reached those that got to a
+	// receiver (it answered, reset the connection or timed out); answered
+	// those with an HTTP status.
+	attempts, reached, answered int
+}
+
+// checkRecords waits until the want deliveries have ended and checks their
+// records: one delivery per event and subscription, all succeeded, their
+// attempts numbered 1..attempt_count with the one success last.
+func (f *faultRun) checkRecords(accepted []string, want int, deadline time.Time) recordStats {
+	f.t.Helper()
+	ctx := context.Background()
+	db, err := pgx.Connect(ctx, f.dbURL)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	for {
+		var pending int
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE status <> 'succeeded'`).Scan(&pending); err != nil {
+			f.t.Fatal(err)
+		}
+		if pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%d deliveries have not succeeded", pending)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var lost []string
+	err = db.QueryRow(ctx, `SELECT coalesce(array_agg(id), '{}') FROM unnest($1::text[]) AS a(id)
+		WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = a.id::uuid)`, accepted).Scan(&lost)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, id := range lost {
+		f.t.Errorf("accepted event %s is not stored; %s", id, f.describe(id))
+	}
+	checks := []struct {
+		what, query string
+		want        int
+	}{
+		{"deliveries", `SELECT count(*) FROM deliveries`, want},
+		{"distinct (event, subscription) deliveries", `SELECT count(DISTINCT (event_id, subscription_id)) FROM deliveries`, want},
+		{"deliveries whose attempts are not numbered 1..attempt_count", `
+			SELECT count(*) FROM deliveries d
+			LEFT JOIN LATERAL (SELECT count(*) AS n, min(number) AS lo, max(number) AS hi FROM attempts a WHERE a.delivery_id = d.id) a ON true
+			WHERE a.n <> d.attempt_count OR a.lo <> 1 OR a.hi <> d.attempt_count`, 0},
+		{"deliveries without exactly one success, last", `
+			SELECT count(*) FROM deliveries d
+			WHERE (SELECT count(*) FROM attempts a WHERE a.delivery_id = d.id AND a.status = 'succeeded') <> 1
+			   OR NOT EXISTS (SELECT 1 FROM attempts a WHERE a.delivery_id = d.id AND a.number = d.attempt_count AND a.status = 'succeeded')`, 0},
+	}
+	for _, c := range checks {
+		var got int
+		if err := db.QueryRow(ctx, c.query).Scan(&got); err != nil {
+			f.t.Fatalf("%s: %v", c.what, err)
+		}
+		if got != c.want {
+			f.t.Errorf("%s: %d, want %d", c.what, got, c.want)
+		}
+	}
+	var s recordStats
+	err = db.QueryRow(ctx, `SELECT count(*),
+		count(*) FILTER (WHERE http_status IS NOT NULL OR error IN ('timeout', 'network_error')),
+		count(*) FILTER (WHERE http_status IS NOT NULL) FROM attempts`).Scan(&s.attempts, &s.reached, &s.answered)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+// describe is an event's deliveries as stored, for failure messages.
+func (f *faultRun) describe(eventID string) string {
+	ctx := context.Background()
+	db, err := pgx.Connect(ctx, f.dbURL)
+	if err != nil {
+		return err.Error()
+	}
+	defer db.Close(ctx)
+	rows, err := db.Query(ctx, `SELECT d.id, s.url, d.status, d.attempt_count, d.next_attempt_at, d.lease_until
+		FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id WHERE d.event_id = $1`, eventID)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for rows.Next() {
+		var id, url, status string
+		var count int
+		var next, lease *time.Time
+		if err := rows.Scan(&id, &url, &status, &count, &next, &lease); err != nil {
+			return err.Error()
+		}
+		fmt.Fprintf(&b, "\n  %s %s %s attempts=%d next=%v lease=%v", id, url, status, count, next, lease)
+	}
+	if b.Len() == 0 {
+		return "none stored"
+	}
+	return b.String()
+}
+
+// checkLogs scans both processes' output for every credential the run
+// used: API key, signing secrets, ingest token, master key.
+func (f *faultRun) checkLogs() {
+	secrets := map[string]string{"API key": f.key, "ingest token": e2eToken, "master key": e2eMasterKey}
+	for _, s := range f.subs {
+		secrets["signing secret of "+s.path] = s.secret
+		secrets["signing key of "+s.path] = strings.TrimPrefix(s.secret, "whsec_")
+	}
+	for i, p := range append([]*process{f.api, f.worker}, f.others...) {
+		logs := p.logs.String()
+		for what, secret := range secrets {
+			if strings.Contains(logs, secret) {
+				f.t.Errorf("process %d (%s) logged the %s", i, p.cmd.Args[1], what)
+			}
+		}
+	}
+}
+
+// tail is the end of a process's output, for failure messages.
+func tail(b *logBuffer) string {
+	s := b.String()
+	if len(s) > 4000 {
+		s = "…" + s[len(s)-4000:]
+	}
+	return s
+}
+
+// TestStartsBeforeItsBackingServices: a webhookd started while Postgres and
+// Redis are both down (a machine booting, a restart of everything) waits
+// for them, not-ready meanwhile, and then works without a restart.
+func TestStartsBeforeItsBackingServices(t *testing.T) {
+	t.Parallel()
+	pg := storetest.NewPostgres(t)
+	e := newEngineOn(t, storetest.NewDatabaseOn(t, pg.AdminURL()))
+	pg.Stop()
+	e.redis.Stop()
+	p := e.launch("serve", e.internal)
+	time.Sleep(2 * time.Second)
+	if p.ready() {
+		t.Fatal("webhookd reported ready with Postgres and Redis down")
+	}
+	pg.Start()
+	e.redis.Start()
+	p.waitReady(t, 30*time.Second) // the same process: it did not exit
+	e.cmd, e.logs = p.cmd, p.logs
+
+	key := e.keysCreate("m_boot")
+	r := newReceiver(t)
+	e.subscribe(key, r)
+	r.wait(t, e.publish("m_boot"), 15*time.Second)
+}
