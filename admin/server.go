@@ -150,7 +150,7 @@ func (s *Server) Internal() http.Handler {
 	r.Use(s.correlate, s.instrument, s.limitBody)
 	r.NotFound(s.fail(errNotFound))
 	r.MethodNotAllowed(s.fail(errMethodNotAllowed))
-	r.Get("/healthz", s.healthz)
+	r.Get("/healthz", healthz)
 	r.Get("/readyz", s.readyz)
 	r.Handle("/metrics", s.metricsHandler())
 	// Profiles for the benchmark and for incidents; the same token as the

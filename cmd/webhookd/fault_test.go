@@ -648,6 +648,19 @@ func TestStartsBeforeItsBackingServices(t *testing.T) {
 	e.redis.Stop()
 	p := e.launch("serve", e.internal)
 	time.Sleep(2 * time.Second)
+	// Waiting, it is alive and says it is not ready; a publisher is told
+	// to retry, in the spec's error format.
+	internal := "http://" + e.internal
+	if status, _ := e.call("GET", internal+"/healthz", "", nil); status != http.StatusOK {
+		t.Errorf("/healthz while waiting for Postgres: %d, want 200", status)
+	}
+	if status, body := e.call("GET", internal+"/readyz", "", nil); status != http.StatusServiceUnavailable || body["postgres"] != "unavailable" {
+		t.Errorf("/readyz while waiting for Postgres: %d %v, want 503 with postgres unavailable", status, body)
+	}
+	if status, body := e.call("POST", internal+"/internal/v1/events", e2eToken, map[string]any{"merchant_id": "m_boot"}); status != http.StatusInternalServerError ||
+		body["code"] != "upstream_error" || body["category"] != "api_error" {
+		t.Errorf("publish while waiting for Postgres: %d %v, want 500 upstream_error", status, body)
+	}
 	if p.ready() {
 		t.Fatal("webhookd reported ready with Postgres and Redis down")
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -144,9 +145,28 @@ func openStore(ctx context.Context, cfg config, logger *slog.Logger, migrate boo
 	return st, nil
 }
 
+// startStore is openStore with the internal listener answering
+// admin.Starting meanwhile (alive, not ready), so that a probe during a
+// long wait for Postgres sees a process starting rather than a closed port.
+// The listener is closed before serve opens it with the real handler.
+func startStore(ctx context.Context, cfg config, logger *slog.Logger, migrate bool) (*store.Store, error) {
+	ln, err := net.Listen("tcp", cfg.InternalListen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.InternalListen, err)
+	}
+	hs := &http.Server{Handler: admin.Starting(logger), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	go func() { _ = hs.Serve(ln) }() // ErrServerClosed once startStore returns
+	defer func() {
+		_ = hs.Close()
+		_ = ln.Close() // at once, not when Serve gets round to it: serve binds the address next
+	}()
+	return openStore(ctx, cfg, logger, migrate)
+}
+
 func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) error {
 	// The API role applies migrations first; a worker alone waits for them.
-	st, err := openStore(ctx, cfg, logger, r.api)
+	st, err := startStore(ctx, cfg, logger, r.api)
 	if err != nil {
 		return err
 	}
