@@ -185,6 +185,12 @@ func TestBadInput(t *testing.T) {
 		{dels, "zero limit", get("/v1/webhook_deliveries?limit=0"), false, 400, "parameter_invalid", "limit"},
 		{dels, "misspelt filter", get("/v1/webhook_deliveries?limit=5&statuss=failed"), false, 400, "parameter_invalid", "statuss"},
 		{dels, "filter of another list", get("/v1/webhook_deliveries?event_type=payout.paid"), false, 400, "parameter_invalid", "event_type"},
+		{dels, "bad escape in a filter's value", get("/v1/webhook_deliveries?status=fai%zzled"), false, 400, "parameter_invalid", "status"},
+		{dels, "bad escape in a name", get("/v1/webhook_deliveries?stat%zzus=failed"), false, 400, "parameter_invalid", "stat%zzus"},
+		{dels, "semicolon in a name", get("/v1/webhook_deliveries?limit=5;status=failed"), false, 400, "parameter_invalid", "limit"},
+		{dels, "value without a name", get("/v1/webhook_deliveries?=failed"), false, 400, "parameter_invalid", "=failed"},
+		{events, "bad escape in a filter's value", get("/v1/events?event_type=payout.pa%zzid"), false, 400, "parameter_invalid", "event_type"},
+		{subList, "bad escape in a filter's value", get("/v1/webhook_subscriptions?status=dis%zzabled"), false, 400, "parameter_invalid", "status"},
 
 		{delGet, "malformed id", get("/v1/webhook_deliveries/nope"), false, 404, "resource_not_found", nil},
 		{delGet, "unknown id", get("/v1/webhook_deliveries/" + missing), false, 404, "resource_not_found", nil},

@@ -434,7 +434,7 @@ func FuzzListQuery(f *testing.F) {
 		"cursor=abc", "cursor=e30.e30", "status=enabled", "status=failed", "status=%ff", "event_type=payout.paid",
 		"event_type=%ff%fe", "created_at.gte=2026-01-01T00:00:00Z", "created_at.gte=2026-01-01", "created_at.gte=%ff",
 		"event_id=" + subID, "event_id=nope", "subscription_id=" + subID, "subscription_id=%ff", "limit=2&limit=3",
-		"%zz=1", "status", "unknown=1",
+		"%zz=1", "status", "unknown=1", "=0", "limit=5;status=failed", "status=fai%zzled",
 	} {
 		for route := range listRoutes {
 			f.Add(uint8(route), q)

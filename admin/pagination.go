@@ -70,6 +70,9 @@ func (s *Server) encodeCursor(c store.Cursor, q url.Values) string {
 // (?statuss=failed) must not silently list everything.
 func (s *Server) listPage(r *http.Request, filters ...string) (store.Page, error) {
 	known := append([]string{"limit", "cursor"}, filters...)
+	if err := wellFormed(r.URL.RawQuery); err != nil {
+		return store.Page{}, err
+	}
 	q := r.URL.Query()
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if !slices.Contains(known, name) {
@@ -77,6 +80,30 @@ func (s *Server) listPage(r *http.Request, filters ...string) (store.Page, error
 		}
 	}
 	return s.page(r)
+}
+
+// wellFormed refuses a query string holding a pair that url.Values would
+// drop (a bad percent-escape, a semicolon in a name) or a value without a
+// name: either way a filter the client meant would silently not apply.
+// The param is the pair's name, or the pair as sent when it has none.
+func wellFormed(rawQuery string) error {
+	for pair := range strings.SplitSeq(rawQuery, "&") {
+		if pair == "" {
+			continue
+		}
+		rawName, _, _ := strings.Cut(pair, "=")
+		name, err := url.QueryUnescape(rawName)
+		if err != nil {
+			name = rawName
+		}
+		if name == "" {
+			return errInvalid(pair, fmt.Sprintf("The query parameter %q has no name.", pair))
+		}
+		if _, err := url.ParseQuery(pair); err != nil {
+			return errInvalid(name, fmt.Sprintf("The query parameter %q is malformed: %v.", name, err))
+		}
+	}
+	return nil
 }
 
 // page reads limit and cursor from the query.
