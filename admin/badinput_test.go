@@ -187,7 +187,7 @@ func TestBadInput(t *testing.T) {
 		{dels, "filter of another list", get("/v1/webhook_deliveries?event_type=payout.paid"), false, 400, "parameter_invalid", "event_type"},
 		{dels, "bad escape in a filter's value", get("/v1/webhook_deliveries?status=fai%zzled"), false, 400, "parameter_invalid", "status"},
 		{dels, "bad escape in a name", get("/v1/webhook_deliveries?stat%zzus=failed"), false, 400, "parameter_invalid", "stat%zzus"},
-		{dels, "semicolon in a name", get("/v1/webhook_deliveries?limit=5;status=failed"), false, 400, "parameter_invalid", "limit"},
+		{dels, "semicolon as a separator", get("/v1/webhook_deliveries?limit=5;status=failed"), false, 400, "parameter_invalid", "limit"},
 		{dels, "value without a name", get("/v1/webhook_deliveries?=failed"), false, 400, "parameter_invalid", "=failed"},
 		{events, "bad escape in a filter's value", get("/v1/events?event_type=payout.pa%zzid"), false, 400, "parameter_invalid", "event_type"},
 		{subList, "bad escape in a filter's value", get("/v1/webhook_subscriptions?status=dis%zzabled"), false, 400, "parameter_invalid", "status"},

@@ -83,7 +83,7 @@ func (s *Server) listPage(r *http.Request, filters ...string) (store.Page, error
 }
 
 // wellFormed refuses a query string holding a pair that url.Values would
-// drop (a bad percent-escape, a semicolon in a name) or a value without a
+// drop (a bad percent-escape, a semicolon) or a value without a
 // name: either way a filter the client meant would silently not apply.
 // The param is the pair's name, or the pair as sent when it has none.
 func wellFormed(rawQuery string) error {
