@@ -80,6 +80,15 @@ func TestBadInput(t *testing.T) {
 		return request{Method: http.MethodPost, Path: path, Body: body, Header: legacy}
 	}
 	put := func(path, body string) request { return request{Method: http.MethodPut, Path: path, Body: body} }
+	// withHeader is req with one more header (a copy: legacy is shared).
+	withHeader := func(req request, name, value string) request {
+		hdr := map[string]string{name: value}
+		for k, v := range req.Header {
+			hdr[k] = v
+		}
+		req.Header = hdr
+		return req
+	}
 
 	const (
 		subs       = "POST /v1/webhook_subscriptions"
@@ -104,6 +113,7 @@ func TestBadInput(t *testing.T) {
 		merchant   = "PUT /internal/v1/merchants/{id}"
 		subPath    = "/v1/webhook_subscriptions/{sub}"
 		goodIngest = `{"merchant_id":"m_bad","type":"payout.paid","payload":{}}`
+		goodSub    = `{"url":"https://example.com/h","events":["*"]}`
 	)
 	cases := []badCase{
 		{"GET /v1/api_versions", "junk query is ignored", request{Method: "GET", Path: "/v1/api_versions?%ff=%fe&limit=-1"}, false, 200, "", nil},
@@ -215,7 +225,7 @@ func TestBadInput(t *testing.T) {
 		{ingest, "invalid UTF-8 in the payload", post("/internal/v1/events", "{\"merchant_id\":\"m_bad\",\"type\":\"payout.paid\",\"payload\":{\"x\":\"\xff\"}}"), true, 400, "validation_error", "payload"},
 		{ingest, "malformed id", post("/internal/v1/events", `{"id":"nope","merchant_id":"m_bad","type":"payout.paid","payload":{}}`), true, 400, "parameter_invalid", "id"},
 		{ingest, "api_version of the wrong type", post("/internal/v1/events", `{"merchant_id":"m_bad","type":"payout.paid","payload":{},"api_version":5}`), true, 400, "parameter_invalid", "api_version"},
-		{ingest, "no ingest token", request{Method: "POST", Path: "/internal/v1/events", Body: goodIngest, Header: map[string]string{"Authorization": "-"}}, true, 401, "authentication_required", nil},
+		{ingest, "no ingest token", request{Method: "POST", Path: "/internal/v1/events", Body: goodIngest, Header: map[string]string{"Authorization": omitHeader}}, true, 401, "authentication_required", nil},
 
 		{batch, "events of the wrong type", post("/internal/v1/events/batch", `{"events":{}}`), true, 400, "parameter_invalid", "events"},
 		{batch, "an event not an object", post("/internal/v1/events/batch", `{"events":[`+goodIngest+`,1]}`), true, 400, "parameter_invalid", "events[1]"},
@@ -232,6 +242,44 @@ func TestBadInput(t *testing.T) {
 		{merchant, "not an address", put("/internal/v1/merchants/m_bad", `{"notification_email":"ops at example"}`), true, 400, "parameter_invalid", "notification_email"},
 		{merchant, "api_version of the wrong type", put("/internal/v1/merchants/m_bad", `{"api_version":[]}`), true, 400, "parameter_invalid", "api_version"},
 		{merchant, "merchant id too long", put("/internal/v1/merchants/"+strings.Repeat("m", 256), `{}`), true, 400, "parameter_invalid", "merchant_id"},
+
+		// A hostile merchant's strings: NUL (which no Postgres text or
+		// jsonb value holds), invalid UTF-8 in a header, repeated query
+		// parameters, and escapes in internal paths.
+		{subs, "NUL in description", post("/v1/webhook_subscriptions", `{"url":"https://example.com/h","events":["*"],"description":"a\u0000b"}`), false, 400, "parameter_invalid", "description"},
+		{subs, "NUL in a metadata key", post("/v1/webhook_subscriptions", `{"url":"https://example.com/h","events":["*"],"metadata":{"a\u0000b":"v"}}`), false, 400, "parameter_invalid", "metadata"},
+		{subs, "NUL in a metadata value", post("/v1/webhook_subscriptions", `{"url":"https://example.com/h","events":["*"],"metadata":{"k":"\u0000"}}`), false, 400, "parameter_invalid", "metadata[k]"},
+		{subs, "non-UTF-8 Idempotency-Key", withHeader(post("/v1/webhook_subscriptions", goodSub), "Idempotency-Key", "k\xff"), false, 400, "parameter_invalid", "Idempotency-Key"},
+		{subs, "Idempotency-Key of 256 characters", withHeader(post("/v1/webhook_subscriptions", goodSub), "Idempotency-Key", strings.Repeat("é", 256)), false, 400, "parameter_invalid", "Idempotency-Key"},
+		{subs, "Idempotency-Key of 255 two-byte characters", withHeader(post("/v1/webhook_subscriptions", goodSub), "Idempotency-Key", strings.Repeat("é", 255)), false, 201, "", nil},
+		{subUpdate, "NUL in description", post(subPath, `{"description":"\u0000"}`), false, 400, "parameter_invalid", "description"},
+		{subUpdate, "NUL in a metadata key", post(subPath, `{"metadata":{"\u0000":"v"}}`), false, 400, "parameter_invalid", "metadata"},
+		{subUpdate, "NUL in a metadata value", post(subPath, `{"metadata":{"k":"v\u0000"}}`), false, 400, "parameter_invalid", "metadata[k]"},
+		{subUpdate, "non-UTF-8 Idempotency-Key", withHeader(post(subPath, `{}`), "Idempotency-Key", "\xc3"), false, 400, "parameter_invalid", "Idempotency-Key"},
+		{subList, "status given twice", get("/v1/webhook_subscriptions?status=enabled&status=disabled"), false, 400, "parameter_invalid", "status"},
+		{subList, "limit given twice", get("/v1/webhook_subscriptions?limit=5&limit=abc"), false, 400, "parameter_invalid", "limit"},
+		{subList, "cursor given twice", get("/v1/webhook_subscriptions?cursor=a&cursor=b"), false, 400, "parameter_invalid", "cursor"},
+		{dels, "status given twice", get("/v1/webhook_deliveries?status=failed&status=pending"), false, 400, "parameter_invalid", "status"},
+		{dels, "limit given twice", get("/v1/webhook_deliveries?limit=5&limit=abc"), false, 400, "parameter_invalid", "limit"},
+		{dels, "the same filter twice", get("/v1/webhook_deliveries?subscription_id=" + missing + "&subscription_id=" + missing), false, 400, "parameter_invalid", "subscription_id"},
+		{events, "event_type given twice", get("/v1/events?event_type=payout.paid&event_type=payout.failed"), false, 400, "parameter_invalid", "event_type"},
+		{events, "limit given twice", get("/v1/events?limit=5&limit=5"), false, 400, "parameter_invalid", "limit"},
+		{lCreate, "NUL in description", legacyPost("/api/service/webhook-subscription/create", `{"url":"https://example.com/h","events":["*"],"description":"\u0000"}`), false, 400, "parameter_invalid", nil},
+		{lCreate, "NUL in a metadata key", legacyPost("/api/service/webhook-subscription/create", `{"url":"https://example.com/h","events":["*"],"metadata":{"\u0000":"v"}}`), false, 400, "parameter_invalid", nil},
+		{lCreate, "NUL in a metadata value", legacyPost("/api/service/webhook-subscription/create", `{"url":"https://example.com/h","events":["*"],"metadata":{"k":"\u0000"}}`), false, 400, "parameter_invalid", nil},
+		{lCreate, "non-UTF-8 Idempotency-Key", withHeader(legacyPost("/api/service/webhook-subscription/create", goodSub), "Idempotency-Key", "\xff\xfe"), false, 400, "parameter_invalid", nil},
+		{lCreate, "Idempotency-Key of 256 characters", withHeader(legacyPost("/api/service/webhook-subscription/create", goodSub), "Idempotency-Key", strings.Repeat("€", 256)), false, 400, "parameter_invalid", nil},
+		{lUpdate, "NUL in description", legacyPost("/api/service/webhook-subscription/update", `{"id":"{sub}","description":"\u0000"}`), false, 400, "parameter_invalid", nil},
+		{lUpdate, "NUL in a metadata value", legacyPost("/api/service/webhook-subscription/update", `{"id":"{sub}","metadata":{"k":"\u0000"}}`), false, 400, "parameter_invalid", nil},
+		{lDelete, "non-UTF-8 Idempotency-Key", withHeader(legacyPost("/api/service/webhook-subscription/delete", `{"id":"{sub}"}`), "Idempotency-Key", "\xff"), false, 400, "parameter_invalid", nil},
+		{ingest, "NUL in merchant_id", post("/internal/v1/events", `{"merchant_id":"m\u0000bad","type":"payout.paid","payload":{}}`), true, 400, "parameter_invalid", "merchant_id"},
+		{batch, "NUL in a merchant_id", post("/internal/v1/events/batch", `{"events":[`+goodIngest+`,{"merchant_id":"\u0000","type":"payout.paid","payload":{}}]}`), true, 400, "parameter_invalid", "events[1].merchant_id"},
+		{apiKeys, "NUL in the merchant id", post("/internal/v1/merchants/m%00bad/api_keys", `{"scopes":["webhooks:read"]}`), true, 400, "parameter_invalid", "merchant_id"},
+		{apiKeys, "invalid UTF-8 merchant id, lower-case hex", post("/internal/v1/merchants/m%ff/api_keys", `{"scopes":["webhooks:read"]}`), true, 400, "parameter_invalid", "merchant_id"},
+		{apiKeys, "invalid UTF-8 merchant id, upper-case hex", post("/internal/v1/merchants/m%FF/api_keys", `{"scopes":["webhooks:read"]}`), true, 400, "parameter_invalid", "merchant_id"},
+		{merchant, "NUL in the merchant id", put("/internal/v1/merchants/m%00bad", `{}`), true, 400, "parameter_invalid", "merchant_id"},
+		{merchant, "invalid UTF-8 merchant id, lower-case hex", put("/internal/v1/merchants/%c3", `{}`), true, 400, "parameter_invalid", "merchant_id"},
+		{merchant, "invalid UTF-8 merchant id, upper-case hex", put("/internal/v1/merchants/%C3", `{}`), true, 400, "parameter_invalid", "merchant_id"},
 
 		{"GET /healthz", "junk query is ignored", request{Method: "GET", Path: "/healthz?%ff=%fe"}, true, 200, "", nil},
 		{"GET /readyz", "junk query is ignored", request{Method: "GET", Path: "/readyz?%ff=%fe"}, true, 200, "", nil},
@@ -255,7 +303,7 @@ func TestBadInput(t *testing.T) {
 		if _, path, _ := strings.Cut(rt, " "); strings.HasPrefix(path, "/debug/") {
 			path = strings.NewReplacer("*", "", "{", "", "}", "").Replace(path)
 			cases = append(cases, badCase{rt, "no ingest token", request{Method: "GET", Path: path,
-				Header: map[string]string{"Authorization": "-"}}, true, 401, "authentication_required", nil})
+				Header: map[string]string{"Authorization": omitHeader}}, true, 401, "authentication_required", nil})
 		}
 	}
 	for _, rt := range routes {

@@ -13,38 +13,38 @@ import (
 // deliveryRoutes are the /v1/webhook_deliveries routes.
 func (s *Server) deliveryRoutes(r chi.Router) {
 	read, write := s.requireScope(ScopeRead), s.requireScope(ScopeWrite)
-	r.With(read).Get("/webhook_deliveries", s.listDeliveries)
-	r.With(read).Get("/webhook_deliveries/{id}", s.getDelivery)
-	r.With(write).Post("/webhook_deliveries/{id}/redeliver", s.redeliver)
-	r.With(write).Post("/webhook_subscriptions/{id}/recover", s.recoverDeliveries)
+	r.With(read).Get("/webhook_deliveries", s.handle(s.listDeliveries))
+	r.With(read).Get("/webhook_deliveries/{id}", s.handle(s.getDelivery))
+	r.With(write).Post("/webhook_deliveries/{id}/redeliver", s.handle(s.redeliver))
+	r.With(write).Post("/webhook_subscriptions/{id}/recover", s.handle(s.recoverDeliveries))
 }
 
 // deliveryJSON is the Webhook delivery resource (DESIGN.md "Resources").
 type deliveryJSON struct {
-	ID             uuid.UUID     `json:"id"`
-	Type           string        `json:"type"`
-	EventID        uuid.UUID     `json:"event_id"`
-	EventType      string        `json:"event_type"`
-	SubscriptionID uuid.UUID     `json:"subscription_id"`
-	Status         string        `json:"status"`
-	Test           bool          `json:"test"`
-	AttemptCount   int           `json:"attempt_count"`
-	NextAttemptAt  *time.Time    `json:"next_attempt_at"`
-	Attempts       []attemptJSON `json:"attempts"`
-	CreatedAt      time.Time     `json:"created_at"`
-	UpdatedAt      time.Time     `json:"updated_at"`
+	ID             uuid.UUID            `json:"id"`
+	Type           string               `json:"type"`
+	EventID        uuid.UUID            `json:"event_id"`
+	EventType      string               `json:"event_type"`
+	SubscriptionID uuid.UUID            `json:"subscription_id"`
+	Status         store.DeliveryStatus `json:"status"`
+	Test           bool                 `json:"test"`
+	AttemptCount   int                  `json:"attempt_count"`
+	NextAttemptAt  *time.Time           `json:"next_attempt_at"`
+	Attempts       []attemptJSON        `json:"attempts"`
+	CreatedAt      time.Time            `json:"created_at"`
+	UpdatedAt      time.Time            `json:"updated_at"`
 }
 
 // attemptJSON is one entry of a delivery's attempts.
 type attemptJSON struct {
-	Number       int       `json:"number"`
-	Status       string    `json:"status"`
-	Trigger      string    `json:"trigger"`
-	HTTPStatus   *int      `json:"http_status"`
-	Error        *string   `json:"error"`
-	DurationMS   int       `json:"duration_ms"`
-	ResponseBody string    `json:"response_body"`
-	AttemptedAt  time.Time `json:"attempted_at"`
+	Number       int                 `json:"number"`
+	Status       store.AttemptStatus `json:"status"`
+	Trigger      store.Trigger       `json:"trigger"`
+	HTTPStatus   *int                `json:"http_status"`
+	Error        *string             `json:"error"`
+	DurationMS   int                 `json:"duration_ms"`
+	ResponseBody string              `json:"response_body"`
+	AttemptedAt  time.Time           `json:"attempted_at"`
 }
 
 func deliveryView(d store.Delivery) deliveryJSON {
@@ -64,36 +64,34 @@ func deliveryView(d store.Delivery) deliveryJSON {
 }
 
 // deliveryStatuses are the values of the status filter.
-var deliveryStatuses = map[string]bool{
+var deliveryStatuses = map[store.DeliveryStatus]bool{
 	store.DeliveryPending: true, store.DeliverySucceeded: true, store.DeliveryFailed: true,
 }
 
-func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.listPage(r, "status", "created_at.gte", "event_id", "subscription_id")
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	f, err := deliveryFilter(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	ds, resume, err := s.store.ListDeliveries(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeList(s, w, r, p, ds, resume,
 		func(d store.Delivery) store.Cursor { return store.Cursor{CreatedAt: d.CreatedAt, ID: d.ID.String()} },
 		deliveryView)
+	return nil
 }
 
 // deliveryFilter reads the list filters; a bad value is 400 naming it.
 func deliveryFilter(r *http.Request) (store.DeliveryFilter, error) {
 	var f store.DeliveryFilter
 	var err error
-	if f.Status = r.URL.Query().Get("status"); r.URL.Query().Has("status") && !deliveryStatuses[f.Status] {
+	if f.Status = store.DeliveryStatus(r.URL.Query().Get("status")); r.URL.Query().Has("status") && !deliveryStatuses[f.Status] {
 		return f, errInvalid("status", "status must be one of pending, succeeded, failed.")
 	}
 	if f.CreatedGTE, err = timeFilter(r, "created_at.gte"); err != nil {
@@ -108,18 +106,17 @@ func deliveryFilter(r *http.Request) (store.DeliveryFilter, error) {
 	return f, nil
 }
 
-func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	d, err := s.store.GetDelivery(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, deliveryView(d))
+	return nil
 }
 
 // redeliver asks the workers for one immediate manual attempt of a
@@ -127,18 +124,17 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
 // now: the attempt appears in its attempts (trigger manual) within moments.
 // The API never dials the receiver itself; another merchant's delivery is
 // 404, a disabled or deleted subscription 409.
-func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
+func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	d, err := s.cfg.Publisher.Redeliver(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusAccepted, deliveryView(d))
+	return nil
 }
 
 // recoveryView is the answer of a bulk replay.
@@ -152,37 +148,32 @@ type recoveryView struct {
 // recoverDeliveries replays the subscription's deliveries that failed for
 // good since the body's `since` (at most 30 days back: older deliveries are
 // gone): 202 with how many manual attempts were enqueued.
-func (s *Server) recoverDeliveries(w http.ResponseWriter, r *http.Request) {
+func (s *Server) recoverDeliveries(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var in struct {
 		Since *string `json:"since"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if in.Since == nil {
-		s.writeError(w, r, errMissing("since"))
-		return
+		return errMissing("since")
 	}
 	since, ok := parseTimestamp(*in.Since)
 	if !ok {
-		s.writeError(w, r, errInvalid("since", "since must be an RFC 3339 timestamp such as 2026-05-01T00:00:00Z."))
-		return
+		return errInvalid("since", "since must be an RFC 3339 timestamp such as 2026-05-01T00:00:00Z.")
 	}
 	if since.After(s.cfg.Now()) {
-		s.writeError(w, r, errInvalid("since", "since must not be in the future."))
-		return
+		return errInvalid("since", "since must not be in the future.")
 	}
 	n, err := s.cfg.Publisher.Recover(r.Context(), principalOf(r.Context()).Merchant.ID, id, since)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusAccepted, recoveryView{Type: "webhook_recovery", SubscriptionID: id.String(),
 		Since: since.UTC(), Deliveries: n})
+	return nil
 }

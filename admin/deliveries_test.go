@@ -52,7 +52,7 @@ func newPipelineHarness(t *testing.T, configure ...func(*admin.Config)) (*harnes
 			Store: cfg.Store, Redis: asynq.RedisClientOpt{Network: opt.Network, Addr: opt.Addr},
 			Schedule:        retry.Schedule{Delays: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}},
 			DeliveryTimeout: 500 * time.Millisecond, AllowHTTPTargets: true, AllowPrivateTargets: true,
-			Concurrency: 8, Sealer: sealer, DefaultAPIVersion: admin.DefaultVersion, Now: clock.Now,
+			Concurrency: 8, Sealer: sealer, DefaultAPIVersion: admin.DefaultVersion, Clock: dispatcher.ClockFunc(clock.Now),
 			SweepInterval: time.Second, SweepGrace: 200 * time.Millisecond,
 		})
 		if err != nil {
@@ -395,7 +395,7 @@ func TestRedeliverSeenByReceiver(t *testing.T) {
 	// another merchant.
 	path := "/v1/webhook_deliveries/" + failed.ID + "/redeliver"
 	expectError(t, h.do(request{Method: http.MethodPost, Path: path, Key: readOnly}), http.StatusForbidden, "insufficient_scope")
-	expectError(t, h.do(request{Method: http.MethodPost, Path: path, Key: key, Header: map[string]string{"Idempotency-Key": "-"}}),
+	expectError(t, h.do(request{Method: http.MethodPost, Path: path, Key: key, Header: map[string]string{"Idempotency-Key": omitHeader}}),
 		http.StatusBadRequest, "idempotency_key_required")
 	expectError(t, h.do(request{Method: http.MethodPost, Path: path, Key: otherKey}), http.StatusNotFound, "resource_not_found")
 	if n := len(rcv.requests()); n != 3 {

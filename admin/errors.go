@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/webhookd/webhookd/invalid"
 	"github.com/webhookd/webhookd/store"
 )
 
@@ -73,7 +77,34 @@ var (
 	errKeyReused        = newError(http.StatusConflict, catIdempotency, "idempotency_key_already_used", "This Idempotency-Key was already used with different parameters.")
 	errInProgress       = newError(http.StatusConflict, catIdempotency, "request_in_progress", "A request with this Idempotency-Key is being processed.")
 	errHTTPSRequired    = newError(http.StatusForbidden, catInvalidRequest, "permission_denied", "Requests must use HTTPS.")
+	// errIngestToken is the internal routes' 401: they take the engine's
+	// ingest token, not an API key, and an operator reading "API key"
+	// looks for the wrong thing.
+	errIngestToken = newError(http.StatusUnauthorized, catAuthentication, "authentication_required",
+		"The ingest token is required: send the engine's WEBHOOKD_INGEST_TOKEN as Authorization: Bearer <token>.")
+	// errIngestTokenUnset is errIngestToken when the engine has none, so
+	// that no token could ever be right.
+	errIngestTokenUnset = newError(http.StatusUnauthorized, catAuthentication, "authentication_required",
+		"The internal API is disabled: WEBHOOKD_INGEST_TOKEN is not set on this engine.")
+	errUnreachable = errUpstream("A backing service (Postgres or Redis) could not be reached; retry after the Retry-After delay.")
 )
+
+// errUpstream is spec 7's upstream_error: a backing service could not be
+// reached. It says when to retry, since the same request will succeed once
+// the service is back.
+func errUpstream(message string) *Error {
+	e := newError(http.StatusInternalServerError, catAPI, "upstream_error", message)
+	e.RetryAfter = 1
+	return e
+}
+
+// unreachable tells whether err is a backing service that could not be
+// reached or did not answer in time (a dial error, a timeout, a closed
+// client), rather than one that answered with an error.
+func unreachable(err error) bool {
+	var netErr net.Error // context.DeadlineExceeded is one too
+	return errors.As(err, &netErr) || errors.Is(err, redis.ErrClosed)
+}
 
 func errInsufficientScope(scopes ...string) *Error {
 	e := newError(http.StatusForbidden, catInvalidRequest, "insufficient_scope", "The API key lacks a required scope.")
@@ -96,9 +127,22 @@ func errRateLimited(retryAfter int) *Error {
 // internal error whose detail is logged, never sent.
 func asError(ctx context.Context, logger *slog.Logger, err error) *Error {
 	var apiErr *Error
+	var ruleErr *invalid.Error
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
+	case errors.As(err, &ruleErr):
+		// A broken domain rule: the spec has one code for an absent field
+		// and one for a wrong value.
+		switch {
+		case ruleErr.Missing:
+			return errMissing(ruleErr.Param)
+		case ruleErr.Rule == invalid.RuleTooLarge:
+			tooLarge := *errPayloadTooLarge
+			tooLarge.Message = ruleErr.Message
+			return tooLarge.withParam(ruleErr.Param)
+		}
+		return errInvalid(ruleErr.Param, ruleErr.Message)
 	case errors.Is(err, store.ErrNotFound):
 		return errNotFound
 	case errors.Is(err, store.ErrSubscriptionInactive):
@@ -106,6 +150,9 @@ func asError(ctx context.Context, logger *slog.Logger, err error) *Error {
 			"The webhook subscription is disabled or deleted; enable it before redelivering.")
 	case errors.Is(err, store.ErrConflict):
 		return newError(http.StatusConflict, catInvalidRequest, "conflict", "The resource changed concurrently; retry.")
+	case unreachable(err):
+		logger.WarnContext(ctx, "backing service unreachable", "correlation_id", correlationID(ctx), "error", err)
+		return errUnreachable
 	default:
 		logger.ErrorContext(ctx, "internal error", "correlation_id", correlationID(ctx), "error", err)
 		return errInternal

@@ -4,19 +4,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/store"
 )
 
 // eventRoutes are the /v1/events routes.
 func (s *Server) eventRoutes(r chi.Router) {
 	read := s.requireScope(ScopeRead)
-	r.With(read).Get("/events", s.listEvents)
-	r.With(read).Get("/events/{id}", s.getEvent)
+	r.With(read).Get("/events", s.handle(s.listEvents))
+	r.With(read).Get("/events/{id}", s.handle(s.getEvent))
 }
 
 // eventJSON is the Event resource (DESIGN.md "Resources"). Payload and
@@ -55,7 +57,24 @@ func eventView(e store.Event) eventJSON {
 
 // pathID reads the {id} of a route (see parseID).
 func pathID(r *http.Request) (uuid.UUID, error) {
-	return parseID(chi.URLParam(r, "id"))
+	return parseID(pathParam(r, "id"))
+}
+
+// pathParam is the route parameter name, percent-decoded whatever the case
+// of its hex digits. chi matches on r.URL.RawPath when net/url kept one
+// (the path holds an escape other than the one it would write itself, such
+// as %c3 or %2F) and on the decoded r.URL.Path otherwise, so chi.URLParam
+// alone would give m%c3%a4x as sent but m%C3%A4x decoded: two ids for one.
+func pathParam(r *http.Request, name string) string {
+	v := chi.URLParam(r, name)
+	if r.URL.RawPath == "" {
+		return v
+	}
+	decoded, err := url.PathUnescape(v)
+	if err != nil {
+		return v // net/url checked RawPath's escapes already: not reached
+	}
+	return decoded
 }
 
 // uuidFilter parses a query parameter holding a UUID. Present, it must
@@ -71,41 +90,37 @@ func uuidFilter(r *http.Request, name string) (*uuid.UUID, error) {
 	return &id, nil
 }
 
-func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.listPage(r, "event_type", "created_at.gte")
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	f := store.EventFilter{Type: r.URL.Query().Get("event_type")}
-	if r.URL.Query().Has("event_type") && f.Type != testEventType && !slices.Contains(s.cfg.EventTypes, f.Type) {
-		s.writeError(w, r, errInvalid("event_type", fmt.Sprintf("Unknown event_type %q.", f.Type)))
-		return
+	if r.URL.Query().Has("event_type") && f.Type != dispatcher.TestEventType && !slices.Contains(s.cfg.EventTypes, f.Type) {
+		return errInvalid("event_type", fmt.Sprintf("Unknown event_type %q.", f.Type))
 	}
 	if f.CreatedGTE, err = timeFilter(r, "created_at.gte"); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	events, resume, err := s.store.ListEvents(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeList(s, w, r, p, events, resume,
 		func(e store.Event) store.Cursor { return store.Cursor{CreatedAt: e.CreatedAt, ID: e.ID.String()} },
 		eventView)
+	return nil
 }
 
-func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	e, err := s.store.GetEvent(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, eventView(e))
+	return nil
 }

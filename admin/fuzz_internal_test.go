@@ -75,6 +75,8 @@ func FuzzDecodeBody(f *testing.F) {
 		`{"events":[{"merchant_id":"m","type":"payout.paid","payload":{}},{"Type":1}]}`, `{"events":[1]}`,
 		`{"id":"x","merchant_id":"m","type":"t","payload":{"a":[1,{"b":null}]},"api_version":"v"}`,
 		`null`, `[]`, `{} {}`, `{`, ``, `{"since":"2026-01-01T00:00:00Z","scopes":["a"]}`,
+		`{"description":"\u0000","metadata":{"\u0000":"\u0000"}}`, "{\"merchant_id\":\"\x00\xff\"}",
+		`{"url":"x","url":"y"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -112,9 +114,12 @@ func FuzzDecodeBody(f *testing.F) {
 	})
 }
 
-// requestWithQuery is a GET whose query string is raw.
+// fuzzListPath is the list that the pure fuzz targets page through.
+const fuzzListPath = "/v1/x"
+
+// requestWithQuery is a GET of fuzzListPath whose query string is raw.
 func requestWithQuery(raw string) *http.Request {
-	return &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/v1/x", RawQuery: raw}}
+	return &http.Request{Method: http.MethodGet, URL: &url.URL{Path: fuzzListPath, RawQuery: raw}}
 }
 
 // FuzzCursor feeds arbitrary cursors and queries to the page reader: a
@@ -122,11 +127,12 @@ func requestWithQuery(raw string) *http.Request {
 // its parameter; a cursor it takes is one this server signed.
 func FuzzCursor(f *testing.F) {
 	s := newPureServer(f)
-	good := s.encodeCursor(store.Cursor{CreatedAt: fuzzNow, ID: uuid.NewString()}, url.Values{"status": {"failed"}})
+	good := s.encodeCursor(store.Cursor{CreatedAt: fuzzNow, ID: uuid.NewString()}, fuzzListPath, url.Values{"status": {"failed"}})
 	for _, seed := range []struct{ cursor, query string }{
 		{good, "status=failed"}, {good, "status=pending"}, {good, "limit=100&status=failed"}, {good, ""},
 		{"", "limit=0"}, {"", "limit=-1"}, {"", "limit=99999999999999999999"}, {"", "limit=%ff"},
 		{"e30.", ""}, {".", ""}, {"%%%", ""}, {strings.Replace(good, ".", "x.", 1), "status=failed"},
+		{"\x00", "status=\x00"}, {"\xff.\xfe", "limit=\xff"}, {good, "status=failed&status=failed"},
 	} {
 		f.Add(seed.cursor, seed.query)
 	}
@@ -175,7 +181,7 @@ func FuzzCursorRoundTrip(f *testing.F) {
 		}
 		q, _ := url.ParseQuery(query)
 		q.Del("cursor")
-		c := s.encodeCursor(store.Cursor{CreatedAt: time.UnixMicro(micros), ID: id}, q)
+		c := s.encodeCursor(store.Cursor{CreatedAt: time.UnixMicro(micros), ID: id}, fuzzListPath, q)
 		q.Set("cursor", c)
 		p, err := s.page(requestWithQuery(q.Encode()))
 		if err != nil {
@@ -198,7 +204,7 @@ func FuzzDeliveryFilter(f *testing.F) {
 		"status=failed&created_at.gte=2026-05-01T00:00:00Z&event_id=0190a000-0000-7000-8000-000000000000",
 		"status=lost", "status=%ff", "created_at.gte=yesterday", "created_at.gte=2026-05-01T00:00:00%2B02:00",
 		"event_id=nope", "subscription_id={0190a000-0000-7000-8000-000000000000}", "subscription_id=urn:uuid:0190a000-0000-7000-8000-000000000000",
-		"event_id=%ff%fe", "status=failed&status=lost",
+		"event_id=%ff%fe", "status=failed&status=lost", "status=%00", "event_id=%00", "status=failed&status=pending",
 	} {
 		f.Add(q)
 	}
@@ -213,7 +219,7 @@ func FuzzDeliveryFilter(f *testing.F) {
 			return
 		}
 		q := r.URL.Query()
-		if got.Status != q.Get("status") || got.Status != "" && !deliveryStatuses[got.Status] {
+		if string(got.Status) != q.Get("status") || got.Status != "" && !deliveryStatuses[got.Status] {
 			t.Fatalf("status %q accepted for %q", got.Status, q.Get("status"))
 		}
 		if v := q.Get("created_at.gte"); (v == "") != (got.CreatedGTE == nil) ||

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -17,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store"
 )
@@ -54,9 +56,7 @@ func (h *harness) with(t *testing.T) *harness {
 // bad input.
 func checkRefusal(t *testing.T, r response, legacy bool) (code, param string) {
 	t.Helper()
-	if r.Status >= 500 {
-		t.Fatalf("bad input answered %d: %s", r.Status, r.Body)
-	}
+	noServerError(t, r)
 	if legacy {
 		var e struct {
 			Message, Category *string
@@ -91,6 +91,16 @@ func checkRefusal(t *testing.T, r response, legacy bool) (code, param string) {
 	return code, param
 }
 
+// noServerError fails the test on any 5xx: whatever a client sends, a
+// 5xx says the fault is the server's, and every fuzz target holds every
+// answer to that.
+func noServerError(t *testing.T, r response) {
+	t.Helper()
+	if r.Status >= 500 {
+		t.Fatalf("input answered %d: %s", r.Status, r.Body)
+	}
+}
+
 // bodyTarget is one route whose request body is fuzzed.
 type bodyTarget struct {
 	method, path     string // {id} stands for the harness's subscription
@@ -102,10 +112,12 @@ type bodyTarget struct {
 
 // startFuzzHarness starts a harness with the real pipeline, holding
 // merchant m_fuzz, its key with both scopes (returned), and one
-// subscription (its id returned).
+// subscription (its id returned). The subscription cap is lifted: a fuzz
+// run creates far more than 100, and past the cap every create would be
+// refused, leaving the accepted path unexplored.
 func startFuzzHarness(f *testing.F) (h *harness, key string, subID string) {
-	h = startHarness(f, withIngestPipeline(f))
-	key, err := admin.IssueAPIKey(context.Background(), h.store, "sandbox", admin.DefaultVersion, "m_fuzz",
+	h = startHarness(f, withIngestPipeline(f), func(c *admin.Config) { c.MaxSubscriptions = math.MaxInt32 })
+	key, err := merchants.NewKeyIssuer(h.store, "sandbox", admin.DefaultVersion).Issue(context.Background(), "m_fuzz",
 		[]string{admin.ScopeRead, admin.ScopeWrite})
 	if err != nil {
 		f.Fatal(err)
@@ -147,6 +159,7 @@ func fuzzBody(f *testing.F, tgt bodyTarget) {
 			req.Key = key
 			r = h.do(req)
 		}
+		noServerError(t, r)
 		if r.Status < 200 || r.Status > 299 {
 			checkRefusal(t, r, tgt.legacy)
 			return
@@ -249,6 +262,11 @@ var subscriptionSeeds = []string{
 	`{"url":"https://example.com/h\u00e9","events":["*"],"description":"\ud800"}`,
 	"{\"url\":\"https://example.com/\xff\",\"events\":[\"*\"]}",
 	`{"url":"https://example.com/hook","events":["*"]} {}`,
+	`{"url":"https://example.com/hook","events":["*"],"description":"a\u0000b"}`,
+	`{"url":"https://example.com/hook","events":["*"],"metadata":{"a\u0000":"v"}}`,
+	`{"url":"https://example.com/hook","events":["*"],"metadata":{"k":"\u0000"}}`,
+	`{"url":"https://example.com/h\u0000ook","events":["*\u0000"]}`,
+	"{\"url\":\"https://example.com/hook\",\"events\":[\"*\"],\"description\":\"\x00\xfe\"}",
 	`null`, `[]`, `""`, ``, `{`,
 }
 
@@ -329,6 +347,9 @@ var ingestSeeds = []string{
 	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":{"s":"\xff"}}`,
 	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":{},"api_version":"1999-01-01"}`,
 	`{"merchant_id":7,"type":"payout.paid","payload":{}}`,
+	`{"merchant_id":"m\u0000fuzz","type":"payout.paid","payload":{}}`,
+	`{"merchant_id":"m_fuzz","type":"payout.paid\u0000","payload":{"\u0000":"\u0000"},"api_version":"\u0000"}`,
+	"{\"merchant_id\":\"m_\xff\",\"type\":\"payout.paid\",\"payload\":{}}",
 }
 
 // checkEvents checks that each accepted event is what was sent.
@@ -435,6 +456,8 @@ func FuzzListQuery(f *testing.F) {
 		"event_type=%ff%fe", "created_at.gte=2026-01-01T00:00:00Z", "created_at.gte=2026-01-01", "created_at.gte=%ff",
 		"event_id=" + subID, "event_id=nope", "subscription_id=" + subID, "subscription_id=%ff", "limit=2&limit=3",
 		"%zz=1", "status", "unknown=1", "=0", "limit=5;status=failed", "status=fai%zzled",
+		"status=%00", "limit=%00", "cursor=%00", "event_type=payout.paid%00", "%00=1", "status=%c3",
+		"status=failed&status=pending", "limit=5&limit=abc", "cursor=a&cursor=b", "event_type=%ff&event_type=%fe",
 	} {
 		for route := range listRoutes {
 			f.Add(uint8(route), q)
@@ -447,16 +470,128 @@ func FuzzListQuery(f *testing.F) {
 		h := h.with(t)
 		path := listRoutes[int(route)%len(listRoutes)]
 		r := h.do(request{Method: http.MethodGet, Path: path + "?" + query, Key: key})
+		noServerError(t, r)
 		if r.Status != http.StatusOK {
 			checkRefusal(t, r, false)
 			return
 		}
 		limit := 10
-		if v, err := url.ParseQuery(query); err == nil && v.Get("limit") != "" {
+		v, err := url.ParseQuery(query)
+		if err == nil && v.Get("limit") != "" {
 			limit, _ = strconv.Atoi(v.Get("limit"))
+		}
+		for name, values := range v {
+			if len(values) > 1 {
+				t.Fatalf("accepted %q given %d times", name, len(values))
+			}
 		}
 		if page := decodeAs[struct{ Data []json.RawMessage }](t, r.Body); len(page.Data) > limit {
 			t.Fatalf("%d items for limit %d", len(page.Data), limit)
+		}
+	})
+}
+
+// sendable tells whether net/http's client sends s as a header value or a
+// request-target unchanged: control characters are refused before any
+// handler could see them.
+func sendable(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f })
+}
+
+// FuzzIdempotencyKey sends arbitrary Idempotency-Key headers with POSTs of
+// both surfaces (route picks one): no answer is a 5xx, a refusal is its
+// surface's error, and a key is taken only if it is UTF-8 of at most 255
+// characters, and then replays.
+func FuzzIdempotencyKey(f *testing.F) {
+	h, key, subID := startFuzzHarness(f)
+	routes := []request{
+		{Method: http.MethodPost, Path: "/v1/webhook_subscriptions/" + subID + "/rotate_secret", Key: key},
+		{Method: http.MethodPost, Path: "/api/service/webhook-subscription/update", Body: `{"id":"` + subID + `"}`,
+			Header: map[string]string{"X-Service-Api-Key": key}},
+	}
+	for _, k := range []string{"k", uuid.NewString(), "\xff", "k\xc3", strings.Repeat("é", 255), strings.Repeat("é", 256),
+		strings.Repeat("a", 256), " padded ", "\t", "€\xe2\x82", "\xef\xbf\xbd", "-", " - "} {
+		for route := range routes {
+			f.Add(uint8(route), k)
+		}
+	}
+	f.Fuzz(func(t *testing.T, route uint8, idem string) {
+		if !sendable(idem) || strings.TrimSpace(idem) == "" {
+			return // net/http refuses it, or sends no key at all
+		}
+		h := h.with(t)
+		tgt := routes[int(route)%len(routes)]
+		legacy := tgt.Header != nil
+		req := tgt
+		req.Header = map[string]string{"Idempotency-Key": idem}
+		for k, v := range tgt.Header {
+			req.Header[k] = v
+		}
+		r := h.do(req)
+		noServerError(t, r)
+		if r.Status < 200 || r.Status > 299 {
+			checkRefusal(t, r, legacy)
+			return
+		}
+		// The server trims the header's surrounding blanks (RFC 9110 5.5).
+		sent := strings.Trim(idem, " \t")
+		if !utf8.ValidString(sent) || utf8.RuneCountInString(sent) > 255 {
+			t.Fatalf("took Idempotency-Key %q (%d characters)", sent, utf8.RuneCountInString(sent))
+		}
+		if again := h.do(req); again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("key %q did not replay: %d %s", sent, again.Status, again.Body)
+		}
+	})
+}
+
+// FuzzMerchantPath sends arbitrary merchant ids in the paths of the
+// internal merchant routes (route picks one): no answer is a 5xx, and an
+// accepted id is the segment percent-decoded once, which the merchant-id
+// rule accepts, and which the issued key then belongs to.
+func FuzzMerchantPath(f *testing.F) {
+	h, _, _ := startFuzzHarness(f)
+	routes := []struct {
+		method, suffix, body string
+		status               int
+	}{
+		{http.MethodPut, "", `{}`, http.StatusOK},
+		{http.MethodPost, "/api_keys", `{"scopes":["webhooks:read"]}`, http.StatusCreated},
+	}
+	for _, seg := range []string{"m_fuzz", "m%C3%A4x", "m%c3%a4x", "m%2Fx", "m%2fx", "m%2541", "m%00x", "m%ff", "%C3",
+		"m%zz", "ä", "%20", "..", strings.Repeat("m", 256), strings.Repeat("%c3%a4", 128)} {
+		for route := range routes {
+			f.Add(uint8(route), seg)
+		}
+	}
+	f.Fuzz(func(t *testing.T, route uint8, segment string) {
+		if !sendable(segment) || strings.ContainsAny(segment, " #?/") {
+			return // not one path segment of a request line
+		}
+		want, err := url.PathUnescape(segment)
+		if err != nil {
+			return // the client cannot parse the URL, so sends nothing
+		}
+		h := h.with(t)
+		rt := routes[int(route)%len(routes)]
+		r := h.doInternal(request{Method: rt.method, Path: "/internal/v1/merchants/" + segment + rt.suffix, Body: rt.body})
+		noServerError(t, r)
+		if r.Status < 200 || r.Status > 299 {
+			checkRefusal(t, r, false)
+			return
+		}
+		if err := merchants.CheckID("merchant_id", want); r.Status != rt.status || err != nil {
+			t.Fatalf("accepted %q (%v): %d %s", segment, err, r.Status, r.Body)
+		}
+		got, _ := r.JSON(t)["id"].(string)
+		if k, ok := r.JSON(t)["key"].(string); ok {
+			_, m, err := h.store.APIKeyByHash(context.Background(), store.HashAPIKey(k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = m.ID
+		}
+		if got != want {
+			t.Fatalf("path segment %q made merchant %q, want %q", segment, got, want)
 		}
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/store"
 	"github.com/webhookd/webhookd/store/storetest"
 )
@@ -32,6 +33,11 @@ type harness struct {
 }
 
 const testIngestToken = "test-ingest-token"
+
+// omitHeader as a request's header value sends no such header at all. It
+// holds a NUL, which no real header value can, so a test (or a fuzz input)
+// sending any real value cannot be mistaken for it.
+const omitHeader = "\x00omit"
 
 // newHarness starts the API. configure may adjust the Config before the
 // server is built.
@@ -60,7 +66,7 @@ func startHarness(t testing.TB, configure ...func(*admin.Config)) *harness {
 		Store: st, Redis: rc, Registerer: reg, Gatherer: reg,
 		Environment: "sandbox", Versions: admin.DefaultVersions(),
 		MasterKey: bytes.Repeat([]byte{7}, 32), IngestToken: testIngestToken,
-		MaxBodyBytes: 1 << 20, MaxPayloadBytes: 256 << 10,
+		MaxBodyBytes:     1 << 20,
 		EventTypes:       []string{"payout.created", "payout.initiated", "payout.paid", "payout.failed", "deposit.received"},
 		AllowHTTPTargets: true, AllowPrivateTargets: true,
 		TestEventRate: redis_rate.PerMinute(10),
@@ -85,7 +91,7 @@ func (h *harness) merchant(id string, scopes ...string) string {
 	if len(scopes) == 0 {
 		scopes = []string{admin.ScopeRead, admin.ScopeWrite}
 	}
-	key, err := admin.IssueAPIKey(context.Background(), h.store, "sandbox", admin.DefaultVersion, id, scopes)
+	key, err := merchants.NewKeyIssuer(h.store, "sandbox", admin.DefaultVersion).Issue(context.Background(), id, scopes)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -118,7 +124,7 @@ type request struct {
 }
 
 // do sends req to the public listener. A POST gets a fresh Idempotency-Key
-// unless the test sets one (or sets it to "-" to send none).
+// unless the test sets one (or sets it to omitHeader to send none).
 func (h *harness) do(req request) response {
 	h.t.Helper()
 	return h.send(h.public.URL, req)
@@ -133,7 +139,7 @@ func (h *harness) doInternal(req request) response {
 	if _, ok := req.Header["Authorization"]; !ok {
 		req.Header["Authorization"] = "Bearer " + testIngestToken
 	}
-	req.Header["Idempotency-Key"] = "-"
+	req.Header["Idempotency-Key"] = omitHeader
 	return h.send(h.internal.URL, req)
 }
 
@@ -167,7 +173,7 @@ func (h *harness) send(base string, req request) response {
 		r.Header.Set("Idempotency-Key", uuid.NewString())
 	}
 	for k, v := range req.Header {
-		if v == "-" {
+		if v == omitHeader {
 			r.Header.Del(k)
 			continue
 		}

@@ -1,25 +1,29 @@
 package admin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/invalid"
+	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/store"
 )
 
 // Publisher is what the HTTP surfaces need of the delivery pipeline.
 type Publisher interface {
-	// Publish stores the event and its deliveries in one transaction and
-	// schedules them; created is false when the event id already existed.
-	Publish(ctx context.Context, e store.NewEvent) (ev store.Event, created bool, err error)
+	// Check applies every rule of a published event without publishing
+	// it; a broken rule is an *invalid.Error.
+	Check(e producer.Event) error
+	// Publish checks the event, stores it and its deliveries in one
+	// transaction and schedules them; created is false when the event id
+	// already existed.
+	Publish(ctx context.Context, e producer.Event) (ev store.Event, created bool, err error)
 	// Redeliver enqueues one immediate manual attempt of a delivery, which
 	// a worker makes and appends to its attempts.
 	Redeliver(ctx context.Context, merchantID string, deliveryID uuid.UUID) (store.Delivery, error)
@@ -31,17 +35,14 @@ type Publisher interface {
 	SendTestEvent(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (store.Delivery, error)
 }
 
-// pingTestType is reserved for send_test_event: producers cannot publish it.
-const pingTestType = "ping.test"
-
 // maxBatchEvents bounds one batch publish, so that one request stays well
 // inside the request timeout.
 const maxBatchEvents = 100
 
 // ingestRoutes are the internal publishing routes.
 func (s *Server) ingestRoutes(r chi.Router) {
-	r.Post("/events", s.ingestEvent)
-	r.Post("/events/batch", s.ingestBatch)
+	r.Post("/events", s.handle(s.ingestEvent))
+	r.Post("/events/batch", s.handle(s.ingestBatch))
 }
 
 // ingestRequest is the body of POST /internal/v1/events, one element of a
@@ -54,69 +55,87 @@ type ingestRequest struct {
 	APIVersion *string         `json:"api_version"`
 }
 
+// event is the request as the publisher reads it. The rules are the
+// publisher's; this only keeps an id or api_version sent empty from
+// meaning "absent", which they mean to the publisher.
+func (req ingestRequest) event() (producer.Event, error) {
+	e := producer.Event{MerchantID: deref(req.MerchantID), Type: deref(req.Type), Payload: req.Payload,
+		ID: deref(req.ID), APIVersion: deref(req.APIVersion)}
+	if req.ID != nil && *req.ID == "" {
+		return e, invalid.Value("id", "id_not_uuid", "id must be a UUID.")
+	}
+	if req.APIVersion != nil && *req.APIVersion == "" {
+		return e, invalid.Value("api_version", "api_version_unknown", `Unknown or sunset api_version "".`)
+	}
+	return e, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 // ingestEvent publishes one event: 202 once it is durable, 200 when the id
 // was already published (nothing changes).
-func (s *Server) ingestEvent(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ingestEvent(w http.ResponseWriter, r *http.Request) error {
 	var req ingestRequest
 	if err := decodeJSON(r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	e, err := s.validateIngest(req, "")
+	e, err := req.event()
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	ev, created, err := s.cfg.Publisher.Publish(r.Context(), e)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	status := http.StatusOK
 	if created {
 		status = http.StatusAccepted
 	}
 	writeJSON(w, status, eventView(ev))
+	return nil
 }
 
-// ingestBatch publishes up to maxBatchEvents events: all are validated
+// ingestBatch publishes up to maxBatchEvents events: all are checked
 // before any is published, then each is published in order. The answer is
 // 202 if any event was new and 200 if all were already published; data
 // lists the events in request order. A failure part-way answers the error:
 // the events before it are stored, and retrying the batch is safe because
 // publishing is idempotent on the id.
-func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Events []ingestRequest `json:"events"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	switch {
 	case req.Events == nil:
-		s.writeError(w, r, errMissing("events"))
-		return
+		return errMissing("events")
 	case len(req.Events) == 0 || len(req.Events) > maxBatchEvents:
-		s.writeError(w, r, errInvalid("events", fmt.Sprintf("events must hold 1 to %d events.", maxBatchEvents)))
-		return
+		return errInvalid("events", fmt.Sprintf("events must hold 1 to %d events.", maxBatchEvents))
 	}
-	events := make([]store.NewEvent, len(req.Events))
-	for i, e := range req.Events {
-		ne, err := s.validateIngest(e, fmt.Sprintf("events[%d].", i))
-		if err != nil {
-			s.writeError(w, r, err)
-			return
+	events := make([]producer.Event, len(req.Events))
+	for i, in := range req.Events {
+		e, err := in.event()
+		if err == nil {
+			err = s.cfg.Publisher.Check(e)
 		}
-		events[i] = ne
+		if bad := invalid.As(err); bad != nil {
+			return bad.Within(fmt.Sprintf("events[%d].", i))
+		}
+		events[i] = e
 	}
 	status := http.StatusOK
 	data := make([]eventJSON, 0, len(events))
 	for _, e := range events {
 		ev, created, err := s.cfg.Publisher.Publish(r.Context(), e)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 		if created {
 			status = http.StatusAccepted
@@ -124,50 +143,5 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) {
 		data = append(data, eventView(ev))
 	}
 	writeJSON(w, status, map[string]any{"data": data})
-}
-
-// validateIngest checks one event; prefix qualifies the parameter names in
-// errors (for batches).
-func (s *Server) validateIngest(req ingestRequest, prefix string) (store.NewEvent, error) {
-	var e store.NewEvent
-	if req.MerchantID == nil || *req.MerchantID == "" {
-		return e, errMissing(prefix + "merchant_id")
-	}
-	if err := checkMerchantID(prefix+"merchant_id", *req.MerchantID); err != nil {
-		return e, err
-	}
-	if req.Type == nil || *req.Type == "" {
-		return e, errMissing(prefix + "type")
-	}
-	if *req.Type == pingTestType || !slices.Contains(s.cfg.EventTypes, *req.Type) {
-		return e, errInvalid(prefix+"type", fmt.Sprintf("Unknown event type %s; %s is reserved for send_test_event.",
-			quote(*req.Type), pingTestType))
-	}
-	payload := bytes.TrimSpace(req.Payload)
-	if len(payload) == 0 || bytes.Equal(payload, []byte("null")) {
-		return e, errMissing(prefix + "payload")
-	}
-	if payload[0] != '{' {
-		return e, errInvalid(prefix+"payload", "payload must be a JSON object.")
-	}
-	if s.cfg.MaxPayloadBytes > 0 && len(payload) > s.cfg.MaxPayloadBytes {
-		tooLarge := *errPayloadTooLarge
-		tooLarge.Message = fmt.Sprintf("payload is larger than %d bytes.", s.cfg.MaxPayloadBytes)
-		return e, tooLarge.withParam(prefix + "payload")
-	}
-	if req.ID != nil {
-		id, err := uuid.Parse(*req.ID)
-		if err != nil || len(*req.ID) != 36 {
-			return e, errInvalid(prefix+"id", "id must be a UUID.")
-		}
-		e.ID = &id
-	}
-	if req.APIVersion != nil {
-		if !s.cfg.Versions.Usable(*req.APIVersion, s.cfg.Now()) {
-			return e, errInvalid(prefix+"api_version", "Unknown or sunset api_version "+quote(*req.APIVersion)+".")
-		}
-		e.APIVersion = *req.APIVersion
-	}
-	e.MerchantID, e.Type, e.Payload = *req.MerchantID, *req.Type, payload
-	return e, nil
+	return nil
 }

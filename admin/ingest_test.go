@@ -29,7 +29,6 @@ func newIngestHarness(t *testing.T) *harness {
 // and bounds payloads at 1 KiB.
 func withIngestPipeline(t testing.TB) func(*admin.Config) {
 	return func(cfg *admin.Config) {
-		cfg.MaxPayloadBytes = 1024
 		sealer, err := signer.NewSealer(cfg.MasterKey)
 		if err != nil {
 			t.Fatal(err)
@@ -38,7 +37,8 @@ func withIngestPipeline(t testing.TB) func(*admin.Config) {
 		d, err := dispatcher.New(dispatcher.Config{
 			Store: cfg.Store, Redis: asynq.RedisClientOpt{Network: opt.Network, Addr: opt.Addr},
 			Schedule: retry.Schedule{Delays: []time.Duration{time.Second}}, Sealer: sealer,
-			DefaultAPIVersion: admin.DefaultVersion,
+			DefaultAPIVersion: admin.DefaultVersion, EventTypes: cfg.EventTypes, MaxPayloadBytes: 1024,
+			VersionUsable: cfg.Versions.Usable,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -16,19 +16,19 @@ import (
 // the same object on the other; only the JSON is camelCase.
 func (s *Server) legacyRoutes(r chi.Router) {
 	write := s.requireScope(ScopeWrite)
-	r.With(write).Post("/create", s.legacyCreate)
-	r.With(write).Post("/update", s.legacyUpdate)
-	r.With(write).Post("/delete", s.legacyDelete)
+	r.With(write).Post("/create", s.handle(s.legacyCreate))
+	r.With(write).Post("/update", s.handle(s.legacyUpdate))
+	r.With(write).Post("/delete", s.handle(s.legacyDelete))
 }
 
 // legacySubscriptionJSON is the legacy resource.
 type legacySubscriptionJSON struct {
-	ID          string            `json:"id"`
-	URL         string            `json:"url"`
-	Events      []string          `json:"events"`
-	Description *string           `json:"description"`
-	Status      string            `json:"status"`
-	Metadata    map[string]string `json:"metadata"`
+	ID          string                   `json:"id"`
+	URL         string                   `json:"url"`
+	Events      []string                 `json:"events"`
+	Description *string                  `json:"description"`
+	Status      store.SubscriptionStatus `json:"status"`
+	Metadata    map[string]string        `json:"metadata"`
 	// Secret is only in the answer of create.
 	Secret    string    `json:"secret,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
@@ -42,23 +42,22 @@ func legacySubscriptionView(sub store.Subscription) legacySubscriptionJSON {
 	}
 }
 
-func (s *Server) legacyCreate(w http.ResponseWriter, r *http.Request) {
+func (s *Server) legacyCreate(w http.ResponseWriter, r *http.Request) error {
 	var in subscriptionInput
 	if err := decodeJSON(r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	sub, secret, err := s.createSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, in)
+	sub, secret, err := s.subscriptions.Create(r.Context(), principalOf(r.Context()).Merchant.ID, in.draft())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	v := legacySubscriptionView(sub)
 	v.Secret = secret
 	writeJSON(w, http.StatusOK, v)
+	return nil
 }
 
-func (s *Server) legacyUpdate(w http.ResponseWriter, r *http.Request) {
+func (s *Server) legacyUpdate(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		ID          *string           `json:"id"`
 		URL         *string           `json:"url"`
@@ -68,42 +67,37 @@ func (s *Server) legacyUpdate(w http.ResponseWriter, r *http.Request) {
 		Status      *string           `json:"status"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	id, err := legacyID(in.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	sub, err := s.updateSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id, subscriptionPatch{
-		URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status,
-	})
+	patch := subscriptionPatch{URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status}
+	sub, err := s.subscriptions.Update(r.Context(), principalOf(r.Context()).Merchant.ID, id, patch.change())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, legacySubscriptionView(sub))
+	return nil
 }
 
-func (s *Server) legacyDelete(w http.ResponseWriter, r *http.Request) {
+func (s *Server) legacyDelete(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		ID *string `json:"id"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	id, err := legacyID(in.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if err := s.store.DeleteSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id.String(), "deleted": true})
+	return nil
 }
 
 // legacyID reads the id field that the legacy update and delete bodies

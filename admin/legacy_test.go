@@ -31,7 +31,7 @@ type legacySubscription struct {
 // Idempotency-Key (it is optional there).
 func (h *harness) legacy(op, key, idem string, body any) response {
 	h.t.Helper()
-	hdr := map[string]string{"Idempotency-Key": "-"}
+	hdr := map[string]string{"Idempotency-Key": omitHeader}
 	if key != "" {
 		hdr["X-Service-Api-Key"] = key
 	}
@@ -193,7 +193,7 @@ func TestLegacyErrors(t *testing.T) {
 	}
 	// A Banking Bearer key is not how the legacy surface authenticates.
 	r := h.do(request{Method: http.MethodPost, Path: "/api/service/webhook-subscription/create", Key: key,
-		Body: hookBody("https://example.com/"), Header: map[string]string{"Idempotency-Key": "-"}})
+		Body: hookBody("https://example.com/"), Header: map[string]string{"Idempotency-Key": omitHeader}})
 	expectLegacyError(t, r, http.StatusUnauthorized, "authentication_error")
 
 	got := decode[subscription](t, h.do(request{Method: http.MethodGet, Path: "/v1/webhook_subscriptions/" + sub.ID, Key: key}))

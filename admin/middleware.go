@@ -14,9 +14,11 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store"
 )
@@ -132,21 +134,13 @@ func bearerKey(r *http.Request) string {
 
 func serviceKey(r *http.Request) string { return strings.TrimSpace(r.Header.Get("X-Service-Api-Key")) }
 
-// environmentPrefix is the key prefix of an environment (spec 5.3).
-func environmentPrefix(env string) string {
-	if env == "production" {
-		return "prod."
-	}
-	return "sandbox."
-}
-
 // authenticate resolves the API key to a merchant. A key of the other
 // environment, unknown, or absent is 401 (spec 5.5).
 func (s *Server) authenticate(read keyReader) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			key := read(r)
-			if key == "" || !strings.HasPrefix(key, environmentPrefix(s.cfg.Environment)) {
+			if key == "" || !strings.HasPrefix(key, merchants.KeyPrefix(s.cfg.Environment)) {
 				s.writeError(w, r, errAuthentication)
 				return
 			}
@@ -168,14 +162,11 @@ func (s *Server) authenticate(read keyReader) func(http.Handler) http.Handler {
 	}
 }
 
-// The scopes of webhookd's routes.
+// The scopes of webhookd's routes (see merchants.Scopes).
 const (
-	ScopeRead  = "webhooks:read"
-	ScopeWrite = "webhooks:write"
+	ScopeRead  = merchants.ScopeRead
+	ScopeWrite = merchants.ScopeWrite
 )
-
-// Scopes is the scope catalogue.
-var Scopes = []string{ScopeRead, ScopeWrite}
 
 // requireScope answers 403 insufficient_scope when the key lacks scope.
 func (s *Server) requireScope(scope string) func(http.Handler) http.Handler {
@@ -202,8 +193,12 @@ func (s *Server) requireIngestToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := bearerKey(r)
 		want := s.cfg.IngestToken
-		if want == "" || got == "" || subtle.ConstantTimeCompare(hashToken(got), hashToken(want)) != 1 {
-			s.writeError(w, r, errAuthentication)
+		if want == "" {
+			s.writeError(w, r, errIngestTokenUnset)
+			return
+		}
+		if got == "" || subtle.ConstantTimeCompare(hashToken(got), hashToken(want)) != 1 {
+			s.writeError(w, r, errIngestToken)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -221,8 +216,22 @@ func hashToken(t string) []byte {
 // its holder dies before answering.
 const idempotencyLock = time.Minute
 
-// maxIdempotencyKey is spec 8's limit.
+// maxIdempotencyKey is spec 8's limit, in characters.
 const maxIdempotencyKey = 255
+
+// checkIdempotencyKey refuses a key that a text column cannot hold (not
+// UTF-8, which a header may well be, or holding a NUL, which net/http
+// refuses before any handler but another server might not) or longer than
+// spec 8's 255 characters: runes, not bytes, so that 255 é is a valid key.
+func checkIdempotencyKey(key string) error {
+	if !utf8.ValidString(key) || strings.ContainsRune(key, 0) {
+		return errInvalid("Idempotency-Key", "Idempotency-Key must be UTF-8 text without NUL.")
+	}
+	if utf8.RuneCountInString(key) > maxIdempotencyKey {
+		return errInvalid("Idempotency-Key", fmt.Sprintf("Idempotency-Key must be at most %d characters.", maxIdempotencyKey))
+	}
+	return nil
+}
 
 // idempotent applies spec 4.4 to POST requests: required on the Banking
 // surface, optional on the legacy one. Only 2xx answers are stored.
@@ -242,8 +251,8 @@ func (s *Server) idempotent(required bool) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			if len(key) > maxIdempotencyKey {
-				s.writeError(w, r, errInvalid("Idempotency-Key", "Idempotency-Key must be at most 255 characters."))
+			if err := checkIdempotencyKey(key); err != nil {
+				s.writeError(w, r, err)
 				return
 			}
 			merchant := principalOf(r.Context()).Merchant.ID

@@ -13,8 +13,21 @@ import (
 //go:embed openapi.json
 var openAPIDocument []byte
 
+// openAPIInternalDocument is the OpenAPI 3.1 document of the internal
+// listener: publishing events, merchant settings, API keys, health,
+// readiness, metrics and profiles. The admin tests check that it describes
+// every route of Internal() and nothing else, and validate exchanges with
+// the internal listener against it.
+//
+//go:embed openapi_internal.json
+var openAPIInternalDocument []byte
+
 // OpenAPI returns a copy of the OpenAPI document (for tools and tests).
 func OpenAPI() []byte { return append([]byte(nil), openAPIDocument...) }
+
+// OpenAPIInternal returns a copy of the internal listener's OpenAPI
+// document (for tools, tests and docs/).
+func OpenAPIInternal() []byte { return append([]byte(nil), openAPIInternalDocument...) }
 
 // openAPI serves the document, publicly (no key needed).
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {

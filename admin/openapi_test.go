@@ -7,14 +7,19 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/admin"
 )
@@ -22,9 +27,14 @@ import (
 // openAPI is the document loaded and validated once per test binary, with a
 // router that matches any host (the document's server is the production
 // gateway; the tests talk to 127.0.0.1).
-var openAPI = sync.OnceValues(func() (*openapi3.T, error) {
+var openAPI = sync.OnceValues(func() (*openapi3.T, error) { return loadOpenAPI(admin.OpenAPI()) })
+
+var openAPIRouter = sync.OnceValues(func() (routers.Router, error) { return routerOf(openAPI()) })
+
+// loadOpenAPI parses and validates one document.
+func loadOpenAPI(data []byte) (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(admin.OpenAPI())
+	doc, err := loader.LoadFromData(data)
 	if err != nil {
 		return nil, err
 	}
@@ -32,17 +42,17 @@ var openAPI = sync.OnceValues(func() (*openapi3.T, error) {
 		return nil, err
 	}
 	return doc, nil
-})
+}
 
-var openAPIRouter = sync.OnceValues(func() (routers.Router, error) {
-	doc, err := openAPI()
+// routerOf routes requests to any host by doc's paths.
+func routerOf(doc *openapi3.T, err error) (routers.Router, error) {
 	if err != nil {
 		return nil, err
 	}
 	routed := *doc
 	routed.Servers = nil
 	return legacy.NewRouter(&routed)
-})
+}
 
 func TestOpenAPIDocumentIsValid(t *testing.T) {
 	doc, err := openAPI()
@@ -115,7 +125,13 @@ func validateExchange(t *testing.T, req *http.Request, reqBody []byte, resp resp
 
 // checkExchange is validateExchange's check, returning what is wrong.
 func checkExchange(req *http.Request, reqBody []byte, resp response) []error {
-	router, err := openAPIRouter()
+	return checkExchangeAgainst(openAPIRouter, req, reqBody, resp)
+}
+
+// checkExchangeAgainst checks one exchange against the document behind
+// routerOf: the public one or the internal listener's.
+func checkExchangeAgainst(routerOf func() (routers.Router, error), req *http.Request, reqBody []byte, resp response) []error {
+	router, err := routerOf()
 	if err != nil {
 		return []error{err}
 	}
@@ -219,4 +235,221 @@ func truncate(b []byte, n int) string {
 		return s[:n] + "…"
 	}
 	return strings.TrimSpace(s)
+}
+
+// The internal listener's document is checked the same way as the public
+// one: it must be valid, describe every route of Internal() (and no route
+// that does not exist), and describe every exchange the tests below have
+// with the internal listener.
+
+var internalOpenAPI = sync.OnceValues(func() (*openapi3.T, error) { return loadOpenAPI(admin.OpenAPIInternal()) })
+
+var internalOpenAPIRouter = sync.OnceValues(func() (routers.Router, error) { return routerOf(internalOpenAPI()) })
+
+func TestOpenAPIInternalDocumentIsValid(t *testing.T) {
+	doc, err := internalOpenAPI()
+	if err != nil {
+		t.Fatalf("the internal OpenAPI document is invalid: %v", err)
+	}
+	if !doc.IsOpenAPI31OrLater() {
+		t.Errorf("openapi %s, want 3.1", doc.OpenAPI)
+	}
+	// Every route of the internal listener is documented, with its guard:
+	// the ingest token, or none.
+	routes := []struct {
+		method, path string
+		token        bool
+	}{
+		{"POST", "/internal/v1/events", true},
+		{"POST", "/internal/v1/events/batch", true},
+		{"PUT", "/internal/v1/merchants/{id}", true},
+		{"POST", "/internal/v1/merchants/{id}/api_keys", true},
+		{"GET", "/healthz", false},
+		{"GET", "/readyz", false},
+		{"GET", "/metrics", false},
+		{"GET", "/debug/pprof/", true},
+		{"GET", "/debug/pprof/{profile}", true},
+		{"GET", "/debug/vars", true},
+	}
+	for _, rt := range routes {
+		item := doc.Paths.Find(rt.path)
+		if item == nil || item.GetOperation(rt.method) == nil {
+			t.Errorf("%s %s is not documented", rt.method, rt.path)
+			continue
+		}
+		op := item.GetOperation(rt.method)
+		switch {
+		case !rt.token && (op.Security == nil || len(*op.Security) != 0):
+			t.Errorf("%s %s should need no token (security: [])", rt.method, rt.path)
+		case rt.token && !needsIngestToken(op):
+			t.Errorf("%s %s should need the ingest token (security: [{ingestToken: []}])", rt.method, rt.path)
+		}
+	}
+	// The document must not promise the default retry schedule as the
+	// only one: WEBHOOKD_RETRY_SCHEDULE changes it.
+	for name, b := range map[string][]byte{"openapi.json": admin.OpenAPI(), "openapi_internal.json": admin.OpenAPIInternal()} {
+		if regexp.MustCompile(`retried 15 times|15 attempts in total`).Match(b) {
+			t.Errorf("%s states the default retry schedule as if it could not change", name)
+		}
+	}
+}
+
+// needsIngestToken is true when op's only security requirement is the
+// ingest token.
+func needsIngestToken(op *openapi3.Operation) bool {
+	if op.Security == nil || len(*op.Security) != 1 {
+		return false
+	}
+	_, ok := (*op.Security)[0]["ingestToken"]
+	return ok
+}
+
+// servedInternalRoutes lists the routes the internal listener serves, as chi
+// registered them: method and pattern. A pattern registered for every
+// method (Handle, HandleFunc) counts as GET, the one the document gives.
+func servedInternalRoutes(t *testing.T) map[string][]string {
+	t.Helper()
+	srv, err := admin.New(admin.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux, ok := srv.Internal().(chi.Routes)
+	if !ok {
+		t.Fatalf("Internal() is a %T, not a chi router", srv.Internal())
+	}
+	methods := map[string][]string{}
+	err = chi.Walk(mux, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		methods[route] = append(methods[route], method)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for route, ms := range methods {
+		if slices.Contains(ms, http.MethodGet) && slices.Contains(ms, http.MethodDelete) && slices.Contains(ms, http.MethodPatch) {
+			methods[route] = []string{http.MethodGet}
+		}
+	}
+	return methods
+}
+
+// samplePath fills a route's parameters ({id}, a trailing *) with values
+// that match them.
+func samplePath(route string) string {
+	route = regexp.MustCompile(`\{profile\}`).ReplaceAllString(route, "heap")
+	route = regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(route, "m_1")
+	if strings.HasSuffix(route, "/*") {
+		route = strings.TrimSuffix(route, "*") + "heap"
+	}
+	return route
+}
+
+// documentedAt says whether the document has an operation for method on a
+// concrete path, matching path templates segment by segment.
+func documentedAt(doc *openapi3.T, method, path string) bool {
+	for template, item := range doc.Paths.Map() {
+		pattern := "^" + regexp.MustCompile(`\\\{[^}]+\\\}`).ReplaceAllString(regexp.QuoteMeta(template), `[^/]+`) + "$"
+		if regexp.MustCompile(pattern).MatchString(path) && item.GetOperation(method) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func TestOpenAPIInternalCoversEveryRoute(t *testing.T) {
+	doc, err := internalOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := servedInternalRoutes(t)
+	if len(routes) == 0 {
+		t.Fatal("chi.Walk found no internal route")
+	}
+	// Every route the listener serves is documented…
+	for route, methods := range routes {
+		for _, m := range methods {
+			if !documentedAt(doc, m, samplePath(route)) {
+				t.Errorf("%s %s is served by the internal listener but not documented in admin/openapi_internal.json", m, route)
+			}
+		}
+	}
+	// …and every documented operation is served.
+	srv, err := admin.New(admin.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := srv.Internal().(*chi.Mux)
+	for template, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			if mux.Find(chi.NewRouteContext(), method, samplePath(template)) == "" {
+				t.Errorf("%s %s is documented in admin/openapi_internal.json but the internal listener does not serve it", method, template)
+			}
+		}
+	}
+}
+
+// TestOpenAPIInternalExchanges drives every internal route, successes and
+// errors, and checks each exchange against the internal document.
+func TestOpenAPIInternalExchanges(t *testing.T) {
+	t.Parallel()
+	h := newIngestHarness(t)
+	id := uuid.NewString()
+	event := `{"id":"` + id + `","merchant_id":"m_doc","type":"payout.paid","payload":{"id":"po_1","status":"paid","amount":"10.00","currency":"EUR"}}`
+	batch := `{"events":[` + event + `,{"merchant_id":"m_doc","type":"deposit.received","payload":{"id":"dep_1"}}]}`
+	token := "Bearer " + testIngestToken
+	exchanges := []struct {
+		method, path, auth, body string
+		status                   int
+	}{
+		{"GET", "/healthz", "", "", 200},
+		{"GET", "/readyz", "", "", 200},
+		{"GET", "/metrics", "", "", 200},
+		{"POST", "/internal/v1/events", token, event, 202},
+		{"POST", "/internal/v1/events", token, event, 200},
+		{"POST", "/internal/v1/events", "", event, 401},
+		{"POST", "/internal/v1/events", "Bearer wrong", event, 401},
+		{"POST", "/internal/v1/events", token, `{"merchant_id":"m_doc","type":"payout.unknown","payload":{}}`, 400},
+		{"POST", "/internal/v1/events", token, `{"merchant_id":"m_doc","type":"payout.paid"}`, 400},
+		{"POST", "/internal/v1/events/batch", token, batch, 202},
+		{"POST", "/internal/v1/events/batch", token, `{"events":[]}`, 400},
+		{"PUT", "/internal/v1/merchants/m_doc", token, `{"notification_email":"ops@example.com"}`, 200},
+		{"PUT", "/internal/v1/merchants/m_doc", token, `{"colour":"red"}`, 400},
+		{"POST", "/internal/v1/merchants/m_doc/api_keys", token, `{"scopes":["webhooks:read","webhooks:write"]}`, 201},
+		{"POST", "/internal/v1/merchants/m_doc/api_keys", token, `{"scopes":["payouts:write"]}`, 400},
+		{"GET", "/internal/v1/merchants/m_doc", token, "", 405},
+		{"GET", "/internal/v1/nothing", token, "", 404},
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	for _, ex := range exchanges {
+		var body io.Reader
+		if ex.body != "" {
+			body = strings.NewReader(ex.body)
+		}
+		req, err := http.NewRequest(ex.method, h.internal.URL+ex.path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ex.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if ex.auth != "" {
+			req.Header.Set("Authorization", ex.auth)
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := response{Status: res.StatusCode, Header: res.Header, Body: b}
+		if resp.Status != ex.status {
+			t.Errorf("%s %s: %d, want %d: %s", ex.method, ex.path, resp.Status, ex.status, truncate(b, 300))
+		}
+		for _, err := range checkExchangeAgainst(internalOpenAPIRouter, req, []byte(ex.body), resp) {
+			t.Errorf("openapi_internal: %v", err)
+		}
+	}
 }

@@ -31,6 +31,7 @@ type cursorBody struct {
 	ID        string `json:"i"`
 	Expires   int64  `json:"e"` // unix seconds
 	Filters   string `json:"f"` // hash of the filters the cursor was issued for
+	List      string `json:"l"` // path of the list the cursor was issued by
 }
 
 // filterHash sums the list's filter parameters (everything but limit and
@@ -57,17 +58,21 @@ func (s *Server) signCursor(payload []byte) []byte {
 	return mac.Sum(nil)
 }
 
-func (s *Server) encodeCursor(c store.Cursor, q url.Values) string {
+// encodeCursor is the cursor of position c in the list at path list (the
+// request's path: each list has one) queried with q.
+func (s *Server) encodeCursor(c store.Cursor, list string, q url.Values) string {
 	payload, _ := json.Marshal(cursorBody{
 		CreatedAt: c.CreatedAt.UnixMicro(), ID: c.ID,
-		Expires: s.cfg.Now().Add(s.cfg.CursorTTL).Unix(), Filters: filterHash(q),
+		Expires: s.cfg.Now().Add(s.cfg.CursorTTL).Unix(), Filters: filterHash(q), List: list,
 	})
 	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(s.signCursor(payload))
 }
 
 // listPage is page for a list that takes the given filters besides limit
 // and cursor. Any other parameter is refused: a misspelt filter
-// (?statuss=failed) must not silently list everything.
+// (?statuss=failed) must not silently list everything. So is a parameter
+// given twice: every reader takes the first value only, so
+// ?status=failed&status=pending would list only failed deliveries.
 func (s *Server) listPage(r *http.Request, filters ...string) (store.Page, error) {
 	known := append([]string{"limit", "cursor"}, filters...)
 	if err := wellFormed(r.URL.RawQuery); err != nil {
@@ -77,6 +82,9 @@ func (s *Server) listPage(r *http.Request, filters ...string) (store.Page, error
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if !slices.Contains(known, name) {
 			return store.Page{}, errInvalid(name, fmt.Sprintf("This list takes no parameter %q; it takes %s.", name, strings.Join(known, ", ")))
+		}
+		if len(q[name]) > 1 {
+			return store.Page{}, errInvalid(name, fmt.Sprintf("The query parameter %q is given %d times; give it once.", name, len(q[name])))
 		}
 	}
 	return s.page(r)
@@ -136,6 +144,12 @@ func (s *Server) page(r *http.Request) (store.Page, error) {
 	if err := json.Unmarshal(payload, &c); err != nil || s.cfg.Now().Unix() >= c.Expires {
 		return p, bad
 	}
+	if c.List != r.URL.Path {
+		// A position in one list means nothing in another: the events
+		// list's cursor would page the deliveries from an event's time.
+		return p, newError(http.StatusBadRequest, catInvalidRequest, "cursor_mismatch",
+			"The cursor was issued by another list; list again without cursor.").withParam("cursor")
+	}
 	if c.Filters != filterHash(q) {
 		return p, newError(http.StatusBadRequest, catInvalidRequest, "cursor_mismatch",
 			"The cursor was issued for other filters; list again without cursor.").withParam("cursor")
@@ -165,7 +179,7 @@ func writeList[R, T any](s *Server, w http.ResponseWriter, r *http.Request, p st
 	}
 	if resume != nil {
 		out.HasMore = true
-		c := s.encodeCursor(*resume, r.URL.Query())
+		c := s.encodeCursor(*resume, r.URL.Path, r.URL.Query())
 		out.NextCursor = &c
 	}
 	for _, row := range rows {

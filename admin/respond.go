@@ -66,6 +66,15 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	})
 }
 
+// handle adapts a handler that returns an error: a non-nil error is rendered by writeError, in the format of the request's surface.
+func (s *Server) handle(h func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	}
+}
+
 // requestBody returns the body that the body middleware read (bounded).
 func requestBody(r *http.Request) []byte {
 	b, _ := r.Context().Value(keyBody).([]byte)

@@ -17,11 +17,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/subscriptions"
 )
 
-// Config is everything the HTTP surfaces need. Zero values are not
-// defaults: cmd/webhookd fills every field from the environment.
+// Config is everything the HTTP surfaces need. cmd/webhookd fills every
+// field from the environment; New gives Now, Logger, CursorTTL and
+// Versions a default when left zero (tests leave them so). The rules of a
+// published event, its payload limit included, are the Publisher's.
 type Config struct {
 	// Store is the database.
 	Store *store.Store
@@ -51,9 +55,9 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// MaxBodyBytes bounds every request body (413 above it).
 	MaxBodyBytes int64
-	// MaxPayloadBytes bounds one event's payload (413 above it).
-	MaxPayloadBytes int
-	// EventTypes is the event catalogue (spec 6.1 plus configured kinds).
+	// EventTypes is the event catalogue (spec 6.1 plus configured kinds),
+	// the Publisher's: subscriptions and the event_type filter name its
+	// types.
 	EventTypes []string
 	// AllowHTTPTargets and AllowPrivateTargets lift the URL rules for
 	// development and tests.
@@ -63,6 +67,10 @@ type Config struct {
 	// APIRate limits every authenticated request of the public API (/v1
 	// and the legacy routes) per API key; zero is no limit.
 	APIRate redis_rate.Limit
+	// MaxSubscriptions is how many subscriptions a merchant may hold (every
+	// one not deleted, legacy-made ones included); zero means 100
+	// (subscriptions.DefaultMaxSubscriptions).
+	MaxSubscriptions int
 	// CursorTTL is how long a pagination cursor stays valid.
 	CursorTTL time.Duration
 	// Now is the clock.
@@ -76,6 +84,12 @@ type Server struct {
 	logger  *slog.Logger
 	metrics *httpMetrics
 	limiter *redis_rate.Limiter
+	// subscriptions applies the rules of subscriptions and makes their
+	// signing secrets; keys issues API keys; merchantSettings changes a
+	// merchant's settings.
+	subscriptions    *subscriptions.Registry
+	keys             *merchants.KeyIssuer
+	merchantSettings *merchants.SettingsUpdater
 	// limiterErrors counts requests whose rate limit Redis could not check.
 	limiterErrors *prometheus.CounterVec
 }
@@ -102,7 +116,14 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, logger: cfg.Logger, metrics: m, limiterErrors: limiterErrors}
+	s := &Server{cfg: cfg, store: cfg.Store, logger: cfg.Logger, metrics: m, limiterErrors: limiterErrors,
+		subscriptions: subscriptions.NewRegistry(cfg.Store, cfg.MasterKey, subscriptions.Rules{
+			EventTypes: cfg.EventTypes, AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
+			MaxSubscriptions: cfg.MaxSubscriptions,
+		}),
+		keys:             merchants.NewKeyIssuer(cfg.Store, cfg.Environment, cfg.Versions.Latest()),
+		merchantSettings: merchants.NewSettingsUpdater(cfg.Store, cfg.Versions, cfg.Now),
+	}
 	if cfg.Redis != nil {
 		s.limiter = redis_rate.NewLimiter(cfg.Redis)
 	}
@@ -158,8 +179,8 @@ func (s *Server) Internal() http.Handler {
 	r.With(s.requireIngestToken).Mount("/debug", middleware.Profiler())
 	r.Route("/internal/v1", func(r chi.Router) {
 		r.Use(s.requireIngestToken)
-		r.Put("/merchants/{id}", s.putMerchant)
-		r.Post("/merchants/{id}/api_keys", s.createAPIKey)
+		r.Put("/merchants/{id}", s.handle(s.putMerchant))
+		r.Post("/merchants/{id}/api_keys", s.handle(s.createAPIKey))
 		s.ingestRoutes(r)
 	})
 	return r
@@ -167,5 +188,5 @@ func (s *Server) Internal() http.Handler {
 
 // fail is a handler that always answers err.
 func (s *Server) fail(err *Error) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, err) }
+	return s.handle(func(http.ResponseWriter, *http.Request) error { return err })
 }

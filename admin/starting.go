@@ -10,12 +10,7 @@ import (
 // errStarting refuses the internal API while the process waits for
 // Postgres: Postgres is the upstream a stored event needs, and the
 // producer retries with the same event id until an answer says stored.
-var errStarting = func() *Error {
-	e := newError(http.StatusInternalServerError, catAPI, "upstream_error",
-		"webhookd is starting and cannot reach Postgres yet; retry after the Retry-After delay.")
-	e.RetryAfter = 1
-	return e
-}()
+var errStarting = errUpstream("webhookd is starting and cannot reach Postgres yet; retry after the Retry-After delay.")
 
 // Starting is the internal listener's handler while the process waits for
 // Postgres at startup (up to WEBHOOKD_STARTUP_TIMEOUT): alive on /healthz,

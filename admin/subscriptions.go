@@ -1,43 +1,41 @@
 package admin
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/subscriptions"
 )
 
 // subscriptionRoutes are the /v1/webhook_subscriptions routes. Their
 // send_test_event sibling lives with the delivery pipeline's routes.
 func (s *Server) subscriptionRoutes(r chi.Router) {
 	read, write := s.requireScope(ScopeRead), s.requireScope(ScopeWrite)
-	r.With(write).Post("/webhook_subscriptions", s.createSubscriptionV1)
-	r.With(read).Get("/webhook_subscriptions", s.listSubscriptions)
-	r.With(read).Get("/webhook_subscriptions/{id}", s.getSubscription)
-	r.With(write).Post("/webhook_subscriptions/{id}", s.updateSubscriptionV1)
-	r.With(write).Delete("/webhook_subscriptions/{id}", s.deleteSubscription)
-	r.With(write).Post("/webhook_subscriptions/{id}/rotate_secret", s.rotateSecret)
+	r.With(write).Post("/webhook_subscriptions", s.handle(s.createSubscriptionV1))
+	r.With(read).Get("/webhook_subscriptions", s.handle(s.listSubscriptions))
+	r.With(read).Get("/webhook_subscriptions/{id}", s.handle(s.getSubscription))
+	r.With(write).Post("/webhook_subscriptions/{id}", s.handle(s.updateSubscriptionV1))
+	r.With(write).Delete("/webhook_subscriptions/{id}", s.handle(s.deleteSubscription))
+	r.With(write).Post("/webhook_subscriptions/{id}/rotate_secret", s.handle(s.rotateSecret))
 }
 
 // subscriptionJSON is the Banking resource (DESIGN.md "Resources").
 type subscriptionJSON struct {
-	ID          uuid.UUID         `json:"id"`
-	Type        string            `json:"type"`
-	URL         string            `json:"url"`
-	Events      []string          `json:"events"`
-	Description *string           `json:"description"`
-	Status      string            `json:"status"`
-	Metadata    map[string]string `json:"metadata"`
-	Health      healthJSON        `json:"health"`
-	CreatedAt   time.Time         `json:"created_at"`
-	UpdatedAt   time.Time         `json:"updated_at"`
+	ID          uuid.UUID                `json:"id"`
+	Type        string                   `json:"type"`
+	URL         string                   `json:"url"`
+	Events      []string                 `json:"events"`
+	Description *string                  `json:"description"`
+	Status      store.SubscriptionStatus `json:"status"`
+	Metadata    map[string]string        `json:"metadata"`
+	Health      healthJSON               `json:"health"`
+	CreatedAt   time.Time                `json:"created_at"`
+	UpdatedAt   time.Time                `json:"updated_at"`
 	// Secret is only in the answers of create and rotate_secret.
 	Secret string `json:"secret,omitempty"`
 }
@@ -102,95 +100,6 @@ func (o *optionalString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// createSubscription validates in, makes and seals the first signing
-// secret, and stores both. It returns the secret in clear: the caller shows
-// it once and forgets it.
-func (s *Server) createSubscription(ctx context.Context, merchantID string, in subscriptionInput) (store.Subscription, string, error) {
-	if in.URL == nil {
-		return store.Subscription{}, "", errMissing("url")
-	}
-	url, err := s.validateURL("url", *in.URL)
-	if err != nil {
-		return store.Subscription{}, "", err
-	}
-	events, err := s.validateEvents("events", in.Events)
-	if err != nil {
-		return store.Subscription{}, "", err
-	}
-	if err := validateDescription("description", in.Description.Value); err != nil {
-		return store.Subscription{}, "", err
-	}
-	if err := validateMetadata("metadata", in.Metadata); err != nil {
-		return store.Subscription{}, "", err
-	}
-	secret, sealed, err := s.newSealedSecret()
-	if err != nil {
-		return store.Subscription{}, "", err
-	}
-	sub, err := s.store.CreateSubscription(ctx, store.NewSubscription{
-		MerchantID: merchantID, URL: url, Events: events, Description: in.Description.Value, Metadata: in.Metadata,
-	}, sealed)
-	if err != nil {
-		return store.Subscription{}, "", err
-	}
-	return sub, secret, nil
-}
-
-// updateSubscription validates the fields present in p and applies them.
-func (s *Server) updateSubscription(ctx context.Context, merchantID string, id uuid.UUID, p subscriptionPatch) (store.Subscription, error) {
-	var u store.SubscriptionUpdate
-	if p.URL != nil {
-		url, err := s.validateURL("url", *p.URL)
-		if err != nil {
-			return store.Subscription{}, err
-		}
-		u.URL = &url
-	}
-	if p.Events != nil {
-		events, err := s.validateEvents("events", p.Events)
-		if err != nil {
-			return store.Subscription{}, err
-		}
-		u.Events = events
-	}
-	if p.Description.Set {
-		if err := validateDescription("description", p.Description.Value); err != nil {
-			return store.Subscription{}, err
-		}
-		u.SetDescription, u.Description = true, p.Description.Value
-	}
-	if p.Status != nil {
-		if *p.Status != store.SubscriptionEnabled && *p.Status != store.SubscriptionDisabled {
-			return store.Subscription{}, errInvalid("status", "status must be enabled or disabled.")
-		}
-		u.Status = p.Status
-	}
-	if p.Metadata != nil {
-		if err := validateMetadata("metadata", p.Metadata); err != nil {
-			return store.Subscription{}, err
-		}
-		u.Metadata = p.Metadata
-	}
-	return s.store.UpdateSubscription(ctx, merchantID, id, u)
-}
-
-// newSealedSecret makes a signing secret and its sealed form for storage.
-func (s *Server) newSealedSecret() (secret string, sealed []byte, err error) {
-	sealer, err := signer.NewSealer(s.cfg.MasterKey)
-	if err != nil {
-		return "", nil, fmt.Errorf("signing secret: %w", err)
-	}
-	secret, err = signer.NewSecret()
-	if err != nil {
-		return "", nil, err
-	}
-	sealed, err = sealer.Seal(secret)
-	if err != nil {
-		return "", nil, err
-	}
-	return secret, sealed, nil
-}
-
 // parseID reads a resource id. A malformed id names no resource, so it is
 // 404 like an unknown one.
 func parseID(raw string) (uuid.UUID, error) {
@@ -201,116 +110,115 @@ func parseID(raw string) (uuid.UUID, error) {
 	return id, nil
 }
 
-func (s *Server) createSubscriptionV1(w http.ResponseWriter, r *http.Request) {
+// draft is the domain's form of a create body.
+func (in subscriptionInput) draft() subscriptions.Draft {
+	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata}
+}
+
+// change is the domain's form of an update body.
+func (p subscriptionPatch) change() subscriptions.Change {
+	return subscriptions.Change{URL: p.URL, Events: p.Events, SetDescription: p.Description.Set,
+		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status}
+}
+
+func (s *Server) createSubscriptionV1(w http.ResponseWriter, r *http.Request) error {
 	var in subscriptionInput
 	if err := decodeJSON(r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	sub, secret, err := s.createSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, in)
+	sub, secret, err := s.subscriptions.Create(r.Context(), principalOf(r.Context()).Merchant.ID, in.draft())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	v := subscriptionView(sub)
 	v.Secret = secret
 	writeJSON(w, http.StatusCreated, v)
+	return nil
 }
 
-func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.listPage(r, "status")
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	status := r.URL.Query().Get("status")
-	if r.URL.Query().Has("status") && status != store.SubscriptionEnabled && status != store.SubscriptionDisabled {
-		s.writeError(w, r, errInvalid("status", "status must be enabled or disabled."))
-		return
+	if r.URL.Query().Has("status") {
+		if err := subscriptions.CheckStatus("status", status); err != nil {
+			return err
+		}
 	}
-	subs, err := s.store.ListSubscriptions(r.Context(), principalOf(r.Context()).Merchant.ID, store.SubscriptionFilter{Status: status}, p)
+	subs, err := s.store.ListSubscriptions(r.Context(), principalOf(r.Context()).Merchant.ID, store.SubscriptionFilter{Status: store.SubscriptionStatus(status)}, p)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeList(s, w, r, p, subs, nil, func(sub store.Subscription) store.Cursor {
 		return store.Cursor{CreatedAt: sub.CreatedAt, ID: sub.ID.String()}
 	}, subscriptionView)
+	return nil
 }
 
-func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	sub, err := s.store.GetSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, subscriptionView(sub))
+	return nil
 }
 
-func (s *Server) updateSubscriptionV1(w http.ResponseWriter, r *http.Request) {
+func (s *Server) updateSubscriptionV1(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var p subscriptionPatch
 	if err := decodeJSON(r, &p); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	sub, err := s.updateSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id, p)
+	sub, err := s.subscriptions.Update(r.Context(), principalOf(r.Context()).Merchant.ID, id, p.change())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, subscriptionView(sub))
+	return nil
 }
 
-func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {
+func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if err := s.store.DeleteSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // rotateSecret makes a new current secret and answers the subscription with
 // it; the previous secret keeps signing for signer.RotationOverlap.
-func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
+func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	// The body is optional; when sent it must be an empty object.
 	if len(requestBody(r)) > 0 {
 		var none struct{}
 		if err := decodeJSON(r, &none); err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 	}
-	secret, sealed, err := s.newSealedSecret()
+	sub, secret, err := s.subscriptions.RotateSecret(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	sub, err := s.store.RotateSecret(r.Context(), principalOf(r.Context()).Merchant.ID, id, secret, sealed)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	v := subscriptionView(sub)
 	v.Secret = secret
 	writeJSON(w, http.StatusOK, v)
+	return nil
 }

@@ -383,7 +383,7 @@ func TestSubscriptionIdempotentCreate(t *testing.T) {
 		t.Fatalf("%d subscriptions after the replays, want only %s", len(list.Data), a.ID)
 	}
 	expectError(t, h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key, Body: body,
-		Header: map[string]string{"Idempotency-Key": "-"}}), http.StatusBadRequest, "idempotency_key_required")
+		Header: map[string]string{"Idempotency-Key": omitHeader}}), http.StatusBadRequest, "idempotency_key_required")
 }
 
 // activeSecrets opens the subscription's stored secrets with the master key

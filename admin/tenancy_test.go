@@ -18,6 +18,7 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store/storetest"
@@ -112,7 +113,8 @@ func (h *harness) twin(configure ...func(*admin.Config)) twin {
 		t.Fatal(err)
 	}
 	d, err := dispatcher.New(dispatcher.Config{Store: cfg.Store, Redis: queue, Sealer: sealer,
-		Schedule: retry.Schedule{Delays: []time.Duration{time.Second}}, DefaultAPIVersion: admin.DefaultVersion})
+		Schedule: retry.Schedule{Delays: []time.Duration{time.Second}}, DefaultAPIVersion: admin.DefaultVersion,
+		EventTypes: cfg.EventTypes, MaxPayloadBytes: 256 << 10, VersionUsable: cfg.Versions.Usable})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +219,7 @@ type call struct {
 func (c call) as(key string) request {
 	req := request{Method: c.method, Path: c.path, Body: c.body}
 	if c.legacy {
-		req.Header = map[string]string{"X-Service-Api-Key": key, "Idempotency-Key": "-"}
+		req.Header = map[string]string{"X-Service-Api-Key": key, "Idempotency-Key": omitHeader}
 	} else {
 		req.Key = key
 	}
@@ -504,7 +506,7 @@ func (tw twin) expectOwnerCall(c call, key string) {
 func TestKeysOfTheOtherEnvironment(t *testing.T) {
 	h, a, _ := newTenants(t)
 	issue := func(env, prefix string) string {
-		key, err := admin.NewAPIKey(env)
+		key, err := merchants.NewAPIKey(env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -630,7 +632,7 @@ func TestInternalTokenOnEveryRoute(t *testing.T) {
 	}
 	tableCovers(t, internalRoutes, slices.Compact(patterns), "internalRoutes")
 
-	wrong := []string{"-", "Bearer ", "Bearer wrong", "Bearer " + testIngestToken + "x",
+	wrong := []string{omitHeader, "-", "Bearer ", "Bearer wrong", "Bearer " + testIngestToken + "x",
 		"Bearer " + testIngestToken[:len(testIngestToken)-1], "Basic " + testIngestToken, testIngestToken}
 	for _, route := range walked {
 		method, pattern, _ := strings.Cut(route, " ")
@@ -642,7 +644,7 @@ func TestInternalTokenOnEveryRoute(t *testing.T) {
 			if method != http.MethodGet {
 				continue
 			}
-			if r := h.doInternal(request{Method: method, Path: rt.path, Header: map[string]string{"Authorization": "-"}}); r.Status != http.StatusOK {
+			if r := h.doInternal(request{Method: method, Path: rt.path, Header: map[string]string{"Authorization": omitHeader}}); r.Status != http.StatusOK {
 				t.Errorf("open %s: %d %q", route, r.Status, truncate(r.Body, 200))
 			}
 			continue
@@ -660,7 +662,7 @@ func TestInternalTokenOnEveryRoute(t *testing.T) {
 		for _, auth := range wrong {
 			refuse(h, auth)
 		}
-		for _, auth := range []string{"-", "Bearer ", "Bearer " + testIngestToken} {
+		for _, auth := range []string{omitHeader, "Bearer ", "Bearer " + testIngestToken} {
 			refuse(none, auth)
 		}
 		if method == rt.control {

@@ -10,21 +10,20 @@ import (
 // rate-limited per merchant on top of the API's per-key limit.
 func (s *Server) testEventRoutes(r chi.Router) {
 	r.With(s.requireScope(ScopeWrite), s.limitRate(s.testEventRateLimit())).
-		Post("/webhook_subscriptions/{id}/send_test_event", s.sendTestEvent)
+		Post("/webhook_subscriptions/{id}/send_test_event", s.handle(s.sendTestEvent))
 }
 
 // sendTestEvent stores a ping.test event for one subscription and answers
 // 202 with its delivery.
-func (s *Server) sendTestEvent(w http.ResponseWriter, r *http.Request) {
+func (s *Server) sendTestEvent(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	d, err := s.cfg.Publisher.SendTestEvent(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusAccepted, deliveryView(d))
+	return nil
 }

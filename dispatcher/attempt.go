@@ -6,39 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/store"
 )
-
-// TaskAttempt is the asynq task type of one due delivery attempt.
-const TaskAttempt = "webhookd:attempt"
-
-// attemptTask is the payload of TaskAttempt: which attempt of which
-// delivery. Everything else is read from Postgres when it runs.
-type attemptTask struct {
-	DeliveryID     uuid.UUID `json:"d"`
-	CreatedAt      time.Time `json:"c"`
-	SubscriptionID uuid.UUID `json:"s"`
-	Number         int       `json:"n"`
-	Trigger        string    `json:"t"`
-	// MerchantID is set on manual attempts (redeliver) alone, whose Number
-	// is 0 in the task: the number is taken when the delivery is leased.
-	MerchantID string `json:"m,omitempty"`
-}
-
-// attemptTaskID names the task of attempt number of a delivery. The
-// sweeper's re-enqueue of an attempt whose task still exists is refused by
-// asynq on this id; a finished task is deleted at once (no retention), so a
-// legitimate re-enqueue is never blocked.
-func attemptTaskID(id uuid.UUID, number int) string {
-	return "d:" + id.String() + ":" + strconv.Itoa(number)
-}
 
 // throttleWait is how long an attempt waits for its subscription's slot
 // before going back on the queue.
@@ -48,131 +23,251 @@ const throttleWait = 100 * time.Millisecond
 // sweeper takes over.
 const enqueueTimeout = 5 * time.Second
 
-// enqueueAttempt schedules attempt number of delivery del at at, with the
-// trigger to record (store.TriggerScheduled or store.TriggerManual). It is
-// what Redeliver and SendTestEvent call after updating the delivery in
-// Postgres: the task only runs if the delivery is then pending with
-// attempt_count = number-1. An existing task for the same attempt makes it
-// a no-op.
-func (d *Dispatcher) enqueueAttempt(ctx context.Context, del store.Delivery, number int, trigger string, at time.Time) error {
-	_, err := d.enqueue(ctx, del, number, trigger, at)
-	return err
+// recordPatience is how long an attempt's outcome waits for Postgres to
+// come back before the attempt is given up and, once its lease lapses, made
+// again.
+const recordPatience = time.Minute
+
+// maxEarlyWait is the longest an attempt task handed over before its due
+// time waits in its worker. asynq hands tasks over up to a second early
+// (it keeps their time in whole seconds); a task earlier than that goes
+// back on the queue instead of holding a worker.
+const maxEarlyWait = 2 * time.Second
+
+// attemptRunnerConfig is what the attemptRunner needs.
+type attemptRunnerConfig struct {
+	// Store is the database (required).
+	Store *store.Store
+	// Schedule is the retry schedule (required).
+	Schedule retry.Schedule
+	// Jitter draws each retry delay's jitter, in [-1, 1] (required).
+	Jitter func() float64
+	// LeaseFor is how long a delivery is held for one attempt (required).
+	LeaseFor time.Duration
+	// DeliveryTimeout bounds one HTTP exchange (required): a
+	// first-attempts task starts no attempt its own deadline would cut.
+	DeliveryTimeout time.Duration
+	// Notifier hears of deliveries that failed for good; may be nil.
+	Notifier Notifier
 }
 
-// enqueue is enqueueAttempt reporting whether a task was added.
-func (d *Dispatcher) enqueue(ctx context.Context, del store.Delivery, number int, trigger string, at time.Time) (bool, error) {
-	return d.enqueueTask(ctx, attemptTask{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
-		Number: number, Trigger: trigger}, attemptTaskID(del.ID, number), at)
-}
-
-// enqueueTask enqueues task at under the given TaskID, reporting whether it
-// was added (false: a task of that id exists).
-func (d *Dispatcher) enqueueTask(ctx context.Context, t attemptTask, id string, at time.Time) (bool, error) {
-	payload, err := json.Marshal(t)
-	if err != nil {
-		return false, fmt.Errorf("encode attempt task: %w", err)
+func (c attemptRunnerConfig) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("attempt runner: Store is required")
+	case len(c.Schedule.Delays) == 0:
+		return errors.New("attempt runner: Schedule is required")
+	case c.Jitter == nil:
+		return errors.New("attempt runner: Jitter is required")
+	case c.LeaseFor <= 0 || c.DeliveryTimeout <= 0:
+		return errors.New("attempt runner: LeaseFor and DeliveryTimeout must be positive")
 	}
-	task := asynq.NewTask(TaskAttempt, payload,
-		asynq.TaskID(id),
-		asynq.Queue(queueDeliveries),
-		asynq.ProcessAt(at),
-		asynq.MaxRetry(maxTaskRetry),
-		// The handler never outlives its lease in Postgres.
-		asynq.Timeout(d.cfg.DeliveryTimeout+d.leaseMargin()))
-	if _, err := d.client.EnqueueContext(ctx, task); err != nil {
-		if errors.Is(err, asynq.ErrTaskIDConflict) {
-			return false, nil
-		}
-		return false, fmt.Errorf("enqueue attempt %d (%s) of delivery %s: %w", t.Number, t.Trigger, t.DeliveryID, err)
-	}
-	return true, nil
+	return nil
 }
 
-// handleAttempt runs one attempt: lease the delivery row, sign, POST,
-// record, then schedule the next attempt. It returns an error only when the
+// attemptRunner makes attempts: lease the delivery, sign and POST
+// (sender), record (Recorder), schedule the next. It serves TaskAttempt and
+// TaskFirstAttempts.
+type attemptRunner struct {
+	cfg      attemptRunnerConfig
+	leaser   *leaser
+	recorder Recorder
+	sender   *sender
+	secrets  *secretCache
+	slots    *attemptSlots
+	tasks    *enqueuer
+	metrics  *metrics
+	clock    Clock
+	logger   *slog.Logger
+}
+
+// notDue reports an attempt task handed over too long before its due time,
+// or a subscription at its concurrency cap: it goes back on the queue for
+// after, and asynq does not count it as a failure.
+type notDue struct{ after time.Duration }
+
+func (n notDue) Error() string { return fmt.Sprintf("not due for %v", n.after) }
+
+// handleAttempt runs one attempt task. It returns an error only when the
 // attempt could not run for an internal reason and should be retried.
-func (d *Dispatcher) handleAttempt(ctx context.Context, t *asynq.Task) error {
+func (r *attemptRunner) handleAttempt(ctx context.Context, t *asynq.Task) error {
 	var at attemptTask
 	if err := json.Unmarshal(t.Payload(), &at); err != nil || (at.Number < 1 && at.Trigger != store.TriggerManual) {
-		d.logger.ErrorContext(ctx, "attempt task unreadable; dropped", "error", err)
+		r.logger.ErrorContext(ctx, "attempt task unreadable; dropped", "error", err)
 		return asynq.RevokeTask
 	}
-	if !d.limiter.acquireWithin(ctx, at.SubscriptionID, throttleWait) {
-		return d.throttleFor(at.SubscriptionID)
+	if err := r.waitUntilDue(ctx, at); err != nil {
+		return err
 	}
-	defer d.limiter.release(at.SubscriptionID)
-
-	err := d.attempt(ctx, at)
-	if err != nil && lastTry(ctx) {
-		// Give up quietly: the task is deleted and the sweeper re-enqueues
-		// the delivery once Postgres answers again.
-		d.logger.ErrorContext(ctx, "attempt task gives up; the sweeper will retry", "delivery_id", at.DeliveryID,
-			"attempt", at.Number, "error", err)
-		return nil
+	held, backOff, ok, err := r.slots.take(ctx, at, throttleWait)
+	if err != nil {
+		return err
 	}
-	return err
+	if !ok {
+		return notDue{after: backOff}
+	}
+	defer held.release()
+	return r.attempt(ctx, at, held)
 }
 
-func (d *Dispatcher) attempt(ctx context.Context, at attemptTask) error {
-	now := d.cfg.Now()
-	var leased store.LeasedDelivery
-	var err error
-	if at.Trigger == store.TriggerManual {
-		leased, err = d.leaseManual(ctx, &at, now)
-	} else {
-		leased, err = d.leaser.do(ctx, store.LeaseRequest{ID: at.DeliveryID, CreatedAt: at.CreatedAt, Number: at.Number})
+// handleFirstAttempts runs an event's first attempts concurrently, each in
+// a slot of the worker pool: however large the fan-out, no more attempts
+// run at once than the pool holds. An attempt over its merchant's or
+// subscription's cap, or that fails for an internal reason, is handed to a
+// task of its own, which waits its turn or is retried like any attempt.
+func (r *attemptRunner) handleFirstAttempts(ctx context.Context, t *asynq.Task) error {
+	var ft firstAttemptsTask
+	if err := json.Unmarshal(t.Payload(), &ft); err != nil {
+		r.logger.ErrorContext(ctx, "first-attempts task unreadable; dropped (the sweeper will find its deliveries)", "error", err)
+		return asynq.RevokeTask
 	}
+	deadline, hasDeadline := ctx.Deadline()
+	var wg sync.WaitGroup
+	for i, at := range ft.Attempts {
+		var held *heldSlots
+		ok, err := false, error(nil)
+		if hasDeadline && deadline.Sub(r.clock.Now()) < r.cfg.DeliveryTimeout {
+			err = errors.New("the first-attempts task's deadline is too near for another attempt")
+		} else {
+			held, _, ok, err = r.slots.take(ctx, at, throttleWait)
+		}
+		if err != nil {
+			// A large fan-out outlasts its task: the rest wait in tasks of
+			// their own rather than be cut short.
+			r.logger.InfoContext(ctx, "first attempts handed to tasks of their own", "event_id", ft.EventID,
+				"attempts", len(ft.Attempts)-i, "cause", err)
+			for _, rest := range ft.Attempts[i:] {
+				r.handOff(ctx, rest, nil)
+			}
+			break
+		}
+		if !ok {
+			r.handOff(ctx, at, nil)
+			continue
+		}
+		wg.Go(func() {
+			defer held.release()
+			if err := r.attempt(ctx, at, held); err != nil {
+				r.handOff(ctx, at, err)
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// handOff gives one first attempt a task of its own, due now.
+func (r *attemptRunner) handOff(ctx context.Context, at attemptTask, cause error) {
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
+	defer cancel()
+	at.Due = time.Time{}
+	_, err := r.tasks.attempt(ectx, at, attemptTaskID(at.DeliveryID, at.Number))
+	if err != nil || cause != nil {
+		r.logger.WarnContext(ctx, "first attempt handed to a task of its own", "delivery_id", at.DeliveryID,
+			"attempt", at.Number, "cause", errString(cause), "error", errString(err))
+	}
+}
+
+// waitUntilDue holds the attempt until the time its delivery records: an
+// attempt never starts before its next_attempt_at, whatever the second
+// asynq rounded it to.
+func (r *attemptRunner) waitUntilDue(ctx context.Context, at attemptTask) error {
+	wait := at.Due.Sub(r.clock.Now())
+	if at.Due.IsZero() || wait <= 0 {
+		return nil
+	}
+	if wait > maxEarlyWait {
+		return notDue{after: wait}
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// lease takes the delivery of an attempt task.
+func (r *attemptRunner) lease(ctx context.Context, at *attemptTask, now time.Time) (store.LeasedDelivery, error) {
+	if at.Trigger != store.TriggerManual {
+		return r.leaser.lease(ctx, store.LeaseRequest{ID: at.DeliveryID, CreatedAt: at.CreatedAt, Number: at.Number})
+	}
+	// A manual attempt takes its number (attempt_count+1) when it leases.
+	// While another attempt of the delivery runs it goes back on the queue
+	// for a moment and runs right after.
+	leased, err := r.cfg.Store.LeaseManualAttempt(ctx, at.MerchantID, at.DeliveryID, now, r.cfg.LeaseFor)
+	if errors.Is(err, store.ErrConflict) {
+		return store.LeasedDelivery{}, notDue{after: throttleWait}
+	}
+	if err != nil {
+		return store.LeasedDelivery{}, err
+	}
+	at.Number = leased.AttemptCount + 1
+	return leased, nil
+}
+
+// attempt makes one attempt of a delivery, in the slots held, and
+// schedules the next.
+func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldSlots) error {
+	now := r.clock.Now()
+	leased, err := r.lease(ctx, &at, now)
 	if errors.Is(err, store.ErrNotFound) {
 		// Already attempted, finished, or running elsewhere: this task is
 		// stale or a duplicate.
-		d.logger.DebugContext(ctx, "attempt task is stale", "delivery_id", at.DeliveryID, "attempt", at.Number)
+		r.logger.DebugContext(ctx, "attempt task is stale", "delivery_id", at.DeliveryID, "attempt", at.Number)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	log := d.logger.With("event_id", leased.EventID, "delivery_id", leased.ID, "attempt", at.Number,
+	log := r.logger.With("event_id", leased.EventID, "delivery_id", leased.ID, "attempt", at.Number,
 		"subscription_id", leased.SubscriptionID)
+	if at.Trigger != store.TriggerManual && leased.NextAttemptAt != nil && leased.NextAttemptAt.After(now) && at.Number > 1 {
+		// A task without its due time (enqueued by an older build) that
+		// asynq handed over early.
+		r.releaseLease(ctx, leased, log)
+		return notDue{after: leased.NextAttemptAt.Sub(now)}
+	}
 	if leased.SubscriptionDeleted || (leased.SubscriptionStatus != store.SubscriptionEnabled && !leased.Test) {
 		if at.Trigger == store.TriggerManual {
 			// The delivery stays as it was; nothing was sent.
 			log.InfoContext(ctx, "subscription deleted or disabled since redeliver; manual attempt dropped")
-			d.releaseLease(ctx, leased, log)
+			r.releaseLease(ctx, leased, log)
 			return nil
 		}
 		log.InfoContext(ctx, "subscription deleted or disabled; delivery abandoned")
-		return d.store.AbandonDelivery(ctx, leased.Delivery, now)
+		return r.cfg.Store.AbandonDelivery(ctx, leased.Delivery, now)
 	}
-	keys, err := d.secrets.keys(ctx, leased.SubscriptionID, leased.SubscriptionVersion, now)
+	keys, err := r.secrets.keys(ctx, leased.SubscriptionID, leased.SubscriptionVersion, now)
 	if err != nil {
-		d.releaseLease(ctx, leased, log)
+		r.releaseLease(ctx, leased, log)
 		return err
 	}
 
-	res := d.send(ctx, leased.URL, leased.EventID.String(), leased.Body, keys)
-	decide := d.decide
-	if at.Trigger == store.TriggerManual {
-		decide = d.decideManual
-	}
-	rec := decide(leased.Delivery, at, res)
-	d.metrics.attempts.WithLabelValues(res.outcome).Inc()
-	d.metrics.attemptDuration.Observe(res.duration.Seconds())
+	res := r.sender.send(ctx, leased.URL, leased.EventID.String(), leased.Body, keys)
+	held.endSend()
+	rec := decide(r.cfg.Schedule, r.cfg.Jitter(), leased.Delivery, at, res)
+	r.metrics.attempts.WithLabelValues(res.outcome).Inc()
+	r.metrics.attemptDuration.Observe(res.duration.Seconds())
 
 	// Recorded before the task is acknowledged; a cancelled task context
 	// must not lose a result that was obtained.
-	if err := d.record(context.WithoutCancel(ctx), rec, log); err != nil {
+	if err := r.record(context.WithoutCancel(ctx), rec, log); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			log.WarnContext(ctx, "attempt already recorded by another worker", "error", err)
 			return nil
 		}
 		return err
 	}
-	d.observe(ctx, log, leased.Delivery, at, rec, res)
+	r.observe(ctx, log, leased.Delivery, at, rec, res)
 	if rec.NextAttemptAt != nil {
 		// The task's own deadline may be nearly spent by a slow receiver;
 		// the next attempt deserves its own.
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
-		err := d.enqueueAttempt(ectx, leased.Delivery, at.Number+1, store.TriggerScheduled, *rec.NextAttemptAt)
+		_, err := r.tasks.attempt(ectx, scheduledAttempt(leased.Delivery, at.Number+1, *rec.NextAttemptAt),
+			attemptTaskID(leased.ID, at.Number+1))
 		cancel()
 		if err != nil {
 			log.WarnContext(ctx, "enqueue next attempt; the sweeper will retry", "error", err)
@@ -181,23 +276,18 @@ func (d *Dispatcher) attempt(ctx context.Context, at attemptTask) error {
 	return nil
 }
 
-// recordPatience is how long an attempt's outcome waits for Postgres to
-// come back before the attempt is given up and, once its lease lapses, made
-// again.
-const recordPatience = time.Minute
-
 // record writes an attempt's outcome, retrying while Postgres is
 // unreachable (a restart, a failover): the receiver has answered, and an
 // outcome that is not recorded means the attempt is made again, a
 // duplicate for the receiver. Retrying past the lease is safe: if another
 // worker made the attempt meanwhile, the store refuses the second record of
 // one attempt number (ErrConflict).
-func (d *Dispatcher) record(ctx context.Context, rec store.AttemptRecord, log *slog.Logger) error {
-	deadline := time.Now().Add(recordPatience)
+func (r *attemptRunner) record(ctx context.Context, rec store.AttemptRecord, log *slog.Logger) error {
+	deadline := r.clock.Now().Add(recordPatience)
 	wait := 50 * time.Millisecond
 	for {
-		err := d.recorder.RecordAttempt(ctx, rec)
-		if err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, errBatcherClosed) || time.Now().Add(wait).After(deadline) {
+		err := r.recorder.Record(ctx, rec)
+		if err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, errBatcherClosed) || r.clock.Now().Add(wait).After(deadline) {
 			return err
 		}
 		log.WarnContext(ctx, "record attempt; retrying", "error", err, "retry_in", wait)
@@ -208,63 +298,15 @@ func (d *Dispatcher) record(ctx context.Context, rec store.AttemptRecord, log *s
 
 // releaseLease gives the delivery back after an internal error, so that
 // asynq's retry of the task can lease it at once.
-func (d *Dispatcher) releaseLease(ctx context.Context, l store.LeasedDelivery, log *slog.Logger) {
-	if err := d.store.ReleaseLease(context.WithoutCancel(ctx), l.Delivery, l.LeaseUntil); err != nil {
+func (r *attemptRunner) releaseLease(ctx context.Context, l store.LeasedDelivery, log *slog.Logger) {
+	if err := r.cfg.Store.ReleaseLease(context.WithoutCancel(ctx), l.Delivery, l.LeaseUntil); err != nil {
 		log.WarnContext(ctx, "release lease", "error", err)
 	}
 }
 
-// decide applies the retry policy to an attempt's result: the attempt row
-// and the state it leaves the delivery in.
-func (d *Dispatcher) decide(del store.Delivery, at attemptTask, res result) store.AttemptRecord {
-	status := store.AttemptFailed
-	if res.ok() {
-		status = store.AttemptSucceeded
-	}
-	rec := store.AttemptRecord{
-		Delivery: del,
-		Attempt: store.Attempt{DeliveryID: del.ID, Number: at.Number, Status: status, Trigger: at.Trigger,
-			HTTPStatus: res.httpStatus, Error: res.errCode, DurationMS: int(res.duration.Milliseconds()),
-			ResponseBody: res.body, AttemptedAt: res.started},
-	}
-	switch {
-	case res.ok():
-		rec.Status = store.DeliverySucceeded
-	case res.gone():
-		// 410 Gone: the receiver asks for no more webhooks (Standard
-		// Webhooks); the subscription is disabled, the delivery ends.
-		rec.Status = store.DeliveryFailed
-		rec.DisableSubscription = true
-	case at.Trigger == store.TriggerManual:
-		// A manual attempt is one attempt; it does not restart the schedule.
-		rec.Status = store.DeliveryFailed
-	default:
-		next, ok := d.cfg.Schedule.NextAttempt(at.Number, res.finished, retry.RandomJitter())
-		if !ok {
-			rec.Status = store.DeliveryFailed
-			break
-		}
-		next = pushBack(res.finished, next, res.retryAfter)
-		rec.Status = store.DeliveryPending
-		rec.NextAttemptAt = &next
-	}
-	return rec
-}
-
-// pushBack honours a receiver's Retry-After (429, 503): the next attempt
-// moves back by that much, but never beyond twice the scheduled delay, so
-// a receiver cannot park its deliveries for days.
-func pushBack(now, next time.Time, retryAfter time.Duration) time.Time {
-	scheduled := next.Sub(now)
-	if retryAfter <= scheduled {
-		return next
-	}
-	return now.Add(min(retryAfter, 2*scheduled))
-}
-
 // observe updates the metrics and logs the attempt's outcome, and tells the
 // Notifier of a real delivery that failed for good.
-func (d *Dispatcher) observe(ctx context.Context, log *slog.Logger, del store.Delivery, at attemptTask, rec store.AttemptRecord, res result) {
+func (r *attemptRunner) observe(ctx context.Context, log *slog.Logger, del store.Delivery, at attemptTask, rec store.AttemptRecord, res result) {
 	attrs := []any{"outcome", res.outcome, "duration_ms", rec.Attempt.DurationMS, "trigger", at.Trigger}
 	if res.httpStatus != nil {
 		attrs = append(attrs, "http_status", *res.httpStatus)
@@ -275,11 +317,11 @@ func (d *Dispatcher) observe(ctx context.Context, log *slog.Logger, del store.De
 	switch rec.Status {
 	case store.DeliverySucceeded:
 		if at.Trigger == store.TriggerScheduled {
-			d.metrics.deliveryLatency.Observe(res.finished.Sub(del.EventCreatedAt).Seconds())
+			r.metrics.deliveryLatency.Observe(res.finished.Sub(del.EventCreatedAt).Seconds())
 		}
 		log.InfoContext(ctx, "delivery succeeded", attrs...)
 	case store.DeliveryPending:
-		d.metrics.retriesScheduled.Inc()
+		r.metrics.retriesScheduled.Inc()
 		log.InfoContext(ctx, "attempt failed; retry scheduled", append(attrs, "next_attempt_at", rec.NextAttemptAt)...)
 	case store.DeliveryFailed:
 		if rec.DisableSubscription && !del.Test {
@@ -287,11 +329,18 @@ func (d *Dispatcher) observe(ctx context.Context, log *slog.Logger, del store.De
 		}
 		log.WarnContext(ctx, "delivery failed", attrs...)
 		if !del.Test {
-			d.metrics.deliveriesFailed.Inc()
-			if d.cfg.Notifier != nil {
+			r.metrics.deliveriesFailed.Inc()
+			if r.cfg.Notifier != nil {
 				del.Status, del.AttemptCount, del.NextAttemptAt = store.DeliveryFailed, at.Number, nil
-				d.cfg.Notifier.DeliveryFailed(context.WithoutCancel(ctx), del)
+				r.cfg.Notifier.DeliveryFailed(context.WithoutCancel(ctx), del)
 			}
 		}
 	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -1,8 +1,25 @@
-// Package dispatcher turns published events into delivered webhooks. It
-// holds the asynq handlers of the pipeline, one per task type: ingest
-// (producer.TaskIngest → stored event and its deliveries), attempt (one HTTP
-// exchange with a receiver, recorded in Postgres), sweep (re-enqueue what
-// Redis lost) and maintenance (partitions and retention).
+// Package dispatcher turns published events into delivered webhooks.
+//
+// Each job has a type of its own, in a file of its own:
+//
+//   - publisher.go: the Publisher owns the event catalogue and every rule
+//     on a published event; it stores the event and its deliveries and
+//     enqueues their first attempts (HTTP ingest, producer tasks and
+//     send_test_event all go through it).
+//   - attempt.go: the attemptRunner makes one attempt (lease, sign, POST,
+//     record) and schedules the next; decide.go is its retry policy,
+//     sender.go its HTTP exchange, recorder.go and leaser.go its group
+//     commits, limiter.go its per-subscription cap.
+//   - sweeper.go: the sweeper re-enqueues what Redis lost.
+//   - maintainer.go: the maintainer creates and drops day partitions and
+//     expires idempotency keys.
+//   - redeliverer.go: the Redeliverer makes manual attempts (redeliver,
+//     recover).
+//   - notify.go: the MailNotifier tells merchants of deliveries that failed
+//     for good.
+//   - tasks.go: the asynq task types, their payloads and ids, and the
+//     enqueuer every service uses; worker.go: the one ServeMux where every
+//     task type is registered, with the middleware every handler shares.
 //
 // Postgres is the source of truth and Redis only carries the work: an event
 // and its deliveries are stored in one transaction before any task is
@@ -16,27 +33,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"net/http"
+	"net"
 	"runtime"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store"
-)
-
-// Queue names. Attempts weigh most so that a burst of ingestion cannot
-// starve deliveries; maintenance is tiny and rare.
-const (
-	queueDeliveries  = "deliveries"
-	queueMaintenance = "maintenance"
 )
 
 // Notifier is told about deliveries that failed for good.
@@ -46,15 +54,36 @@ type Notifier interface {
 	DeliveryFailed(ctx context.Context, d store.Delivery)
 }
 
-// Config is what a Dispatcher needs. Zero values of optional fields take
-// the defaults named on each.
+// Config is what the pipeline needs, for the API role (New) and the worker
+// role (Run) alike. Optional fields left zero take the defaults that
+// setDefaults gives them, the one place defaults are set.
 type Config struct {
 	// Store is the database (required).
 	Store *store.Store
 	// Redis is asynq's connection (required).
 	Redis asynq.RedisConnOpt
+	// Sealer opens the stored signing secrets (required).
+	Sealer *signer.Sealer
+	// DefaultAPIVersion is the version new merchants are pinned to
+	// (required).
+	DefaultAPIVersion string
+	// EventTypes is the event catalogue producers may publish (spec 6.1
+	// plus configured kinds); nil means DefaultEventTypes(). TestEventType is
+	// reserved and never in it.
+	EventTypes []string
+	// MaxPayloadBytes bounds a published payload; 0 means no bound.
+	MaxPayloadBytes int
+	// VersionUsable tells whether a producer may name an api_version at
+	// now; nil accepts any.
+	VersionUsable func(version string, now time.Time) bool
+	// Versions maps a merchant's pinned version to the version events are
+	// serialised at (e.g. a sunset version to its successor); nil keeps it.
+	Versions func(merchantVersion string) string
 	// Schedule is the retry schedule; zero means retry.Default().
 	Schedule retry.Schedule
+	// Jitter draws the jitter of each retry delay, in [-1, 1]; default
+	// retry.RandomJitter. Tests fix it.
+	Jitter func() float64
 	// DeliveryTimeout bounds one whole HTTP exchange; default 25 s.
 	DeliveryTimeout time.Duration
 	// AllowHTTPTargets lets deliveries go to http:// URLs (development).
@@ -62,27 +91,32 @@ type Config struct {
 	// AllowPrivateTargets lets deliveries dial private, loopback and
 	// link-local addresses (development and tests).
 	AllowPrivateTargets bool
-	// Concurrency is the number of tasks one process works at once;
-	// default 32 per CPU (attempts mostly wait on the network).
+	// Concurrency is the number of attempts (and tasks) one process works
+	// at once, an event's fan-out included, and the most outbound
+	// connections it holds open; default 32 per CPU (attempts mostly wait
+	// on the network).
 	Concurrency int
+	// MerchantShare is the part of Concurrency one merchant's attempts may
+	// hold, however many subscriptions it has, so that no merchant starves
+	// the others; in (0, 1], default 0.25.
+	MerchantShare float64
 	// SubscriptionConcurrency caps the attempts one subscription may have
 	// running in this process, so that a receiver that hangs until the
-	// timeout holds at most that many workers; default Concurrency/4
-	// (at least 1).
+	// timeout leaves the rest of its merchant's share to the merchant's
+	// other endpoints; default half the merchant's share (at least 1).
 	SubscriptionConcurrency int
-	// Sealer opens the stored signing secrets (required).
-	Sealer *signer.Sealer
-	// Versions maps a merchant's pinned version to the version events are
-	// serialised at (e.g. a sunset version to its successor); nil keeps it.
-	Versions func(merchantVersion string) string
+	// Recorder writes attempt outcomes; default a BatchRecorder on Store
+	// (group commit), which Run starts and stops. A Recorder given here is
+	// the caller's to close.
+	Recorder Recorder
 	// Notifier hears of permanently failed real deliveries; may be nil.
 	Notifier Notifier
 	// Logger receives the pipeline's logs; default discards.
 	Logger *slog.Logger
 	// Registerer receives the pipeline's metrics; nil registers nowhere.
 	Registerer prometheus.Registerer
-	// Now is the clock; default time.Now.
-	Now func() time.Time
+	// Clock is the one clock of every service; default SystemClock.
+	Clock Clock
 	// SweepInterval is how often the sweeper runs; default 30 s.
 	SweepInterval time.Duration
 	// SweepGrace is how overdue a delivery must be, and how long ago its
@@ -94,26 +128,36 @@ type Config struct {
 	// MaintenanceInterval is how often partitions and retention are kept;
 	// default 1 h.
 	MaintenanceInterval time.Duration
-	// DefaultAPIVersion is the version new merchants are pinned to
-	// (required).
-	DefaultAPIVersion string
+	// TaskRetryCap is the longest asynq waits before running again a task
+	// whose handler failed for an internal reason (Postgres unreachable);
+	// the waits double from a second up to it. Default 1 min.
+	TaskRetryCap time.Duration
 	// Version names this build in the user-agent header; default "dev".
 	Version string
 }
 
-func (c *Config) validate() error {
-	switch {
-	case c.Store == nil:
-		return errors.New("dispatcher: Store is required")
-	case c.Redis == nil:
-		return errors.New("dispatcher: Redis is required")
-	case c.Sealer == nil:
-		return errors.New("dispatcher: Sealer is required")
-	case c.DefaultAPIVersion == "":
-		return errors.New("dispatcher: DefaultAPIVersion is required")
+// DefaultEventTypes is the event vocabulary of spec 6.1, a fresh slice
+// each call.
+func DefaultEventTypes() []string {
+	return []string{
+		"payout.created", "payout.initiated", "payout.paid", "payout.failed",
+		"return.initiated", "return.paid", "return.failed", "return.returned",
+		"deposit.received",
+		"conversion.created", "conversion.succeeded", "conversion.failed",
+	}
+}
+
+// setDefaults fills every optional field left zero. It is the one place
+// the pipeline's defaults are written.
+func (c *Config) setDefaults() {
+	if c.EventTypes == nil {
+		c.EventTypes = DefaultEventTypes()
 	}
 	if len(c.Schedule.Delays) == 0 {
 		c.Schedule = retry.Default()
+	}
+	if c.Jitter == nil {
+		c.Jitter = retry.RandomJitter
 	}
 	if c.DeliveryTimeout <= 0 {
 		c.DeliveryTimeout = 25 * time.Second
@@ -121,14 +165,17 @@ func (c *Config) validate() error {
 	if c.Concurrency <= 0 {
 		c.Concurrency = 32 * runtime.GOMAXPROCS(0)
 	}
+	if c.MerchantShare == 0 {
+		c.MerchantShare = 0.25
+	}
 	if c.SubscriptionConcurrency <= 0 {
-		c.SubscriptionConcurrency = max(1, c.Concurrency/4)
+		c.SubscriptionConcurrency = max(1, c.merchantConcurrency()/2)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
 	}
 	if c.SweepInterval <= 0 {
 		c.SweepInterval = 30 * time.Second
@@ -140,32 +187,70 @@ func (c *Config) validate() error {
 	if c.MaintenanceInterval <= 0 {
 		c.MaintenanceInterval = time.Hour
 	}
+	if c.TaskRetryCap <= 0 {
+		c.TaskRetryCap = time.Minute
+	}
 	if c.Version == "" {
 		c.Version = "dev"
+	}
+}
+
+// validate checks the required fields; it changes nothing.
+func (c *Config) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("dispatcher: Store is required")
+	case c.Redis == nil:
+		return errors.New("dispatcher: Redis is required")
+	case c.Sealer == nil:
+		return errors.New("dispatcher: Sealer is required")
+	case c.DefaultAPIVersion == "":
+		return errors.New("dispatcher: DefaultAPIVersion is required")
+	case c.MerchantShare <= 0 || c.MerchantShare > 1:
+		return fmt.Errorf("dispatcher: MerchantShare must be in (0, 1], not %v", c.MerchantShare)
 	}
 	return nil
 }
 
-// Dispatcher publishes events and runs the workers that deliver them.
+// merchantConcurrency is how many attempts one merchant may have running
+// in this process (at least 1).
+func (c *Config) merchantConcurrency() int {
+	return max(1, int(c.MerchantShare*float64(c.Concurrency)))
+}
+
+// leaseFor is how long a worker holds a delivery for one attempt: the
+// delivery timeout and a margin to load secrets before and to record the
+// attempt after the HTTP exchange. The margin is also how long a crashed
+// worker delays the delivery.
+func (c *Config) leaseFor() time.Duration {
+	return c.DeliveryTimeout + min(max(c.DeliveryTimeout/2, time.Second), 10*time.Second)
+}
+
+// senderConfig is the delivery part of c.
+func (c *Config) senderConfig() senderConfig {
+	return senderConfig{Timeout: c.DeliveryTimeout, AllowHTTP: c.AllowHTTPTargets, AllowPrivate: c.AllowPrivateTargets,
+		MaxConns: c.Concurrency, MaxConnsPerHost: c.merchantConcurrency(), Version: c.Version}
+}
+
+// Dispatcher is the pipeline as the processes see it: the API role
+// publishes and redelivers through it (New builds only the Publisher and
+// the Redeliverer, no HTTP client and no group commits), and the worker
+// role calls Run, which builds the workers.
 type Dispatcher struct {
-	cfg      Config
-	store    *store.Store
-	client   *asynq.Client
-	http     *http.Client
-	recorder *batchRecorder
-	leaser   *batcher[store.LeaseRequest, store.LeasedDelivery]
-	secrets  *secretCache
-	redis    redis.UniversalClient
-	// inspector finds tasks that asynq archived (see clearArchived).
-	inspector *asynq.Inspector
-	limiter   *subscriptionLimiter
+	cfg       Config
+	tasks     *enqueuer
 	metrics   *metrics
-	logger    *slog.Logger
+	publisher *Publisher
+	redeliver *Redeliverer
+	// dialer, when set, is the dialer of every delivery in place of
+	// newDialer's (tests confine it to loopback).
+	dialer *net.Dialer
 }
 
 // New checks cfg, fills its defaults, registers the metrics and connects
 // the asynq client. Close releases it.
 func New(cfg Config) (*Dispatcher, error) {
+	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -173,192 +258,46 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{
-		cfg:      cfg,
-		store:    cfg.Store,
-		client:   asynq.NewClient(cfg.Redis),
-		http:     newHTTPClient(cfg),
-		recorder: newBatchRecorder(cfg.Store),
-		secrets:  newSecretCache(cfg.Store, cfg.Sealer),
-		limiter:  newSubscriptionLimiter(cfg.SubscriptionConcurrency),
-		metrics:  m,
-		logger:   cfg.Logger,
+	tasks, err := newEnqueuer(cfg.Redis, cfg.leaseFor(), cfg.Clock)
+	if err != nil {
+		return nil, err
 	}
-	d.leaser = d.newLeaser()
-	rc, ok := cfg.Redis.MakeRedisClient().(redis.UniversalClient)
-	if !ok {
-		return nil, errors.New("dispatcher: Redis options make no go-redis client")
+	pub, err := newPublisher(publisherConfig{
+		Store: cfg.Store, EventTypes: cfg.EventTypes, MaxPayloadBytes: cfg.MaxPayloadBytes,
+		VersionUsable: cfg.VersionUsable, Versions: cfg.Versions, DefaultAPIVersion: cfg.DefaultAPIVersion,
+	}, tasks, m, cfg.Clock, cfg.Logger)
+	if err != nil {
+		return nil, err
 	}
-	d.redis = rc
-	d.inspector = asynq.NewInspector(cfg.Redis)
-	return d, nil
+	red, err := newRedeliverer(redelivererConfig{Store: cfg.Store}, tasks, cfg.Clock, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Dispatcher{cfg: cfg, tasks: tasks, metrics: m, publisher: pub, redeliver: red}, nil
+}
+
+// Check is Publisher.Check.
+func (d *Dispatcher) Check(e producer.Event) error { return d.publisher.Check(e) }
+
+// Publish is Publisher.Publish.
+func (d *Dispatcher) Publish(ctx context.Context, e producer.Event) (store.Event, bool, error) {
+	return d.publisher.Publish(ctx, e)
+}
+
+// SendTestEvent is Publisher.SendTestEvent.
+func (d *Dispatcher) SendTestEvent(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (store.Delivery, error) {
+	return d.publisher.SendTestEvent(ctx, merchantID, subscriptionID)
+}
+
+// Redeliver is Redeliverer.Redeliver.
+func (d *Dispatcher) Redeliver(ctx context.Context, merchantID string, deliveryID uuid.UUID) (store.Delivery, error) {
+	return d.redeliver.Redeliver(ctx, merchantID, deliveryID)
+}
+
+// Recover is Redeliverer.Recover.
+func (d *Dispatcher) Recover(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time) (int, error) {
+	return d.redeliver.Recover(ctx, merchantID, subscriptionID, since)
 }
 
 // Close closes the asynq client.
-func (d *Dispatcher) Close() error {
-	d.leaser.close()
-	d.redis.Close()
-	d.inspector.Close()
-	d.recorder.close()
-	d.http.CloseIdleConnections()
-	return d.client.Close()
-}
-
-// leaseMargin is how long a delivery's lease outlives the delivery timeout:
-// time to load secrets before and to record the attempt after the HTTP
-// exchange. It is also how long a crashed worker delays the delivery.
-func (d *Dispatcher) leaseMargin() time.Duration {
-	return min(max(d.cfg.DeliveryTimeout/2, time.Second), 10*time.Second)
-}
-
-// Run works the queues (asynq Server) and enqueues the periodic jobs
-// (asynq Scheduler) until ctx is done, then drains: attempts in flight get
-// to finish and be recorded.
-func (d *Dispatcher) Run(ctx context.Context) error {
-	minDelay := d.cfg.Schedule.Delays[0]
-	for _, dl := range d.cfg.Schedule.Delays {
-		minDelay = min(minDelay, dl)
-	}
-	logger := asynqLogger{d.logger}
-	srv := asynq.NewServer(d.cfg.Redis, asynq.Config{
-		Concurrency: d.cfg.Concurrency,
-		Queues: map[string]int{
-			queueDeliveries:  6,
-			producer.Queue:   3,
-			queueMaintenance: 1,
-		},
-		// Longer than the delivery timeout, so that a shutdown lets every
-		// attempt in flight finish and be recorded.
-		ShutdownTimeout: d.cfg.DeliveryTimeout + d.leaseMargin() + time.Second,
-		// Idle polling: webhooks should leave promptly. One poll per
-		// interval per process is cheap for Redis.
-		TaskCheckInterval: 20 * time.Millisecond,
-		// Scheduled attempts and throttled tasks move to their queue this
-		// often; short schedules (tests, development) need it finer.
-		DelayedTaskCheckInterval: min(time.Second, max(minDelay/2, 20*time.Millisecond)),
-		RetryDelayFunc:           d.retryDelay,
-		IsFailure:                func(err error) bool { return !errors.Is(err, errThrottled) },
-		Logger:                   logger,
-		LogLevel:                 asynq.WarnLevel,
-	})
-	mux := asynq.NewServeMux()
-	mux.Handle(producer.TaskIngest, asynq.HandlerFunc(d.handleIngest))
-	mux.Handle(TaskAttempt, asynq.HandlerFunc(d.handleAttempt))
-	mux.Handle(TaskFirstAttempts, asynq.HandlerFunc(d.handleFirstAttempts))
-	mux.Handle(TaskSweep, asynq.HandlerFunc(d.handleSweep))
-	mux.Handle(TaskMaintenance, asynq.HandlerFunc(d.handleMaintenance))
-
-	sched := asynq.NewScheduler(d.cfg.Redis, &asynq.SchedulerOpts{Logger: logger, LogLevel: asynq.WarnLevel})
-	if err := d.registerPeriodic(sched); err != nil {
-		return err
-	}
-	if err := srv.Start(mux); err != nil {
-		return fmt.Errorf("start asynq server: %w", err)
-	}
-	if err := sched.Start(); err != nil {
-		srv.Shutdown()
-		return fmt.Errorf("start asynq scheduler: %w", err)
-	}
-	d.logger.Info("dispatcher started", "concurrency", d.cfg.Concurrency,
-		"subscription_concurrency", d.cfg.SubscriptionConcurrency, "delivery_timeout", d.cfg.DeliveryTimeout.String(),
-		"retry_schedule", d.cfg.Schedule.String())
-
-	// The periodic jobs first run after one interval; run both now so that
-	// a restart picks up what a crash or a Redis flush left behind.
-	if _, err := d.sweep(ctx); err != nil && ctx.Err() == nil {
-		d.logger.Error("initial sweep", "error", err)
-	}
-	if err := d.maintain(ctx); err != nil && ctx.Err() == nil {
-		d.logger.Error("initial maintenance", "error", err)
-	}
-
-	<-ctx.Done()
-	sched.Shutdown()
-	srv.Shutdown()
-	d.logger.Info("dispatcher stopped")
-	return nil
-}
-
-// registerPeriodic enqueues the sweeper and maintenance jobs on their
-// intervals. Every instance does so (the Scheduler has no leader): a fixed
-// TaskID drops duplicates while one is queued, and the jobs themselves are
-// idempotent.
-func (d *Dispatcher) registerPeriodic(sched *asynq.Scheduler) error {
-	jobs := []struct {
-		task  string
-		every time.Duration
-	}{
-		{TaskSweep, d.cfg.SweepInterval},
-		{TaskMaintenance, d.cfg.MaintenanceInterval},
-	}
-	for _, j := range jobs {
-		// asynq keeps a timeout in whole seconds: a sub-second one would be
-		// stored as none, which its processor reports as an internal error.
-		_, err := sched.Register("@every "+j.every.String(), asynq.NewTask(j.task, nil),
-			asynq.Queue(queueMaintenance), asynq.TaskID(j.task), asynq.MaxRetry(0), asynq.Timeout(max(j.every, time.Second)))
-		if err != nil {
-			return fmt.Errorf("schedule %s: %w", j.task, err)
-		}
-	}
-	return nil
-}
-
-// errThrottled reports a task put back because its subscription already
-// holds its share of the workers. It is not a failure: asynq keeps the
-// task's retry count.
-var errThrottled = errors.New("subscription at its concurrency cap")
-
-// throttled is errThrottled with the time to wait before trying again.
-type throttled struct{ after time.Duration }
-
-func (t throttled) Error() string        { return errThrottled.Error() }
-func (t throttled) Is(target error) bool { return target == errThrottled }
-
-// throttleFor puts an attempt of a subscription at its cap back for about
-// as long as the subscription has been at its cap: a fast receiver that a
-// burst filled frees slots within moments, while one that hangs until the
-// timeout frees none for a long while, and its waiting attempts must not
-// come back every second to queue ahead of other merchants' webhooks.
-func (d *Dispatcher) throttleFor(sub uuid.UUID) error {
-	wait := min(max(d.limiter.fullFor(sub), 100*time.Millisecond), d.cfg.DeliveryTimeout)
-	// Spread the returns, so that a hanging receiver's backlog does not
-	// come back in one burst.
-	return throttled{after: time.Duration(float64(wait) * (0.5 + rand.Float64()))}
-}
-
-// maxTaskRetry bounds asynq's own retries of a task whose handler failed
-// for an internal reason (Postgres unreachable). The last retry gives up
-// without an error so that the task is deleted, never archived: an archived
-// task would hold its TaskID and block the sweeper's re-enqueue.
-const maxTaskRetry = 8
-
-// retryDelay is asynq's backoff for handler errors: throttled attempts come
-// back soon; internal errors back off exponentially up to a minute.
-func (d *Dispatcher) retryDelay(n int, err error, _ *asynq.Task) time.Duration {
-	var th throttled
-	if errors.As(err, &th) {
-		return th.after
-	}
-	if errors.Is(err, errThrottled) {
-		return min(time.Second, max(d.cfg.DeliveryTimeout/4, 50*time.Millisecond))
-	}
-	return min(time.Second<<min(n, 6), time.Minute)
-}
-
-// lastTry tells whether a failing handler must give up quietly now.
-func lastTry(ctx context.Context) bool {
-	n, ok1 := asynq.GetRetryCount(ctx)
-	m, ok2 := asynq.GetMaxRetry(ctx)
-	return ok1 && ok2 && n >= m
-}
-
-// asynqLogger routes asynq's logs into slog.
-type asynqLogger struct{ l *slog.Logger }
-
-func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...), "component", "asynq") }
-func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...), "component", "asynq") }
-func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...), "component", "asynq") }
-func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...), "component", "asynq") }
-func (a asynqLogger) Fatal(args ...any) {
-	a.l.Error(fmt.Sprint(args...), "component", "asynq", "fatal", true)
-}
+func (d *Dispatcher) Close() error { return d.tasks.close() }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store"
@@ -133,7 +136,7 @@ func (e *env) subscribe(merchant, url string, events ...string) (store.Subscript
 // publish publishes an event of typ for merchant through d.
 func (e *env) publish(d *dispatcher.Dispatcher, merchant, typ string) store.Event {
 	e.t.Helper()
-	ev, created, err := d.Publish(context.Background(), store.NewEvent{MerchantID: merchant, Type: typ,
+	ev, created, err := d.Publish(context.Background(), producer.Event{MerchantID: merchant, Type: typ,
 		Payload: json.RawMessage(`{"id": "po_1", "status": "paid"}`)})
 	if err != nil || !created {
 		e.t.Fatalf("Publish = %v, created %v", err, created)
@@ -185,6 +188,40 @@ func (e *env) waitFor(what string, timeout time.Duration, done func() bool) {
 	}
 }
 
+// waitIdle waits until no task is left on the pipeline's queues (none
+// waiting, scheduled, retrying or running): from then on nothing can make
+// an attempt, so what the receivers got is final. The sweeper's periodic
+// task is a task like any other; waitSwept makes sure it had its turn.
+func (e *env) waitIdle() {
+	e.t.Helper()
+	insp := asynq.NewInspector(e.cfg.Redis)
+	defer insp.Close()
+	e.waitFor("the queues to empty", 30*time.Second, func() bool {
+		for _, q := range []string{"deliveries", producer.Queue} {
+			info, err := insp.GetQueueInfo(q)
+			if errors.Is(err, asynq.ErrQueueNotFound) {
+				continue
+			}
+			if err != nil || info.Pending+info.Active+info.Scheduled+info.Retry > 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitSwept waits until the sweeper has run once more from now, then until
+// the queues are empty: what the sweeper would re-enqueue has then run.
+func (e *env) waitSwept(reg *prometheus.Registry) {
+	e.t.Helper()
+	sweeps := func() float64 {
+		return counterWith(e.t, reg, "webhookd_tasks_total", "task", dispatcher.TaskSweep)
+	}
+	before := sweeps()
+	e.waitFor("a sweep", 30*time.Second, func() bool { return sweeps() > before })
+	e.waitIdle()
+}
+
 // waitSettled waits until the delivery is no longer pending and returns it.
 func (e *env) waitSettled(id uuid.UUID, timeout time.Duration) store.Delivery {
 	e.t.Helper()
@@ -211,16 +248,28 @@ type received struct {
 	At     time.Time
 }
 
+// newReceiver starts a receiver that answers with respond. Its URL
+// carries a path of its own, and it answers anything else 404
+// without counting it: packages' tests run at once, and an engine of
+// another test may still be retrying to a port this receiver reuses.
 func newReceiver(t *testing.T, respond func(n int, w http.ResponseWriter, r *http.Request)) *receiver {
 	rc := &receiver{}
+	own := "/r" + uuid.NewString()
 	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path, ok := strings.CutPrefix(r.URL.Path, own)
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		r.URL.Path = path
 		b, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
-		rc.requests = append(rc.requests, received{Path: r.URL.Path, Header: r.Header.Clone(), Body: b, At: time.Now()})
+		rc.requests = append(rc.requests, received{Path: path, Header: r.Header.Clone(), Body: b, At: time.Now()})
 		n := len(rc.requests)
 		rc.mu.Unlock()
 		respond(n, w, r)
 	}))
+	rc.URL += own
 	t.Cleanup(rc.Close)
 	return rc
 }

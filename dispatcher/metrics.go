@@ -19,6 +19,8 @@ const (
 // dashboards and alert rules in dashboards/ use them.
 type metrics struct {
 	eventsIngested   *prometheus.CounterVec
+	eventsRefused    *prometheus.CounterVec
+	tasks            *prometheus.CounterVec
 	attempts         *prometheus.CounterVec
 	attemptDuration  prometheus.Histogram
 	deliveryLatency  prometheus.Histogram
@@ -33,6 +35,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "webhookd_events_ingested_total",
 			Help: "Events stored, by type (a re-published event id counts once).",
 		}, []string{"type"}),
+		eventsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webhookd_events_refused_total",
+			Help: "Producer events the worker refused (never stored nor delivered), by the rule they broke.",
+		}, []string{"rule"}),
+		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webhookd_tasks_total",
+			Help: "asynq tasks handled, by task type and result: done, deferred (not due or throttled), retried, refused, renewed (enqueued afresh after its last retry).",
+		}, []string{"task", "result"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "webhookd_delivery_attempts_total",
 			Help: "Delivery attempts, by outcome: success, http_error, timeout, network_error, blocked.",
@@ -66,7 +76,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.eventsIngested, m.attempts, m.attemptDuration, m.deliveryLatency,
+	for _, c := range []prometheus.Collector{m.eventsIngested, m.eventsRefused, m.tasks, m.attempts, m.attemptDuration, m.deliveryLatency,
 		m.deliveriesFailed, m.retriesScheduled, m.sweeperRequeued} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register dispatcher metrics: %w", err)
@@ -76,6 +86,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	// rather than missing series.
 	for _, o := range []string{outcomeSuccess, outcomeHTTPError, outcomeTimeout, outcomeNetworkError, outcomeBlocked} {
 		m.attempts.WithLabelValues(o)
+	}
+	for _, r := range publishedEventRules() {
+		m.eventsRefused.WithLabelValues(r)
 	}
 	return m, nil
 }

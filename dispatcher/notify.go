@@ -98,7 +98,7 @@ func (n *MailNotifier) DeliveryFailed(ctx context.Context, d store.Delivery) {
 		"subscription_id", d.SubscriptionID, "merchant_id", d.MerchantID)
 	notice, err := n.store.ClaimFailureNotification(ctx, d.SubscriptionID, NotifyInterval)
 	if errors.Is(err, store.ErrConflict) {
-		log.DebugContext(ctx, "failure e-mail already sent within the interval")
+		log.DebugContext(ctx, "no failure e-mail: one went out within the interval, or the merchant has no notification address")
 		return
 	}
 	if err != nil {

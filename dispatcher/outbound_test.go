@@ -347,5 +347,5 @@ func outcome(a store.Attempt) string {
 	if a.HTTPStatus != nil {
 		status = fmt.Sprintf("status %d", *a.HTTPStatus)
 	}
-	return a.Status + ", " + code + ", " + status
+	return string(a.Status) + ", " + code + ", " + status
 }

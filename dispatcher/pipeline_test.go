@@ -137,7 +137,7 @@ func TestDuplicatePublishMakesOneEvent(t *testing.T) {
 	e.subscribe("m1", rcv.URL, "*")
 	d, reg := e.dispatcher()
 	id := uuid.New()
-	ne := store.NewEvent{ID: &id, MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{"a":1}`)}
+	ne := producer.Event{ID: id.String(), MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{"a":1}`)}
 	first, created, err := d.Publish(context.Background(), ne)
 	if err != nil || !created {
 		t.Fatalf("first Publish = %v, %v", created, err)
@@ -170,7 +170,7 @@ func TestRetryOutcomes(t *testing.T) {
 	cases := []struct {
 		name       string
 		respond    func(n int, w http.ResponseWriter, r *http.Request)
-		wantStatus string
+		wantStatus store.DeliveryStatus
 		wantErrors []string // per attempt; "" for success
 		wantHTTP   []int
 		wantBody   int // length of each attempt's response_body, when set
@@ -280,8 +280,7 @@ func TestRetryOutcomes(t *testing.T) {
 			if del.NextAttemptAt != nil {
 				t.Errorf("settled delivery still has next_attempt_at %v", del.NextAttemptAt)
 			}
-			// Give a stray extra attempt the chance to show.
-			time.Sleep(150 * time.Millisecond)
+			e.waitIdle() // no task left to make a stray extra attempt
 			if n := len(rcv.got()); n != len(tc.wantErrors) {
 				t.Errorf("receiver got %d requests, want %d", n, len(tc.wantErrors))
 			}
@@ -336,7 +335,7 @@ func TestProducerPublishIsDelivered(t *testing.T) {
 	if err := p.Publish(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	e.waitIdle() // the third publish's task has run
 	if n := len(e.deliveries(stored.ID)); n != 1 {
 		t.Errorf("%d deliveries, want 1", n)
 	}

@@ -6,25 +6,49 @@ import (
 	"github.com/webhookd/webhookd/store"
 )
 
-// batchRecorder is the group commit of attempt records: a record is
-// acknowledged only once its batch has committed, so the durability of
-// store.RecordAttempt is kept (the task is still acknowledged after its
-// attempt is in Postgres) at a fraction of the commits.
-type batchRecorder struct {
+// Recorder writes the outcome of an attempt. It returns only once the
+// record is durable: a task is acknowledged after its attempt is in
+// Postgres, never before. An attempt number already recorded (a worker
+// whose lease lapsed finished late) is store.ErrConflict.
+//
+// Two implementations, as river's job completer has: InlineRecorder writes
+// each record in its own statement; BatchRecorder gathers the records of
+// every attempt finishing meanwhile into one statement (group commit).
+type Recorder interface {
+	Record(ctx context.Context, rec store.AttemptRecord) error
+}
+
+// InlineRecorder writes each record in its own transaction.
+type InlineRecorder struct {
+	// Store is the database.
+	Store *store.Store
+}
+
+// Record implements Recorder.
+func (r InlineRecorder) Record(ctx context.Context, rec store.AttemptRecord) error {
+	return r.Store.RecordAttempt(ctx, rec)
+}
+
+// BatchRecorder is the group commit of attempt records: the durability of
+// InlineRecorder at a fraction of the commits.
+type BatchRecorder struct {
 	b *batcher[store.AttemptRecord, struct{}]
 }
 
-func newBatchRecorder(st *store.Store) *batchRecorder {
-	return &batchRecorder{b: newBatcher(func(ctx context.Context, recs []store.AttemptRecord) ([]struct{}, []error, error) {
+// NewBatchRecorder starts the writer; Close stops it.
+func NewBatchRecorder(st *store.Store) *BatchRecorder {
+	return &BatchRecorder{b: newBatcher(func(ctx context.Context, recs []store.AttemptRecord) ([]struct{}, []error, error) {
 		errs, err := st.RecordAttempts(ctx, recs)
 		return make([]struct{}, len(recs)), errs, err
 	})}
 }
 
-// RecordAttempt queues the record and waits until its batch committed.
-func (r *batchRecorder) RecordAttempt(ctx context.Context, rec store.AttemptRecord) error {
+// Record implements Recorder: it queues the record and waits until its
+// batch committed.
+func (r *BatchRecorder) Record(ctx context.Context, rec store.AttemptRecord) error {
 	_, err := r.b.do(ctx, rec)
 	return err
 }
 
-func (r *batchRecorder) close() { r.b.close() }
+// Close writes what is queued and stops the writer.
+func (r *BatchRecorder) Close() { r.b.close() }

@@ -42,16 +42,14 @@ func confine(t testing.TB, dialer *net.Dialer) *net.Dialer {
 // system's) on the dialer d would use, confined to loopback. Call it
 // before d.Run.
 func DialThrough(t testing.TB, d *Dispatcher, resolver *net.Resolver) {
-	dialer := newDialer(d.cfg)
+	dialer := newDialer(d.cfg.senderConfig())
 	dialer.Resolver = resolver
-	d.http.CloseIdleConnections()
-	d.http = httpClientDialing(d.cfg, confine(t, dialer))
+	d.dialer = confine(t, dialer)
 }
 
 // guardedConfig is a delivery configuration with the address check on.
-func guardedConfig() Config {
-	return Config{DeliveryTimeout: 2 * time.Second, AllowHTTPTargets: true, Concurrency: 4,
-		SubscriptionConcurrency: 1, Now: time.Now}
+func guardedConfig() senderConfig {
+	return senderConfig{Timeout: 2 * time.Second, AllowHTTP: true, MaxConns: 4, MaxConnsPerHost: 1, Version: "test"}
 }
 
 // TestAddressCheckRefusesSpecialUseRanges dials one address of every
@@ -129,7 +127,7 @@ func TestAddressCheckAllowsPublicAddresses(t *testing.T) {
 			t.Errorf("check(%s %s) = %v, want allowed", tc.network, tc.address, err)
 		}
 	}
-	if allowed := newDialer(Config{AllowPrivateTargets: true}).Control; allowed != nil {
+	if allowed := newDialer(senderConfig{AllowPrivate: true}).Control; allowed != nil {
 		t.Error("the address check is on although private targets are allowed")
 	}
 }
@@ -138,10 +136,12 @@ func TestAddressCheckAllowsPublicAddresses(t *testing.T) {
 // send: an attempt with no HTTP status and error target_blocked.
 func TestSendMapsAGuardRefusalToTargetBlocked(t *testing.T) {
 	t.Parallel()
-	d := &Dispatcher{cfg: guardedConfig(), http: newHTTPClient(guardedConfig())}
-	DialThrough(t, d, nil)
+	snd, err := newSender(guardedConfig(), SystemClock{}, confine(t, newDialer(guardedConfig())))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, url := range []string{"http://127.0.0.1:9/hook", "http://[::ffff:10.0.0.1]:8443/", "http://[fd00::1]/"} {
-		res := d.send(context.Background(), url, "evt", []byte(`{}`), nil)
+		res := snd.send(context.Background(), url, "evt", []byte(`{}`), nil)
 		code := ""
 		if res.errCode != nil {
 			code = *res.errCode

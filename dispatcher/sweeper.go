@@ -2,45 +2,80 @@ package dispatcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
 	"github.com/google/uuid"
-
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/store"
 )
 
-// TaskSweep is the asynq task type of the periodic sweep.
-const TaskSweep = "webhookd:sweep"
-
 // sweepPage is how many overdue deliveries one query reads.
 const sweepPage = 500
 
+// sweeperConfig is what the sweeper needs.
+type sweeperConfig struct {
+	// Store is the database (required).
+	Store *store.Store
+	// Grace is how overdue a delivery must be, and how long ago its lease
+	// must have lapsed, before it is enqueued again (required).
+	Grace time.Duration
+	// LeaseFor is how long a worker holds a delivery for one attempt
+	// (required): an attempt overdue by more than that and the grace is no
+	// live worker's.
+	LeaseFor time.Duration
+}
+
+func (c sweeperConfig) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("sweeper: Store is required")
+	case c.Grace <= 0 || c.LeaseFor <= 0:
+		return errors.New("sweeper: Grace and LeaseFor must be positive")
+	}
+	return nil
+}
+
+// sweeper re-enqueues what Redis lost: the attempts of pending deliveries
+// that are overdue without a live task (Redis flushed or restarted, a
+// worker killed, an enqueue that failed after the commit), the manual
+// attempts asked for and not made, and the ingest tasks asynq archived. It
+// runs as TaskSweep on every instance; everything it does is idempotent.
+type sweeper struct {
+	cfg       sweeperConfig
+	tasks     *enqueuer
+	inspector *asynq.Inspector
+	metrics   *metrics
+	clock     Clock
+	logger    *slog.Logger
+}
+
 // handleSweep runs the sweeper as a periodic task.
-func (d *Dispatcher) handleSweep(ctx context.Context, _ *asynq.Task) error {
-	if _, err := d.sweep(ctx); err != nil {
-		d.logger.ErrorContext(ctx, "sweep", "error", err)
+func (s *sweeper) handleSweep(ctx context.Context, _ *asynq.Task) error {
+	if _, err := s.sweep(ctx); err != nil {
+		s.logger.ErrorContext(ctx, "sweep", "error", err)
 	}
 	return nil // the next period tries again; never archive the job
 }
 
 // sweep re-enqueues every pending delivery whose attempt was due, and whose
-// lease if any lapsed, more than the grace ago: its task was lost (Redis
-// flushed or restarted, a worker killed, an enqueue that failed after the
-// commit). Attempts whose task still exists are refused by asynq on their
-// TaskID, so sweeping is idempotent and safe on every instance at once. It
-// returns how many tasks it added.
-func (d *Dispatcher) sweep(ctx context.Context) (int, error) {
-	d.registerQueues(ctx)
-	now := d.cfg.Now()
+// lease if any lapsed, more than the grace ago. Attempts whose task still
+// exists are refused by asynq on their TaskID, so sweeping is idempotent
+// and safe on every instance at once. It returns how many tasks it added.
+func (s *sweeper) sweep(ctx context.Context) (int, error) {
+	s.registerQueues(ctx)
+	s.reviveIngest(ctx)
+	now := s.clock.Now()
 	var after *store.DuePosition
 	requeued := 0
 	for {
-		due, err := d.store.DueDeliveries(ctx, now.Add(-d.cfg.SweepGrace), now.Add(-d.cfg.SweepGrace), after, sweepPage)
+		due, err := s.cfg.Store.DueDeliveries(ctx, now.Add(-s.cfg.Grace), now.Add(-s.cfg.Grace), after, sweepPage)
 		if err != nil {
 			return requeued, err
 		}
@@ -48,30 +83,50 @@ func (d *Dispatcher) sweep(ctx context.Context) (int, error) {
 		// that one still queued (a backlog, not a loss) refuses them by its
 		// id, as an attempt's own task does.
 		first := map[uuid.UUID][]store.Delivery{}
+		var added []store.Delivery
 		for _, del := range due {
 			if del.AttemptCount == 0 {
 				first[del.EventID] = append(first[del.EventID], del)
 				continue
 			}
-			added, err := d.requeue(ctx, del, now)
+			ok, err := s.requeue(ctx, del, now)
 			if err != nil {
 				return requeued, fmt.Errorf("sweep delivery %s: %w", del.ID, err)
 			}
-			if added {
-				requeued += d.requeued(ctx, del)
+			if ok {
+				added = append(added, del)
 			}
 		}
 		for eventID, dels := range first {
-			added, err := d.requeueFirstAttempts(ctx, eventID, dels, now)
+			lost, handedOver, err := s.splitByOwnTask(ctx, dels)
 			if err != nil {
 				return requeued, fmt.Errorf("sweep first attempts of event %s: %w", eventID, err)
 			}
-			for _, del := range added {
-				requeued += d.requeued(ctx, del)
+			for _, del := range handedOver {
+				// Its own task waits its turn, unless a dead worker holds it.
+				if !s.heldByDeadWorker(del, now) {
+					continue
+				}
+				ok, err := s.requeue(ctx, del, now)
+				if err != nil {
+					return requeued, fmt.Errorf("sweep delivery %s: %w", del.ID, err)
+				}
+				if ok {
+					added = append(added, del)
+				}
 			}
+			if len(lost) == 0 {
+				continue
+			}
+			ok, err := s.requeueFirstAttempts(ctx, eventID, lost, now)
+			if err != nil {
+				return requeued, fmt.Errorf("sweep first attempts of event %s: %w", eventID, err)
+			}
+			added = append(added, ok...)
 		}
+		requeued += s.requeued(ctx, added)
 		if len(due) < sweepPage {
-			n, err := d.sweepManual(ctx, now)
+			n, err := s.sweepManual(ctx, now)
 			return requeued + n, err
 		}
 		last := due[len(due)-1]
@@ -83,22 +138,22 @@ func (d *Dispatcher) sweep(ctx context.Context) (int, error) {
 // asked for more than the grace ago and not yet made: their tasks may have
 // been lost with Redis. A task that still waits makes the attempt first;
 // the other then finds no request left and does nothing.
-func (d *Dispatcher) sweepManual(ctx context.Context, now time.Time) (int, error) {
-	reqs, err := d.store.ManualRequestsDue(ctx, now.Add(-d.cfg.SweepGrace), sweepPage)
+func (s *sweeper) sweepManual(ctx context.Context, now time.Time) (int, error) {
+	reqs, err := s.cfg.Store.ManualRequestsDue(ctx, now.Add(-s.cfg.Grace), sweepPage)
 	if err != nil {
 		return 0, err
 	}
-	requeued := 0
+	var added []store.Delivery
 	for _, r := range reqs {
-		added, err := d.enqueueManual(ctx, r.MerchantID, r.Delivery, sweptManualTaskID(r))
+		ok, err := s.tasks.attempt(ctx, manualAttempt(r.MerchantID, r.Delivery), sweptManualTaskID(r))
 		if err != nil {
-			return requeued, fmt.Errorf("sweep manual attempt of delivery %s: %w", r.ID, err)
+			return s.requeued(ctx, added), fmt.Errorf("sweep manual attempt of delivery %s: %w", r.ID, err)
 		}
-		if added {
-			requeued += d.requeued(ctx, r.Delivery)
+		if ok {
+			added = append(added, r.Delivery)
 		}
 	}
-	return requeued, nil
+	return s.requeued(ctx, added), nil
 }
 
 // maxTaskGenerations bounds the successors requeue gives one attempt's
@@ -117,25 +172,24 @@ const maxTaskGenerations = 8
 //     back only after its own 30 s lease and one-minute recoverer), so the
 //     attempt goes out under the id's successor. The dead worker's task,
 //     when asynq recovers it, finds the attempt taken and does nothing.
-func (d *Dispatcher) requeue(ctx context.Context, del store.Delivery, now time.Time) (bool, error) {
+func (s *sweeper) requeue(ctx context.Context, del store.Delivery, now time.Time) (bool, error) {
 	number := del.AttemptCount + 1
-	task := attemptTask{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
-		Number: number, Trigger: store.TriggerScheduled}
+	task := scheduledAttempt(del, number, time.Time{})
 	base := attemptTaskID(del.ID, number)
 	for gen := 1; gen <= maxTaskGenerations; gen++ {
 		id := base
 		if gen > 1 {
 			id += "~" + strconv.Itoa(gen)
 		}
-		added, err := d.enqueueTask(ctx, task, id, now)
+		added, err := s.tasks.attempt(ctx, task, id)
 		if err != nil || added {
 			return added, err
 		}
-		switch d.unblock(ctx, id) {
+		switch s.unblock(ctx, id) {
 		case asynq.TaskStateArchived:
-			return d.enqueueTask(ctx, task, id, now)
+			return s.tasks.attempt(ctx, task, id)
 		case asynq.TaskStateActive:
-			if !d.heldByDeadWorker(del, now) {
+			if !s.heldByDeadWorker(del, now) {
 				return false, nil
 			}
 			continue
@@ -143,7 +197,7 @@ func (d *Dispatcher) requeue(ctx context.Context, del store.Delivery, now time.T
 			return false, nil
 		}
 	}
-	d.logger.WarnContext(ctx, "every task id of an overdue attempt is held by a dead worker; asynq's recovery will run it",
+	s.logger.WarnContext(ctx, "every task id of an overdue attempt is held by a dead worker; asynq's recovery will run it",
 		"delivery_id", del.ID, "attempt", number)
 	return false, nil
 }
@@ -154,8 +208,8 @@ func (d *Dispatcher) requeue(ctx context.Context, del store.Delivery, now time.T
 // it works, so an attempt overdue by more than that and the grace is no
 // live worker's. Younger, the task may be a live worker's that has not
 // leased yet (an overloaded machine), which must not get a twin.
-func (d *Dispatcher) heldByDeadWorker(del store.Delivery, now time.Time) bool {
-	overdue := d.cfg.DeliveryTimeout + d.leaseMargin() + d.cfg.SweepGrace
+func (s *sweeper) heldByDeadWorker(del store.Delivery, now time.Time) bool {
+	overdue := s.cfg.LeaseFor + s.cfg.Grace
 	return del.NextAttemptAt != nil && del.NextAttemptAt.Before(now.Add(-overdue))
 }
 
@@ -163,11 +217,11 @@ func (d *Dispatcher) heldByDeadWorker(del store.Delivery, now time.Time) bool {
 // deliveries: they go back as one first-attempts task, unless a dead
 // worker holds that task's id; then each goes back on its own. It returns
 // the deliveries whose attempt was enqueued.
-func (d *Dispatcher) requeueFirstAttempts(ctx context.Context, eventID uuid.UUID, dels []store.Delivery, now time.Time) ([]store.Delivery, error) {
+func (s *sweeper) requeueFirstAttempts(ctx context.Context, eventID uuid.UUID, dels []store.Delivery, now time.Time) ([]store.Delivery, error) {
 	if len(dels) > 1 {
-		added, err := d.enqueueFirstAttempts(ctx, eventID, dels, now)
-		if err == nil && !added && d.unblock(ctx, firstAttemptsTaskID(eventID)) == asynq.TaskStateArchived {
-			added, err = d.enqueueFirstAttempts(ctx, eventID, dels, now)
+		added, err := s.tasks.firstAttempts(ctx, eventID, dels, time.Time{})
+		if err == nil && !added && s.unblock(ctx, firstAttemptsTaskID(eventID)) == asynq.TaskStateArchived {
+			added, err = s.tasks.firstAttempts(ctx, eventID, dels, time.Time{})
 		}
 		if err != nil {
 			return nil, err
@@ -175,13 +229,13 @@ func (d *Dispatcher) requeueFirstAttempts(ctx context.Context, eventID uuid.UUID
 		if added {
 			return dels, nil
 		}
-		if d.taskState(ctx, firstAttemptsTaskID(eventID)) != asynq.TaskStateActive || !d.heldByDeadWorker(dels[0], now) {
+		if s.taskState(ctx, firstAttemptsTaskID(eventID)) != asynq.TaskStateActive || !s.heldByDeadWorker(dels[0], now) {
 			return nil, nil
 		}
 	}
 	var out []store.Delivery
 	for _, del := range dels {
-		added, err := d.requeue(ctx, del, now)
+		added, err := s.requeue(ctx, del, now)
 		if err != nil {
 			return out, err
 		}
@@ -192,49 +246,97 @@ func (d *Dispatcher) requeueFirstAttempts(ctx context.Context, eventID uuid.UUID
 	return out, nil
 }
 
+// splitByOwnTask tells the first attempts that have a task of their own in
+// Redis (handedOver) from the others (lost). A first-attempts task hands
+// an attempt over its merchant's share to such a task and ends, and that
+// task, waiting its turn, is a backlog, not a loss: re-enqueueing the whole
+// event as a first-attempts task (its id is free once it ended) would make
+// the attempts twice. One pipelined EXISTS for them all.
+func (s *sweeper) splitByOwnTask(ctx context.Context, dels []store.Delivery) (lost, handedOver []store.Delivery, err error) {
+	pipe := s.tasks.redis.Pipeline()
+	exists := make([]*redis.IntCmd, len(dels))
+	for i, del := range dels {
+		exists[i] = pipe.Exists(ctx, asynqTaskKey(queueDeliveries, attemptTaskID(del.ID, 1)))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, nil, fmt.Errorf("look for the attempts' own tasks: %w", err)
+	}
+	for i, del := range dels {
+		if exists[i].Val() == 0 {
+			lost = append(lost, del)
+		} else {
+			handedOver = append(handedOver, del)
+		}
+	}
+	return lost, handedOver, nil
+}
+
+// asynqTaskKey is the Redis hash asynq keeps a task in (asynq's
+// base.TaskKey).
+func asynqTaskKey(queue, taskID string) string { return "asynq:{" + queue + "}:t:" + taskID }
+
 // unblock looks at the task holding taskID and deletes it if asynq
 // archived it. It returns the task's state (0 when there is none or it
 // cannot be read).
-func (d *Dispatcher) unblock(ctx context.Context, taskID string) asynq.TaskState {
-	state := d.taskState(ctx, taskID)
+func (s *sweeper) unblock(ctx context.Context, taskID string) asynq.TaskState {
+	state := s.taskState(ctx, taskID)
 	if state != asynq.TaskStateArchived {
 		return state
 	}
-	if err := d.inspector.DeleteTask(queueDeliveries, taskID); err != nil {
-		d.logger.WarnContext(ctx, "delete archived task", "task_id", taskID, "error", err)
+	if err := s.inspector.DeleteTask(queueDeliveries, taskID); err != nil {
+		s.logger.WarnContext(ctx, "delete archived task", "task_id", taskID, "error", err)
 		return 0
 	}
-	d.logger.WarnContext(ctx, "sweeper deleted an archived task to enqueue its attempt again", "task_id", taskID)
+	s.logger.WarnContext(ctx, "sweeper deleted an archived task to enqueue its attempt again", "task_id", taskID)
 	return asynq.TaskStateArchived
 }
 
 // taskState is the state of the task holding taskID, 0 when there is none
 // or it cannot be read.
-func (d *Dispatcher) taskState(_ context.Context, taskID string) asynq.TaskState {
-	info, err := d.inspector.GetTaskInfo(queueDeliveries, taskID)
+func (s *sweeper) taskState(_ context.Context, taskID string) asynq.TaskState {
+	info, err := s.inspector.GetTaskInfo(queueDeliveries, taskID)
 	if err != nil {
 		return 0
 	}
 	return info.State
 }
 
-// requeued counts and logs one delivery the sweeper enqueued again.
-func (d *Dispatcher) requeued(ctx context.Context, del store.Delivery) int {
-	d.metrics.sweeperRequeued.Inc()
-	d.logger.InfoContext(ctx, "sweeper re-enqueued an overdue delivery", "event_id", del.EventID,
-		"delivery_id", del.ID, "attempt", del.AttemptCount+1)
-	return 1
+// requeued counts and logs the deliveries the sweeper enqueued again, and
+// says how many they are.
+func (s *sweeper) requeued(ctx context.Context, dels []store.Delivery) int {
+	for _, del := range dels {
+		s.metrics.sweeperRequeued.Inc()
+		s.logger.InfoContext(ctx, "sweeper re-enqueued an overdue delivery", "event_id", del.EventID,
+			"delivery_id", del.ID, "attempt", del.AttemptCount+1)
+	}
+	return len(dels)
 }
 
 // registerQueues lists the queues in asynq's registry again. asynq adds a
 // queue there once per client lifetime, so after Redis lost its data the
 // queues would stay out of the registry, and out of the queue metrics and
 // their alerts, until a restart.
-func (d *Dispatcher) registerQueues(ctx context.Context) {
-	if err := d.redis.SAdd(ctx, asynqQueuesKey, queueDeliveries, producer.Queue, queueMaintenance).Err(); err != nil {
-		d.logger.WarnContext(ctx, "register queues with asynq", "error", err)
+func (s *sweeper) registerQueues(ctx context.Context) {
+	if err := s.tasks.redis.SAdd(ctx, asynqQueuesKey, queueDeliveries, producer.Queue, queueMaintenance).Err(); err != nil {
+		s.logger.WarnContext(ctx, "register queues with asynq", "error", err)
 	}
 }
 
 // asynqQueuesKey is asynq's set of known queues (asynq's base.AllQueues).
 const asynqQueuesKey = "asynq:queues"
+
+// reviveIngest runs again the ingest tasks asynq archived. The worker's
+// give-up policy never lets a handler's failures archive a task, but asynq
+// archives on its own a task whose workers kept dying; an ingest task is
+// the only copy of its event, and its archived id would swallow the
+// producer's re-publish.
+func (s *sweeper) reviveIngest(ctx context.Context) {
+	n, err := s.inspector.RunAllArchivedTasks(producer.Queue)
+	if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
+		s.logger.WarnContext(ctx, "run archived ingest tasks again", "error", err)
+		return
+	}
+	if n > 0 {
+		s.logger.WarnContext(ctx, "sweeper ran archived ingest tasks again", "tasks", n)
+	}
+}

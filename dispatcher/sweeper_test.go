@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/retry"
@@ -184,6 +185,18 @@ func TestHangingReceiverDoesNotStallOthers(t *testing.T) {
 	}
 }
 
+// unworkedEvent subscribes rcv subs times to every event of m1, builds a
+// dispatcher that sweeps every 200 ms, and publishes one event that no
+// worker has run yet (the dispatcher is not running).
+func (e *env) unworkedEvent(rcv *receiver, subs int) (*dispatcher.Dispatcher, *prometheus.Registry, store.Event) {
+	e.t.Helper()
+	for range subs {
+		e.subscribe("m1", rcv.URL, "*")
+	}
+	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.SweepInterval, c.SweepGrace = 200*time.Millisecond, 100*time.Millisecond })
+	return d, reg, e.publish(d, "m1", "payout.paid")
+}
+
 // TestLostFirstAttemptsAreSwept loses the first-attempts task of an event
 // with several deliveries before any worker ran it: the sweeper puts them
 // back, once each.
@@ -192,11 +205,7 @@ func TestLostFirstAttemptsAreSwept(t *testing.T) {
 	e := newEnv(t)
 	rcv := newReceiver(t, answer(http.StatusOK))
 	const subs = 3
-	for range subs {
-		e.subscribe("m1", rcv.URL, "*")
-	}
-	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.SweepInterval, c.SweepGrace = 200*time.Millisecond, 100*time.Millisecond })
-	ev := e.publish(d, "m1", "payout.paid") // no worker runs yet
+	d, reg, ev := e.unworkedEvent(rcv, subs)
 	if err := e.rc.FlushDB(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +230,7 @@ func TestArchivedFirstAttemptsAreSwept(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	rcv := newReceiver(t, answer(http.StatusOK))
-	for range 2 {
-		e.subscribe("m1", rcv.URL, "*")
-	}
-	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.SweepInterval, c.SweepGrace = 200*time.Millisecond, 100*time.Millisecond })
-	ev := e.publish(d, "m1", "payout.paid") // no worker runs yet
+	d, _, ev := e.unworkedEvent(rcv, 2)
 	insp := asynq.NewInspector(e.cfg.Redis)
 	defer insp.Close()
 	if err := insp.ArchiveTask("deliveries", "f:"+ev.ID.String()); err != nil {
@@ -236,6 +241,46 @@ func TestArchivedFirstAttemptsAreSwept(t *testing.T) {
 		if got := e.waitSettled(del.ID, 10*time.Second); got.Status != store.DeliverySucceeded {
 			t.Fatalf("delivery %s: %s, want succeeded", del.ID, got.Status)
 		}
+	}
+}
+
+// TestHandedOverFirstAttemptsAreNotSweptAgain: a first-attempts task that
+// handed its attempts to tasks of their own (its merchant at its share) has
+// ended and freed its id; the attempts, overdue while they wait their turn,
+// are a backlog, not a loss, and the sweeper enqueues nothing for them.
+func TestHandedOverFirstAttemptsAreNotSweptAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rcv := newReceiver(t, answer(http.StatusOK))
+	d, reg, ev := e.unworkedEvent(rcv, 3)
+	insp := asynq.NewInspector(e.cfg.Redis)
+	defer insp.Close()
+	if err := insp.DeleteTask("deliveries", "f:"+ev.ID.String()); err != nil {
+		t.Fatal(err)
+	}
+	client := asynq.NewClient(e.cfg.Redis)
+	defer client.Close()
+	for _, del := range e.deliveries(ev.ID) {
+		// What handOff leaves: the attempt's own task, waiting its turn
+		// (here, long after the test).
+		payload := fmt.Sprintf(`{"d":%q,"c":%q,"s":%q,"n":1,"t":"scheduled","m":"m1"}`,
+			del.ID, del.CreatedAt.Format(time.RFC3339Nano), del.SubscriptionID)
+		if _, err := client.Enqueue(asynq.NewTask(dispatcher.TaskAttempt, []byte(payload)), asynq.Queue("deliveries"),
+			asynq.TaskID("d:"+del.ID.String()+":1"), asynq.ProcessIn(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.run(d)
+	sweeps := func() float64 { return counterWith(t, reg, "webhookd_tasks_total", "task", dispatcher.TaskSweep) }
+	e.waitFor("two sweeps", 10*time.Second, func() bool { return sweeps() >= 2 })
+	if n := counter(t, reg, "webhookd_sweeper_requeued_total"); n != 0 {
+		t.Errorf("the sweeper re-enqueued %v attempts that were waiting in tasks of their own", n)
+	}
+	if _, err := insp.GetTaskInfo("deliveries", "f:"+ev.ID.String()); err == nil {
+		t.Error("the sweeper enqueued the event's first attempts again")
+	}
+	if n := len(rcv.got()); n != 0 {
+		t.Errorf("the receiver got %d requests; the attempts were not due", n)
 	}
 }
 
@@ -250,11 +295,7 @@ func TestDeadWorkersTasksAreSwept(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			rcv := newReceiver(t, answer(http.StatusOK))
-			for range subs {
-				e.subscribe("m1", rcv.URL, "*")
-			}
-			d, _ := e.dispatcher(func(c *dispatcher.Config) { c.SweepInterval, c.SweepGrace = 200*time.Millisecond, 100*time.Millisecond })
-			ev := e.publish(d, "m1", "payout.paid") // no worker runs yet
+			d, _, ev := e.unworkedEvent(rcv, subs)
 
 			// The doomed worker is this test binary run again as an asynq
 			// server whose handler never returns; it is SIGKILLed once it
@@ -340,7 +381,7 @@ func TestOutcomeWaitsForPostgres(t *testing.T) {
 	// delivery timeout plus a margin, 7.5 s here); an outage longer than
 	// the lease lets another worker make the attempt again, at least once
 	// being the guarantee past it. The outage below is 2 s plus a restart.
-	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = 5 * time.Second })
+	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = 5 * time.Second })
 	e.run(d)
 	ev := e.publish(d, "m1", "payout.paid")
 	del := e.deliveries(ev.ID)[0]
@@ -353,7 +394,7 @@ func TestOutcomeWaitsForPostgres(t *testing.T) {
 	if got.Status != store.DeliverySucceeded || got.AttemptCount != 1 {
 		t.Fatalf("delivery: %s after %d attempts, want succeeded after 1", got.Status, got.AttemptCount)
 	}
-	time.Sleep(time.Second) // a duplicate attempt, if any, would arrive now
+	e.waitSwept(reg) // a duplicate attempt, if any, would have been made
 	if n := len(rcv.got()); n != 1 {
 		t.Errorf("the receiver was asked %d times, want once", n)
 	}

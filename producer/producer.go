@@ -6,6 +6,15 @@
 // Publishing is idempotent on the event id: give each event a UUID of its
 // own, keep it with the business fact it reports, and a retried Publish
 // makes one event, never two.
+//
+// Publish checks only what it needs to build the task (a UUID id, a JSON
+// payload). Every rule of a published event (a known type, never the
+// reserved ping.test, a payload that is a JSON object within the size
+// limit, a usable api_version…) is webhookd's, applied by its worker with
+// the catalogue webhookd is configured with, the same rules as the HTTP
+// ingest. An event that breaks one is never stored nor delivered: the
+// worker logs it, counts it in webhookd_events_refused_total{rule}, and
+// keeps the refusal for a week, which Refusal returns.
 package producer
 
 import (
@@ -13,9 +22,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 )
 
 // TaskIngest is the asynq task type of a published event.
@@ -24,9 +35,13 @@ const TaskIngest = "webhookd:ingest"
 // Queue is the asynq queue ingest tasks go to; webhookd's workers serve it.
 const Queue = "ingest"
 
-// maxRetry bounds the worker's retries of an ingest task while Postgres is
-// unreachable; each retry backs off up to a minute.
+// maxRetry bounds asynq's retries of an ingest task while Postgres is
+// unreachable; past it webhookd's worker enqueues the task afresh rather
+// than let asynq archive it, so the budget delays an event, never loses it.
 const maxRetry = 25
+
+// RefusalTTL is how long webhookd keeps why it refused an event.
+const RefusalTTL = 7 * 24 * time.Hour
 
 // Event is one event to deliver to the merchant's subscriptions.
 type Event struct {
@@ -46,31 +61,92 @@ type Event struct {
 	APIVersion string `json:"api_version,omitempty"`
 }
 
+// Refused is why webhookd's worker refused a published event.
+type Refused struct {
+	// Param is the field at fault, as the HTTP ingest names it.
+	Param string `json:"param"`
+	// Rule names the rule broken, as in the metric label.
+	Rule string `json:"rule"`
+	// Message says what is wrong and what is allowed.
+	Message string `json:"message"`
+}
+
+// Error implements error.
+func (r *Refused) Error() string { return "event refused: " + r.Param + ": " + r.Message }
+
+// refusalKey is the Redis key of an event's refusal.
+func refusalKey(eventID string) string { return "webhookd:refused:" + eventID }
+
+// KeepRefusal records why an event was refused, for Refusal to read. It is
+// webhookd's worker that calls it.
+func KeepRefusal(ctx context.Context, rdb redis.Cmdable, eventID string, r Refused) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode refusal of %s: %w", eventID, err)
+	}
+	if err := rdb.Set(ctx, refusalKey(eventID), b, RefusalTTL).Err(); err != nil {
+		return fmt.Errorf("keep refusal of %s: %w", eventID, err)
+	}
+	return nil
+}
+
+// ClearRefusal forgets an event's refusal. It is webhookd's worker that
+// calls it, once it has stored the event (a corrected re-publish).
+func ClearRefusal(ctx context.Context, rdb redis.Cmdable, eventID string) error {
+	if err := rdb.Del(ctx, refusalKey(eventID)).Err(); err != nil {
+		return fmt.Errorf("clear refusal of %s: %w", eventID, err)
+	}
+	return nil
+}
+
 // Producer enqueues events. It is safe for concurrent use.
 type Producer struct {
-	client *asynq.Client
+	client    *asynq.Client
+	inspector *asynq.Inspector
+	redis     redis.UniversalClient
 }
 
 // New returns a Producer that enqueues on the given Redis (the one
 // webhookd's workers use).
-func New(redis asynq.RedisConnOpt) *Producer {
-	return &Producer{client: asynq.NewClient(redis)}
+func New(opt asynq.RedisConnOpt) *Producer {
+	rdb, _ := opt.MakeRedisClient().(redis.UniversalClient) // every asynq option makes one
+	return &Producer{client: asynq.NewClient(opt), inspector: asynq.NewInspector(opt), redis: rdb}
 }
 
-// Close releases the Redis connection.
-func (p *Producer) Close() error { return p.client.Close() }
+// Close releases the Redis connections.
+func (p *Producer) Close() error {
+	return errors.Join(p.client.Close(), p.inspector.Close(), p.redis.Close())
+}
 
 // Publish enqueues one event. It returns once Redis holds the task; the
 // worker stores the event moments later. The asynq TaskID is derived from
 // the event id, so that publishing the same id again while the first task
-// waits is a no-op, and once it ran, the stored event id makes it one.
+// waits is a no-op, and once it ran, the stored event id makes it one. A
+// task of that id that asynq archived is run again: a re-publish is never
+// swallowed by a task that will not run.
 func (p *Producer) Publish(ctx context.Context, e Event) error {
-	task, err := newTask(e)
+	task, err := newTask(&e)
 	if err != nil {
 		return err
 	}
-	if _, err := p.client.EnqueueContext(ctx, task); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("publish event %s: %w", e.ID, err)
+	_, err = p.client.EnqueueContext(ctx, task)
+	if !errors.Is(err, asynq.ErrTaskIDConflict) {
+		if err != nil {
+			return fmt.Errorf("publish event %s: %w", e.ID, err)
+		}
+		return nil
+	}
+	info, err := p.inspector.GetTaskInfo(Queue, taskID(e.ID))
+	switch {
+	case errors.Is(err, asynq.ErrTaskNotFound):
+		// Finished between the enqueue and the look: the event is stored.
+		return nil
+	case err != nil:
+		return fmt.Errorf("publish event %s: look at its task: %w", e.ID, err)
+	case info.State == asynq.TaskStateArchived:
+		if err := p.inspector.RunTask(Queue, taskID(e.ID)); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+			return fmt.Errorf("publish event %s: run its archived task again: %w", e.ID, err)
+		}
 	}
 	return nil
 }
@@ -87,7 +163,29 @@ func (p *Producer) PublishBatch(ctx context.Context, es []Event) error {
 	return nil
 }
 
-func newTask(e Event) (*asynq.Task, error) {
+// Refusal says why webhookd refused the event, or nil when it did not (it
+// was stored, is still on its way, or was refused more than RefusalTTL
+// ago).
+func (p *Producer) Refusal(ctx context.Context, eventID string) (*Refused, error) {
+	b, err := p.redis.Get(ctx, refusalKey(eventID)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("refusal of %s: %w", eventID, err)
+	}
+	var r Refused
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("refusal of %s: %w", eventID, err)
+	}
+	return &r, nil
+}
+
+// taskID is the asynq TaskID of an event's ingest task.
+func taskID(eventID string) string { return "e:" + eventID }
+
+// newTask builds the ingest task of e, giving it an id if it has none.
+func newTask(e *Event) (*asynq.Task, error) {
 	if e.ID == "" {
 		id, err := uuid.NewV7()
 		if err != nil {
@@ -97,9 +195,6 @@ func newTask(e Event) (*asynq.Task, error) {
 	} else if _, err := uuid.Parse(e.ID); err != nil {
 		return nil, fmt.Errorf("publish event: id %q is not a UUID", e.ID)
 	}
-	if e.MerchantID == "" || e.Type == "" {
-		return nil, fmt.Errorf("publish event %s: merchant_id and type are required", e.ID)
-	}
 	if !json.Valid(e.Payload) {
 		return nil, fmt.Errorf("publish event %s: payload is not valid JSON", e.ID)
 	}
@@ -107,5 +202,5 @@ func newTask(e Event) (*asynq.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("publish event %s: %w", e.ID, err)
 	}
-	return asynq.NewTask(TaskIngest, b, asynq.Queue(Queue), asynq.TaskID("e:"+e.ID), asynq.MaxRetry(maxRetry)), nil
+	return asynq.NewTask(TaskIngest, b, asynq.Queue(Queue), asynq.TaskID(taskID(e.ID)), asynq.MaxRetry(maxRetry)), nil
 }

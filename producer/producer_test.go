@@ -7,18 +7,28 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/store/storetest"
 )
 
-// TestPublishIsIdempotent publishes the same event twice and expects one
-// task; a bad event is refused before it reaches Redis.
-func TestPublishIsIdempotent(t *testing.T) {
+// newProducer is a Producer on a private Redis, with an inspector on it.
+func newProducer(t *testing.T) (*producer.Producer, *asynq.Inspector, asynq.RedisConnOpt) {
+	t.Helper()
 	rd := storetest.NewRedis(t)
 	opt := asynq.RedisClientOpt{Network: "unix", Addr: rd.Socket}
 	p := producer.New(opt)
-	defer p.Close()
+	t.Cleanup(func() { p.Close() })
+	insp := asynq.NewInspector(opt)
+	t.Cleanup(func() { insp.Close() })
+	return p, insp, opt
+}
+
+// TestPublishIsIdempotent publishes the same event twice and expects one
+// task.
+func TestPublishIsIdempotent(t *testing.T) {
+	p, insp, _ := newProducer(t)
 	ctx := context.Background()
 	e := producer.Event{ID: uuid.NewString(), MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{"id":"po_1"}`)}
 	if err := p.PublishBatch(ctx, []producer.Event{e, e}); err != nil {
@@ -27,8 +37,6 @@ func TestPublishIsIdempotent(t *testing.T) {
 	if err := p.Publish(ctx, producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	insp := asynq.NewInspector(opt)
-	defer insp.Close()
 	tasks, err := insp.ListPendingTasks(producer.Queue)
 	if err != nil {
 		t.Fatal(err)
@@ -36,13 +44,72 @@ func TestPublishIsIdempotent(t *testing.T) {
 	if len(tasks) != 2 {
 		t.Fatalf("%d pending tasks, want 2 (the duplicate publish adds none)", len(tasks))
 	}
-	for _, bad := range []producer.Event{
-		{ID: "not-a-uuid", MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{}`)},
-		{MerchantID: "", Type: "payout.paid", Payload: json.RawMessage(`{}`)},
-		{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{`)},
+}
+
+// TestPublishRefusesWhatCannotBeATask: Publish refuses only what it cannot
+// build a task from; every other rule is the worker's (dispatcher's
+// TestProducerEventsFollowThePublishersRules).
+func TestPublishRefusesWhatCannotBeATask(t *testing.T) {
+	p, _, _ := newProducer(t)
+	for name, bad := range map[string]producer.Event{
+		"id not a UUID":       {ID: "not-a-uuid", MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{}`)},
+		"payload not JSON":    {MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{`)},
+		"payload left absent": {MerchantID: "m1", Type: "payout.paid"},
 	} {
-		if err := p.Publish(ctx, bad); err == nil {
-			t.Errorf("Publish(%+v) accepted a bad event", bad)
+		if err := p.Publish(context.Background(), bad); err == nil {
+			t.Errorf("%s: Publish accepted it", name)
 		}
+	}
+}
+
+// TestRepublishRunsAnArchivedTask: a task of the event's id that asynq
+// archived does not swallow the re-publish; it runs again.
+func TestRepublishRunsAnArchivedTask(t *testing.T) {
+	p, insp, _ := newProducer(t)
+	ctx := context.Background()
+	e := producer.Event{ID: uuid.NewString(), MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{}`)}
+	if err := p.Publish(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := insp.ArchiveTask(producer.Queue, "e:"+e.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	info, err := insp.GetTaskInfo(producer.Queue, "e:"+e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State != asynq.TaskStatePending {
+		t.Fatalf("the re-published event's task is %v, want pending", info.State)
+	}
+}
+
+// TestRefusal reads back what the worker kept of a refused event, until
+// the worker clears it (once a corrected event of that id is stored:
+// dispatcher's TestProducerEventsFollowThePublishersRules).
+func TestRefusal(t *testing.T) {
+	p, _, opt := newProducer(t)
+	ctx := context.Background()
+	id := uuid.NewString()
+	if r, err := p.Refusal(ctx, id); err != nil || r != nil {
+		t.Fatalf("Refusal of an unknown event = %v, %v; want nil, nil", r, err)
+	}
+	rdb := opt.MakeRedisClient().(redis.UniversalClient)
+	defer rdb.Close()
+	want := producer.Refused{Param: "type", Rule: "type_unknown", Message: `Unknown event type "payout.lost".`}
+	if err := producer.KeepRefusal(ctx, rdb, id, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Refusal(ctx, id)
+	if err != nil || got == nil || *got != want {
+		t.Fatalf("Refusal = %+v, %v; want %+v", got, err, want)
+	}
+	if err := producer.ClearRefusal(ctx, rdb, id); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Refusal(ctx, id); err != nil || got != nil {
+		t.Fatalf("Refusal once cleared = %+v, %v; want none", got, err)
 	}
 }

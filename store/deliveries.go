@@ -27,7 +27,7 @@ type LeasedDelivery struct {
 	// URL is the subscription's target.
 	URL string
 	// SubscriptionStatus is enabled or disabled.
-	SubscriptionStatus string
+	SubscriptionStatus SubscriptionStatus
 	// SubscriptionDeleted is true once the merchant deleted the
 	// subscription.
 	SubscriptionDeleted bool
@@ -119,7 +119,7 @@ type AttemptRecord struct {
 	// Attempt is the row to append; its Number is the attempt's.
 	Attempt Attempt
 	// Status is the delivery's status after the attempt.
-	Status string
+	Status DeliveryStatus
 	// NextAttemptAt is when the next attempt is due; nil when none is.
 	NextAttemptAt *time.Time
 	// DisableSubscription disables the subscription (the receiver answered
@@ -269,13 +269,13 @@ func (s *Store) RecordAttempts(ctx context.Context, rs []AttemptRecord) ([]error
 	for i, r := range rs {
 		a := r.Attempt
 		ids[i], created[i], numbers[i] = r.Delivery.ID, r.Delivery.CreatedAt, int32(a.Number)
-		statuses[i], triggers[i], errs[i] = a.Status, a.Trigger, a.Error
+		statuses[i], triggers[i], errs[i] = string(a.Status), string(a.Trigger), a.Error
 		if a.HTTPStatus != nil {
 			v := int32(*a.HTTPStatus)
 			httpStatus[i] = &v
 		}
 		durations[i], bodies[i], attempted[i] = int32(a.DurationMS), a.ResponseBody, a.AttemptedAt
-		dstatus[i], next[i], disable[i] = r.Status, r.NextAttemptAt, r.DisableSubscription
+		dstatus[i], next[i], disable[i] = string(r.Status), r.NextAttemptAt, r.DisableSubscription
 	}
 	// One statement: the attempts that are new, the state of their
 	// deliveries, and the health of their (non-test) subscriptions,

@@ -94,7 +94,7 @@ func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, [
 		}
 		if id != nil {
 			deliveries = append(deliveries, Delivery{ID: *id, MerchantID: *merchant, EventID: *eventID,
-				EventCreatedAt: *eventAt, EventType: *eventType, SubscriptionID: *subID, Status: *status, Test: *test,
+				EventCreatedAt: *eventAt, EventType: *eventType, SubscriptionID: *subID, Status: DeliveryStatus(*status), Test: *test,
 				AttemptCount: *attempts, NextAttemptAt: next, CreatedAt: *created, UpdatedAt: *updated})
 		}
 	}

@@ -12,6 +12,11 @@ const (
 	LockMaintenance int64 = 4_180_031_001
 )
 
+// lockSubscriptionCreate is the first key of the two-key advisory lock that
+// serialises one merchant's subscription creates (the second is a hash of
+// the merchant id; a collision only makes two merchants take turns).
+const lockSubscriptionCreate int32 = 4_180_031
+
 // WithAdvisoryLock runs fn while holding the session advisory lock key, if
 // no other session holds it; ran is false when the lock was taken and fn did
 // not run. It exists because asynq's Scheduler has no leader election: every

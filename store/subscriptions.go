@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,14 +13,22 @@ import (
 )
 
 // NewSubscription is what a merchant asks for when creating a subscription.
-// The store does not validate it: the API does, before calling.
+// The store does not validate it: package subscriptions does, before calling.
 type NewSubscription struct {
 	MerchantID  string
 	URL         string
 	Events      []string
 	Description *string
 	Metadata    map[string]string
+	// Limit, when positive, is how many subscriptions the merchant may hold
+	// (every one not deleted, whichever surface made it): the create fails
+	// with ErrSubscriptionLimit when the merchant already holds Limit.
+	Limit int
 }
+
+// ErrSubscriptionLimit reports a create refused because the merchant
+// already holds NewSubscription.Limit subscriptions.
+var ErrSubscriptionLimit = errors.New("subscription limit reached")
 
 // SubscriptionUpdate is a partial update: nil fields are left as they are.
 type SubscriptionUpdate struct {
@@ -29,7 +38,7 @@ type SubscriptionUpdate struct {
 	// with SetDescription clears it.
 	SetDescription bool
 	Description    *string
-	Status         *string
+	Status         *SubscriptionStatus
 	// Metadata replaces the whole map when non-nil.
 	Metadata map[string]string
 }
@@ -37,7 +46,7 @@ type SubscriptionUpdate struct {
 // SubscriptionFilter narrows a subscription list.
 type SubscriptionFilter struct {
 	// Status, when not empty, keeps only subscriptions in that status.
-	Status string
+	Status SubscriptionStatus
 }
 
 // Secret is a stored signing secret, still sealed. The dispatcher opens it
@@ -82,6 +91,11 @@ func (s *Store) CreateSubscription(ctx context.Context, n NewSubscription, seale
 	}
 	var sub Subscription
 	err = s.tx(ctx, func(tx pgx.Tx) error {
+		if n.Limit > 0 {
+			if err := checkSubscriptionLimit(ctx, tx, n.MerchantID, n.Limit); err != nil {
+				return err
+			}
+		}
 		var err error
 		sub, err = scanSubscription(tx.QueryRow(ctx, `
 			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at)
@@ -99,6 +113,27 @@ func (s *Store) CreateSubscription(ctx context.Context, n NewSubscription, seale
 		return Subscription{}, fmt.Errorf("create subscription for %s: %w", n.MerchantID, err)
 	}
 	return sub, nil
+}
+
+// checkSubscriptionLimit refuses a create when the merchant already holds
+// limit subscriptions. Concurrent creates of one merchant take their turn
+// on a transaction-scoped advisory lock, so that each counts the others'
+// committed rows: counting alone would let every one of them see room for
+// itself. Other merchants' creates, and the merchant's other writes, do not
+// wait on it.
+func checkSubscriptionLimit(ctx context.Context, tx pgx.Tx, merchantID string, limit int) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockSubscriptionCreate, merchantID); err != nil {
+		return err
+	}
+	var held int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM subscriptions
+		WHERE merchant_id = $1 AND deleted_at IS NULL`, merchantID).Scan(&held); err != nil {
+		return err
+	}
+	if held >= limit {
+		return ErrSubscriptionLimit
+	}
+	return nil
 }
 
 // GetSubscription returns one of the merchant's subscriptions. Another

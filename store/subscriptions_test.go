@@ -167,14 +167,14 @@ func TestListSubscriptionsPages(t *testing.T) {
 	createSub(t, st, "m2")
 
 	for _, tc := range []struct {
-		status string
+		status store.SubscriptionStatus
 		want   []uuid.UUID
 	}{
 		{"", want},
 		{store.SubscriptionDisabled, []uuid.UUID{want[0], want[3], want[6]}},
 		{store.SubscriptionEnabled, []uuid.UUID{want[1], want[2], want[4], want[5]}},
 	} {
-		t.Run("status="+tc.status, func(t *testing.T) {
+		t.Run("status="+string(tc.status), func(t *testing.T) {
 			var got []uuid.UUID
 			page := store.Page{Limit: 3}
 			for n := 0; ; n++ {
@@ -208,7 +208,7 @@ func TestDeleteSubscriptionStopsPendingDeliveries(t *testing.T) {
 	doomed := createSub(t, st, "m1")
 	kept := createSub(t, st, "m1")
 	now := st.Now()
-	insert := func(sub uuid.UUID, status string) uuid.UUID {
+	insert := func(sub uuid.UUID, status store.DeliveryStatus) uuid.UUID {
 		id := uuid.Must(uuid.NewV7())
 		next := now.Add(time.Minute)
 		_, err := st.Pool().Exec(ctx, `INSERT INTO deliveries (id, merchant_id, event_id, event_created_at, event_type,
@@ -227,14 +227,14 @@ func TestDeleteSubscriptionStopsPendingDeliveries(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id, want := range map[uuid.UUID]struct {
-		status  string
+		status  store.DeliveryStatus
 		hasNext bool
 	}{
 		pending:   {store.DeliveryFailed, false},
 		succeeded: {store.DeliverySucceeded, true},
 		other:     {store.DeliveryPending, true},
 	} {
-		var status string
+		var status store.DeliveryStatus
 		var next *time.Time
 		if err := st.Pool().QueryRow(ctx, `SELECT status, next_attempt_at FROM deliveries WHERE id = $1`, id).Scan(&status, &next); err != nil {
 			t.Fatal(err)
@@ -345,5 +345,56 @@ func TestRotateSecretRefusesInvalidSecret(t *testing.T) {
 	}
 	if len(stored) != 1 || string(stored[0].Ciphertext) != "sealed-0" || stored[0].ExpiresAt != nil {
 		t.Fatalf("a refused rotation changed the secrets: %+v", stored)
+	}
+}
+
+// TestCreateSubscriptionLimit: with a Limit, creates racing each other
+// cannot pass it together (20 at once with a limit of 5 make exactly 5),
+// deleted subscriptions do not count, and another merchant is not held.
+func TestCreateSubscriptionLimit(t *testing.T) {
+	st, ctx := newSubStore(t)
+	const attempts, limit = 20, 5
+	errs := make([]error, attempts)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range attempts {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = st.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/hook",
+				Events: []string{"*"}, Limit: limit}, []byte("sealed"))
+		})
+	}
+	close(start)
+	wg.Wait()
+	created := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case !errors.Is(err, store.ErrSubscriptionLimit):
+			t.Fatalf("create: %v, want nil or ErrSubscriptionLimit", err)
+		}
+	}
+	if created != limit {
+		t.Fatalf("%d created, want %d", created, limit)
+	}
+	other, err := st.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m2", URL: "https://example.com/hook",
+		Events: []string{"*"}, Limit: limit}, []byte("sealed"))
+	if err != nil {
+		t.Fatalf("another merchant's create: %v", err)
+	}
+	if err := st.DeleteSubscription(ctx, "m2", other.ID); err != nil {
+		t.Fatal(err)
+	}
+	subs, err := st.ListSubscriptions(ctx, "m1", store.SubscriptionFilter{}, store.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteSubscription(ctx, "m1", subs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/hook",
+		Events: []string{"*"}, Limit: limit}, []byte("sealed")); err != nil {
+		t.Fatalf("create after a delete: %v", err)
 	}
 }

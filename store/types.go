@@ -24,10 +24,13 @@ type APIKey struct {
 	CreatedAt   time.Time
 }
 
+// SubscriptionStatus says whether a subscription receives deliveries.
+type SubscriptionStatus string
+
 // Subscription statuses.
 const (
-	SubscriptionEnabled  = "enabled"
-	SubscriptionDisabled = "disabled"
+	SubscriptionEnabled  SubscriptionStatus = "enabled"
+	SubscriptionDisabled SubscriptionStatus = "disabled"
 )
 
 // Subscription is a merchant's webhook endpoint.
@@ -37,7 +40,7 @@ type Subscription struct {
 	URL         string
 	Events      []string
 	Description *string
-	Status      string
+	Status      SubscriptionStatus
 	Metadata    map[string]string
 	Health      Health
 	CreatedAt   time.Time
@@ -62,11 +65,14 @@ type Event struct {
 	CreatedAt  time.Time
 }
 
-// Delivery statuses (DESIGN.md).
+// DeliveryStatus is where a delivery stands (DESIGN.md).
+type DeliveryStatus string
+
+// Delivery statuses.
 const (
-	DeliveryPending   = "pending"
-	DeliverySucceeded = "succeeded"
-	DeliveryFailed    = "failed"
+	DeliveryPending   DeliveryStatus = "pending"
+	DeliverySucceeded DeliveryStatus = "succeeded"
+	DeliveryFailed    DeliveryStatus = "failed"
 )
 
 // Delivery is one event's series of attempts to one subscription.
@@ -77,7 +83,7 @@ type Delivery struct {
 	EventCreatedAt time.Time
 	EventType      string
 	SubscriptionID uuid.UUID
-	Status         string
+	Status         DeliveryStatus
 	Test           bool
 	AttemptCount   int
 	NextAttemptAt  *time.Time
@@ -86,20 +92,30 @@ type Delivery struct {
 	Attempts       []Attempt
 }
 
-// Attempt statuses and triggers.
+// AttemptStatus is the outcome of one attempt.
+type AttemptStatus string
+
+// Attempt statuses.
 const (
-	AttemptSucceeded = "succeeded"
-	AttemptFailed    = "failed"
-	TriggerScheduled = "scheduled"
-	TriggerManual    = "manual"
+	AttemptSucceeded AttemptStatus = "succeeded"
+	AttemptFailed    AttemptStatus = "failed"
+)
+
+// Trigger says what made an attempt: the retry schedule or a merchant.
+type Trigger string
+
+// Attempt triggers.
+const (
+	TriggerScheduled Trigger = "scheduled"
+	TriggerManual    Trigger = "manual"
 )
 
 // Attempt is the record of one HTTP exchange with a receiver.
 type Attempt struct {
 	DeliveryID   uuid.UUID
 	Number       int
-	Status       string
-	Trigger      string
+	Status       AttemptStatus
+	Trigger      Trigger
 	HTTPStatus   *int
 	Error        *string
 	DurationMS   int

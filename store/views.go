@@ -30,7 +30,7 @@ type EventFilter struct {
 // DeliveryFilter narrows a delivery list; zero fields do not filter.
 type DeliveryFilter struct {
 	// Status is pending, succeeded or failed.
-	Status string
+	Status DeliveryStatus
 	// CreatedGTE keeps deliveries created at or after it.
 	CreatedGTE *time.Time
 	// EventID keeps the deliveries of one event.
@@ -347,14 +347,18 @@ type FailureNotice struct {
 	URL            string
 	// MerchantID owns the subscription.
 	MerchantID string
-	// Email is the merchant's notification address; nil when none is set.
+	// Email is the merchant's notification address (a claim is only made
+	// when there is one).
 	Email *string
 }
 
 // ClaimFailureNotification claims the right to send the failure e-mail of a
 // subscription: it succeeds for at most one caller per interval, across
-// every instance, because the check and the stamp are one UPDATE. When an
-// e-mail was claimed less than interval ago, it returns ErrConflict.
+// every instance, because the check and the stamp are one UPDATE. It
+// returns ErrConflict when there is nothing to send now: an e-mail was
+// claimed less than interval ago, or the merchant has no notification
+// address (then nothing is stamped, so the first failure after the address
+// is set sends one).
 func (s *Store) ClaimFailureNotification(ctx context.Context, subscriptionID uuid.UUID, interval time.Duration) (FailureNotice, error) {
 	now := s.Now()
 	var n FailureNotice
@@ -362,6 +366,7 @@ func (s *Store) ClaimFailureNotification(ctx context.Context, subscriptionID uui
 		UPDATE subscriptions s SET last_notified_at = $2
 		FROM merchants m
 		WHERE s.id = $1 AND m.id = s.merchant_id
+		  AND m.notification_email IS NOT NULL AND m.notification_email <> ''
 		  AND (s.last_notified_at IS NULL OR s.last_notified_at <= $3)
 		RETURNING s.id, s.url, s.merchant_id, m.notification_email`,
 		subscriptionID, now, now.Add(-interval)).Scan(&n.SubscriptionID, &n.URL, &n.MerchantID, &n.Email)

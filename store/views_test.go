@@ -305,6 +305,33 @@ func TestClaimFailureNotificationOncePerInterval(t *testing.T) {
 	}
 }
 
+// TestClaimFailureNotificationWaitsForAnAddress: without a notification
+// address there is nothing to claim; the claim is not used up, and the
+// first failure after the address is set gets it.
+func TestClaimFailureNotificationWaitsForAnAddress(t *testing.T) {
+	st, _ := newViewsStore(t)
+	ctx := context.Background()
+	sub := newViewsSub(t, st, "m1", "*")
+	for _, email := range []string{"", "unset"} {
+		if email != "unset" {
+			if _, err := st.UpdateMerchant(ctx, "m1", "2026-05-01", store.MerchantSettings{NotificationEmail: &email}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := st.ClaimFailureNotification(ctx, sub.ID, time.Hour); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("claim with address %q: %v, want ErrConflict", email, err)
+		}
+	}
+	email := "ops@example.com"
+	if _, err := st.UpdateMerchant(ctx, "m1", "2026-05-01", store.MerchantSettings{NotificationEmail: &email}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.ClaimFailureNotification(ctx, sub.ID, time.Hour)
+	if err != nil || n.Email == nil || *n.Email != email {
+		t.Fatalf("claim once the address is set = %+v, %v", n, err)
+	}
+}
+
 // loadBigMerchant writes, straight through SQL, 30,000 events and 30,000
 // deliveries of m1 over the last 42 hours (row i at now - 5i seconds), and
 // 10,000 deliveries of m2. m1's deliveries go to subBig, except every tenth

@@ -31,9 +31,9 @@ import (
 )
 
 // scenarios in the order -scenario all runs them: the ones that leave
-// retrying deliveries behind (footprint's closed port, noisy's hanging
-// receivers) come last so they cannot slow the others.
-var scenarios = []string{"raw", "throughput", "latency", "fanout", "footprint", "noisy"}
+// retrying deliveries behind (footprint's closed port, the hanging
+// receivers of noisy and noisy5) come last so they cannot slow the others.
+var scenarios = []string{"raw", "throughput", "latency", "fanout", "footprint", "noisy", "noisy5"}
 
 // config is the command line.
 type config struct {
@@ -64,8 +64,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.scenario, "scenario", "all", "scenario: "+strings.Join(scenarios, ", ")+", or all")
 	fs.IntVar(&c.events, "events", 0, "events to publish (0: the scenario's default)")
-	fs.Float64Var(&c.rate, "rate", 0, "publish rate in events/s for latency and noisy (0: the scenario's default, 500)")
-	fs.IntVar(&c.subscriptions, "subscriptions", 0, "subscriptions (receivers) (0: the scenario's default)")
+	fs.Float64Var(&c.rate, "rate", 0, "publish rate in events/s for latency, noisy and noisy5 (0: the scenario's default, 500)")
+	fs.IntVar(&c.subscriptions, "subscriptions", 0, "subscriptions (receivers); merchants in noisy and noisy5 (0: the scenario's default)")
 	fs.IntVar(&c.payload, "payload", 0, "payload size in bytes (0: the scenario's default; footprint uses 1024)")
 	fs.IntVar(&c.concurrency, "concurrency", 256, "concurrent senders in the raw scenario (webhookd's default worker concurrency is 256)")
 	fs.IntVar(&c.publishers, "publishers", 8, "concurrent publish requests")
@@ -212,7 +212,9 @@ func (b *bench) runScenario(ctx context.Context, name string) (*report, error) {
 	case "latency":
 		return b.latency(ctx)
 	case "noisy":
-		return b.noisy(ctx)
+		return b.noisy(ctx, "noisy", 1)
+	case "noisy5":
+		return b.noisy(ctx, "noisy5", noisy5Hanging)
 	case "fanout":
 		return b.fanout(ctx)
 	case "footprint":

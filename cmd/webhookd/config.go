@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,9 +18,11 @@ import (
 	"github.com/caarlos0/env/v11"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/retry"
 )
 
@@ -43,6 +47,8 @@ type config struct {
 	TLSCert             string        `env:"WEBHOOKD_TLS_CERT"`
 	TLSKey              string        `env:"WEBHOOKD_TLS_KEY"`
 	WorkerConcurrency   int           `env:"WEBHOOKD_WORKER_CONCURRENCY" envDefault:"256"`
+	MerchantShare       float64       `env:"WEBHOOKD_MERCHANT_SHARE" envDefault:"0.25"`
+	MaxSubscriptions    int           `env:"WEBHOOKD_MAX_SUBSCRIPTIONS" envDefault:"100"`
 	APIVersions         string        `env:"WEBHOOKD_API_VERSIONS"`
 	EventTypes          []string      `env:"WEBHOOKD_EVENT_TYPES" envSeparator:","`
 	TrustedProxies      []string      `env:"WEBHOOKD_TRUSTED_PROXIES" envSeparator:","`
@@ -60,25 +66,25 @@ type config struct {
 	versions       admin.Versions
 	trustedProxies []netip.Prefix
 	redisOpts      *redis.Options
-}
-
-// catalogue is the event vocabulary of spec 6.1 (ping.test is sent only by
-// send_test_event).
-var catalogue = []string{
-	"payout.created", "payout.initiated", "payout.paid", "payout.failed",
-	"return.initiated", "return.paid", "return.failed", "return.returned",
-	"deposit.received",
-	"conversion.created", "conversion.succeeded", "conversion.failed",
+	// masterKeyGenerated is set when WEBHOOKD_MASTER_KEY is unset and
+	// masterKey was made up for this process (sandbox only).
+	masterKeyGenerated bool
 }
 
 // loadConfig reads and checks the environment. Every error names the
-// variable at fault.
+// variable at fault; a WEBHOOKD_* variable that webhookd does not know (a
+// misspelling, which would otherwise leave a setting at its default
+// unnoticed) is logged as a warning naming the closest known one.
 func loadConfig(logger *slog.Logger) (config, error) {
+	warnUnknownVariables(logger, os.Environ())
 	var c config
 	if err := env.Parse(&c); err != nil {
 		return c, fmt.Errorf("configuration: %s: %w", variablesOf(err), err)
 	}
 	bad := func(name string, err error) error { return fmt.Errorf("configuration: %s: %w", name, err) }
+	if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
+		return c, bad("WEBHOOKD_DATABASE_URL", fmt.Errorf("expected a PostgreSQL URL such as postgres://user:password@host:5432/webhookd?sslmode=disable: %w", err))
+	}
 	switch c.Environment {
 	case "sandbox", "production":
 	default:
@@ -92,10 +98,7 @@ func loadConfig(logger *slog.Logger) (config, error) {
 		if _, err := rand.Read(c.masterKey); err != nil {
 			return c, err
 		}
-		// Logged so that a developer can restart with the same key; a
-		// sandbox without it could not read its own secrets after restart.
-		logger.Warn("WEBHOOKD_MASTER_KEY unset: generated a development key; set it to keep secrets readable across restarts",
-			"WEBHOOKD_MASTER_KEY", base64.StdEncoding.EncodeToString(c.masterKey))
+		c.masterKeyGenerated = true
 	} else {
 		k, err := base64.StdEncoding.DecodeString(c.MasterKey)
 		if err != nil || len(k) != 32 {
@@ -157,6 +160,12 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	if c.MaxPayloadBytes < 1 || int64(c.MaxPayloadBytes) > c.MaxBodyBytes {
 		return c, bad("WEBHOOKD_MAX_PAYLOAD_BYTES", fmt.Errorf("must be between 1 and WEBHOOKD_MAX_BODY_BYTES"))
 	}
+	if c.MaxSubscriptions < 1 {
+		return c, bad("WEBHOOKD_MAX_SUBSCRIPTIONS", fmt.Errorf("must be at least 1"))
+	}
+	if c.MerchantShare <= 0 || c.MerchantShare > 1 {
+		return c, bad("WEBHOOKD_MERCHANT_SHARE", fmt.Errorf("must be more than 0 and at most 1, not %v", c.MerchantShare))
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, bad("WEBHOOKD_TLS_CERT", fmt.Errorf("WEBHOOKD_TLS_CERT and WEBHOOKD_TLS_KEY go together"))
 	}
@@ -164,8 +173,75 @@ func loadConfig(logger *slog.Logger) (config, error) {
 		if t = strings.TrimSpace(t); t != "" && !strings.Contains(t, ".") {
 			return c, bad("WEBHOOKD_EVENT_TYPES", fmt.Errorf("%q is not of the form resource.action", t))
 		}
+		if strings.TrimSpace(t) == dispatcher.TestEventType {
+			return c, bad("WEBHOOKD_EVENT_TYPES", fmt.Errorf("%s is reserved for send_test_event", dispatcher.TestEventType))
+		}
 	}
 	return c, nil
+}
+
+// warnGeneratedMasterKey logs the key made up for a sandbox without
+// WEBHOOKD_MASTER_KEY, so that a developer can restart with the same key:
+// without it, the process could not read its own secrets after a restart.
+// Only the commands that seal or open secrets call it.
+func (c config) warnGeneratedMasterKey(logger *slog.Logger) {
+	if c.masterKeyGenerated {
+		logger.Warn("WEBHOOKD_MASTER_KEY unset: generated a development key; set it to keep secrets readable across restarts",
+			"WEBHOOKD_MASTER_KEY", base64.StdEncoding.EncodeToString(c.masterKey))
+	}
+}
+
+// testVariablePrefix marks the variables of webhookd's own test suite
+// (store/storetest), which share the prefix but are not configuration.
+const testVariablePrefix = "WEBHOOKD_TEST_"
+
+// warnUnknownVariables warns of each WEBHOOKD_* variable of environ that
+// is not one of config's, naming the closest known one.
+func warnUnknownVariables(logger *slog.Logger, environ []string) {
+	known := knownVariables()
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "WEBHOOKD_") || strings.HasPrefix(name, testVariablePrefix) || slices.Contains(known, name) {
+			continue
+		}
+		closest := slices.MinFunc(known, func(a, b string) int { return editDistance(name, a) - editDistance(name, b) })
+		logger.Warn(fmt.Sprintf("unknown variable %s ignored; did you mean %s?", name, closest),
+			"variable", name, "closest", closest)
+	}
+}
+
+// knownVariables is the name of every configuration variable.
+func knownVariables() []string {
+	t := reflect.TypeFor[config]()
+	var names []string
+	for i := range t.NumField() {
+		if name := t.Field(i).Tag.Get("env"); name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// editDistance is the Levenshtein distance between a and b: the fewest
+// insertions, deletions and substitutions that turn one into the other.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			substitution := prev[j-1]
+			if a[i-1] != b[j-1] {
+				substitution++
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, substitution)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // variablesOf names the variables behind the env library's errors, which
@@ -191,7 +267,7 @@ func variablesOf(err error) string {
 
 // eventTypes is the catalogue plus the configured kinds.
 func (c config) eventTypes() []string {
-	types := append([]string(nil), catalogue...)
+	types := dispatcher.DefaultEventTypes()
 	for _, t := range c.EventTypes {
 		if t = strings.TrimSpace(t); t != "" {
 			types = append(types, t)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"log/slog"
 	"strings"
 	"testing"
@@ -23,6 +24,8 @@ func TestConfigDefaults(t *testing.T) {
 
 func TestConfigErrorsNameTheVariable(t *testing.T) {
 	tests := []struct{ name, value string }{
+		{"WEBHOOKD_DATABASE_URL", "notaurl"},
+		{"WEBHOOKD_DATABASE_URL", "mysql://root@127.0.0.1:3306/webhookd"},
 		{"WEBHOOKD_ENVIRONMENT", "staging"},
 		{"WEBHOOKD_MASTER_KEY", "c2hvcnQ="},
 		{"WEBHOOKD_DELIVERY_TIMEOUT", "soon"},
@@ -77,5 +80,30 @@ func TestHTTPSRequiredOffLoopback(t *testing.T) {
 		if got := c.requireHTTPS(); got != tt.want {
 			t.Errorf("requireHTTPS(%q, cert %q) = %v, want %v", tt.listen, tt.cert, got, tt.want)
 		}
+	}
+}
+
+func TestUnknownVariablesWarn(t *testing.T) {
+	tests := []struct {
+		variable string
+		// closest is the known variable the warning names; "" means no
+		// warning.
+		closest string
+	}{
+		{"WEBHOOKD_RETRY_SCHEDUL", "WEBHOOKD_RETRY_SCHEDULE"},
+		{"WEBHOOKD_DATABASE_URI", "WEBHOOKD_DATABASE_URL"},
+		{"WEBHOOKD_INGEST_TOKN", "WEBHOOKD_INGEST_TOKEN"},
+		{"WEBHOOKD_LISTEN", ""},
+		{"WEBHOOKD_TEST_DATABASE_URL", ""},
+		{"PATH", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.variable, func(t *testing.T) {
+			var out bytes.Buffer
+			warnUnknownVariables(slog.New(slog.NewJSONHandler(&out, nil)), []string{tt.variable + "=x"})
+			if tt.closest == "" && out.Len() != 0 || tt.closest != "" && !strings.Contains(out.String(), `"closest":"`+tt.closest+`"`) {
+				t.Errorf("logged %q, want a warning naming %q (none if empty)", out.String(), tt.closest)
+			}
+		})
 	}
 }

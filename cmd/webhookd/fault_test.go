@@ -647,12 +647,21 @@ func TestStartsBeforeItsBackingServices(t *testing.T) {
 	pg.Stop()
 	e.redis.Stop()
 	p := e.launch("serve", e.internal)
-	time.Sleep(2 * time.Second)
 	// Waiting, it is alive and says it is not ready; a publisher is told
 	// to retry, in the spec's error format.
 	internal := "http://" + e.internal
-	if status, _ := e.call("GET", internal+"/healthz", "", nil); status != http.StatusOK {
-		t.Errorf("/healthz while waiting for Postgres: %d, want 200", status)
+	alive := func() bool {
+		resp, err := http.Get(internal + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	for deadline := time.Now().Add(10 * time.Second); !alive(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("/healthz never answered 200 while waiting for Postgres")
+		}
 	}
 	if status, body := e.call("GET", internal+"/readyz", "", nil); status != http.StatusServiceUnavailable || body["postgres"] != "unavailable" {
 		t.Errorf("/readyz while waiting for Postgres: %d %v, want 503 with postgres unavailable", status, body)

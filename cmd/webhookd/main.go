@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,7 +15,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,16 +28,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
-	goretry "github.com/sethvargo/go-retry"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/outagelog"
+	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store"
 )
 
-// version names this build in the user-agent of deliveries.
+// version names this build in the user-agent of deliveries and in
+// `webhookd version`; a release build sets it with
+// -ldflags "-X main.version=…".
 var version = "dev"
 
 const usage = `usage: webhookd <command>
@@ -42,10 +50,15 @@ commands:
   api                                    public and internal API only
   worker                                 worker and scheduler only (with the internal listener)
   migrate                                apply the database migrations and exit
-  keys create --merchant ID --scopes a,b print a new API key on the last line
+  keys create --merchant ID --scopes a,b print a new API key on the last line (into WEBHOOKD_DATABASE_URL's database)
+  version                                print the version, commit and Go version
+  help                                   print this help
 
 configuration: WEBHOOKD_* environment variables (see README.md)
 `
+
+// redisLogInterval is how often the log repeats that Redis is unreachable.
+const redisLogInterval = 5 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -64,12 +77,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, usage)
 		return errors.New("a command is required")
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, nil))
-	cfg, err := loadConfig(logger)
+	// The commands that read no configuration come first, so that asking
+	// for help or the version warns of nothing.
+	switch command := args[0]; {
+	case isHelp(command):
+		fmt.Fprint(stdout, usage)
+		return nil
+	case command == "version" || command == "--version":
+		fmt.Fprintln(stdout, versionLine())
+		return nil
+	case command == "keys":
+	case slices.Contains([]string{"serve", "api", "worker", "migrate"}, command):
+		// `webhookd serve --help` must not start a server.
+		if len(args) > 1 && isHelp(args[1]) {
+			fmt.Fprint(stdout, usage)
+			return nil
+		}
+		if len(args) > 1 {
+			fmt.Fprint(stderr, usage)
+			return fmt.Errorf("%s takes no arguments, not %q", command, args[1])
+		}
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	cfg, err := loadConfig(slog.New(slog.NewJSONHandler(stderr, nil)))
 	if err != nil {
 		return err
 	}
-	logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	logger := newLogger(stderr, cfg)
 	switch args[0] {
 	case "serve":
 		return serve(ctx, cfg, logger, role{api: true, worker: true})
@@ -78,95 +114,238 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "worker":
 		return serve(ctx, cfg, logger, role{worker: true})
 	case "migrate":
-		if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
-			return err
+		st, err := openStoreNow(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		defer st.Close()
+		if err := st.Migrate(ctx); err != nil {
+			return fmt.Errorf("migrate: %w", err)
 		}
 		logger.Info("migrations applied")
 		return nil
-	case "keys":
-		return keys(ctx, cfg, args[1:], stdout)
-	default:
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown command %q", args[0])
+	default: // keys
+		return keys(ctx, cfg, args[1:], stdout, stderr)
 	}
 }
 
-func keys(ctx context.Context, cfg config, args []string, stdout io.Writer) error {
+// isHelp tells whether arg asks for the usage.
+func isHelp(arg string) bool { return slices.Contains([]string{"help", "-h", "--help", "-help"}, arg) }
+
+// newLogger is the process's one logger: JSON lines on stderr at
+// WEBHOOKD_LOG_LEVEL, with a Redis outage told once per redisLogInterval
+// rather than by every client at every attempt. The libraries that print
+// on their own (go-redis, and whatever uses the standard log package) are
+// routed to it, so that every line is JSON.
+func newLogger(stderr io.Writer, cfg config) *slog.Logger {
+	jsonLines := slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})
+	logger := slog.New(outagelog.NewHandler(jsonLines, redisLogInterval,
+		outagelog.Service{Name: "Redis", Variable: "WEBHOOKD_REDIS_URL", Addr: cfg.redisOpts.Addr}))
+	redis.SetLogger(redisLogger{logger.With("component", "go-redis")})
+	slog.SetDefault(logger)
+	return logger
+}
+
+// redisLogger is go-redis's logger as slog: go-redis otherwise prints its
+// own plain-text lines on stderr. Its dial errors carry the address, which
+// is how the outage handler recognises them.
+type redisLogger struct{ logger *slog.Logger }
+
+// Printf logs one go-redis message, as a warning: go-redis only speaks of
+// trouble.
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.logger.WarnContext(ctx, fmt.Sprintf(format, v...))
+}
+
+// versionLine is what `webhookd version` prints: the version, the commit
+// the binary was built from (when the build recorded it) and the Go
+// version.
+func versionLine() string {
+	commit, modified := "unknown", false
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	if modified {
+		commit += " with uncommitted changes"
+	}
+	return fmt.Sprintf("webhookd %s (commit %s, %s)", version, commit, runtime.Version())
+}
+
+// keys runs `keys create`: it stores a new API key for a merchant in the
+// database of WEBHOOKD_DATABASE_URL and prints it on stdout.
+func keys(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
 	if len(args) == 0 || args[0] != "create" {
 		return errors.New("usage: webhookd keys create --merchant ID --scopes webhooks:read,webhooks:write")
 	}
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	merchant := fs.String("merchant", "", "merchant id")
 	scopes := fs.String("scopes", admin.ScopeRead+","+admin.ScopeWrite, "comma-separated scopes")
 	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if *merchant == "" {
 		return errors.New("keys create: --merchant is required")
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	key, err := admin.IssueAPIKey(ctx, st, cfg.Environment, cfg.versions.Latest(), *merchant, strings.Split(*scopes, ","))
+	st, err := openStoreNow(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("keys create: %w", err)
 	}
+	defer st.Close()
+	key, err := merchants.NewKeyIssuer(st, cfg.Environment, cfg.versions.Latest()).Issue(ctx, *merchant, strings.Split(*scopes, ","))
+	if err != nil {
+		return fmt.Errorf("keys create: %w", err)
+	}
+	// The key works only against the engine that reads this database: say
+	// which one, since an unset WEBHOOKD_DATABASE_URL means the default.
+	target := describeDatabase(cfg.DatabaseURL)
+	fmt.Fprintf(stderr, "webhookd: keys create: stored the key in database %s at %s (WEBHOOKD_DATABASE_URL)\n", target.database, target.addr)
 	fmt.Fprintln(stdout, key)
 	return nil
 }
 
-// openStore connects to Postgres (and migrates when migrate is set). A
-// process started while Postgres is still coming up (both restarted at
-// once, a failover) waits for it with backoff, up to
-// WEBHOOKD_STARTUP_TIMEOUT, rather than exiting; Redis needs no wait, its
-// clients reconnect by themselves.
-func openStore(ctx context.Context, cfg config, logger *slog.Logger, migrate bool) (*store.Store, error) {
-	var st *store.Store
-	backoff := goretry.WithCappedDuration(5*time.Second, goretry.NewExponential(100*time.Millisecond))
-	err := goretry.Do(ctx, goretry.WithMaxDuration(cfg.StartupTimeout, backoff), func(ctx context.Context) error {
-		s, err := store.Open(ctx, cfg.DatabaseURL)
-		if err == nil && migrate {
-			if err = s.Migrate(ctx); err != nil {
-				s.Close()
-			}
-		}
-		if err != nil {
-			logger.Warn("postgres not ready; retrying", "error", err)
-			return goretry.RetryableError(err)
-		}
-		st = s
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("start: %w", err)
-	}
-	return st, nil
+// handover serves one handler until told to serve another: the internal
+// listener answers admin.Starting while the process waits for Postgres,
+// then the real routes, on one socket bound throughout (closing and
+// binding again would let another process take the port meanwhile).
+type handover struct{ current atomic.Pointer[http.Handler] }
+
+// ServeHTTP serves r with the current handler.
+func (h *handover) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*h.current.Load()).ServeHTTP(w, r)
 }
 
-// startStore is openStore with the internal listener answering
-// admin.Starting meanwhile (alive, not ready), so that a probe during a
-// long wait for Postgres sees a process starting rather than a closed port.
-// The listener is closed before serve opens it with the real handler.
-func startStore(ctx context.Context, cfg config, logger *slog.Logger, migrate bool) (*store.Store, error) {
-	ln, err := net.Listen("tcp", cfg.InternalListen)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", cfg.InternalListen, err)
+// to makes next the handler of every request from now on.
+func (h *handover) to(next http.Handler) { h.current.Store(&next) }
+
+// listeners are a process's bound sockets; public is nil for a worker.
+type listeners struct{ public, internal net.Listener }
+
+// bind binds the listeners before anything else, so that a port in use
+// or a bad address fails at once, naming its variable, rather than after
+// the wait for Postgres or after "listening" was logged.
+func bind(cfg config, r role) (listeners, error) {
+	var ls listeners
+	var err error
+	if ls.internal, err = listenOn("WEBHOOKD_INTERNAL_LISTEN", cfg.InternalListen); err != nil {
+		return ls, err
 	}
-	hs := &http.Server{Handler: admin.Starting(logger), ReadHeaderTimeout: 10 * time.Second,
+	if r.api {
+		if ls.public, err = listenOn("WEBHOOKD_LISTEN", cfg.Listen); err != nil {
+			_ = ls.internal.Close()
+			return ls, err
+		}
+	}
+	return ls, nil
+}
+
+// listenOn binds addr, which the variable named.
+func listenOn(variable, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %s: expected a free host:port to listen on: %w", variable, err)
+	}
+	return ln, nil
+}
+
+// loadTLS reads the public listener's certificate at start, so that a
+// wrong path fails then rather than at the first connection.
+func loadTLS(cfg config) (*tls.Config, error) {
+	if cfg.TLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: WEBHOOKD_TLS_CERT, WEBHOOKD_TLS_KEY: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// serveHTTP serves h on ln in g until ctx is done, then shuts down
+// gracefully; with tlsConfig set it serves TLS.
+func serveHTTP(ctx context.Context, g *errgroup.Group, logger *slog.Logger, ln net.Listener, h http.Handler, tlsConfig *tls.Config) {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConfig,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	go func() { _ = hs.Serve(ln) }() // ErrServerClosed once startStore returns
-	defer func() {
-		_ = hs.Close()
-		_ = ln.Close() // at once, not when Serve gets round to it: serve binds the address next
-	}()
-	return openStore(ctx, cfg, logger, migrate)
+	logger.Info("listening", "addr", ln.Addr().String(), "tls", tlsConfig != nil)
+	g.Go(func() error {
+		var err error
+		if tlsConfig != nil {
+			err = hs.ServeTLS(ln, "", "")
+		} else {
+			err = hs.Serve(ln)
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return hs.Shutdown(sctx)
+	})
 }
 
-func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) error {
+// warnOfDefaults warns of the settings whose default a serving process
+// should not keep unnoticed.
+func warnOfDefaults(cfg config, logger *slog.Logger) {
+	cfg.warnGeneratedMasterKey(logger)
+	if cfg.IngestToken == "" {
+		logger.Warn("WEBHOOKD_INGEST_TOKEN unset: the internal API (/internal/v1, /debug) refuses every request with 401; set it to the token the producers send",
+			"variable", "WEBHOOKD_INGEST_TOKEN")
+	}
+}
+
+// serve runs the parts of role r until ctx is done.
+func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err error) {
+	warnOfDefaults(cfg, logger)
+	tlsConfig, err := loadTLS(cfg)
+	if err != nil {
+		return err
+	}
+	ls, err := bind(cfg, r)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	g, ctx := errgroup.WithContext(ctx)
+	defer func() {
+		// On a failed start, stop the listeners already serving. (After a
+		// run, g has been waited for already and this changes nothing.)
+		cancel()
+		if stopErr := g.Wait(); err == nil {
+			err = stopErr
+		}
+	}()
+	// While it waits for Postgres the process is alive but not ready: a
+	// probe meanwhile sees a process that is starting, not a closed port,
+	// which an orchestrator would take for a crash.
+	internal := &handover{}
+	internal.to(admin.Starting(logger))
+	serveHTTP(ctx, g, logger, ls.internal, internal, nil)
+	if ls.public != nil {
+		// Bound but not served until the API is built: connections wait in
+		// the backlog rather than being refused.
+		defer ls.public.Close()
+	}
+
 	// The API role applies migrations first; a worker alone waits for them.
-	st, err := startStore(ctx, cfg, logger, r.api)
+	st, err := openStore(ctx, cfg, logger, r.api)
 	if err != nil {
 		return err
 	}
@@ -192,8 +371,9 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) error {
 	d, err := dispatcher.New(dispatcher.Config{
 		Store: st, Redis: cfg.asynqRedis(), Schedule: cfg.schedule, DeliveryTimeout: cfg.DeliveryTimeout,
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
-		Concurrency: cfg.WorkerConcurrency, Sealer: sealer, Notifier: notifier,
+		Concurrency: cfg.WorkerConcurrency, MerchantShare: cfg.MerchantShare, Sealer: sealer, Notifier: notifier,
 		Logger: logger, Registerer: reg, DefaultAPIVersion: cfg.versions.Latest(), SweepInterval: cfg.SweepInterval, Version: version,
+		EventTypes: cfg.eventTypes(), MaxPayloadBytes: cfg.MaxPayloadBytes, VersionUsable: cfg.versions.Usable,
 	})
 	if err != nil {
 		return err
@@ -204,7 +384,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) error {
 		Store: st, Redis: rc, Publisher: d, Logger: logger, Registerer: reg, Gatherer: reg,
 		Environment: cfg.Environment, Versions: cfg.versions, MasterKey: cfg.masterKey,
 		IngestToken: cfg.IngestToken, RequireHTTPS: cfg.requireHTTPS(), TrustedProxies: cfg.trustedProxies,
-		MaxBodyBytes: cfg.MaxBodyBytes, MaxPayloadBytes: cfg.MaxPayloadBytes, EventTypes: cfg.eventTypes(),
+		MaxBodyBytes: cfg.MaxBodyBytes, EventTypes: cfg.eventTypes(), MaxSubscriptions: cfg.MaxSubscriptions,
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate,
 	})
@@ -212,34 +392,10 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) error {
 		return err
 	}
 
-	g, ctx := errgroup.WithContext(ctx)
-	listen := func(addr string, h http.Handler, tls bool) {
-		hs := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-		g.Go(func() error {
-			logger.Info("listening", "addr", addr, "tls", tls)
-			var err error
-			if tls {
-				err = hs.ListenAndServeTLS(cfg.TLSCert, cfg.TLSKey)
-			} else {
-				err = hs.ListenAndServe()
-			}
-			if errors.Is(err, http.ErrServerClosed) {
-				return nil
-			}
-			return fmt.Errorf("listen on %s: %w", addr, err)
-		})
-		g.Go(func() error {
-			<-ctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			return hs.Shutdown(sctx)
-		})
-	}
 	if r.api {
-		listen(cfg.Listen, srv.Public(), cfg.TLSCert != "")
+		serveHTTP(ctx, g, logger, ls.public, srv.Public(), tlsConfig)
 	}
-	listen(cfg.InternalListen, srv.Internal(), false)
+	internal.to(srv.Internal())
 	if r.worker {
 		g.Go(func() error { return d.Run(ctx) })
 	}

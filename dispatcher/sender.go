@@ -12,10 +12,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"code.dny.dev/ssrf"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/webhookd/webhookd/signer"
 )
@@ -36,21 +38,69 @@ const (
 	errHTTPStatus        = "http_status"
 )
 
-// newHTTPClient builds the one client every attempt shares: keep-alive
-// connections to receivers, no proxy (an environment proxy would bypass the
-// address check), no redirects, and newDialer's address check.
-func newHTTPClient(cfg Config) *http.Client {
-	return httpClientDialing(cfg, newDialer(cfg))
+// senderConfig is what the sender needs.
+type senderConfig struct {
+	// Timeout bounds one whole HTTP exchange (required).
+	Timeout time.Duration
+	// AllowHTTP lets deliveries go to http:// URLs (development).
+	AllowHTTP bool
+	// AllowPrivate lets deliveries dial private, loopback and link-local
+	// addresses (development and tests).
+	AllowPrivate bool
+	// MaxConns bounds the outbound connections open at once, idle
+	// keep-alive ones included (required).
+	MaxConns int
+	// MaxConnsPerHost bounds the connections to one receiver's host
+	// (required).
+	MaxConnsPerHost int
+	// Version names this build in the user-agent header (required).
+	Version string
 }
+
+func (c senderConfig) validate() error {
+	switch {
+	case c.Timeout <= 0:
+		return errors.New("sender: Timeout must be positive")
+	case c.MaxConns <= 0 || c.MaxConnsPerHost <= 0:
+		return errors.New("sender: MaxConns and MaxConnsPerHost must be positive")
+	case c.Version == "":
+		return errors.New("sender: Version is required")
+	}
+	return nil
+}
+
+// sender makes the HTTP exchange of an attempt: one POST of the stored
+// body with the Standard Webhooks headers, through the one client every
+// attempt shares.
+type sender struct {
+	cfg   senderConfig
+	http  *http.Client
+	clock Clock
+}
+
+// newSender builds the sender and its client on dialer, or on newDialer's
+// when it is nil (tests give their own, with their own resolver).
+func newSender(cfg senderConfig, clock Clock, dialer *net.Dialer) (*sender, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if dialer == nil {
+		dialer = newDialer(cfg)
+	}
+	return &sender{cfg: cfg, http: httpClientDialing(cfg, dialer), clock: clock}, nil
+}
+
+// close drops the idle connections.
+func (s *sender) close() { s.http.CloseIdleConnections() }
 
 // newDialer is the dialer of every delivery: unless private targets are
 // allowed, it refuses loopback, private, link-local, CGNAT, multicast and
 // every other special-use address (IANA's registries, IPv6 outside
 // 2000::/3, hence IPv4-mapped, NAT64 and ULA; 6to4 too) after DNS
 // resolution.
-func newDialer(cfg Config) *net.Dialer {
-	dialer := &net.Dialer{Timeout: cfg.DeliveryTimeout, KeepAlive: 30 * time.Second}
-	if !cfg.AllowPrivateTargets {
+func newDialer(cfg senderConfig) *net.Dialer {
+	dialer := &net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}
+	if !cfg.AllowPrivate {
 		// Control runs on the resolved address of every connection, so DNS
 		// rebinding cannot slip a private address past it. Any port is
 		// allowed: receivers legitimately listen on 8443 and the like.
@@ -59,27 +109,82 @@ func newDialer(cfg Config) *net.Dialer {
 	return dialer
 }
 
-// httpClientDialing is newHTTPClient on a given dialer; tests give it one
-// with their own resolver.
-func httpClientDialing(cfg Config, dialer *net.Dialer) *http.Client {
+// httpClientDialing builds the one client every attempt shares: keep-alive
+// connections to receivers, no proxy (an environment proxy would bypass the
+// address check), no redirects, the dialer's address check, and at most
+// MaxConns connections open at once.
+func httpClientDialing(cfg senderConfig, dialer *net.Dialer) *http.Client {
+	bounded := &boundedDialer{dial: dialer.DialContext, open: semaphore.NewWeighted(int64(cfg.MaxConns))}
 	transport := &http.Transport{
 		Proxy:                  nil,
-		DialContext:            dialer.DialContext,
+		DialContext:            bounded.DialContext,
 		ForceAttemptHTTP2:      true,
 		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    cfg.DeliveryTimeout,
-		MaxIdleConns:           4 * cfg.Concurrency,
-		MaxIdleConnsPerHost:    max(cfg.SubscriptionConcurrency, 16),
+		TLSHandshakeTimeout:    cfg.Timeout,
+		MaxIdleConns:           cfg.MaxConns,
+		MaxIdleConnsPerHost:    cfg.MaxConnsPerHost,
+		MaxConnsPerHost:        cfg.MaxConnsPerHost,
 		IdleConnTimeout:        90 * time.Second,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
+	bounded.closeIdle = transport.CloseIdleConnections
 	return &http.Client{
 		Transport: transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// boundedDialer holds the process's outbound connections to a number,
+// idle keep-alive ones included: http.Transport bounds connections per host
+// only, and an event fanned out to thousands of receivers would otherwise
+// open thousands at once. A dial over the bound first closes the idle
+// connections (kept for other hosts, they would otherwise hold the slots
+// until their idle timeout), then waits for a connection to close, as long
+// as the attempt's context allows.
+type boundedDialer struct {
+	dial      func(ctx context.Context, network, address string) (net.Conn, error)
+	open      *semaphore.Weighted
+	closeIdle func()
+}
+
+// DialContext dials within the bound.
+func (b *boundedDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if !b.open.TryAcquire(1) {
+		b.closeIdle()
+		if err := b.open.Acquire(ctx, 1); err != nil {
+			return nil, err
+		}
+	}
+	conn, err := b.dial(ctx, network, address)
+	if err != nil {
+		b.open.Release(1)
+		return nil, err
+	}
+	return &countedConn{Conn: conn, release: func() { b.open.Release(1) }}, nil
+}
+
+// countedConn gives its slot back once, when it is closed.
+type countedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+// Close implements net.Conn. It shuts the connection down first: Close
+// of a connection a goroutine is reading from (the transport's read loop)
+// only marks it closing, and the socket would outlive the slot given back
+// for a moment; shutdown ends it in the kernel at once.
+func (c *countedConn) Close() error {
+	if tcp, ok := c.Conn.(*net.TCPConn); ok {
+		_ = tcp.CloseWrite()
+		_ = tcp.CloseRead()
+	}
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }
 
 // result is what one HTTP exchange gave.
@@ -99,11 +204,11 @@ func (r result) gone() bool { return r.httpStatus != nil && *r.httpStatus == htt
 
 // send POSTs body to target with the Standard Webhooks headers, the whole
 // exchange bounded by the delivery timeout.
-func (d *Dispatcher) send(ctx context.Context, target, eventID string, body []byte, keys []signer.Key) result {
-	started := d.cfg.Now()
+func (s *sender) send(ctx context.Context, target, eventID string, body []byte, keys []signer.Key) result {
+	started := s.clock.Now()
 	res := result{started: started}
 	finish := func(outcome, code string) result {
-		res.finished = d.cfg.Now()
+		res.finished = s.clock.Now()
 		res.duration = res.finished.Sub(started)
 		res.outcome = outcome
 		if code != "" {
@@ -115,21 +220,21 @@ func (d *Dispatcher) send(ctx context.Context, target, eventID string, body []by
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return finish(outcomeBlocked, errTargetBlocked)
 	}
-	if u.Scheme == "http" && !d.cfg.AllowHTTPTargets {
+	if u.Scheme == "http" && !s.cfg.AllowHTTP {
 		return finish(outcomeBlocked, errTargetBlocked)
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.DeliveryTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return finish(outcomeBlocked, errTargetBlocked)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "webhookd/"+d.cfg.Version)
+	req.Header.Set("User-Agent", "webhookd/"+s.cfg.Version)
 	signer.SetHeaders(req.Header, eventID, started, body, keys...)
 
-	resp, err := d.http.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		outcome, code := classify(ctx, err)
 		return finish(outcome, code)

@@ -31,12 +31,12 @@ func TestRedeliverOutcomes(t *testing.T) {
 	tests := []struct {
 		name string
 		// before is the delivery's status when redeliver is called.
-		before string
+		before store.DeliveryStatus
 		// manual is what the receiver answers the manual attempt.
 		manual int
 		// after is the delivery's status once the manual attempt is in;
 		// pending keeps the scheduled next attempt where it was.
-		after string
+		after store.DeliveryStatus
 	}{
 		{"failed, manual success", store.DeliveryFailed, 200, store.DeliverySucceeded},
 		{"failed, manual failure", store.DeliveryFailed, 500, store.DeliveryFailed},
@@ -73,13 +73,13 @@ func TestRedeliverOutcomes(t *testing.T) {
 			var offset atomic.Int64
 			d, _ := e.dispatcher(func(c *dispatcher.Config) {
 				c.Schedule = schedule
-				c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+				c.Clock = dispatcher.ClockFunc(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 			})
 			e.run(d)
 			ev := e.publish(d, "m1", "payout.paid")
 			del := e.deliveries(ev.ID)[0]
 			want := tt.before
-			e.waitFor("the delivery to become "+want, 5*time.Second, func() bool {
+			e.waitFor("the delivery to become "+string(want), 5*time.Second, func() bool {
 				del = e.delivery(del.ID)
 				return del.Status == want && del.AttemptCount >= 1
 			})
@@ -228,10 +228,10 @@ func TestRedeliverSurvivesRedisFlush(t *testing.T) {
 	if err := e.rc.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	d2, _ := e.dispatcher()
+	d2, reg := e.dispatcher()
 	e.run(d2)
 	got := e.waitAttempts("m1", del.ID, 3)
-	time.Sleep(2 * e.cfg.SweepInterval) // a third manual attempt, if any, would come now
+	e.waitSwept(reg) // a third manual attempt, if any, would have come from the sweeper
 	if n := len(rcv.got()); n != 3 {
 		t.Fatalf("receiver got %d requests, want 3 (the first attempt and the two asked for)", n)
 	}
@@ -257,12 +257,16 @@ func TestRedeliverDuringRunningAttempt(t *testing.T) {
 		w.WriteHeader(200)
 	})
 	e.subscribe("m1", rcv.URL, "*")
-	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = 5 * time.Second })
+	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = 5 * time.Second })
 	e.run(d)
 	ev := e.publish(d, "m1", "payout.paid")
 	del := e.deliveries(ev.ID)[0]
 	e.waitFor("the first attempt to reach the receiver", 5*time.Second, func() bool { return len(rcv.got()) == 1 })
 
+	deferred := func() float64 {
+		return counterWith(t, reg, "webhookd_tasks_total", "result", "deferred")
+	}
+	before := deferred()
 	accepted, err := d.Redeliver(ctx, "m1", del.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -270,8 +274,8 @@ func TestRedeliverDuringRunningAttempt(t *testing.T) {
 	if accepted.Status != store.DeliveryPending || accepted.AttemptCount != 0 {
 		t.Fatalf("redeliver answered %s with %d attempts; want pending with none yet", accepted.Status, accepted.AttemptCount)
 	}
-	// Long enough for the manual task to be tried against the lease.
-	time.Sleep(300 * time.Millisecond)
+	// The manual task has been tried against the lease, and put back.
+	e.waitFor("the manual attempt to wait for the running one", 5*time.Second, func() bool { return deferred() > before })
 	if n := len(rcv.got()); n != 1 {
 		t.Fatalf("receiver got %d requests while the first attempt was running, want 1", n)
 	}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webhookd/webhookd/internal/smtpsink"
+)
+
+// TestFailureEmailAfterTheAddressIsSet: a delivery that fails for good
+// while the merchant has no notification address sends nothing and claims
+// nothing; once the address is set through PUT /internal/v1/merchants/{id},
+// the next delivery that fails for good sends the e-mail.
+func TestFailureEmailAfterTheAddressIsSet(t *testing.T) {
+	t.Parallel()
+	sink := smtpsink.New(t)
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(failing.Close)
+	e := newEngine(t, "WEBHOOKD_SMTP_URL="+sink.URL(), "WEBHOOKD_NOTIFY_FROM=webhookd@example.test",
+		"WEBHOOKD_LOG_LEVEL=debug")
+	e.start()
+	key := e.keysCreate("m_mail")
+	e.subscribeURL(key, failing.URL+"/hook")
+
+	// failedForGood waits until the event's delivery failed for good and
+	// returns its id.
+	failedForGood := func(eventID string) string {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			status, list := e.call("GET", "http://"+e.public+"/v1/webhook_deliveries?event_id="+eventID, key, nil)
+			if data, _ := list["data"].([]any); status == http.StatusOK && len(data) == 1 {
+				if d, _ := data[0].(map[string]any); d["status"] == "failed" {
+					return d["id"].(string)
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the delivery of %s did not fail for good: %d %v", eventID, status, list)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	first := failedForGood(e.publish("m_mail"))
+	// The notifier has had its say about the first failure (its log line),
+	// before the address is set.
+	deadline := time.Now().Add(10 * time.Second)
+	for !notifierSpoke(e.logs.String(), first) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the notifier said nothing of delivery %s", first)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(sink.Messages()); n != 0 {
+		t.Fatalf("%d e-mails without an address", n)
+	}
+	status, body := e.call("PUT", "http://"+e.internal+"/internal/v1/merchants/m_mail", e2eToken,
+		map[string]any{"notification_email": "ops@merchant.test"})
+	if status != http.StatusOK {
+		t.Fatalf("set the notification address: %d %v", status, body)
+	}
+	failedForGood(e.publish("m_mail"))
+	deadline = time.Now().Add(10 * time.Second)
+	for len(sink.Messages()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no failure e-mail after the address was set")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	msgs := sink.Messages()
+	if len(msgs) != 1 || len(msgs[0].To) != 1 || !strings.Contains(msgs[0].To[0], "ops@merchant.test") {
+		t.Errorf("e-mails %+v, want one to ops@merchant.test", msgs)
+	}
+}
+
+// notifierSpoke tells whether the logs hold the notifier's line about a
+// delivery without an address to write to.
+func notifierSpoke(logs, deliveryID string) bool {
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, deliveryID) && strings.Contains(line, "no notification address") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,193 @@
+package dispatcher_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/sockets"
+)
+
+// concurrencyGauge is a receiver that answers after a pause and records
+// how many requests and how many connections it held at most at once.
+type concurrencyGauge struct {
+	*http.Server
+	addr                  string
+	mu                    sync.Mutex
+	requests              int
+	maxRequests, maxConns int
+	served                atomic.Int64
+}
+
+// newConcurrencyGauge listens on every IPv4 address, so that
+// 127.0.0.2, 127.0.0.3… reach it as different hosts for the client.
+func newConcurrencyGauge(t *testing.T, pause time.Duration) *concurrencyGauge {
+	ln, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &concurrencyGauge{addr: ln.Addr().String()}
+	g.Server = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			g.mu.Lock()
+			g.requests++
+			g.maxRequests = max(g.maxRequests, g.requests)
+			g.mu.Unlock()
+			time.Sleep(pause)
+			g.mu.Lock()
+			g.requests--
+			g.mu.Unlock()
+			g.served.Add(1)
+		}),
+	}
+	go func() { _ = g.Serve(ln) }()
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// url is the gauge's address under the i-th loopback host.
+func (g *concurrencyGauge) url(i int) string {
+	_, port, _ := net.SplitHostPort(g.addr)
+	return fmt.Sprintf("http://127.0.%d.%d:%s/hook", 1+i/250, 1+i%250, port)
+}
+
+// peaks are the most requests the gauge held at once, and the most
+// connections a client held open to it at once.
+func (g *concurrencyGauge) peaks() (requests, conns int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.maxRequests, g.maxConns
+}
+
+// watchConns samples, every millisecond until the test ends, the
+// connections this process holds established to the gauge's port, as the
+// kernel sees them: the client's view.
+func (g *concurrencyGauge) watchConns(t *testing.T) {
+	_, port, _ := net.SplitHostPort(g.addr)
+	n, _ := strconv.Atoi(port)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	t.Cleanup(func() { close(done); <-stopped })
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			open, err := sockets.Established(os.Getpid(), n)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			g.mu.Lock()
+			g.maxConns = max(g.maxConns, open)
+			g.mu.Unlock()
+		}
+	}()
+}
+
+// TestFanOutStaysWithinTheWorkerPool: one event matching far more
+// subscriptions than the pool holds, each on its own receiver host, never
+// has more attempts running, nor more connections open, than the
+// configured concurrency; every delivery still arrives.
+func TestFanOutStaysWithinTheWorkerPool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := newConcurrencyGauge(t, 50*time.Millisecond)
+	g.watchConns(t)
+	const subscriptions, concurrency = 200, 8
+	for i := range subscriptions {
+		e.subscribe("m1", g.url(i), "*")
+	}
+	d, _ := e.dispatcher(func(c *dispatcher.Config) {
+		c.Concurrency = concurrency
+		c.MerchantShare = 1 // one merchant here: the pool is the bound under test
+		c.DeliveryTimeout = 5 * time.Second
+	})
+	e.run(d)
+	e.publish(d, "m1", "payout.paid")
+	e.waitFor("every delivery", 60*time.Second, func() bool { return g.served.Load() >= subscriptions })
+	requests, conns := g.peaks()
+	t.Logf("%d deliveries with concurrency %d: at most %d requests and %d connections at once", subscriptions, concurrency, requests, conns)
+	if requests > concurrency || conns > concurrency {
+		t.Errorf("peaks of %d requests and %d connections, over the concurrency of %d", requests, conns, concurrency)
+	}
+}
+
+// TestOneMerchantHoldsItsShare: a merchant whose receivers hang holds at
+// most its share of the workers, however many subscriptions it has, and
+// another merchant's deliveries go through meanwhile.
+func TestOneMerchantHoldsItsShare(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	hang := newConcurrencyGauge(t, 3*time.Second)
+	fast := newReceiver(t, answer(http.StatusOK))
+	for i := range 5 {
+		e.subscribe("hostile", hang.url(i), "*")
+	}
+	e.subscribe("m2", fast.URL, "*")
+	const concurrency = 8
+	d, _ := e.dispatcher(func(c *dispatcher.Config) {
+		c.Concurrency = concurrency
+		c.MerchantShare = 0.25
+		c.DeliveryTimeout = 5 * time.Second
+	})
+	e.run(d)
+	for range 4 {
+		e.publish(d, "hostile", "payout.paid") // 20 attempts that hang
+	}
+	e.waitFor("the hostile merchant to hold its share", 10*time.Second, func() bool {
+		r, _ := hang.peaks()
+		return r >= 2
+	})
+	start := time.Now()
+	for range 5 {
+		e.publish(d, "m2", "payout.paid")
+	}
+	e.waitFor("the other merchant's deliveries", 10*time.Second, func() bool { return len(fast.got()) >= 5 })
+	took := time.Since(start)
+	hanging, _ := hang.peaks()
+	t.Logf("hostile merchant: at most %d attempts at once (share %d of %d); the other merchant's 5 deliveries took %v",
+		hanging, concurrency/4, concurrency, took.Round(time.Millisecond))
+	if hanging > concurrency/4 {
+		t.Errorf("the hostile merchant held %d workers, over its share of %d", hanging, concurrency/4)
+	}
+	if took > 2*time.Second {
+		t.Errorf("the other merchant waited %v behind the hanging receivers", took)
+	}
+}
+
+// TestSenderBoundsItsConnections: concurrent deliveries to many hosts
+// never hold more connections open than the bound; a dial over it waits
+// for one to close (idle ones are closed first).
+func TestSenderBoundsItsConnections(t *testing.T) {
+	t.Parallel()
+	g := newConcurrencyGauge(t, 20*time.Millisecond)
+	g.watchConns(t)
+	e := newEnv(t)
+	const hosts, concurrency = 40, 4
+	for i := range hosts {
+		e.subscribe("m1", g.url(i), "*")
+	}
+	d, _ := e.dispatcher(func(c *dispatcher.Config) {
+		c.Concurrency = concurrency
+		c.MerchantShare = 1
+	})
+	e.run(d)
+	for range 3 {
+		e.publish(d, "m1", "payout.paid")
+	}
+	e.waitFor("every delivery", 30*time.Second, func() bool { return g.served.Load() >= 3*hosts })
+	if _, conns := g.peaks(); conns > concurrency {
+		t.Errorf("%d connections open at once, over the bound of %d", conns, concurrency)
+	}
+}

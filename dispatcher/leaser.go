@@ -1,0 +1,32 @@
+package dispatcher
+
+import (
+	"context"
+	"time"
+
+	"github.com/webhookd/webhookd/store"
+)
+
+// leaser takes deliveries for attempts in batches: under load, one UPDATE
+// takes the rows of every attempt that started meanwhile, each with the
+// same guarantees as store.LeaseDelivery (one attempt number never runs
+// twice at once; a stale task finds nothing).
+type leaser struct {
+	b *batcher[store.LeaseRequest, store.LeasedDelivery]
+}
+
+// newLeaser starts the writer; each lease lasts leaseFor from the clock's
+// now.
+func newLeaser(st *store.Store, clock Clock, leaseFor time.Duration) *leaser {
+	return &leaser{b: newBatcher(func(ctx context.Context, reqs []store.LeaseRequest) ([]store.LeasedDelivery, []error, error) {
+		return st.LeaseDeliveries(ctx, reqs, clock.Now(), leaseFor)
+	})}
+}
+
+// lease takes the delivery for one attempt; store.ErrNotFound when that
+// attempt is stale or running elsewhere.
+func (l *leaser) lease(ctx context.Context, req store.LeaseRequest) (store.LeasedDelivery, error) {
+	return l.b.do(ctx, req)
+}
+
+func (l *leaser) close() { l.b.close() }

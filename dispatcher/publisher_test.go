@@ -1,0 +1,215 @@
+package dispatcher_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/invalid"
+	"github.com/webhookd/webhookd/producer"
+	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/store/storetest"
+)
+
+// TestPublisherRules is the specification of a published event, as every
+// path (HTTP ingest, producer tasks, send_test_event) applies it.
+func TestPublisherRules(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	d, _ := e.dispatcher(func(c *dispatcher.Config) {
+		c.MaxPayloadBytes = 64
+		c.VersionUsable = func(v string, _ time.Time) bool { return v == testVersion }
+	})
+	good := producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(` {"id": "po_1"} `)}
+	cases := []struct {
+		name      string
+		change    func(*producer.Event)
+		wantParam string
+		wantRule  string // "" when the event is good
+	}{
+		{"a good event", func(*producer.Event) {}, "", ""},
+		{"with its own id", func(e *producer.Event) { e.ID = uuid.NewString() }, "", ""},
+		{"at a usable version", func(e *producer.Event) { e.APIVersion = testVersion }, "", ""},
+		{"no merchant", func(e *producer.Event) { e.MerchantID = "" }, "merchant_id", "missing"},
+		{"a merchant id with a NUL", func(e *producer.Event) { e.MerchantID = "m\x001" }, "merchant_id", "merchant_id_malformed"},
+		{"a merchant id not UTF-8", func(e *producer.Event) { e.MerchantID = "m\xff" }, "merchant_id", "merchant_id_malformed"},
+		{"no type", func(e *producer.Event) { e.Type = "" }, "type", "missing"},
+		{"an unknown type", func(e *producer.Event) { e.Type = "payout.lost" }, "type", "type_unknown"},
+		{"the reserved ping.test", func(e *producer.Event) { e.Type = dispatcher.TestEventType }, "type", "type_reserved"},
+		{"no payload", func(e *producer.Event) { e.Payload = nil }, "payload", "missing"},
+		{"a null payload", func(e *producer.Event) { e.Payload = json.RawMessage(`null`) }, "payload", "missing"},
+		{"an array payload", func(e *producer.Event) { e.Payload = json.RawMessage(`[1]`) }, "payload", "payload_not_object"},
+		{"a payload over the limit", func(e *producer.Event) {
+			e.Payload = json.RawMessage(`{"memo": "` + string(make([]byte, 64)) + `"}`)
+		}, "payload", invalid.RuleTooLarge},
+		{"a broken payload", func(e *producer.Event) { e.Payload = json.RawMessage(`{"a":}`) }, "payload", "payload_not_json"},
+		{"an id not a UUID", func(e *producer.Event) { e.ID = "po_1" }, "id", "id_not_uuid"},
+		{"an unusable version", func(e *producer.Event) { e.APIVersion = "1999-01-01" }, "api_version", "api_version_unknown"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := good
+			tc.change(&ev)
+			err := d.Check(ev)
+			bad := invalid.As(err)
+			switch {
+			case tc.wantRule == "" && err != nil:
+				t.Fatalf("Check refused a good event: %v", err)
+			case tc.wantRule != "" && (bad == nil || bad.Param != tc.wantParam || bad.Rule != tc.wantRule):
+				t.Fatalf("Check = %v, want param %s rule %s", err, tc.wantParam, tc.wantRule)
+			}
+			_, _, perr := d.Publish(context.Background(), ev)
+			if (err == nil) != (perr == nil) {
+				t.Fatalf("Publish = %v, Check = %v: they must agree", perr, err)
+			}
+		})
+	}
+}
+
+// TestProducerEventsFollowThePublishersRules: an event published with the
+// producer package that breaks a rule (an unknown type, the reserved
+// ping.test…) is refused by the worker, with a metric and a refusal the
+// producer reads, and never reaches a receiver, even a ["*"] one.
+func TestProducerEventsFollowThePublishersRules(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rcv := newReceiver(t, answer(http.StatusOK))
+	e.subscribe("m1", rcv.URL, "*")
+	d, reg := e.dispatcher()
+	e.run(d)
+	p := producer.New(e.cfg.Redis)
+	t.Cleanup(func() { p.Close() })
+	ctx := context.Background()
+
+	bad := []struct {
+		event producer.Event
+		rule  string
+	}{
+		{producer.Event{Type: "payout.lost"}, "type_unknown"},
+		{producer.Event{Type: dispatcher.TestEventType}, "type_reserved"},
+		{producer.Event{Type: "payout.paid", Payload: json.RawMessage(`[1]`)}, "payload_not_object"},
+		{producer.Event{Type: "payout.paid", MerchantID: "-"}, "missing"},
+	}
+	for i := range bad {
+		ev := &bad[i].event
+		ev.ID = uuid.NewString()
+		if ev.MerchantID == "" {
+			ev.MerchantID = "m1"
+		} else {
+			ev.MerchantID = ""
+		}
+		if ev.Payload == nil {
+			ev.Payload = json.RawMessage(`{"id":"po_1"}`)
+		}
+		if err := p.Publish(ctx, *ev); err != nil {
+			t.Fatalf("Publish(%s): %v", ev.Type, err)
+		}
+	}
+	good := producer.Event{ID: uuid.NewString(), MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{"id":"po_2"}`)}
+	if err := p.Publish(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, b := range bad {
+		var refused *producer.Refused
+		e.waitFor("the refusal of "+b.event.Type, 10*time.Second, func() bool {
+			var err error
+			refused, err = p.Refusal(ctx, b.event.ID)
+			return err == nil && refused != nil
+		})
+		if refused.Rule != b.rule {
+			t.Errorf("%s refused for %s, want %s", b.event.Type, refused.Rule, b.rule)
+		}
+		if _, err := e.store.GetEvent(ctx, "m1", uuid.MustParse(b.event.ID)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("refused event %s was stored (%v)", b.event.Type, err)
+		}
+		if got := counterWith(t, reg, "webhookd_events_refused_total", "rule", b.rule); got < 1 {
+			t.Errorf("webhookd_events_refused_total{rule=%q} = %v", b.rule, got)
+		}
+	}
+	e.waitFor("the good event's delivery", 10*time.Second, func() bool { return len(rcv.got()) >= 1 })
+	// Every task has run (the refusals are written before their tasks
+	// end, the good one delivered): the receiver's log is final.
+	for _, r := range rcv.got() {
+		if id := r.Header.Get("webhook-id"); id != good.ID {
+			t.Errorf("the receiver got event %s, a refused one", id)
+		}
+	}
+
+	// The core API corrects the first refused event and publishes it again
+	// under its id: it is stored and delivered, and its refusal is gone.
+	fixed := bad[0].event
+	fixed.Type = "payout.paid"
+	if err := p.Publish(ctx, fixed); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the corrected event's delivery", 10*time.Second, func() bool { return len(rcv.got()) >= 2 })
+	e.waitFor("its refusal to be cleared", 10*time.Second, func() bool {
+		r, err := p.Refusal(ctx, fixed.ID)
+		return err == nil && r == nil
+	})
+}
+
+// TestIngestOutlivesPostgres: an ingest task that used up its retries while
+// Postgres was down is never archived into a state where a re-publish of
+// the same event is swallowed. Once Postgres is back the event is stored
+// once and delivered once.
+func TestIngestOutlivesPostgres(t *testing.T) {
+	t.Parallel()
+	pg := storetest.NewPostgres(t)
+	st, err := store.Open(context.Background(), storetest.NewDatabaseOn(t, pg.AdminURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	e := newEnvOn(t, st)
+	rcv := newReceiver(t, answer(http.StatusOK))
+	e.subscribe("m1", rcv.URL, "*")
+	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.TaskRetryCap = 100 * time.Millisecond })
+	e.run(d)
+	pg.Stop()
+
+	// The producer's task, with a budget of one retry: what 25 retries are
+	// to a long outage.
+	ev := producer.Event{ID: uuid.NewString(), MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{"id":"po_1"}`)}
+	payload, _ := json.Marshal(ev)
+	client := asynq.NewClient(e.cfg.Redis)
+	defer client.Close()
+	if _, err := client.Enqueue(asynq.NewTask(producer.TaskIngest, payload), asynq.Queue(producer.Queue),
+		asynq.TaskID("e:"+ev.ID), asynq.MaxRetry(1)); err != nil {
+		t.Fatal(err)
+	}
+	insp := asynq.NewInspector(e.cfg.Redis)
+	defer insp.Close()
+	e.waitFor("the task to use up its retries", 30*time.Second, func() bool {
+		info, err := insp.GetTaskInfo(producer.Queue, "e:"+ev.ID)
+		return errors.Is(err, asynq.ErrTaskNotFound) || (err == nil && info.State == asynq.TaskStateArchived)
+	})
+	if got := counterWith(t, reg, "webhookd_tasks_total", "result", "renewed"); got < 1 {
+		t.Errorf("webhookd_tasks_total{result=renewed} = %v, want the task enqueued afresh", got)
+	}
+	// The core API, unsure, publishes the event again.
+	p := producer.New(e.cfg.Redis)
+	t.Cleanup(func() { p.Close() })
+	if err := p.Publish(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	pg.Start()
+
+	e.waitFor("the event's delivery once Postgres is back", 60*time.Second, func() bool { return len(rcv.got()) >= 1 })
+	var dels []store.Delivery
+	e.waitFor("the delivery to be recorded", 10*time.Second, func() bool {
+		dels = e.deliveries(uuid.MustParse(ev.ID))
+		return len(dels) == 1 && dels[0].Status == store.DeliverySucceeded
+	})
+	if dels[0].AttemptCount != 1 {
+		t.Errorf("the delivery took %d attempts, want 1", dels[0].AttemptCount)
+	}
+}

@@ -1,0 +1,91 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/webhookd/webhookd/producer"
+	"github.com/webhookd/webhookd/store/storetest"
+)
+
+// TestGiveUpIsTheSameForEveryHandler: whatever its type, a task whose
+// handler keeps failing for an internal reason is, on its last retry,
+// enqueued afresh under a new id; asynq never archives it, so its id never
+// blocks the re-enqueue that replaces it.
+func TestGiveUpIsTheSameForEveryHandler(t *testing.T) {
+	t.Parallel()
+	rd := storetest.NewRedis(t)
+	opt := asynq.RedisClientOpt{Network: "unix", Addr: rd.Socket}
+	tasks, err := newEnqueuer(opt, time.Second, SystemClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tasks.close() })
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{cfg: Config{TaskRetryCap: 50 * time.Millisecond}, tasks: tasks, metrics: m, logger: slog.New(slog.DiscardHandler)}
+
+	types := []struct{ task, queue string }{
+		{producer.TaskIngest, producer.Queue},
+		{TaskAttempt, queueDeliveries},
+		{TaskFirstAttempts, queueDeliveries},
+		{TaskSweep, queueMaintenance},
+		{TaskMaintenance, queueMaintenance},
+	}
+	mux := asynq.NewServeMux()
+	mux.Use(w.policy)
+	for _, ty := range types {
+		mux.HandleFunc(ty.task, func(context.Context, *asynq.Task) error { return errors.New("postgres is down") })
+	}
+	srv := asynq.NewServer(opt, asynq.Config{Concurrency: 4, RetryDelayFunc: w.retryDelay, IsFailure: isFailure,
+		Queues:            map[string]int{queueDeliveries: 1, producer.Queue: 1, queueMaintenance: 1},
+		TaskCheckInterval: 10 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond,
+		LogLevel: asynq.FatalLevel})
+	if err := srv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+
+	client := asynq.NewClient(opt)
+	t.Cleanup(func() { client.Close() })
+	insp := asynq.NewInspector(opt)
+	t.Cleanup(func() { insp.Close() })
+	for _, ty := range types {
+		if _, err := client.Enqueue(asynq.NewTask(ty.task, []byte(`{}`)), asynq.TaskID("t:"+ty.task),
+			asynq.Queue(ty.queue), asynq.MaxRetry(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ty := range types {
+		t.Run(ty.task, func(t *testing.T) {
+			deadline := time.Now().Add(20 * time.Second)
+			for testutil.ToFloat64(m.tasks.WithLabelValues(ty.task, taskRenewed)) < 1 {
+				if time.Now().After(deadline) {
+					t.Fatal("the task was not enqueued afresh after its last retry")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if info, err := insp.GetTaskInfo(ty.queue, "t:"+ty.task); err == nil {
+				t.Errorf("the original task is still there, %v", info.State)
+			}
+			archived, err := insp.ListArchivedTasks(ty.queue)
+			if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
+				t.Fatal(err)
+			}
+			for _, a := range archived {
+				if strings.HasPrefix(a.ID, "t:"+ty.task) {
+					t.Errorf("task %s archived", a.ID)
+				}
+			}
+		})
+	}
+}
