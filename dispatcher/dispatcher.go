@@ -41,6 +41,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/webhookd/webhookd/catalogue"
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
@@ -138,14 +139,7 @@ type Config struct {
 
 // DefaultEventTypes is the event vocabulary of spec 6.1, a fresh slice
 // each call.
-func DefaultEventTypes() []string {
-	return []string{
-		"payout.created", "payout.initiated", "payout.paid", "payout.failed",
-		"return.initiated", "return.paid", "return.failed", "return.returned",
-		"deposit.received",
-		"conversion.created", "conversion.succeeded", "conversion.failed",
-	}
-}
+func DefaultEventTypes() []string { return catalogue.Names() }
 
 // setDefaults fills every optional field left zero. It is the one place
 // the pipeline's defaults are written.

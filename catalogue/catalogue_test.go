@@ -1,0 +1,45 @@
+package catalogue_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/webhookd/webhookd/catalogue"
+)
+
+// The catalogue is spec 6.1's list of event kinds, each with a description
+// and an example that is a JSON object; ping.test is not in it.
+func TestDefaultIsSpecCatalogue(t *testing.T) {
+	want := []string{
+		"payout.created", "payout.initiated", "payout.paid", "payout.failed",
+		"return.initiated", "return.paid", "return.failed", "return.returned",
+		"deposit.received", "conversion.created", "conversion.succeeded", "conversion.failed",
+	}
+	if got := catalogue.Names(); !slices.Equal(got, want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	for _, et := range catalogue.Default() {
+		var obj map[string]any
+		if err := json.Unmarshal(et.Example, &obj); err != nil {
+			t.Errorf("%s: example is not a JSON object: %v", et.Name, err)
+		}
+		if et.Description == "" || !strings.HasSuffix(et.Description, ".") {
+			t.Errorf("%s: description %q is not a sentence", et.Name, et.Description)
+		}
+	}
+}
+
+func TestForKeepsOrderAndDescribesAddedTypes(t *testing.T) {
+	got := catalogue.For([]string{"payout.paid", "card.captured"})
+	if len(got) != 2 || got[0].Name != "payout.paid" || got[1].Name != "card.captured" {
+		t.Fatalf("For = %+v", got)
+	}
+	if string(got[1].Example) != "{}" || got[1].Description == "" {
+		t.Fatalf("an added type gets a generic entry, got %+v", got[1])
+	}
+	if !strings.Contains(string(got[0].Example), `"status":"sent"`) {
+		t.Fatalf("payout.paid example = %s", got[0].Example)
+	}
+}
