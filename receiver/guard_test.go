@@ -2,7 +2,6 @@ package receiver_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/webhookd/webhookd/receiver"
@@ -132,30 +131,5 @@ func TestGuardCustomRank(t *testing.T) {
 	}
 	if _, err := receiver.NewGuard(receiver.GuardConfig{}); err == nil {
 		t.Error("a guard without a store was accepted")
-	}
-}
-
-func TestEventResource(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		typ, payload string
-		want         receiver.Resource
-	}{
-		{"payout.paid", `{"id":"po_1","type":"payout","status":"paid"}`, receiver.Resource{Kind: "payout", ID: "po_1", Status: "paid"}},
-		{"return.initiated", `{"id":"rt_1","status":"initiated"}`, receiver.Resource{Kind: "return", ID: "rt_1", Status: "initiated"}},
-		{"deposit.received", `{"id":"dp_1"}`, receiver.Resource{Kind: "deposit", ID: "dp_1"}},
-	} {
-		got, err := (&receiver.Event{ID: "e", Type: tt.typ, Payload: []byte(tt.payload)}).Resource()
-		if err != nil || got != tt.want {
-			t.Errorf("%s: %+v, %v; want %+v", tt.payload, got, err, tt.want)
-		}
-		if got.Key() != tt.want.Kind+":"+tt.want.ID {
-			t.Errorf("key %s", got.Key())
-		}
-	}
-	for _, bad := range []string{`[]`, `{"status":"paid"}`, `{"id":7}`} {
-		if _, err := (&receiver.Event{ID: "e", Type: "payout.paid", Payload: []byte(bad)}).Resource(); !errors.Is(err, receiver.ErrMalformedEvent) {
-			t.Errorf("%s: %v, want ErrMalformedEvent", bad, err)
-		}
 	}
 }

@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/receiver"
-	"github.com/webhookd/webhookd/receiver/deduptest"
+	"github.com/webhookd/webhookd/receiver/receivertest"
 )
 
 func TestMemoryDeduplicatorContract(t *testing.T) {
 	t.Parallel()
-	var clock *deduptest.Clock
-	deduptest.Run(t, deduptest.Subject{
+	var clock *receivertest.Clock
+	receivertest.RunDeduplicator(t, receivertest.Deduplicator{
 		New: func(t *testing.T, lease, retention time.Duration) receiver.Deduplicator {
-			clock = deduptest.NewClock(time.Unix(1795000000, 0))
+			clock = receivertest.NewClock(time.Unix(1795000000, 0))
 			d, err := receiver.NewMemoryDeduplicator(receiver.MemoryDeduplicatorConfig{Lease: lease, Retention: retention, Now: clock.Now})
 			if err != nil {
 				t.Fatal(err)
@@ -33,7 +33,7 @@ func TestMemoryDeduplicatorContract(t *testing.T) {
 func TestMemoryDeduplicatorBounded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := deduptest.NewClock(time.Unix(1795000000, 0))
+	clock := receivertest.NewClock(time.Unix(1795000000, 0))
 	d, err := receiver.NewMemoryDeduplicator(receiver.MemoryDeduplicatorConfig{
 		Lease: time.Minute, Retention: time.Hour, MaxEntries: 3, Now: clock.Now})
 	if err != nil {

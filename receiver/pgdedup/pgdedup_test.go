@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhookd/webhookd/receiver"
-	"github.com/webhookd/webhookd/receiver/deduptest"
 	"github.com/webhookd/webhookd/receiver/pgdedup"
+	"github.com/webhookd/webhookd/receiver/receivertest"
 	"github.com/webhookd/webhookd/store/storetest"
 )
 
@@ -41,12 +41,12 @@ func newDedup(t *testing.T, cfg pgdedup.Config) *pgdedup.Deduplicator {
 func TestContract(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t)
-	var clock *deduptest.Clock
+	var clock *receivertest.Clock
 	n := 0
-	deduptest.Run(t, deduptest.Subject{
+	receivertest.RunDeduplicator(t, receivertest.Deduplicator{
 		New: func(t *testing.T, lease, retention time.Duration) receiver.Deduplicator {
 			n++
-			clock = deduptest.NewClock(time.Unix(1795000000, 0))
+			clock = receivertest.NewClock(time.Unix(1795000000, 0))
 			return newDedup(t, pgdedup.Config{DB: pool, Table: fmt.Sprintf("receipts_%d", n),
 				Lease: lease, Retention: retention, Now: clock.Now})
 		},
@@ -64,7 +64,7 @@ func TestDeleteExpired(t *testing.T) {
 	if _, err := pool.Exec(ctx, `CREATE SCHEMA hooks`); err != nil {
 		t.Fatal(err)
 	}
-	clock := deduptest.NewClock(time.Unix(1795000000, 0))
+	clock := receivertest.NewClock(time.Unix(1795000000, 0))
 	d := newDedup(t, pgdedup.Config{DB: pool, Table: "hooks.receipts", Lease: time.Minute, Retention: time.Hour, Now: clock.Now})
 	if err := d.CreateTable(ctx); err != nil {
 		t.Fatalf("second CreateTable: %v", err)

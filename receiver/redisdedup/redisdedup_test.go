@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/receiver"
-	"github.com/webhookd/webhookd/receiver/deduptest"
+	"github.com/webhookd/webhookd/receiver/receivertest"
 	"github.com/webhookd/webhookd/receiver/redisdedup"
 	"github.com/webhookd/webhookd/store/storetest"
 )
@@ -29,7 +29,7 @@ func TestContract(t *testing.T) {
 	t.Parallel()
 	rc := newClient(t)
 	n := 0
-	deduptest.Run(t, deduptest.Subject{
+	receivertest.RunDeduplicator(t, receivertest.Deduplicator{
 		New: func(t *testing.T, lease, retention time.Duration) receiver.Deduplicator {
 			n++ // a prefix per subtest keeps their keys apart
 			d, err := redisdedup.New(redisdedup.Config{Client: rc, Prefix: "t" + strings.Repeat("x", n) + ":",

@@ -1,8 +1,8 @@
-// Package deduptest checks that an implementation of
-// [receiver.Deduplicator] keeps its contract. The implementations in
-// receiver, receiver/redisdedup and receiver/pgdedup all pass it; a
-// merchant writing one for another store can run it too.
-package deduptest
+// Package receivertest checks that an implementation of
+// [receiver.Deduplicator] or [receiver.StatusStore] keeps its contract. The
+// implementations in receiver, receiver/redisdedup and receiver/pgdedup all
+// pass; a merchant writing one for another store can run the same checks.
+package receivertest
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/webhookd/webhookd/receiver"
 )
 
-// Subject is the implementation under test.
-type Subject struct {
+// Deduplicator is the Deduplicator implementation under test.
+type Deduplicator struct {
 	// New returns an empty Deduplicator whose claims last lease and whose
 	// done ids last retention.
 	New func(t *testing.T, lease, retention time.Duration) receiver.Deduplicator
@@ -26,8 +26,8 @@ type Subject struct {
 	Lease, Retention time.Duration
 }
 
-// Run checks the contract of [receiver.Deduplicator] on s.
-func Run(t *testing.T, s Subject) {
+// RunDeduplicator checks the contract of [receiver.Deduplicator] on s.
+func RunDeduplicator(t *testing.T, s Deduplicator) {
 	t.Helper()
 	ctx := context.Background()
 	claim := func(t *testing.T, d receiver.Deduplicator, id string, want receiver.ClaimState) receiver.Claim {
@@ -132,7 +132,7 @@ func Run(t *testing.T, s Subject) {
 	})
 }
 
-// Clock is a manual clock for a Subject's Advance and its implementation's
+// Clock is a manual clock for a Deduplicator's Advance and its implementation's
 // Now.
 type Clock struct {
 	mu  sync.Mutex
@@ -154,4 +154,35 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// RunStatusStore checks the contract of [receiver.StatusStore] on an
+// empty store: nothing before the first SetStatus, then the last status
+// set, per key.
+func RunStatusStore(t *testing.T, s receiver.StatusStore) {
+	t.Helper()
+	ctx := context.Background()
+	last := func(key, want string, wantOK bool) {
+		t.Helper()
+		got, ok, err := s.LastStatus(ctx, key)
+		if err != nil || got != want || ok != wantOK {
+			t.Fatalf("LastStatus(%s) = %q, %v, %v; want %q, %v", key, got, ok, err, want, wantOK)
+		}
+	}
+	set := func(key, status string) {
+		t.Helper()
+		if err := s.SetStatus(ctx, key, status); err != nil {
+			t.Fatalf("SetStatus(%s, %s): %v", key, status, err)
+		}
+	}
+	last("payout:po_1", "", false)
+	set("payout:po_1", "sent")
+	last("payout:po_1", "sent", true)
+	set("payout:po_1", "returned")
+	last("payout:po_1", "returned", true)
+	last("payout:po_2", "", false)
+	last("return:po_1", "", false)
+	set("return:po_1", "failed")
+	last("return:po_1", "failed", true)
+	last("payout:po_1", "returned", true)
 }
