@@ -40,7 +40,7 @@ func TestContract(t *testing.T) {
 			return d
 		},
 		Advance: func(_ *testing.T, d time.Duration) { time.Sleep(d) },
-		Lease:   300 * time.Millisecond, Retention: 600 * time.Millisecond,
+		Lease:   time.Second, Retention: 3 * time.Second,
 	})
 }
 
