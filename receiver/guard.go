@@ -36,16 +36,17 @@ func (v Verdict) String() string {
 	return "unknown"
 }
 
-// DefaultRank is the order of payout statuses: an event whose status ranks
-// below the one recorded is stale.
-var DefaultRank = []string{"initiated", "submitted", "sent", "returned"}
+// DefaultRank returns the order of payout statuses: an event whose status
+// ranks below the one recorded is stale.
+func DefaultRank() []string { return []string{"initiated", "submitted", "sent", "returned"} }
 
-// DefaultFailures are the statuses outside the rank that end a resource.
-var DefaultFailures = []string{"failed"}
+// DefaultFailures returns the statuses outside the rank that end a
+// resource.
+func DefaultFailures() []string { return []string{"failed"} }
 
-// DefaultKinds are the resource kinds the guard orders: payouts and
+// DefaultKinds returns the resource kinds the guard orders: payouts and
 // returns. Events about other kinds are always applied.
-var DefaultKinds = []string{"payout", "return"}
+func DefaultKinds() []string { return []string{"payout", "return"} }
 
 // StatusStore keeps the last status applied to each resource, by
 // [Resource.Key].
@@ -62,13 +63,13 @@ type GuardConfig struct {
 	// Store keeps the last status of each resource; required.
 	Store StatusStore
 	// Rank lists the statuses in the order a resource moves through them;
-	// nil means DefaultRank.
+	// nil means DefaultRank().
 	Rank []string
 	// Failures are the statuses outside the rank that end a resource; nil
-	// means DefaultFailures.
+	// means DefaultFailures().
 	Failures []string
 	// Kinds are the resource kinds the guard orders; nil means
-	// DefaultKinds.
+	// DefaultKinds().
 	Kinds []string
 }
 
@@ -116,13 +117,13 @@ type Guard struct {
 // NewGuard returns a Guard for cfg.
 func NewGuard(cfg GuardConfig) (*Guard, error) {
 	if cfg.Rank == nil {
-		cfg.Rank = DefaultRank
+		cfg.Rank = DefaultRank()
 	}
 	if cfg.Failures == nil {
-		cfg.Failures = DefaultFailures
+		cfg.Failures = DefaultFailures()
 	}
 	if cfg.Kinds == nil {
-		cfg.Kinds = DefaultKinds
+		cfg.Kinds = DefaultKinds()
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err

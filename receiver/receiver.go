@@ -99,7 +99,7 @@ func New(cfg Config) (*Receiver, error) {
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		rc.answer(w, http.StatusMethodNotAllowed, "method not allowed")
+		answer(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rc.cfg.MaxBodyBytes))
@@ -135,30 +135,30 @@ func (rc *Receiver) handle(ctx context.Context, w http.ResponseWriter, ev *Event
 	if rc.cfg.Dedup == nil {
 		if err := rc.cfg.Handler.HandleEvent(ctx, ev); err != nil {
 			log.ErrorContext(ctx, "webhook handler failed", "error", err)
-			rc.answer(w, http.StatusInternalServerError, "handler failed")
+			answer(w, http.StatusInternalServerError, "handler failed")
 			return
 		}
-		rc.answer(w, http.StatusOK, "ok")
+		answer(w, http.StatusOK, "ok")
 		return
 	}
 
 	claim, err := rc.cfg.Dedup.Claim(ctx, ev.ID)
 	if err != nil {
 		log.ErrorContext(ctx, "webhook duplicate check failed", "error", err)
-		rc.answer(w, http.StatusServiceUnavailable, "duplicate check failed")
+		answer(w, http.StatusServiceUnavailable, "duplicate check failed")
 		return
 	}
 	switch claim.State {
 	case Done:
-		rc.answer(w, http.StatusOK, "duplicate")
+		answer(w, http.StatusOK, "duplicate")
 		return
 	case InProgress:
-		rc.answer(w, http.StatusConflict, "this event is being handled by another delivery")
+		answer(w, http.StatusConflict, "this event is being handled by another delivery")
 		return
 	case Claimed:
 	default:
 		log.ErrorContext(ctx, "webhook duplicate check returned an unknown state", "state", int(claim.State))
-		rc.answer(w, http.StatusServiceUnavailable, "duplicate check failed")
+		answer(w, http.StatusServiceUnavailable, "duplicate check failed")
 		return
 	}
 
@@ -175,7 +175,7 @@ func (rc *Receiver) handle(ctx context.Context, w http.ResponseWriter, ev *Event
 	if err != nil {
 		rc.release(context.WithoutCancel(ctx), log, claim)
 		log.ErrorContext(ctx, "webhook handler failed", "error", err)
-		rc.answer(w, http.StatusInternalServerError, "handler failed")
+		answer(w, http.StatusInternalServerError, "handler failed")
 		return
 	}
 	// The request's context may be cancelled by now (webhookd gave up
@@ -185,7 +185,7 @@ func (rc *Receiver) handle(ctx context.Context, w http.ResponseWriter, ev *Event
 		// once the lease ends. Still 2xx: a retry would do the same.
 		log.ErrorContext(ctx, "webhook duplicate store failed to record a handled event", "error", err)
 	}
-	rc.answer(w, http.StatusOK, "ok")
+	answer(w, http.StatusOK, "ok")
 }
 
 func (rc *Receiver) release(ctx context.Context, log *slog.Logger, c Claim) {
@@ -199,12 +199,12 @@ func (rc *Receiver) release(ctx context.Context, log *slog.Logger, c Claim) {
 func (rc *Receiver) refuse(r *http.Request, w http.ResponseWriter, status int, reason string, err error) {
 	rc.cfg.Logger.WarnContext(r.Context(), "webhook delivery refused", "status", status,
 		"webhook_id", header(r.Header, HeaderID), "error", err)
-	rc.answer(w, status, reason)
+	answer(w, status, reason)
 }
 
 // answer writes a short plain-text answer. webhookd keeps the start of it
 // with the attempt, where the merchant can read it.
-func (rc *Receiver) answer(w http.ResponseWriter, status int, text string) {
+func answer(w http.ResponseWriter, status int, text string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

@@ -69,18 +69,19 @@ func (c Config) validate() error {
 // Deduplicator is a [receiver.Deduplicator] on Redis, safe for concurrent
 // use.
 type Deduplicator struct {
-	cfg Config
+	cfg     Config
+	release *redis.Script
 }
 
 var _ receiver.Deduplicator = (*Deduplicator)(nil)
 
 // releaseScript deletes the key only while it holds the caller's token, so
 // that a holder whose lease ran out cannot free a newer holder's claim.
-var releaseScript = redis.NewScript(`
+const releaseScript = `
 if redis.call("GET", KEYS[1]) == ARGV[1] then
 	return redis.call("DEL", KEYS[1])
 end
-return 0`)
+return 0`
 
 // New returns a Deduplicator for cfg.
 func New(cfg Config) (*Deduplicator, error) {
@@ -96,7 +97,7 @@ func New(cfg Config) (*Deduplicator, error) {
 	if cfg.Retention == 0 {
 		cfg.Retention = receiver.DefaultRetention
 	}
-	return &Deduplicator{cfg: cfg}, nil
+	return &Deduplicator{cfg: cfg, release: redis.NewScript(releaseScript)}, nil
 }
 
 // Claim implements [receiver.Deduplicator].
@@ -142,7 +143,7 @@ func (d *Deduplicator) Release(ctx context.Context, c receiver.Claim) error {
 	if c.Token == "" {
 		return nil
 	}
-	if err := releaseScript.Run(ctx, d.cfg.Client, []string{d.cfg.Prefix + c.ID}, c.Token).Err(); err != nil {
+	if err := d.release.Run(ctx, d.cfg.Client, []string{d.cfg.Prefix + c.ID}, c.Token).Err(); err != nil {
 		return fmt.Errorf("redisdedup: release %s: %w", c.ID, err)
 	}
 	return nil
