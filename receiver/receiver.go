@@ -131,10 +131,10 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // handle runs the handler under a claim on the event id.
 func (rc *Receiver) handle(ctx context.Context, w http.ResponseWriter, ev *Event) {
-	log := rc.cfg.Logger.With("webhook_id", ev.ID, "event_type", ev.Type)
+	logger := rc.cfg.Logger.With("webhook_id", ev.ID, "event_type", ev.Type)
 	if rc.cfg.Dedup == nil {
 		if err := rc.cfg.Handler.HandleEvent(ctx, ev); err != nil {
-			log.ErrorContext(ctx, "webhook handler failed", "error", err)
+			logger.ErrorContext(ctx, "webhook handler failed", "error", err)
 			answer(w, http.StatusInternalServerError, "handler failed")
 			return
 		}
@@ -144,7 +144,7 @@ func (rc *Receiver) handle(ctx context.Context, w http.ResponseWriter, ev *Event
 
 	claim, err := rc.cfg.Dedup.Claim(ctx, ev.ID)
 	if err != nil {
-		log.ErrorContext(ctx, "webhook duplicate check failed", "error", err)
+		logger.ErrorContext(ctx, "webhook duplicate check failed", "error", err)
 		answer(w, http.StatusServiceUnavailable, "duplicate check failed")
 		return
 	}
@@ -157,24 +157,24 @@ func (rc *Receiver) handle(ctx context.Context, w http.ResponseWriter, ev *Event
 		return
 	case Claimed:
 	default:
-		log.ErrorContext(ctx, "webhook duplicate check returned an unknown state", "state", int(claim.State))
+		logger.ErrorContext(ctx, "webhook duplicate check returned an unknown state", "state", int(claim.State))
 		answer(w, http.StatusServiceUnavailable, "duplicate check failed")
 		return
 	}
 
 	// Release the claim if the handler panics, so that webhookd's retry
 	// runs it again at once rather than after the lease.
-	released := false
+	returned := false
 	defer func() {
-		if !released {
-			rc.release(context.WithoutCancel(ctx), log, claim)
+		if !returned {
+			rc.release(context.WithoutCancel(ctx), logger, claim)
 		}
 	}()
 	err = rc.cfg.Handler.HandleEvent(ctx, ev)
-	released = true
+	returned = true
 	if err != nil {
-		rc.release(context.WithoutCancel(ctx), log, claim)
-		log.ErrorContext(ctx, "webhook handler failed", "error", err)
+		rc.release(context.WithoutCancel(ctx), logger, claim)
+		logger.ErrorContext(ctx, "webhook handler failed", "error", err)
 		answer(w, http.StatusInternalServerError, "handler failed")
 		return
 	}
@@ -183,15 +183,16 @@ func (rc *Receiver) handle(ctx context.Context, w http.ResponseWriter, ev *Event
 	if err := rc.cfg.Dedup.Complete(context.WithoutCancel(ctx), claim); err != nil {
 		// The handler's work stands; a later duplicate will run it again
 		// once the lease ends. Still 2xx: a retry would do the same.
-		log.ErrorContext(ctx, "webhook duplicate store failed to record a handled event", "error", err)
+		logger.ErrorContext(ctx, "webhook duplicate store failed to record a handled event", "error", err)
 	}
 	answer(w, http.StatusOK, "ok")
 }
 
-func (rc *Receiver) release(ctx context.Context, log *slog.Logger, c Claim) {
+// release frees the claim after a failed handler, logging a failure: the
+// claim then ends with its lease instead.
+func (rc *Receiver) release(ctx context.Context, logger *slog.Logger, c Claim) {
 	if err := rc.cfg.Dedup.Release(ctx, c); err != nil {
-		// The claim ends with its lease instead.
-		log.ErrorContext(ctx, "webhook duplicate store failed to release a claim", "error", err)
+		logger.ErrorContext(ctx, "webhook duplicate store failed to release a claim", "error", err)
 	}
 }
 
