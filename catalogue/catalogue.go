@@ -19,31 +19,38 @@ type EventType struct {
 	Example json.RawMessage `json:"example"`
 }
 
-// payout is the example payout snapshot the payout and return events share,
-// with the fields of the payout resource (spec 2.1); status is set per type.
-func payout(status string, failure string) json.RawMessage {
+// payout is the example payout snapshot of the payout events, as
+// docs/events.md shows it; status and failure follow the event.
+func payout(status string) json.RawMessage {
 	p := map[string]any{
-		"id":                                  "0f2d8c1e-6a4b-4e55-9b0f-3c8a1d2e4f60",
-		"type":                                "payout",
-		"status":                              status,
-		"account_id":                          "7b1e2c3d-4f5a-4b6c-8d7e-9f0a1b2c3d4e",
-		"amount":                              "1250.00",
-		"currency":                            "EUR",
-		"counterparty_id":                     "c3a9e1f2-5b6d-4c7e-8f9a-0b1c2d3e4f5a",
-		"unstructured_remittance_information": "Invoice 2026-1142",
-		"tracking_reference":                  "a7f3c2e1-9b8d-4e6f-a5c4-3b2a1d0e9f8c",
-		"failure":                             nil,
-		"metadata":                            map[string]string{"order_id": "ord_8812"},
-		"initiated_at":                        "2026-11-23T09:14:02Z",
-		"sent_at":                             "2026-11-23T09:14:05Z",
-		"tx_hash":                             nil,
-		"rail":                                "sepa",
+		"id": "3f1c9a52-2b7e-4d0a-9a51-0c6f7e2d8b14", "type": "payout", "status": status,
+		"amount": "1250.00", "currency": "EUR", "reference": "Invoice 2026-118",
+		"source_account_id": "8d2e4f10-6a3b-4c5d-9e7f-1a2b3c4d5e6f",
+		"destination": map[string]any{"type": "iban", "iban": "DE89370400440532013000", "bic": "COBADEFFXXX",
+			"account_holder_name": "Example GmbH"},
+		"failure": failure(status), "metadata": map[string]string{"order_id": "A-1009"},
+		"created_at": "2026-11-23T09:12:41Z", "updated_at": "2026-11-23T09:14:05Z",
 	}
-	if failure != "" {
-		p["failure"] = map[string]any{"code": failure, "message": "The destination account is closed.", "retry": false}
+	return object(p)
+}
+
+// refund is the example return of an earlier deposit, for the return
+// events.
+func refund(status string) json.RawMessage {
+	return object(map[string]any{
+		"id": "b7a0d3e1-5c2f-4e8a-8b19-2d3e4f5a6b7c", "type": "return", "status": status,
+		"deposit_id": "5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9", "amount": "80.00", "currency": "GBP",
+		"reason": "requested_by_customer", "failure": failure(status), "metadata": map[string]string{},
+		"created_at": "2026-11-23T10:02:00Z", "updated_at": "2026-11-23T10:02:00Z",
+	})
+}
+
+// failure is the failure object of a failed resource, null otherwise.
+func failure(status string) any {
+	if status != "failed" {
+		return nil
 	}
-	b, _ := json.Marshal(p) // a map of JSON values always marshals
-	return b
+	return map[string]any{"code": "account_closed", "message": "The destination account is closed.", "retry": false}
 }
 
 // object marshals an example payload.
@@ -52,32 +59,37 @@ func object(v map[string]any) json.RawMessage {
 	return b
 }
 
-// Default returns the catalogue of spec 6.1, in its order. ping.test, the
+// Default returns the catalogue, in the order docs/events.md lists it; its
+// examples are the ones docs/events.md shows. ping.test, the
 // synthetic event of send_test_event, is not in it: merchants cannot
 // publish or subscribe to it by name.
 func Default() []EventType {
 	deposit := object(map[string]any{
-		"id": "5d6e7f80-9a1b-4c2d-8e3f-4a5b6c7d8e9f", "type": "deposit", "account_id": "7b1e2c3d-4f5a-4b6c-8d7e-9f0a1b2c3d4e",
-		"amount": "980.40", "currency": "GBP", "rail": "faster_payments", "reference": "Rent November",
-		"received_at": "2026-11-23T08:02:11Z", "metadata": map[string]string{},
+		"id": "5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9", "type": "deposit", "status": "received",
+		"account_id": "8d2e4f10-6a3b-4c5d-9e7f-1a2b3c4d5e6f", "amount": "80.00", "currency": "GBP",
+		"rail":                   "faster_payments",
+		"sender":                 map[string]any{"name": "Jane Doe", "sort_code": "040004", "account_number": "12345678"},
+		"remittance_information": "Order A-1009", "metadata": map[string]string{},
+		"created_at": "2026-11-23T08:30:12Z", "updated_at": "2026-11-23T08:30:12Z",
 	})
 	conversion := func(status string) json.RawMessage {
 		return object(map[string]any{
-			"id": "9e8d7c6b-5a4f-4e3d-9c2b-1a0f9e8d7c6b", "type": "conversion", "status": status,
-			"source_account_id": "7b1e2c3d-4f5a-4b6c-8d7e-9f0a1b2c3d4e", "target_account_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+			"id": "c2d3e4f5-a6b7-4c8d-9e0f-1a2b3c4d5e6f", "type": "conversion", "status": status,
+			"source_account_id": "8d2e4f10-6a3b-4c5d-9e7f-1a2b3c4d5e6f", "target_account_id": "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
 			"source_amount": "1000.00", "source_currency": "EUR", "target_amount": "1084.20", "target_currency": "USD",
-			"rate": "1.0842", "created_at": "2026-11-23T10:00:00Z", "metadata": map[string]string{},
+			"rate": "1.0842", "failure": failure(status), "metadata": map[string]string{},
+			"created_at": "2026-11-23T11:00:00Z", "updated_at": "2026-11-23T11:00:03Z",
 		})
 	}
 	return []EventType{
-		{"payout.created", "A payout is created and queued.", payout("initiated", "")},
-		{"payout.initiated", "The payout was sent to the payment rail.", payout("submitted", "")},
-		{"payout.paid", "The payout settled at the destination.", payout("sent", "")},
-		{"payout.failed", "The payout could not be completed; payload.failure holds the details.", payout("failed", "account_closed")},
-		{"return.initiated", "A return of a previous deposit is queued.", payout("initiated", "")},
-		{"return.paid", "The return settled at the destination.", payout("sent", "")},
-		{"return.failed", "The return could not be completed.", payout("failed", "account_closed")},
-		{"return.returned", "A paid return was reversed and the funds were credited back.", payout("returned", "")},
+		{"payout.created", "A payout is created and queued.", payout("created")},
+		{"payout.initiated", "The payout was sent to the payment rail.", payout("initiated")},
+		{"payout.paid", "The payout settled at the destination.", payout("paid")},
+		{"payout.failed", "The payout could not be completed; payload.failure holds the details.", payout("failed")},
+		{"return.initiated", "A return of a previous deposit is queued.", refund("initiated")},
+		{"return.paid", "The return settled at the destination.", refund("paid")},
+		{"return.failed", "The return could not be completed.", refund("failed")},
+		{"return.returned", "A paid return was reversed and the funds were credited back.", refund("returned")},
 		{"deposit.received", "An incoming transfer was credited to an account.", deposit},
 		{"conversion.created", "A currency conversion is queued.", conversion("created")},
 		{"conversion.succeeded", "The conversion completed and the funds are available in the target account.", conversion("succeeded")},

@@ -2,6 +2,8 @@ package catalogue_test
 
 import (
 	"encoding/json"
+	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -39,7 +41,35 @@ func TestForKeepsOrderAndDescribesAddedTypes(t *testing.T) {
 	if string(got[1].Example) != "{}" || got[1].Description == "" {
 		t.Fatalf("an added type gets a generic entry, got %+v", got[1])
 	}
-	if !strings.Contains(string(got[0].Example), `"status":"sent"`) {
+	if !strings.Contains(string(got[0].Example), `"status":"paid"`) {
 		t.Fatalf("payout.paid example = %s", got[0].Example)
+	}
+}
+
+// Every resource example docs/events.md shows is one of the catalogue's
+// examples, so the page and GET /v1/event_types cannot drift apart.
+func TestEventsPageShowsCatalogueExamples(t *testing.T) {
+	page, err := os.ReadFile("../docs/events.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(page), "```json\n")[1:]
+	var checked int
+	for _, b := range blocks {
+		b, _, _ = strings.Cut(b, "```")
+		var shown map[string]any
+		if json.Unmarshal([]byte(b), &shown) != nil || shown["type"] == nil || shown["status"] == nil {
+			continue // a fragment or the envelope
+		}
+		checked++
+		if !slices.ContainsFunc(catalogue.Default(), func(et catalogue.EventType) bool {
+			var ex map[string]any
+			return json.Unmarshal(et.Example, &ex) == nil && reflect.DeepEqual(ex, shown)
+		}) {
+			t.Errorf("docs/events.md shows a %v example with status %v that no catalogue entry has", shown["type"], shown["status"])
+		}
+	}
+	if checked < 4 {
+		t.Fatalf("found %d resource examples in docs/events.md, want the payout, return, deposit and conversion ones", checked)
 	}
 }
