@@ -135,7 +135,7 @@ func bearerKey(r *http.Request) string {
 func serviceKey(r *http.Request) string { return strings.TrimSpace(r.Header.Get("X-Service-Api-Key")) }
 
 // authenticate resolves the API key to a merchant. A key of the other
-// environment, unknown, or absent is 401 (spec 5.5).
+// environment, unknown, revoked, expired or absent is 401 (spec 5.5).
 func (s *Server) authenticate(read keyReader) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -153,6 +153,13 @@ func (s *Server) authenticate(read keyReader) func(http.Handler) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
+			// Read from Postgres on every request, so that a revoked or
+			// expired key is refused at once by every process.
+			if !merchants.KeyUsable(k, s.store.Now()) {
+				s.writeError(w, r, errAuthentication)
+				return
+			}
+			s.cfg.KeyUsage.Seen(k.ID)
 			ctx := context.WithValue(r.Context(), keyPrincipal, principal{Key: k, Merchant: m})
 			if !isLegacy(ctx) {
 				s.setVersionHeaders(w, apiVersion(ctx))

@@ -33,6 +33,28 @@ func KeyUsable(k store.APIKey, now time.Time) bool {
 	return k.RevokedAt == nil && (k.ExpiresAt == nil || now.Before(*k.ExpiresAt))
 }
 
+// The statuses of a key, as KeyStatus names them.
+const (
+	KeyActive   = "active"
+	KeyExpiring = "expiring"
+	KeyExpired  = "expired"
+	KeyRevoked  = "revoked"
+)
+
+// KeyStatus names where a key is in its life at now: active; expiring
+// (rolled, still working until its expiry); expired; or revoked.
+func KeyStatus(k store.APIKey, now time.Time) string {
+	switch {
+	case k.RevokedAt != nil:
+		return KeyRevoked
+	case k.ExpiresAt == nil:
+		return KeyActive
+	case now.Before(*k.ExpiresAt):
+		return KeyExpiring
+	}
+	return KeyExpired
+}
+
 // KeyRingStore is what a KeyRing needs of the database.
 type KeyRingStore interface {
 	// ListAPIKeys returns the merchant's keys, newest first.
@@ -77,21 +99,22 @@ func (r *KeyRing) Revoke(ctx context.Context, merchantID, keyID string) (store.A
 }
 
 // Roll gives one key of the merchant a successor with the same environment
-// and scopes, and lets the old key work for overlap more (nil means
+// and scopes, and lets the old key work overlapSeconds more (nil means
 // DefaultRollOverlap; zero ends it now). A key revoked, expired or already
 // rolled is store.ErrAPIKeyInactive.
-func (r *KeyRing) Roll(ctx context.Context, merchantID, keyID string, overlap *time.Duration) (IssuedKey, error) {
+func (r *KeyRing) Roll(ctx context.Context, merchantID, keyID string, overlapSeconds *int64) (IssuedKey, error) {
 	id, err := checkKey(merchantID, keyID)
 	if err != nil {
 		return IssuedKey{}, err
 	}
 	keep := DefaultRollOverlap
-	if overlap != nil {
-		keep = *overlap
-	}
-	if keep < 0 || keep > MaxRollOverlap {
-		return IssuedKey{}, invalid.Value("overlap_seconds", RuleOverlapRange,
-			fmt.Sprintf("overlap_seconds must be between 0 and %d.", int(MaxRollOverlap.Seconds())))
+	if overlapSeconds != nil {
+		// Compared in seconds first: a huge count would overflow a Duration.
+		if *overlapSeconds < 0 || *overlapSeconds > int64(MaxRollOverlap/time.Second) {
+			return IssuedKey{}, invalid.Value("overlap_seconds", RuleOverlapRange,
+				fmt.Sprintf("overlap_seconds must be between 0 and %d.", int64(MaxRollOverlap/time.Second)))
+		}
+		keep = time.Duration(*overlapSeconds) * time.Second
 	}
 	// The successor is of the old key's environment; the store checks
 	// again, under a lock, that the key may still be rolled.

@@ -32,19 +32,23 @@ func TestKeyUsable(t *testing.T) {
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	past, future := now.Add(-time.Second), now.Add(time.Second)
 	for _, tc := range []struct {
-		name string
-		key  store.APIKey
-		want bool
+		name   string
+		key    store.APIKey
+		want   bool
+		status string
 	}{
-		{"in use", store.APIKey{}, true},
-		{"rolled, within its overlap", store.APIKey{ExpiresAt: &future}, true},
-		{"rolled, at its expiry", store.APIKey{ExpiresAt: &now}, false},
-		{"rolled, past its expiry", store.APIKey{ExpiresAt: &past}, false},
-		{"revoked", store.APIKey{RevokedAt: &past}, false},
-		{"revoked during its overlap", store.APIKey{ExpiresAt: &future, RevokedAt: &past}, false},
+		{"in use", store.APIKey{}, true, merchants.KeyActive},
+		{"rolled, within its overlap", store.APIKey{ExpiresAt: &future}, true, merchants.KeyExpiring},
+		{"rolled, at its expiry", store.APIKey{ExpiresAt: &now}, false, merchants.KeyExpired},
+		{"rolled, past its expiry", store.APIKey{ExpiresAt: &past}, false, merchants.KeyExpired},
+		{"revoked", store.APIKey{RevokedAt: &past}, false, merchants.KeyRevoked},
+		{"revoked during its overlap", store.APIKey{ExpiresAt: &future, RevokedAt: &past}, false, merchants.KeyRevoked},
 	} {
 		if got := merchants.KeyUsable(tc.key, now); got != tc.want {
 			t.Errorf("%s: KeyUsable = %t, want %t", tc.name, got, tc.want)
+		}
+		if got := merchants.KeyStatus(tc.key, now); got != tc.status {
+			t.Errorf("%s: KeyStatus = %s, want %s", tc.name, got, tc.status)
 		}
 	}
 }
@@ -66,11 +70,10 @@ func TestKeyRing(t *testing.T) {
 	}
 
 	// Bad input names its field.
-	minute := time.Minute
-	negative, tooLong := -time.Second, merchants.MaxRollOverlap+time.Second
+	minute, negative, tooLong, huge := int64(60), int64(-1), int64(merchants.MaxRollOverlap/time.Second)+1, int64(1<<62)
 	for _, tc := range []struct {
 		name, merchant, key string
-		overlap             *time.Duration
+		overlap             *int64
 		param, rule         string
 	}{
 		{"a key id not a UUID", "m1", "k_1", nil, "key_id", merchants.RuleKeyIDMalformed},
@@ -78,6 +81,7 @@ func TestKeyRing(t *testing.T) {
 		{"no merchant", "", issued.ID.String(), nil, "merchant_id", invalid.RuleMissing},
 		{"a negative overlap", "m1", issued.ID.String(), &negative, "overlap_seconds", merchants.RuleOverlapRange},
 		{"an overlap over the maximum", "m1", issued.ID.String(), &tooLong, "overlap_seconds", merchants.RuleOverlapRange},
+		{"an overlap past a Duration", "m1", issued.ID.String(), &huge, "overlap_seconds", merchants.RuleOverlapRange},
 	} {
 		_, err := ring.Roll(ctx, tc.merchant, tc.key, tc.overlap)
 		if bad := invalid.As(err); bad == nil || bad.Param != tc.param || bad.Rule != tc.rule {
@@ -118,7 +122,7 @@ func TestKeyRing(t *testing.T) {
 	}
 
 	// Zero overlap ends the old key now; the default is a day.
-	zero := time.Duration(0)
+	zero := int64(0)
 	third, err := ring.Roll(ctx, "m1", successor.ID.String(), &zero)
 	if err != nil {
 		t.Fatal(err)
