@@ -54,7 +54,8 @@ func Run(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) 
 	command := args[0]
 	fs := flag.NewFlagSet("keys "+command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	// The usage goes to stdout when asked for, to stderr after a mistake.
+	fs.Usage = func() {}
 	api := fs.String("api", "", "the internal API's URL")
 	token := fs.String("token", env.IngestToken, "the ingest token")
 	merchant := fs.String("merchant", "", "the merchant id")
@@ -78,8 +79,10 @@ func Run(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) 
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
 			return nil
 		}
+		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("keys %s: %w", command, err)
 	}
 	switch {

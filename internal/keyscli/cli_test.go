@@ -104,7 +104,10 @@ func TestCommandErrors(t *testing.T) {
 			t.Errorf("%s: %v, want it to say %q", tc.name, err, tc.want)
 		}
 	}
-	if _, _, err := run(env, "list", "--help"); err != nil {
-		t.Errorf("--help: %v", err)
+	if out, errOut, err := run(env, "list", "--help"); err != nil || !strings.Contains(out, "webhookd keys roll") || errOut != "" {
+		t.Errorf("--help: %v, stdout %q, stderr %q; want the usage on stdout", err, out, errOut)
+	}
+	if _, errOut, err := run(env, "list", "--merchnt", "m1"); err == nil || !strings.Contains(errOut, "usage:") {
+		t.Errorf("a misspelt flag: %v, stderr %q; want an error and the usage on stderr", err, errOut)
 	}
 }
