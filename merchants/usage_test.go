@@ -105,3 +105,20 @@ func TestKeyUsageRunFlushesAtShutdown(t *testing.T) {
 		t.Errorf("last_used_at after Run stopped: %v (%v)", k.LastUsedAt, err)
 	}
 }
+
+// BenchmarkKeyUsageSeen is what noting a use adds to an authenticated
+// request: a map write under a mutex, from many goroutines at once.
+func BenchmarkKeyUsageSeen(b *testing.B) {
+	usage := merchants.NewKeyUsage(nil, time.Now, nil)
+	keys := make([]uuid.UUID, 64)
+	for i := range keys {
+		keys[i] = uuid.New()
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			usage.Seen(keys[i%len(keys)])
+			i++
+		}
+	})
+}

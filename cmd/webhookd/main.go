@@ -210,15 +210,17 @@ func keys(ctx context.Context, cfg config, args []string, stdout, stderr io.Writ
 		return fmt.Errorf("keys create: %w", err)
 	}
 	defer st.Close()
-	key, err := merchants.NewKeyIssuer(st, cfg.Environment, cfg.versions.Latest()).Issue(ctx, *merchant, strings.Split(*scopes, ","))
+	issued, err := merchants.NewKeyIssuer(st, cfg.Environment, cfg.versions.Latest()).Create(ctx, *merchant, strings.Split(*scopes, ","))
 	if err != nil {
 		return fmt.Errorf("keys create: %w", err)
 	}
 	// The key works only against the engine that reads this database: say
 	// which one, since an unset WEBHOOKD_DATABASE_URL means the default.
+	// The id is what keys revoke and keys roll name.
 	target := describeDatabase(cfg.DatabaseURL)
-	fmt.Fprintf(stderr, "webhookd: keys create: stored the key in database %s at %s (WEBHOOKD_DATABASE_URL)\n", target.database, target.addr)
-	fmt.Fprintln(stdout, key)
+	fmt.Fprintf(stderr, "webhookd: keys create: stored key %s (%s) in database %s at %s (WEBHOOKD_DATABASE_URL)\n",
+		issued.ID, issued.Prefix, target.database, target.addr)
+	fmt.Fprintln(stdout, issued.Key)
 	return nil
 }
 
