@@ -1,7 +1,8 @@
 // Package producer is how the core API publishes events to webhookd from
 // Go: Publish enqueues an asynq task on webhookd's Redis, and a webhookd
 // worker turns it into a stored event and its deliveries, exactly as
-// POST /internal/v1/events does.
+// POST /internal/v1/events does. NewFromURL connects with the URL webhookd
+// itself is given as WEBHOOKD_REDIS_URL, read by the same parser.
 //
 // Publishing is idempotent on the event id: give each event a UUID of its
 // own, keep it with the business fact it reports, and a retried Publish
