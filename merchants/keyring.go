@@ -122,7 +122,7 @@ func (r *KeyRing) Roll(ctx context.Context, merchantID, keyID string, overlapSec
 	if err != nil {
 		return IssuedKey{}, err
 	}
-	if !KeyUsable(old, r.store.Now()) || old.ExpiresAt != nil {
+	if KeyStatus(old, r.store.Now()) != KeyActive {
 		return IssuedKey{}, fmt.Errorf("roll api key %s: %w", id, store.ErrAPIKeyInactive)
 	}
 	key, err := NewAPIKey(old.Environment)
