@@ -110,6 +110,9 @@ func TestBadInput(t *testing.T) {
 		ingest     = "POST /internal/v1/events"
 		batch      = "POST /internal/v1/events/batch"
 		apiKeys    = "POST /internal/v1/merchants/{id}/api_keys"
+		keyList    = "GET /internal/v1/merchants/{id}/api_keys"
+		keyRevoke  = "DELETE /internal/v1/merchants/{id}/api_keys/{key_id}"
+		keyRoll    = "POST /internal/v1/merchants/{id}/api_keys/{key_id}/roll"
 		merchant   = "PUT /internal/v1/merchants/{id}"
 		mint       = "POST /v1/portal_sessions"
 		current    = "GET /v1/portal_sessions/current"
@@ -247,6 +250,19 @@ func TestBadInput(t *testing.T) {
 		{apiKeys, "empty scopes", post("/internal/v1/merchants/m_bad/api_keys", `{"scopes":[]}`), true, 400, "parameter_missing", "scopes"},
 		{apiKeys, "merchant id too long", post("/internal/v1/merchants/"+strings.Repeat("m", 256)+"/api_keys", `{"scopes":["webhooks:read"]}`), true, 400, "parameter_invalid", "merchant_id"},
 
+		{keyList, "merchant id too long", get("/internal/v1/merchants/" + strings.Repeat("m", 256) + "/api_keys"), true, 400, "parameter_invalid", "merchant_id"},
+		{keyList, "NUL in the merchant id", get("/internal/v1/merchants/m%00bad/api_keys"), true, 400, "parameter_invalid", "merchant_id"},
+		{keyRevoke, "key id not a UUID", request{Method: "DELETE", Path: "/internal/v1/merchants/m_bad/api_keys/k_1"}, true, 400, "parameter_invalid", "key_id"},
+		{keyRevoke, "no such key", request{Method: "DELETE", Path: "/internal/v1/merchants/m_bad/api_keys/" + missing}, true, 404, "resource_not_found", nil},
+		{keyRevoke, "merchant id not UTF-8", request{Method: "DELETE", Path: "/internal/v1/merchants/m%ff/api_keys/" + missing}, true, 400, "parameter_invalid", "merchant_id"},
+		{keyRoll, "key id not a UUID", post("/internal/v1/merchants/m_bad/api_keys/"+strings.Repeat("0", 36)+"x/roll", `{}`), true, 400, "parameter_invalid", "key_id"},
+		{keyRoll, "overlap of the wrong type", post("/internal/v1/merchants/m_bad/api_keys/"+missing+"/roll", `{"overlap_seconds":"60"}`), true, 400, "parameter_invalid", "overlap_seconds"},
+		{keyRoll, "overlap not whole", post("/internal/v1/merchants/m_bad/api_keys/"+missing+"/roll", `{"overlap_seconds":1.5}`), true, 400, "parameter_invalid", "overlap_seconds"},
+		{keyRoll, "negative overlap", post("/internal/v1/merchants/m_bad/api_keys/"+missing+"/roll", `{"overlap_seconds":-1}`), true, 400, "parameter_invalid", "overlap_seconds"},
+		{keyRoll, "overlap over 30 days", post("/internal/v1/merchants/m_bad/api_keys/"+missing+"/roll", `{"overlap_seconds":2592001}`), true, 400, "parameter_invalid", "overlap_seconds"},
+		{keyRoll, "overlap past int64", post("/internal/v1/merchants/m_bad/api_keys/"+missing+"/roll", `{"overlap_seconds":1e30}`), true, 400, "parameter_invalid", "overlap_seconds"},
+		{keyRoll, "no such key", post("/internal/v1/merchants/m_bad/api_keys/"+missing+"/roll", ``), true, 404, "resource_not_found", nil},
+
 		{merchant, "notification_email of the wrong type", put("/internal/v1/merchants/m_bad", `{"notification_email":1}`), true, 400, "parameter_invalid", "notification_email"},
 		{merchant, "not an address", put("/internal/v1/merchants/m_bad", `{"notification_email":"ops at example"}`), true, 400, "parameter_invalid", "notification_email"},
 		{merchant, "api_version of the wrong type", put("/internal/v1/merchants/m_bad", `{"api_version":[]}`), true, 400, "parameter_invalid", "api_version"},
@@ -335,6 +351,7 @@ func TestBadInput(t *testing.T) {
 		{ingest, "/internal/v1/events", true, nil}, {batch, "/internal/v1/events/batch", true, nil},
 		{apiKeys, "/internal/v1/merchants/m_bad/api_keys", true, nil}, {merchant, "/internal/v1/merchants/m_bad", true, nil},
 		{mint, "/v1/portal_sessions", false, auth}, {mintIn, "/internal/v1/merchants/m_bad/portal_sessions", true, nil},
+		{keyRoll, "/internal/v1/merchants/m_bad/api_keys/" + missing + "/roll", true, nil},
 	} {
 		cases = append(cases, bodyCases(c.route, c.internal, c.path, c.hdr)...)
 	}

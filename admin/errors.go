@@ -161,6 +161,9 @@ func asError(ctx context.Context, logger *slog.Logger, err error) *Error {
 	case errors.Is(err, store.ErrSubscriptionInactive):
 		return newError(http.StatusConflict, catInvalidRequest, "conflict",
 			"The webhook subscription is disabled or deleted; enable it before redelivering.")
+	case errors.Is(err, store.ErrAPIKeyInactive):
+		return newError(http.StatusConflict, catInvalidRequest, "conflict",
+			"The API key is revoked, expired or already rolled; only a key in use can be rolled.")
 	case errors.Is(err, store.ErrConflict):
 		return newError(http.StatusConflict, catInvalidRequest, "conflict", "The resource changed concurrently; retry.")
 	case unreachable(err):

@@ -28,21 +28,6 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, checks)
 }
 
-func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Scopes []string `json:"scopes"`
-	}
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	key, err := s.keys.Issue(r.Context(), pathParam(r, "id"), req.Scopes)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, map[string]string{"key": key})
-	return nil
-}
-
 // merchantJSON is the internal view of a merchant's settings.
 type merchantJSON struct {
 	ID                string    `json:"id"`

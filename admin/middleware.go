@@ -141,8 +141,8 @@ func serviceKey(r *http.Request) string { return strings.TrimSpace(r.Header.Get(
 
 // authenticate resolves the API key, or on /v1 a portal session token,
 // to a merchant and what the caller may do. A key of the other
-// environment, a session expired, revoked or of the other environment,
-// unknown, or absent is 401 (spec 5.5).
+// environment, revoked or expired, a session expired, revoked or of the
+// other environment, unknown, or absent is 401 (spec 5.5).
 func (s *Server) authenticate(read keyReader) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -179,6 +179,12 @@ func (s *Server) keyPrincipal(ctx context.Context, key string) (principal, error
 	if err != nil {
 		return principal{}, err
 	}
+	// Read from Postgres on every request, so that a revoked or expired
+	// key is refused at once by every process.
+	if !merchants.KeyUsable(k, s.store.Now()) {
+		return principal{}, errAuthentication
+	}
+	s.cfg.KeyUsage.Seen(k.ID)
 	return principal{Key: k, Merchant: m, Capabilities: sessions.FromScopes(k.Scopes)}, nil
 }
 

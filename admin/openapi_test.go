@@ -271,6 +271,9 @@ func TestOpenAPIInternalDocumentIsValid(t *testing.T) {
 		{"POST", "/internal/v1/events/batch", true},
 		{"PUT", "/internal/v1/merchants/{id}", true},
 		{"POST", "/internal/v1/merchants/{id}/api_keys", true},
+		{"GET", "/internal/v1/merchants/{id}/api_keys", true},
+		{"DELETE", "/internal/v1/merchants/{id}/api_keys/{key_id}", true},
+		{"POST", "/internal/v1/merchants/{id}/api_keys/{key_id}/roll", true},
 		{"GET", "/healthz", false},
 		{"GET", "/readyz", false},
 		{"GET", "/metrics", false},
@@ -404,6 +407,8 @@ func TestOpenAPIInternalExchanges(t *testing.T) {
 	event := `{"id":"` + id + `","merchant_id":"m_doc","type":"payout.paid","payload":{"id":"po_1","status":"paid","amount":"10.00","currency":"EUR"}}`
 	batch := `{"events":[` + event + `,{"merchant_id":"m_doc","type":"deposit.received","payload":{"id":"dep_1"}}]}`
 	token := "Bearer " + testIngestToken
+	rolled, revoked := h.issuedKey("m_doc").ID.String(), h.issuedKey("m_doc").ID.String()
+	keys := "/internal/v1/merchants/m_doc/api_keys/"
 	exchanges := []struct {
 		method, path, auth, body string
 		status                   int
@@ -423,6 +428,16 @@ func TestOpenAPIInternalExchanges(t *testing.T) {
 		{"PUT", "/internal/v1/merchants/m_doc", token, `{"colour":"red"}`, 400},
 		{"POST", "/internal/v1/merchants/m_doc/api_keys", token, `{"scopes":["webhooks:read","webhooks:write"]}`, 201},
 		{"POST", "/internal/v1/merchants/m_doc/api_keys", token, `{"scopes":["payouts:write"]}`, 400},
+		{"GET", "/internal/v1/merchants/m_doc/api_keys", token, "", 200},
+		{"GET", "/internal/v1/merchants/m%00/api_keys", token, "", 400},
+		{"POST", keys + rolled + "/roll", token, `{"overlap_seconds":3600}`, 201},
+		{"POST", keys + rolled + "/roll", token, "", 409},
+		{"POST", keys + revoked + "/roll", token, `{"overlap_seconds":-1}`, 400},
+		{"POST", keys + uuid.NewString() + "/roll", token, "", 404},
+		{"DELETE", keys + revoked, token, "", 200},
+		{"DELETE", keys + "k_1", token, "", 400},
+		{"DELETE", "/internal/v1/merchants/m_other/api_keys/" + revoked, token, "", 404},
+		{"GET", "/internal/v1/merchants/m_doc/api_keys", token, "", 200},
 		{"GET", "/internal/v1/merchants/m_doc", token, "", 405},
 		{"GET", "/internal/v1/nothing", token, "", 404},
 	}

@@ -80,6 +80,9 @@ type Config struct {
 	Checker EndpointChecker
 	// CursorTTL is how long a pagination cursor stays valid.
 	CursorTTL time.Duration
+	// KeyUsage notes when each API key authenticates a request and writes
+	// it in batches (cmd/webhookd runs it); nil records no last use.
+	KeyUsage *merchants.KeyUsage
 	// Now is the clock.
 	Now func() time.Time
 }
@@ -96,6 +99,7 @@ type Server struct {
 	// merchant's settings.
 	subscriptions    *subscriptions.Registry
 	keys             *merchants.KeyIssuer
+	keyRing          *merchants.KeyRing
 	merchantSettings *merchants.SettingsUpdater
 	// portalSessions issues portal sessions; secrets reveals signing
 	// secrets.
@@ -133,6 +137,7 @@ func New(cfg Config) (*Server, error) {
 			MaxSubscriptions: cfg.MaxSubscriptions,
 		}),
 		keys:             merchants.NewKeyIssuer(cfg.Store, cfg.Environment, cfg.Versions.Latest()),
+		keyRing:          merchants.NewKeyRing(cfg.Store),
 		merchantSettings: merchants.NewSettingsUpdater(cfg.Store, cfg.Versions, cfg.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets)),
 		portalSessions:   sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
 		secrets:          subscriptions.NewSecretRevealer(cfg.Store, cfg.MasterKey, cfg.Now),
@@ -199,7 +204,7 @@ func (s *Server) Internal() http.Handler {
 	r.Route("/internal/v1", func(r chi.Router) {
 		r.Use(s.requireIngestToken)
 		r.Put("/merchants/{id}", s.handle(s.putMerchant))
-		r.Post("/merchants/{id}/api_keys", s.handle(s.createAPIKey))
+		s.apiKeyRoutes(r)
 		s.internalPortalSessionRoutes(r)
 		s.ingestRoutes(r)
 	})

@@ -635,6 +635,10 @@ var internalRoutes = map[string]internalRoute{
 	"/internal/v1/merchants/{id}/api_keys": guarded("/internal/v1/merchants/m_token/api_keys", http.MethodPost,
 		map[string]any{"scopes": []string{admin.ScopeRead}}),
 	"/internal/v1/merchants/{id}/portal_sessions": guarded("/internal/v1/merchants/m_token/portal_sessions", http.MethodDelete, nil),
+	// {key} is a key of m_token that the test issues first.
+	"/internal/v1/merchants/{id}/api_keys/{key_id}": guarded("/internal/v1/merchants/m_token/api_keys/{key}", http.MethodDelete, nil),
+	"/internal/v1/merchants/{id}/api_keys/{key_id}/roll": guarded("/internal/v1/merchants/m_token/api_keys/{key}/roll", http.MethodPost,
+		map[string]any{"overlap_seconds": 60}),
 	"/internal/v1/events": guarded("/internal/v1/events", http.MethodPost,
 		map[string]any{"merchant_id": "m_token", "type": "payout.paid", "payload": map[string]any{"id": "po_1"}}),
 	"/internal/v1/events/batch": guarded("/internal/v1/events/batch", http.MethodPost,
@@ -657,11 +661,16 @@ func TestInternalTokenOnEveryRoute(t *testing.T) {
 	}
 	tableCovers(t, internalRoutes, slices.Compact(patterns), "internalRoutes")
 
+	key, err := merchants.NewKeyIssuer(h.store, "sandbox", admin.DefaultVersion).Create(t.Context(), "m_token", []string{admin.ScopeRead})
+	if err != nil {
+		t.Fatal(err)
+	}
 	wrong := []string{omitHeader, "-", "Bearer ", "Bearer wrong", "Bearer " + testIngestToken + "x",
 		"Bearer " + testIngestToken[:len(testIngestToken)-1], "Basic " + testIngestToken, testIngestToken}
 	for _, route := range walked {
 		method, pattern, _ := strings.Cut(route, " ")
 		rt, ok := internalRoutes[pattern]
+		rt.path = strings.ReplaceAll(rt.path, "{key}", key.ID.String())
 		switch {
 		case !ok:
 			continue

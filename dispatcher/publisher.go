@@ -29,8 +29,8 @@ const (
 	ruleTypeReserved      = "type_reserved"
 	ruleTypeUnknown       = "type_unknown"
 	rulePayloadNotObject  = "payload_not_object"
-	rulePayloadNotJSON    = "payload_not_json"
-	ruleIDNotUUID         = "id_not_uuid"
+	rulePayloadNotJSON    = producer.RulePayloadNotJSON // the producer refuses it itself too
+	ruleIDNotUUID         = producer.RuleIDNotUUID
 	ruleAPIVersionUnknown = "api_version_unknown"
 	ruleIDTaken           = "id_taken"
 	ruleTaskUnreadable    = "task_unreadable"

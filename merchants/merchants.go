@@ -96,22 +96,38 @@ func NewKeyIssuer(st KeyStore, environment, defaultVersion string) *KeyIssuer {
 	return &KeyIssuer{store: st, environment: environment, defaultVersion: defaultVersion}
 }
 
+// IssuedKey is a key just made: the key itself, shown this once, and what
+// webhookd keeps of it.
+type IssuedKey struct {
+	// Key is the secret; only its hash and its prefix are stored.
+	Key string
+	store.APIKey
+}
+
 // Issue checks the scopes and the merchant id, makes a key, stores its hash
 // and returns the key: the only time it is ever seen.
 func (i *KeyIssuer) Issue(ctx context.Context, merchantID string, scopes []string) (string, error) {
+	issued, err := i.Create(ctx, merchantID, scopes)
+	return issued.Key, err
+}
+
+// Create is Issue returning the stored key (its id, prefix, scopes…) with
+// the key.
+func (i *KeyIssuer) Create(ctx context.Context, merchantID string, scopes []string) (IssuedKey, error) {
 	if err := checkScopes(scopes); err != nil {
-		return "", err
+		return IssuedKey{}, err
 	}
 	if err := CheckID("merchant_id", merchantID); err != nil {
-		return "", err
+		return IssuedKey{}, err
 	}
 	key, err := NewAPIKey(i.environment)
 	if err != nil {
-		return "", err
+		return IssuedKey{}, err
 	}
 	// The store's error already names the merchant.
-	if _, err := i.store.CreateAPIKey(ctx, merchantID, i.defaultVersion, i.environment, key, scopes); err != nil {
-		return "", err
+	stored, err := i.store.CreateAPIKey(ctx, merchantID, i.defaultVersion, i.environment, key, scopes)
+	if err != nil {
+		return IssuedKey{}, err
 	}
-	return key, nil
+	return IssuedKey{Key: key, APIKey: stored}, nil
 }

@@ -3,6 +3,7 @@ package producer_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 
@@ -44,4 +45,37 @@ func Example() {
 	// Output:
 	// published 0192f1c4-7a4e-7b1e-9c55-3f1d2a9b8c01
 	// refused: false
+}
+
+// The core API connects with the URL webhookd itself is given as
+// WEBHOOKD_REDIS_URL (redis://, rediss:// or unix://), and handles a
+// refusal Publish makes itself like one the worker makes later: a
+// *producer.Refused naming the field, the rule and why.
+func ExampleNewFromURL() {
+	// Database 13 here, so that the example stays out of a running
+	// engine's queues; in the core API, the engine's WEBHOOKD_REDIS_URL.
+	p, err := producer.NewFromURL("redis://127.0.0.1:6379/13")
+	if err != nil {
+		log.Fatalf("webhookd producer: %v", err) // a malformed URL: a configuration error
+	}
+	defer p.Close()
+	ctx := context.Background()
+
+	err = p.Publish(ctx, producer.Event{
+		ID:         "0192f1c4-7a4e-7b1e-9c55-3f1d2a9b8c02",
+		MerchantID: "merchant_42",
+		Type:       "deposit.received",
+		Payload:    json.RawMessage(`{"id":"dep_9","amount":"20.00","currency":"EUR"}`),
+	})
+	fmt.Println("deposit.received published:", err == nil)
+
+	err = p.Publish(ctx, producer.Event{ID: "dep_9", MerchantID: "merchant_42", Type: "deposit.received",
+		Payload: json.RawMessage(`{}`)})
+	var refused *producer.Refused
+	if errors.As(err, &refused) {
+		fmt.Printf("refused: %s (%s): %s\n", refused.Param, refused.Rule, refused.Message)
+	}
+	// Output:
+	// deposit.received published: true
+	// refused: id (id_not_uuid): id must be a UUID.
 }

@@ -1,23 +1,27 @@
 // Package producer is how the core API publishes events to webhookd from
 // Go: Publish enqueues an asynq task on webhookd's Redis, and a webhookd
 // worker turns it into a stored event and its deliveries, exactly as
-// POST /internal/v1/events does.
+// POST /internal/v1/events does. NewFromURL connects with the URL webhookd
+// itself is given as WEBHOOKD_REDIS_URL, read by the same parser.
 //
 // Publishing is idempotent on the event id: give each event a UUID of its
 // own, keep it with the business fact it reports, and a retried Publish
 // makes one event, never two.
 //
-// Publish checks only what it needs to build the task (a UUID id, a JSON
-// payload). Every rule of a published event (a known type, never the
-// reserved ping.test, a payload that is a JSON object within the size
-// limit, a usable api_version…) is webhookd's, applied by its worker with
-// the catalogue webhookd is configured with, the same rules as the HTTP
+// Publish checks only what it needs to build the task (a UUID id, a
+// payload that is JSON) and refuses what breaks that at once, with a
+// *Refused naming the field, rule and message HTTP ingest would. Every
+// other rule of a published event (a known type, never the reserved
+// ping.test, a payload that is a JSON object within the size limit, a
+// usable api_version…) is webhookd's, applied by its worker with the
+// catalogue webhookd is configured with, the same rules as the HTTP
 // ingest. An event that breaks one is never stored nor delivered: the
 // worker logs it, counts it in webhookd_events_refused_total{rule}, and
 // keeps the refusal for a week, which Refusal returns.
 package producer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,7 +65,17 @@ type Event struct {
 	APIVersion string `json:"api_version,omitempty"`
 }
 
-// Refused is why webhookd's worker refused a published event.
+// The rules Publish applies itself, as they name themselves in a Refused
+// and in webhookd_events_refused_total{rule}; webhookd's worker applies
+// them too, under the same names.
+const (
+	RuleMissing        = "missing"
+	RuleIDNotUUID      = "id_not_uuid"
+	RulePayloadNotJSON = "payload_not_json"
+)
+
+// Refused is why a published event was refused: by Publish itself, or by
+// webhookd's worker (then Refusal returns it).
 type Refused struct {
 	// Param is the field at fault, as the HTTP ingest names it.
 	Param string `json:"param"`
@@ -192,11 +206,15 @@ func newTask(e *Event) (*asynq.Task, error) {
 			return nil, fmt.Errorf("publish event: %w", err)
 		}
 		e.ID = id.String()
-	} else if _, err := uuid.Parse(e.ID); err != nil {
-		return nil, fmt.Errorf("publish event: id %q is not a UUID", e.ID)
+	} else if _, err := uuid.Parse(e.ID); err != nil || len(e.ID) != 36 {
+		// Only the hyphenated form: the id is the webhook-id receivers see.
+		return nil, &Refused{Param: "id", Rule: RuleIDNotUUID, Message: "id must be a UUID."}
 	}
-	if !json.Valid(e.Payload) {
-		return nil, fmt.Errorf("publish event %s: payload is not valid JSON", e.ID)
+	switch payload := bytes.TrimSpace(e.Payload); {
+	case len(payload) == 0:
+		return nil, &Refused{Param: "payload", Rule: RuleMissing, Message: "payload is required."}
+	case !json.Valid(payload):
+		return nil, &Refused{Param: "payload", Rule: RulePayloadNotJSON, Message: "payload is not valid JSON."}
 	}
 	b, err := json.Marshal(e)
 	if err != nil {

@@ -3,6 +3,7 @@ package producer_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/google/uuid"
@@ -47,18 +48,31 @@ func TestPublishIsIdempotent(t *testing.T) {
 }
 
 // TestPublishRefusesWhatCannotBeATask: Publish refuses only what it cannot
-// build a task from; every other rule is the worker's (dispatcher's
+// build a task from, with the field, rule and message of HTTP ingest
+// (admin's TestProducerRefusesAsHTTPIngest compares them); every other
+// rule is the worker's (dispatcher's
 // TestProducerEventsFollowThePublishersRules).
 func TestPublishRefusesWhatCannotBeATask(t *testing.T) {
-	p, _, _ := newProducer(t)
-	for name, bad := range map[string]producer.Event{
-		"id not a UUID":       {ID: "not-a-uuid", MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{}`)},
-		"payload not JSON":    {MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{`)},
-		"payload left absent": {MerchantID: "m1", Type: "payout.paid"},
+	p, insp, _ := newProducer(t)
+	for _, tc := range []struct {
+		name        string
+		event       producer.Event
+		param, rule string
+	}{
+		{"id not a UUID", producer.Event{ID: "not-a-uuid", MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{}`)}, "id", producer.RuleIDNotUUID},
+		{"id in braces", producer.Event{ID: "{" + uuid.NewString() + "}", MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{}`)}, "id", producer.RuleIDNotUUID},
+		{"payload not JSON", producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{`)}, "payload", producer.RulePayloadNotJSON},
+		{"payload left absent", producer.Event{MerchantID: "m1", Type: "payout.paid"}, "payload", producer.RuleMissing},
+		{"payload blank", producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(" \n")}, "payload", producer.RuleMissing},
 	} {
-		if err := p.Publish(context.Background(), bad); err == nil {
-			t.Errorf("%s: Publish accepted it", name)
+		err := p.Publish(context.Background(), tc.event)
+		var refused *producer.Refused
+		if !errors.As(err, &refused) || refused.Param != tc.param || refused.Rule != tc.rule {
+			t.Errorf("%s: Publish = %v, want a refusal of %s for %s", tc.name, err, tc.param, tc.rule)
 		}
+	}
+	if tasks, err := insp.ListPendingTasks(producer.Queue); err == nil && len(tasks) != 0 {
+		t.Errorf("%d tasks enqueued for refused events", len(tasks))
 	}
 }
 

@@ -92,24 +92,27 @@ func (s *Store) CreateAPIKey(ctx context.Context, merchantID, defaultVersion, en
 	if _, err := s.EnsureMerchant(ctx, merchantID, defaultVersion); err != nil {
 		return APIKey{}, err
 	}
-	k := APIKey{ID: uuid.Must(uuid.NewV7()), MerchantID: merchantID, Environment: environment, Scopes: scopes, CreatedAt: s.Now()}
-	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (id, merchant_id, environment, key_hash, scopes, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, k.ID, merchantID, environment, HashAPIKey(key), scopes, k.CreatedAt)
+	k := APIKey{ID: uuid.Must(uuid.NewV7()), MerchantID: merchantID, Environment: environment, Scopes: scopes, CreatedAt: s.Now(),
+		Prefix: APIKeyPrefix(key)}
+	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (id, merchant_id, environment, key_hash, scopes, created_at, prefix)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, k.ID, merchantID, environment, HashAPIKey(key), scopes, k.CreatedAt, k.Prefix)
 	if err != nil {
 		return APIKey{}, fmt.Errorf("create api key for %s: %w", merchantID, err)
 	}
 	return k, nil
 }
 
-// APIKeyByHash finds a key, with its merchant's pinned version.
+// APIKeyByHash finds a key, with its merchant's pinned version. A revoked
+// or expired key is found too (with RevokedAt, ExpiresAt): whether it may
+// still be used is for the caller to decide, with its clock.
 func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (APIKey, Merchant, error) {
 	var k APIKey
 	var m Merchant
 	err := s.pool.QueryRow(ctx, `
-		SELECT k.id, k.merchant_id, k.environment, k.scopes, k.created_at,
+		SELECT k.id, k.merchant_id, k.environment, k.scopes, k.created_at, k.expires_at, k.revoked_at,
 		       m.id, m.api_version, m.notification_email, m.portal_accent_color, m.portal_logo_url, m.created_at, m.updated_at
 		FROM api_keys k JOIN merchants m ON m.id = k.merchant_id WHERE k.key_hash = $1`, hash).
-		Scan(&k.ID, &k.MerchantID, &k.Environment, &k.Scopes, &k.CreatedAt,
+		Scan(&k.ID, &k.MerchantID, &k.Environment, &k.Scopes, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt,
 			&m.ID, &m.APIVersion, &m.NotificationEmail, &m.PortalAccentColor, &m.PortalLogoURL, &m.CreatedAt, &m.UpdatedAt)
 	if err != nil {
 		return APIKey{}, Merchant{}, fmt.Errorf("look up api key: %w", notFound(err))

@@ -26,6 +26,16 @@ type APIKey struct {
 	Environment string
 	Scopes      []string
 	CreatedAt   time.Time
+	// Prefix is the part of the key that may be shown (see APIKeyPrefix);
+	// empty for a key issued before webhookd kept it.
+	Prefix string
+	// LastUsedAt is when the key last authenticated a request, up to a
+	// minute behind (usage is written in batches); nil if never.
+	LastUsedAt *time.Time
+	// ExpiresAt is when a rolled key stops working; nil until rolled.
+	ExpiresAt *time.Time
+	// RevokedAt is when the key was revoked; nil while it is not.
+	RevokedAt *time.Time
 }
 
 // SubscriptionStatus says whether a subscription receives deliveries.

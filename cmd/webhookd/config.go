@@ -24,6 +24,7 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
 )
 
@@ -150,7 +151,7 @@ func loadConfig(logger *slog.Logger) (config, error) {
 		}
 		c.trustedProxies = append(c.trustedProxies, prefix)
 	}
-	if c.redisOpts, err = redis.ParseURL(c.RedisURL); err != nil {
+	if c.redisOpts, err = producer.ParseRedisURL(c.RedisURL); err != nil {
 		return c, bad("WEBHOOKD_REDIS_URL", err)
 	}
 	if c.WorkerConcurrency < 1 {
@@ -282,11 +283,11 @@ func (c config) eventTypes() []string {
 }
 
 // asynqRedis turns the go-redis options into asynq's, so that both clients
-// read one URL.
+// read one URL, with a pool sized for the workers.
 func (c config) asynqRedis() asynq.RedisClientOpt {
-	o := c.redisOpts
-	return asynq.RedisClientOpt{Network: o.Network, Addr: o.Addr, Username: o.Username, Password: o.Password,
-		DB: o.DB, TLSConfig: o.TLSConfig, PoolSize: max(o.PoolSize, 2*c.WorkerConcurrency)}
+	o := producer.AsynqRedisOpt(c.redisOpts)
+	o.PoolSize = max(o.PoolSize, 2*c.WorkerConcurrency)
+	return o
 }
 
 // requireHTTPS is true when the public listener is reachable from other

@@ -1,6 +1,6 @@
 // Command webhookd runs the webhook delivery engine: `serve` (everything in
 // one process), `api` and `worker` (the roles split), `migrate`, and
-// `keys create`. It only wires packages together.
+// `keys create|list|revoke|roll`. It only wires packages together.
 package main
 
 import (
@@ -32,6 +32,7 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/keyscli"
 	"github.com/webhookd/webhookd/internal/outagelog"
 	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/signer"
@@ -51,6 +52,7 @@ commands:
   worker                                 worker and scheduler only (with the internal listener)
   migrate                                apply the database migrations and exit
   keys create --merchant ID --scopes a,b print a new API key on the last line (into WEBHOOKD_DATABASE_URL's database)
+  keys list|revoke|roll --merchant ID    manage a merchant's API keys through the internal API (webhookd keys list --help)
   version                                print the version, commit and Go version
   help                                   print this help
 
@@ -86,6 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case command == "version" || command == "--version":
 		fmt.Fprintln(stdout, versionLine())
 		return nil
+	case command == "keys" && len(args) > 1 && keyscli.Handles(args[1]):
+		return keysAPI(ctx, args[1:], stdout, stderr)
 	case command == "keys":
 	case slices.Contains([]string{"serve", "api", "worker", "migrate"}, command):
 		// `webhookd serve --help` must not start a server.
@@ -186,7 +190,7 @@ func keys(ctx context.Context, cfg config, args []string, stdout, stderr io.Writ
 		return nil
 	}
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: webhookd keys create --merchant ID --scopes webhooks:read,webhooks:write")
+		return errors.New("usage: webhookd keys create|list|revoke|roll --merchant ID …")
 	}
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -206,15 +210,17 @@ func keys(ctx context.Context, cfg config, args []string, stdout, stderr io.Writ
 		return fmt.Errorf("keys create: %w", err)
 	}
 	defer st.Close()
-	key, err := merchants.NewKeyIssuer(st, cfg.Environment, cfg.versions.Latest()).Issue(ctx, *merchant, strings.Split(*scopes, ","))
+	issued, err := merchants.NewKeyIssuer(st, cfg.Environment, cfg.versions.Latest()).Create(ctx, *merchant, strings.Split(*scopes, ","))
 	if err != nil {
 		return fmt.Errorf("keys create: %w", err)
 	}
 	// The key works only against the engine that reads this database: say
 	// which one, since an unset WEBHOOKD_DATABASE_URL means the default.
+	// The id is what keys revoke and keys roll name.
 	target := describeDatabase(cfg.DatabaseURL)
-	fmt.Fprintf(stderr, "webhookd: keys create: stored the key in database %s at %s (WEBHOOKD_DATABASE_URL)\n", target.database, target.addr)
-	fmt.Fprintln(stdout, key)
+	fmt.Fprintf(stderr, "webhookd: keys create: stored key %s (%s) in database %s at %s (WEBHOOKD_DATABASE_URL)\n",
+		issued.ID, issued.Prefix, target.database, target.addr)
+	fmt.Fprintln(stdout, issued.Key)
 	return nil
 }
 
@@ -380,13 +386,14 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 	}
 	defer d.Close()
 
+	keyUsage := merchants.NewKeyUsage(st, st.Now, logger)
 	srv, err := admin.New(admin.Config{
 		Store: st, Redis: rc, Publisher: d, Logger: logger, Registerer: reg, Gatherer: reg,
 		Environment: cfg.Environment, Versions: cfg.versions, MasterKey: cfg.masterKey,
 		IngestToken: cfg.IngestToken, RequireHTTPS: cfg.requireHTTPS(), TrustedProxies: cfg.trustedProxies,
 		MaxBodyBytes: cfg.MaxBodyBytes, EventTypes: cfg.eventTypes(), MaxSubscriptions: cfg.MaxSubscriptions,
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
-		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate, PublicURL: cfg.PublicURL,
+		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate, PublicURL: cfg.PublicURL, KeyUsage: keyUsage,
 	})
 	if err != nil {
 		return err
@@ -394,6 +401,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 
 	if r.api {
 		serveHTTP(ctx, g, logger, ls.public, srv.Public(), tlsConfig)
+		g.Go(func() error { return keyUsage.Run(ctx, merchants.UsageFlushInterval) })
 	}
 	internal.to(srv.Internal())
 	if r.worker {

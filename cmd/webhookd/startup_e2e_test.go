@@ -256,6 +256,12 @@ func TestCommandLine(t *testing.T) {
 		// After migrate, in the same database.
 		{name: "keys create names its database", args: []string{"keys", "create", "--merchant", "m_cli"},
 			stdout: "sandbox.", stderr: "WEBHOOKD_DATABASE_URL"},
+		// keys list|revoke|roll call the internal API and read no other
+		// configuration: production without a master key is no error.
+		{name: "keys list without a merchant", args: []string{"keys", "list"}, code: 1, stderr: "--merchant is required"},
+		{name: "keys list with no engine running", args: []string{"keys", "list", "--merchant", "m_cli"},
+			settings: []string{"WEBHOOKD_ENVIRONMENT=production"}, code: 1, stderr: "cannot reach the internal API at http://" + e.internal},
+		{name: "keys roll --help", args: []string{"keys", "roll", "--help"}, stdout: "--overlap", quiet: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

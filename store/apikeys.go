@@ -1,0 +1,135 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrAPIKeyInactive reports a roll asked of a key that is revoked, expired
+// or already rolled: only a key in use can have a successor. It wraps
+// ErrConflict (a state conflict, not a race).
+var ErrAPIKeyInactive = fmt.Errorf("api key is revoked, expired or already rolled: %w", ErrConflict)
+
+// apiKeyPrefixChars is how many characters of a key's random part its
+// prefix keeps: enough to tell a merchant's keys apart at a glance, far
+// too few (36 bits) to guess the remaining 250.
+const apiKeyPrefixChars = 6
+
+// APIKeyPrefix is the part of key that may be stored and shown: the
+// environment's prefix ("sandbox.", "prod.") and the first characters of
+// the random part.
+func APIKeyPrefix(key string) string {
+	cut := strings.LastIndexByte(key, '.') + 1
+	return key[:min(len(key), cut+apiKeyPrefixChars)]
+}
+
+// apiKeyColumns are the columns scanAPIKey reads, in its order.
+const apiKeyColumns = `id, merchant_id, environment, scopes, created_at, coalesce(prefix, ''), last_used_at, expires_at, revoked_at`
+
+func scanAPIKey(row pgx.Row) (APIKey, error) {
+	var k APIKey
+	err := row.Scan(&k.ID, &k.MerchantID, &k.Environment, &k.Scopes, &k.CreatedAt, &k.Prefix, &k.LastUsedAt, &k.ExpiresAt, &k.RevokedAt)
+	return k, err
+}
+
+// ListAPIKeys returns every key of the merchant, revoked and expired ones
+// included, newest first. A merchant webhookd does not know has none.
+func (s *Store) ListAPIKeys(ctx context.Context, merchantID string) ([]APIKey, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+apiKeyColumns+` FROM api_keys
+		WHERE merchant_id = $1 ORDER BY created_at DESC, id DESC`, merchantID)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys of %s: %w", merchantID, err)
+	}
+	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (APIKey, error) { return scanAPIKey(row) })
+	if err != nil {
+		return nil, fmt.Errorf("list api keys of %s: %w", merchantID, err)
+	}
+	return keys, nil
+}
+
+// GetAPIKey returns one key of the merchant; another merchant's key is
+// ErrNotFound.
+func (s *Store) GetAPIKey(ctx context.Context, merchantID string, id uuid.UUID) (APIKey, error) {
+	k, err := scanAPIKey(s.pool.QueryRow(ctx, `SELECT `+apiKeyColumns+` FROM api_keys
+		WHERE merchant_id = $1 AND id = $2`, merchantID, id))
+	if err != nil {
+		return APIKey{}, fmt.Errorf("get api key %s of %s: %w", id, merchantID, notFound(err))
+	}
+	return k, nil
+}
+
+// RevokeAPIKey revokes one key of the merchant now. Revoking a revoked key
+// changes nothing: its first revocation time stays.
+func (s *Store) RevokeAPIKey(ctx context.Context, merchantID string, id uuid.UUID) (APIKey, error) {
+	k, err := scanAPIKey(s.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $3)
+		WHERE merchant_id = $1 AND id = $2 RETURNING `+apiKeyColumns, merchantID, id, s.Now()))
+	if err != nil {
+		return APIKey{}, fmt.Errorf("revoke api key %s of %s: %w", id, merchantID, notFound(err))
+	}
+	return k, nil
+}
+
+// RollAPIKey gives a key of the merchant a successor, newKey, with the same
+// environment and scopes, and makes the old key expire at expiresAt; both
+// in one transaction. A key that is revoked, expired or already rolled is
+// ErrAPIKeyInactive. It returns the successor.
+func (s *Store) RollAPIKey(ctx context.Context, merchantID string, id uuid.UUID, newKey string, expiresAt time.Time) (APIKey, error) {
+	now := s.Now()
+	var successor APIKey
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		old, err := scanAPIKey(tx.QueryRow(ctx, `SELECT `+apiKeyColumns+` FROM api_keys
+			WHERE merchant_id = $1 AND id = $2 FOR UPDATE`, merchantID, id))
+		if err != nil {
+			return notFound(err)
+		}
+		if old.RevokedAt != nil || old.ExpiresAt != nil {
+			return ErrAPIKeyInactive
+		}
+		successor = APIKey{ID: uuid.Must(uuid.NewV7()), MerchantID: merchantID, Environment: old.Environment,
+			Scopes: old.Scopes, CreatedAt: now, Prefix: APIKeyPrefix(newKey)}
+		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, merchant_id, environment, key_hash, scopes, created_at, prefix)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, successor.ID, merchantID, successor.Environment, HashAPIKey(newKey),
+			successor.Scopes, now, successor.Prefix); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE api_keys SET expires_at = $2 WHERE id = $1`, id, expiresAt)
+		return err
+	})
+	if err != nil {
+		return APIKey{}, fmt.Errorf("roll api key %s of %s: %w", id, merchantID, err)
+	}
+	return successor, nil
+}
+
+// RecordAPIKeyUsage sets the last use of many keys in one statement. A
+// time older than the stored one changes nothing (another process may have
+// written a later use first); a key deleted meanwhile is skipped.
+func (s *Store) RecordAPIKeyUsage(ctx context.Context, lastUsed map[uuid.UUID]time.Time) error {
+	if len(lastUsed) == 0 {
+		return nil
+	}
+	// In id order, so that two processes writing overlapping keys lock
+	// their rows in the same order and never deadlock.
+	ids := slices.SortedFunc(maps.Keys(lastUsed), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	times := make([]time.Time, len(ids))
+	for i, id := range ids {
+		times[i] = lastUsed[id]
+	}
+	_, err := s.pool.Exec(ctx, `WITH locked AS (
+			SELECT id FROM api_keys WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE)
+		UPDATE api_keys k SET last_used_at = u.at
+		FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, at), locked
+		WHERE k.id = u.id AND locked.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`, ids, times)
+	if err != nil {
+		return fmt.Errorf("record the use of %d api keys: %w", len(ids), err)
+	}
+	return nil
+}
