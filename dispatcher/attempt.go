@@ -73,6 +73,7 @@ type attemptRunner struct {
 	leaser   *leaser
 	recorder Recorder
 	sender   *sender
+	relay    *relay
 	secrets  *secretCache
 	slots    *attemptSlots
 	tasks    *enqueuer
@@ -230,7 +231,9 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 		r.releaseLease(ctx, leased, log)
 		return notDue{after: leased.NextAttemptAt.Sub(now)}
 	}
-	if leased.SubscriptionDeleted || (leased.SubscriptionStatus != store.SubscriptionEnabled && !leased.Test) {
+	// An ended listener is deleted too, but its delivery goes on to the
+	// relay, which records why it stops (listener_closed).
+	if (leased.SubscriptionDeleted && leased.Kind != store.KindListener) || (leased.SubscriptionStatus != store.SubscriptionEnabled && !leased.Test) {
 		if at.Trigger == store.TriggerManual {
 			// The delivery stays as it was; nothing was sent.
 			log.InfoContext(ctx, "subscription deleted or disabled since redeliver; manual attempt dropped")
@@ -246,8 +249,12 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 		return err
 	}
 
-	res := r.sender.send(ctx, leased.URL, leased.EventID.String(), leased.Body, keys)
+	res, err := r.exchange(ctx, leased, keys)
 	held.endSend()
+	if err != nil {
+		r.releaseLease(ctx, leased, log)
+		return err
+	}
 	rec := decide(r.cfg.Schedule, r.cfg.Jitter(), leased.Delivery, at, res)
 	r.metrics.attempts.WithLabelValues(res.outcome).Inc()
 	r.metrics.attemptDuration.Observe(res.duration.Seconds())
