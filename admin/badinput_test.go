@@ -281,6 +281,13 @@ func TestBadInput(t *testing.T) {
 		{merchant, "invalid UTF-8 merchant id, lower-case hex", put("/internal/v1/merchants/%c3", `{}`), true, 400, "parameter_invalid", "merchant_id"},
 		{merchant, "invalid UTF-8 merchant id, upper-case hex", put("/internal/v1/merchants/%C3", `{}`), true, 400, "parameter_invalid", "merchant_id"},
 
+		{"GET /v1/listen", "not a WebSocket handshake", get("/v1/listen"), false, 400, "parameter_invalid", "Upgrade"},
+		{"GET /v1/listen", "malformed listener_id", get("/v1/listen?listener_id=nope"), false, 400, "parameter_invalid", "listener_id"},
+		{"POST /v1/event_types/{type}/trigger", "unknown type", post("/v1/event_types/payout.lost/trigger", ``), false, 400, "parameter_invalid", "type"},
+		{"POST /v1/event_types/{type}/trigger", "the reserved test type", post("/v1/event_types/ping.test/trigger", ``), false, 400, "parameter_invalid", "type"},
+		{"POST /v1/event_types/{type}/trigger", "invalid UTF-8 type", post("/v1/event_types/%ff/trigger", ``), false, 400, "parameter_invalid", "type"},
+		{"POST /v1/event_types/{type}/trigger", "oversized body", post("/v1/event_types/payout.paid/trigger", oversized), false, 413, "payload_too_large", nil},
+
 		{"GET /healthz", "junk query is ignored", request{Method: "GET", Path: "/healthz?%ff=%fe"}, true, 200, "", nil},
 		{"GET /readyz", "junk query is ignored", request{Method: "GET", Path: "/readyz?%ff=%fe"}, true, 200, "", nil},
 		{"* /metrics", "junk query is ignored", request{Method: "GET", Path: "/metrics?%ff=%fe"}, true, 200, "", nil},

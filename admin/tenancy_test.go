@@ -202,6 +202,11 @@ const (
 	listed
 	// created: the caller makes a resource of its own.
 	created
+	// own: the route names no resource, and acts on the caller's own
+	// merchant alone (a listener, a triggered event); its answers to the
+	// owner are checked in its own tests (listen_test.go, trigger_test.go),
+	// since they are no plain 2xx here (a WebSocket, a sandbox-only route).
+	own
 )
 
 // call is one request on a route, naming the owner's resources.
@@ -318,6 +323,13 @@ var publicRoutes = map[string]routeCase{
 	"POST /v1/webhook_deliveries/{id}/redeliver": {rule: refused,
 		calls: onEach(http.MethodPost, "/v1/webhook_deliveries/", "/redeliver", deliveriesOf, deliveryID)},
 
+	"GET /v1/listen": {rule: own, calls: func(tenant) []call {
+		return []call{{method: http.MethodGet, path: "/v1/listen"}}
+	}},
+	"POST /v1/event_types/{type}/trigger": {rule: own, calls: func(tenant) []call {
+		return []call{{method: http.MethodPost, path: "/v1/event_types/payout.paid/trigger"}}
+	}},
+
 	"POST " + legacyPath + "create": {rule: created, calls: func(o tenant) []call {
 		return []call{legacyCall("create", hookBody(strangerURL(o)))}
 	}},
@@ -401,7 +413,7 @@ func TestTenantIsolation(t *testing.T) {
 	before := databaseRows(t, h.store.Pool())
 
 	tw.walkPublic(a, func(route string, rc routeCase, c call) {
-		if rc.rule == created {
+		if rc.rule == created || rc.rule == own {
 			return // B's own resource: checked below, once A's rows are compared
 		}
 		r := tw.do(c.as(b.key))
@@ -468,6 +480,9 @@ func TestTenantIsolation(t *testing.T) {
 	// twin's queue, which shows that queued sees what a call enqueues.
 	var deletes []call
 	tw.walkPublic(a, func(route string, rc routeCase, c call) {
+		if rc.rule == own {
+			return
+		}
 		if c.method == http.MethodDelete || strings.HasSuffix(c.path, "/delete") {
 			deletes = append(deletes, c)
 			return
@@ -553,7 +568,7 @@ func TestKeysOfTheOtherEnvironment(t *testing.T) {
 				}
 			}
 			switch {
-			case tc.own == "":
+			case tc.own == "" || rc.rule == own:
 			case c.method == http.MethodDelete || strings.HasSuffix(c.path, "/delete"):
 				deletes = append(deletes, c)
 			default:

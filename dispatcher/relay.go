@@ -19,9 +19,8 @@ import (
 )
 
 // errListenerClosed is the attempt error of a delivery whose listener
-// ended: its `webhookd listen` went away and did not come back within the
-// grace.
-const errListenerClosed = "listener_closed"
+// ended.
+const errListenerClosed = listener.ClosedError
 
 // outcomeListenerClosed is the outcome label of such an attempt.
 const outcomeListenerClosed = "listener_closed"

@@ -87,3 +87,7 @@ func DeliveriesKey(listenerID uuid.UUID) string {
 // AnswerKey is the Redis list where the answer to one delivery is pushed
 // for the worker waiting on it.
 func AnswerKey(deliveryID string) string { return "webhookd:listener:answer:" + deliveryID }
+
+// ClosedError is the attempt error of a delivery whose listener ended: its
+// command went away and did not come back within the grace.
+const ClosedError = "listener_closed"
