@@ -1,6 +1,7 @@
 // Command webhookd runs the webhook delivery engine: `serve` (everything in
 // one process), `api` and `worker` (the roles split), `migrate`, and
-// `keys create`. It only wires packages together.
+// `keys create`; and the developer's commands `listen` and `trigger`,
+// clients of a running engine. It only wires packages together.
 package main
 
 import (
@@ -51,6 +52,8 @@ commands:
   worker                                 worker and scheduler only (with the internal listener)
   migrate                                apply the database migrations and exit
   keys create --merchant ID --scopes a,b print a new API key on the last line (into WEBHOOKD_DATABASE_URL's database)
+  listen --forward-to URL                relay the merchant's deliveries to a local server (see docs/listen.md)
+  trigger TYPE                           publish an example event of TYPE to the merchant's own subscriptions (sandbox)
   version                                print the version, commit and Go version
   help                                   print this help
 
@@ -86,6 +89,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case command == "version" || command == "--version":
 		fmt.Fprintln(stdout, versionLine())
 		return nil
+	case command == "listen":
+		return listen(ctx, args[1:], stdout, stderr)
+	case command == "trigger":
+		return trigger(ctx, args[1:], stdout, stderr)
 	case command == "keys":
 	case slices.Contains([]string{"serve", "api", "worker", "migrate"}, command):
 		// `webhookd serve --help` must not start a server.
@@ -386,7 +393,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		IngestToken: cfg.IngestToken, RequireHTTPS: cfg.requireHTTPS(), TrustedProxies: cfg.trustedProxies,
 		MaxBodyBytes: cfg.MaxBodyBytes, EventTypes: cfg.eventTypes(), MaxSubscriptions: cfg.MaxSubscriptions,
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
-		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate,
+		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate, ListenerGrace: cfg.ListenerGrace,
 	})
 	if err != nil {
 		return err
