@@ -282,6 +282,7 @@ func TestBadInput(t *testing.T) {
 		{merchant, "invalid UTF-8 merchant id, upper-case hex", put("/internal/v1/merchants/%C3", `{}`), true, 400, "parameter_invalid", "merchant_id"},
 
 		{"GET /v1/listen", "not a WebSocket handshake", get("/v1/listen"), false, 400, "parameter_invalid", "Upgrade"},
+		{"GET /v1/listen", "secret_only not a boolean", get("/v1/listen?secret_only=yes"), false, 400, "parameter_invalid", "secret_only"},
 		{"GET /v1/listen", "malformed listener_id", get("/v1/listen?listener_id=nope"), false, 400, "parameter_invalid", "listener_id"},
 		{"POST /v1/event_types/{type}/trigger", "unknown type", post("/v1/event_types/payout.lost/trigger", ``), false, 400, "parameter_invalid", "type"},
 		{"POST /v1/event_types/{type}/trigger", "the reserved test type", post("/v1/event_types/ping.test/trigger", ``), false, 400, "parameter_invalid", "type"},

@@ -1,14 +1,17 @@
 package admin
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/listener"
 	"github.com/webhookd/webhookd/store"
 )
 
@@ -41,8 +44,18 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request) error {
 		}
 		resumeID = id
 	}
+	secretOnly := false
+	if v := q.Get("secret_only"); v != "" {
+		if v != "true" && v != "false" {
+			return errInvalid("secret_only", "secret_only must be true or false.")
+		}
+		secretOnly = v == "true"
+	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		return errUpgradeRequired
+	}
+	if secretOnly {
+		return s.sendListenerSecret(w, r)
 	}
 
 	now := s.cfg.Now()
@@ -77,5 +90,31 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request) error {
 		grace: s.cfg.ListenerGrace, now: s.cfg.Now, logger: s.logger}
 	session.run(ctx)
 	s.logger.InfoContext(ctx, "listener disconnected", "listener_id", l.ID, "merchant_id", p.Merchant.ID)
+	return nil
+}
+
+// sendListenerSecret answers secret_only=true (`webhookd listen
+// --print-secret`): the ready message with the key's listener secret and
+// no listener, then a normal close. No listener is opened, so nothing is
+// delivered to it.
+func (s *Server) sendListenerSecret(w http.ResponseWriter, r *http.Request) error {
+	secret, err := s.subscriptions.ListenerSecret(principalOf(r.Context()).Key.ID)
+	if err != nil {
+		return err
+	}
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return nil // Accept has answered
+	}
+	msg, err := json.Marshal(listener.Ready{Type: listener.TypeReady, Secret: secret, Events: []string{},
+		GraceSeconds: int(s.cfg.ListenerGrace / time.Second)})
+	if err == nil {
+		err = conn.Write(r.Context(), websocket.MessageText, msg)
+	}
+	if err != nil {
+		conn.CloseNow()
+		return nil
+	}
+	_ = conn.Close(websocket.StatusNormalClosure, "secret sent")
 	return nil
 }

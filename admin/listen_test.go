@@ -197,3 +197,31 @@ func TestListenRefusals(t *testing.T) {
 		t.Errorf("a refused handshake left %d listeners (%v)", n.RowsAffected(), err)
 	}
 }
+
+// TestListenSecretOnly checks secret_only=true (`webhookd listen
+// --print-secret`): the key's listener secret, and no listener opened.
+func TestListenSecretOnly(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	key := h.merchant("m1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, h.public.URL+"/v1/listen?secret_only=true", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready listener.Ready
+	readJSON(ctx, t, conn, &ready)
+	conn.CloseNow()
+	if ready.ListenerID != uuid.Nil || !strings.HasPrefix(ready.Secret, "whsec_") {
+		t.Fatalf("ready = %+v, want a secret and no listener", ready)
+	}
+	if n, err := h.store.Pool().Exec(ctx, `SELECT 1 FROM subscriptions WHERE kind = 'listener'`); err != nil || n.RowsAffected() != 0 {
+		t.Errorf("secret_only opened %d listeners (%v)", n.RowsAffected(), err)
+	}
+	_, opened := h.dialListen(ctx, key, "")
+	if opened.Secret != ready.Secret {
+		t.Error("the listener does not sign with the secret secret_only gave")
+	}
+}

@@ -85,7 +85,7 @@ func (c *Client) now() time.Time {
 }
 
 // listenURL is the WebSocket URL of GET /v1/listen.
-func (c *Client) listenURL(resume string) (string, error) {
+func (c *Client) listenURL(resume string, secretOnly bool) (string, error) {
 	u, err := url.Parse(strings.TrimRight(c.API, "/"))
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return "", fmt.Errorf("--api %q: expected the engine's http(s) base URL", c.API)
@@ -98,14 +98,17 @@ func (c *Client) listenURL(resume string) (string, error) {
 	if resume != "" {
 		q.Set("listener_id", resume)
 	}
+	if secretOnly {
+		q.Set("secret_only", "true")
+	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
 
-// connect opens the WebSocket (resuming listener resume, if not empty)
-// and reads the ready message. A refusal of the engine is a *APIError.
-func (c *Client) connect(ctx context.Context, resume string) (*websocket.Conn, Ready, error) {
-	u, err := c.listenURL(resume)
+// connect opens the WebSocket (resuming listener resume, if not empty;
+// opening none with secretOnly) and reads the ready message. A refusal of the engine is a *APIError.
+func (c *Client) connect(ctx context.Context, resume string, secretOnly bool) (*websocket.Conn, Ready, error) {
+	u, err := c.listenURL(resume, secretOnly)
 	if err != nil {
 		return nil, Ready{}, err
 	}
@@ -135,14 +138,14 @@ func (c *Client) connect(ctx context.Context, resume string) (*websocket.Conn, R
 	return conn, ready, nil
 }
 
-// Secret opens a listener only to read its signing secret, and closes it.
-// The secret is the API key's: every listener the key opens signs with it.
+// Secret reads the signing secret of the listeners of the API key, without
+// opening one: every listener the key opens signs with it.
 func (c *Client) Secret(ctx context.Context) (string, error) {
-	conn, ready, err := c.connect(ctx, "")
+	conn, ready, err := c.connect(ctx, "", true)
 	if err != nil {
 		return "", err
 	}
-	_ = conn.Close(websocket.StatusNormalClosure, "secret read")
+	conn.CloseNow()
 	return ready.Secret, nil
 }
 
@@ -159,7 +162,7 @@ func (c *Client) Run(ctx context.Context) error {
 		if current.ListenerID != uuid.Nil {
 			resume = current.ListenerID.String()
 		}
-		conn, ready, err := c.connect(ctx, resume)
+		conn, ready, err := c.connect(ctx, resume, false)
 		if err != nil {
 			var refused *APIError
 			grace := time.Duration(current.GraceSeconds) * time.Second
