@@ -32,7 +32,7 @@ func TestForwardCopiesTheDelivery(t *testing.T) {
 	var out bytes.Buffer
 	c := &Client{ForwardTo: local.URL + "/hook", Out: &out}
 	d := Delivery{Type: TypeDelivery, ID: "d1", EventID: "e1", EventType: "payout.paid", Body: `{"a":1}`,
-		Headers: map[string]string{"webhook-id": "e1", "webhook-signature": "v1,abc", "content-type": "application/json"},
+		Headers:  map[string]string{"webhook-id": "e1", "webhook-signature": "v1,abc", "content-type": "application/json"},
 		Deadline: time.Now().Add(time.Minute)}
 	a := c.forward(context.Background(), c.localClient(), d)
 	if got == nil || got.URL.Path != "/hook" || string(body) != d.Body || got.Header.Get("webhook-signature") != "v1,abc" ||
