@@ -120,6 +120,15 @@ func TestRelayDeliversToListener(t *testing.T) {
 		h.Get("content-type") != "application/json" || relayed.Body != string(ev.Body) {
 		t.Errorf("relayed delivery = %+v, want the event's envelope and headers", relayed)
 	}
+
+	// A live listener's delivery can be redelivered, down its connection.
+	if _, err := d.Redeliver(ctx, "m1", del.ID); err != nil {
+		t.Fatalf("Redeliver = %v", err)
+	}
+	e.waitFor("the manual attempt", 20*time.Second, func() bool { return len(e.delivery(del.ID).Attempts) == 3 })
+	if a := e.delivery(del.ID).Attempts[2]; a.Trigger != store.TriggerManual || a.HTTPStatus == nil || *a.HTTPStatus != 200 {
+		t.Errorf("manual attempt = %+v, want the local 200", a)
+	}
 }
 
 // TestRelayStopsAtAnEndedListener checks that a listener whose expiry has
