@@ -22,9 +22,6 @@ import (
 // ended.
 const errListenerClosed = listener.ClosedError
 
-// outcomeListenerClosed is the outcome label of such an attempt.
-const outcomeListenerClosed = "listener_closed"
-
 // localErrors are the error codes a command may report for its local
 // exchange; anything else is recorded as network_error.
 var localErrors = []string{errTimeout, errConnectionRefused, errTLS, errDNS, errNetwork}
@@ -118,7 +115,7 @@ func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, keys []si
 			return result{}, err
 		}
 		res.final = true
-		return finish(outcomeListenerClosed, errListenerClosed)
+		return finish(outcomeBlocked, errListenerClosed)
 	}
 
 	h := http.Header{}

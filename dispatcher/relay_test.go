@@ -85,7 +85,7 @@ func TestRelayDeliversToListener(t *testing.T) {
 		}
 		return listener.Answer{Status: http.StatusOK, Body: "ok", DurationMS: 4}
 	})
-	d, _ := e.dispatcher()
+	d, reg := e.dispatcher()
 	e.run(d)
 	ev := e.publish(d, "m1", "payout.paid")
 	ds := e.deliveries(ev.ID)
@@ -102,6 +102,12 @@ func TestRelayDeliversToListener(t *testing.T) {
 	}
 	if second.HTTPStatus == nil || *second.HTTPStatus != 200 || second.Error != nil {
 		t.Errorf("second attempt = %+v, want the local 200", second)
+	}
+	// A developer's attempts stay out of the operators' metrics.
+	for _, name := range []string{"webhookd_delivery_attempts_total", "webhookd_retries_scheduled_total"} {
+		if n := counter(t, reg, name); n != 0 {
+			t.Errorf("%s = %v, want listener attempts left out", name, n)
+		}
 	}
 
 	wh, err := standardwebhooks.NewWebhook(secret)
@@ -138,7 +144,7 @@ func TestRelayStopsAtAnEndedListener(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	l, _ := e.listen("m1", time.Now().Add(-time.Second))
-	d, _ := e.dispatcher()
+	d, reg := e.dispatcher()
 	e.run(d)
 	ev := e.publish(d, "m1", "payout.paid")
 	ds := e.deliveries(ev.ID)
@@ -152,6 +158,9 @@ func TestRelayStopsAtAnEndedListener(t *testing.T) {
 	}
 	if _, ended, err := e.store.ListenerExpiry(context.Background(), l.ID); err != nil || !ended {
 		t.Errorf("listener ended = %v, %v; want ended", ended, err)
+	}
+	if n := counter(t, reg, "webhookd_deliveries_failed_total"); n != 0 {
+		t.Errorf("webhookd_deliveries_failed_total = %v, want a listener's delivery left out", n)
 	}
 	if n, err := e.rc.LLen(context.Background(), listener.DeliveriesKey(l.ID)).Result(); err != nil || n != 0 {
 		t.Errorf("relayed deliveries waiting = %d, %v; want none", n, err)
