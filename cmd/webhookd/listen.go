@@ -6,13 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/webhookd/webhookd/listener"
 )
 
-// defaultAPI is the engine `make run` starts.
+// defaultAPI is the engine `make run` starts. The developer's commands
+// read no WEBHOOKD_* variable: those configure an engine, which warns of
+// any it does not know.
 const defaultAPI = "http://127.0.0.1:8080"
 
 // listen runs `webhookd listen`: it relays the merchant's deliveries to a
@@ -24,8 +25,8 @@ func listen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "usage: webhookd listen --api URL --api-key KEY --forward-to URL [--events a,b] [--print-secret] [--skip-verify]")
 		fs.PrintDefaults()
 	}
-	api := fs.String("api", envOr("WEBHOOKD_API", defaultAPI), "the engine's public base URL (WEBHOOKD_API)")
-	key := fs.String("api-key", os.Getenv("WEBHOOKD_API_KEY"), "an API key with the webhooks:write scope (WEBHOOKD_API_KEY)")
+	api := fs.String("api", defaultAPI, "the engine's public base URL")
+	key := fs.String("api-key", "", "an API key of the merchant with the webhooks:write scope (required)")
 	forwardTo := fs.String("forward-to", "", "the local URL each delivery is POSTed to, e.g. http://localhost:3000/webhooks")
 	events := fs.String("events", "", "comma-separated event types to receive (default: every type)")
 	printSecret := fs.Bool("print-secret", false, "print the signing secret and exit")
@@ -40,7 +41,7 @@ func listen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("listen: unexpected argument %q", fs.Arg(0))
 	}
 	if *key == "" {
-		return errors.New("listen: --api-key (or WEBHOOKD_API_KEY) is required")
+		return errors.New("listen: --api-key is required")
 	}
 	c := &listener.Client{API: *api, APIKey: *key, ForwardTo: *forwardTo, Events: splitList(*events),
 		SkipVerify: *skipVerify, Out: stdout, Log: stderr}
@@ -59,14 +60,6 @@ func listen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("listen: %w", err)
 	}
 	return nil
-}
-
-// envOr is the environment variable name, or def when it is unset.
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // splitList splits a comma-separated flag, dropping empty items.

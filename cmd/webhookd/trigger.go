@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/webhookd/webhookd/listener"
@@ -22,8 +21,8 @@ func trigger(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "usage: webhookd trigger TYPE --api URL --api-key KEY")
 		fs.PrintDefaults()
 	}
-	api := fs.String("api", envOr("WEBHOOKD_API", defaultAPI), "the engine's public base URL (WEBHOOKD_API)")
-	key := fs.String("api-key", os.Getenv("WEBHOOKD_API_KEY"), "an API key with the webhooks:write scope (WEBHOOKD_API_KEY)")
+	api := fs.String("api", defaultAPI, "the engine's public base URL")
+	key := fs.String("api-key", "", "an API key of the merchant with the webhooks:write scope (required)")
 	// The type comes first, as in `webhookd trigger payout.paid --api …`;
 	// flag stops at the first argument, so it is taken off before.
 	if len(args) == 0 || len(args[0]) == 0 || args[0][0] == '-' {
@@ -45,7 +44,7 @@ func trigger(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("trigger: unexpected argument %q", fs.Arg(0))
 	}
 	if *key == "" {
-		return errors.New("trigger: --api-key (or WEBHOOKD_API_KEY) is required")
+		return errors.New("trigger: --api-key is required")
 	}
 	id, err := listener.TriggerEvent(ctx, &http.Client{Timeout: 30 * time.Second}, *api, *key, typ)
 	if err != nil {
