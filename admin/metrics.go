@@ -70,6 +70,10 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController and the WebSocket upgrade of
+// GET /v1/listen reach the connection underneath.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (s *Server) metricsHandler() http.Handler {
 	if s.cfg.Gatherer == nil {
 		return http.NotFoundHandler()

@@ -85,6 +85,9 @@ type Config struct {
 	KeyUsage *merchants.KeyUsage
 	// Now is the clock.
 	Now func() time.Time
+	// ListenerGrace is how long a listener (`webhookd listen`) outlives its
+	// connection, for the command to reconnect; zero means 30 s.
+	ListenerGrace time.Duration
 }
 
 // Server serves the HTTP surfaces.
@@ -116,6 +119,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ListenerGrace == 0 {
+		cfg.ListenerGrace = 30 * time.Second
 	}
 	if cfg.CursorTTL == 0 {
 		cfg.CursorTTL = 24 * time.Hour
@@ -177,6 +183,8 @@ func (s *Server) Public() http.Handler {
 			s.portalSessionRoutes(r)
 			s.eventTypeRoutes(r)
 			s.endpointRoutes(r)
+			s.listenRoutes(r)
+			s.triggerRoutes(r)
 		})
 	})
 	r.Route("/api/service/webhook-subscription", func(r chi.Router) {

@@ -73,6 +73,7 @@ type attemptRunner struct {
 	leaser   *leaser
 	recorder Recorder
 	sender   *sender
+	relay    *relay
 	secrets  *secretCache
 	slots    *attemptSlots
 	tasks    *enqueuer
@@ -230,7 +231,9 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 		r.releaseLease(ctx, leased, log)
 		return notDue{after: leased.NextAttemptAt.Sub(now)}
 	}
-	if leased.SubscriptionDeleted || (leased.SubscriptionStatus != store.SubscriptionEnabled && !leased.Test) {
+	// An ended listener is deleted too, but its delivery goes on to the
+	// relay, which records why it stops (listener_closed).
+	if (leased.SubscriptionDeleted && leased.Kind != store.KindListener) || (leased.SubscriptionStatus != store.SubscriptionEnabled && !leased.Test) {
 		if at.Trigger == store.TriggerManual {
 			// The delivery stays as it was; nothing was sent.
 			log.InfoContext(ctx, "subscription deleted or disabled since redeliver; manual attempt dropped")
@@ -246,11 +249,18 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 		return err
 	}
 
-	res := r.sender.send(ctx, leased.URL, leased.EventID.String(), leased.Body, keys)
+	res, err := r.exchange(ctx, leased, keys)
 	held.endSend()
+	if err != nil {
+		r.releaseLease(ctx, leased, log)
+		return err
+	}
 	rec := decide(r.cfg.Schedule, r.cfg.Jitter(), leased.Delivery, at, res)
-	r.metrics.attempts.WithLabelValues(res.outcome).Inc()
-	r.metrics.attemptDuration.Observe(res.duration.Seconds())
+	developer := leased.Kind == store.KindListener
+	if !developer {
+		r.metrics.attempts.WithLabelValues(res.outcome).Inc()
+		r.metrics.attemptDuration.Observe(res.duration.Seconds())
+	}
 
 	// Recorded before the task is acknowledged; a cancelled task context
 	// must not lose a result that was obtained.
@@ -261,7 +271,7 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 		}
 		return err
 	}
-	r.observe(ctx, log, leased.Delivery, at, rec, res)
+	r.observe(ctx, log, leased.Delivery, at, rec, res, developer)
 	if rec.NextAttemptAt != nil {
 		// The task's own deadline may be nearly spent by a slow receiver;
 		// the next attempt deserves its own.
@@ -305,8 +315,11 @@ func (r *attemptRunner) releaseLease(ctx context.Context, l store.LeasedDelivery
 }
 
 // observe updates the metrics and logs the attempt's outcome, and tells the
-// Notifier of a real delivery that failed for good.
-func (r *attemptRunner) observe(ctx context.Context, log *slog.Logger, del store.Delivery, at attemptTask, rec store.AttemptRecord, res result) {
+// Notifier of a real delivery that failed for good. A developer's
+// delivery (to a `webhookd listen` listener) is only logged: a handler
+// being written on a laptop fails often, and must neither move the
+// operators' metrics and alerts nor send the merchant failure e-mails.
+func (r *attemptRunner) observe(ctx context.Context, log *slog.Logger, del store.Delivery, at attemptTask, rec store.AttemptRecord, res result, developer bool) {
 	attrs := []any{"outcome", res.outcome, "duration_ms", rec.Attempt.DurationMS, "trigger", at.Trigger}
 	if res.httpStatus != nil {
 		attrs = append(attrs, "http_status", *res.httpStatus)
@@ -316,19 +329,21 @@ func (r *attemptRunner) observe(ctx context.Context, log *slog.Logger, del store
 	}
 	switch rec.Status {
 	case store.DeliverySucceeded:
-		if at.Trigger == store.TriggerScheduled {
+		if at.Trigger == store.TriggerScheduled && !developer {
 			r.metrics.deliveryLatency.Observe(res.finished.Sub(del.EventCreatedAt).Seconds())
 		}
 		log.InfoContext(ctx, "delivery succeeded", attrs...)
 	case store.DeliveryPending:
-		r.metrics.retriesScheduled.Inc()
+		if !developer {
+			r.metrics.retriesScheduled.Inc()
+		}
 		log.InfoContext(ctx, "attempt failed; retry scheduled", append(attrs, "next_attempt_at", rec.NextAttemptAt)...)
 	case store.DeliveryFailed:
 		if rec.DisableSubscription && !del.Test {
 			attrs = append(attrs, "subscription_disabled", true)
 		}
 		log.WarnContext(ctx, "delivery failed", attrs...)
-		if !del.Test {
+		if !del.Test && !developer {
 			r.metrics.deliveriesFailed.Inc()
 			if r.cfg.Notifier != nil {
 				del.Status, del.AttemptCount, del.NextAttemptAt = store.DeliveryFailed, at.Number, nil

@@ -24,6 +24,8 @@ func decide(schedule retry.Schedule, jitter float64, del store.Delivery, at atte
 	switch {
 	case res.ok():
 		rec.Status = store.DeliverySucceeded
+	case res.final:
+		rec.Status = store.DeliveryFailed
 	case res.gone():
 		// 410 Gone: the receiver asks for no more webhooks (Standard
 		// Webhooks); the subscription is disabled, the delivery ends.

@@ -80,6 +80,13 @@ func (r *Redeliverer) Redeliver(ctx context.Context, merchantID string, delivery
 		return store.Delivery{}, err
 	}
 	sub, err := r.cfg.Store.GetSubscription(ctx, merchantID, del.SubscriptionID)
+	if errors.Is(err, store.ErrNotFound) {
+		// A live listener's delivery is redelivered down its connection.
+		var l store.Listener
+		if l, err = r.cfg.Store.GetListener(ctx, merchantID, del.SubscriptionID); err == nil {
+			sub = l.Subscription
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) || (err == nil && sub.Status != store.SubscriptionEnabled && !del.Test) {
 		return store.Delivery{}, fmt.Errorf("redeliver %s: %w", deliveryID, ErrSubscriptionInactive)
 	}

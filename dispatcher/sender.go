@@ -196,6 +196,9 @@ type result struct {
 	body              string
 	outcome           string
 	retryAfter        time.Duration
+	// final ends the delivery whatever the schedule says: nothing can
+	// receive it any more (a listener that ended).
+	final bool
 }
 
 func (r result) ok() bool { return r.errCode == nil }

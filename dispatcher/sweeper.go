@@ -72,6 +72,7 @@ func (s *sweeper) sweep(ctx context.Context) (int, error) {
 	s.registerQueues(ctx)
 	s.reviveIngest(ctx)
 	now := s.clock.Now()
+	s.endListeners(ctx, now)
 	var after *store.DuePosition
 	requeued := 0
 	for {
@@ -338,5 +339,19 @@ func (s *sweeper) reviveIngest(ctx context.Context) {
 	}
 	if n > 0 {
 		s.logger.WarnContext(ctx, "sweeper ran archived ingest tasks again", "tasks", n)
+	}
+}
+
+// endListeners ends the listeners whose connection is gone for longer than
+// the grace, including those whose API process died with them, so that no
+// delivery waits on them. A failure is only logged: the next sweep tries
+// again.
+func (s *sweeper) endListeners(ctx context.Context, now time.Time) {
+	n, err := s.cfg.Store.EndExpiredListeners(ctx, now, errListenerClosed)
+	if err != nil {
+		s.logger.WarnContext(ctx, "end expired listeners", "error", err)
+	}
+	if n > 0 {
+		s.logger.InfoContext(ctx, "expired listeners ended", "listeners", n)
 	}
 }

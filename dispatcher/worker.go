@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/store"
@@ -61,7 +62,16 @@ func newWorker(d *Dispatcher) (*worker, error) {
 	if err := runnerCfg.validate(); err != nil {
 		return nil, err
 	}
-	w.runner = &attemptRunner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd,
+	relayRedis, ok := cfg.Redis.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return nil, errors.New("dispatcher: Redis options make no go-redis client")
+	}
+	w.closers = append(w.closers, func() { _ = relayRedis.Close() })
+	rel, err := newRelay(relayConfig{Redis: relayRedis, Store: cfg.Store, Timeout: cfg.DeliveryTimeout, Version: cfg.Version}, cfg.Clock)
+	if err != nil {
+		return nil, err
+	}
+	w.runner = &attemptRunner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel,
 		secrets: newSecretCache(cfg.Store, cfg.Sealer), tasks: d.tasks, metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger,
 		slots: newAttemptSlots(cfg.Concurrency, cfg.merchantConcurrency(), cfg.SubscriptionConcurrency, cfg.DeliveryTimeout, cfg.Clock)}
 

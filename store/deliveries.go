@@ -39,6 +39,9 @@ type LeasedDelivery struct {
 	// secrets rotated, say), so that a cache of its secrets knows when it
 	// is stale.
 	SubscriptionVersion time.Time
+	// Kind says how the delivery travels: dialled (endpoint) or relayed to
+	// a `webhookd listen` connection (listener).
+	Kind SubscriptionKind
 }
 
 // LeaseDelivery takes the delivery's row for attempt number, until
@@ -81,7 +84,7 @@ func (s *Store) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now ti
 		  AND e.id = d.event_id AND e.created_at = d.event_created_at
 		RETURNING r.i, d.id, d.merchant_id, d.event_id, d.event_created_at, d.event_type, d.subscription_id,
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
-			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at`,
+			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind`,
 		ids, created, numbers, now.Add(leaseFor), now)
 	if err != nil {
 		return nil, nil, fmt.Errorf("lease %d deliveries: %w", len(reqs), err)
@@ -93,7 +96,7 @@ func (s *Store) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now ti
 	var i int
 	_, err = pgx.ForEachRow(rows, []any{&i, &d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
-		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion}, func() error {
+		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind}, func() error {
 		out[i-1], found[i-1] = l, true
 		return nil
 	})

@@ -127,7 +127,7 @@ func checkSubscriptionLimit(ctx context.Context, tx pgx.Tx, merchantID string, l
 	}
 	var held int
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM subscriptions
-		WHERE merchant_id = $1 AND deleted_at IS NULL`, merchantID).Scan(&held); err != nil {
+		WHERE merchant_id = $1 AND deleted_at IS NULL AND kind = 'endpoint'`, merchantID).Scan(&held); err != nil {
 		return err
 	}
 	if held >= limit {
@@ -140,7 +140,7 @@ func checkSubscriptionLimit(ctx context.Context, tx pgx.Tx, merchantID string, l
 // merchant's, or a deleted one, is ErrNotFound.
 func (s *Store) GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (Subscription, error) {
 	sub, err := scanSubscription(s.pool.QueryRow(ctx, `SELECT `+subscriptionColumns+`
-		FROM subscriptions WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL`, merchantID, id))
+		FROM subscriptions WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'`, merchantID, id))
 	if err != nil {
 		return Subscription{}, fmt.Errorf("get subscription %s: %w", id, notFound(err))
 	}
@@ -161,7 +161,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, merchantID string, f Subs
 		afterAt, afterID = &p.After.CreatedAt, &id
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
-		WHERE merchant_id = $1 AND deleted_at IS NULL
+		WHERE merchant_id = $1 AND deleted_at IS NULL AND kind = 'endpoint'
 		  AND ($2 = '' OR status = $2)
 		  AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))
 		ORDER BY created_at DESC, id DESC
@@ -186,7 +186,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, merchantID string, id uu
 			status = COALESCE($7, status),
 			metadata = COALESCE($8, metadata),
 			updated_at = $9
-		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL
+		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
 		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.Now()))
 	if err != nil {
@@ -201,7 +201,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, merchantID string, id uu
 func (s *Store) DeleteSubscription(ctx context.Context, merchantID string, id uuid.UUID) error {
 	now := s.Now()
 	tag, err := s.pool.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, updated_at = $3
-		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL`, merchantID, id, now)
+		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'`, merchantID, id, now)
 	if err != nil {
 		return fmt.Errorf("delete subscription %s: %w", id, err)
 	}
@@ -235,7 +235,7 @@ func (s *Store) RotateSecret(ctx context.Context, merchantID string, id uuid.UUI
 		// lock must not be dated before the one that held it.
 		var locked bool
 		if err := tx.QueryRow(ctx, `SELECT true FROM subscriptions
-			WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, merchantID, id).Scan(&locked); err != nil {
+			WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint' FOR UPDATE`, merchantID, id).Scan(&locked); err != nil {
 			return notFound(err)
 		}
 		now := s.Now()

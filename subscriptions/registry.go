@@ -28,6 +28,9 @@ type Store interface {
 	// RotateSecret makes newSecret the current secret of the merchant's
 	// subscription id.
 	RotateSecret(ctx context.Context, merchantID string, id uuid.UUID, newSecret string, sealedSecret []byte) (store.Subscription, error)
+	// CreateListener stores a listener subscription and its sealed secret,
+	// or fails with store.ErrListenerLimit.
+	CreateListener(ctx context.Context, n store.NewListener, sealedSecret []byte) (store.Listener, error)
 }
 
 // Draft is a subscription as a merchant asks for it, before any rule is

@@ -60,6 +60,7 @@ type config struct {
 	LogLevel            slog.Level    `env:"WEBHOOKD_LOG_LEVEL" envDefault:"info"`
 	SweepInterval       time.Duration `env:"WEBHOOKD_SWEEP_INTERVAL" envDefault:"30s"`
 	StartupTimeout      time.Duration `env:"WEBHOOKD_STARTUP_TIMEOUT" envDefault:"2m"`
+	ListenerGrace       time.Duration `env:"WEBHOOKD_LISTENER_GRACE" envDefault:"30s"`
 
 	// Parsed forms, filled by load.
 	masterKey      []byte
@@ -114,6 +115,9 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	}
 	if c.StartupTimeout < 0 {
 		return c, bad("WEBHOOKD_STARTUP_TIMEOUT", fmt.Errorf("must not be negative"))
+	}
+	if c.ListenerGrace < time.Second {
+		return c, bad("WEBHOOKD_LISTENER_GRACE", fmt.Errorf("must be at least 1s"))
 	}
 	if c.SweepInterval < 100*time.Millisecond {
 		return c, bad("WEBHOOKD_SWEEP_INTERVAL", fmt.Errorf("must be at least 100ms"))

@@ -1,6 +1,8 @@
 // Command webhookd runs the webhook delivery engine: `serve` (everything in
 // one process), `api` and `worker` (the roles split), `migrate`, and
-// `keys create|list|revoke|roll`. It only wires packages together.
+// `keys create|list|revoke|roll`; and the developer's commands `listen`
+// and `trigger`, clients of a running engine. It only wires packages
+// together.
 package main
 
 import (
@@ -53,6 +55,8 @@ commands:
   migrate                                apply the database migrations and exit
   keys create --merchant ID --scopes a,b print a new API key on the last line (into WEBHOOKD_DATABASE_URL's database)
   keys list|revoke|roll --merchant ID    manage a merchant's API keys through the internal API (webhookd keys list --help)
+  listen --forward-to URL                relay the merchant's deliveries to a local server (see docs/listen.md)
+  trigger TYPE                           publish an example event of TYPE to the merchant's own subscriptions (sandbox)
   version                                print the version, commit and Go version
   help                                   print this help
 
@@ -90,6 +94,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	case command == "keys" && len(args) > 1 && keyscli.Handles(args[1]):
 		return keysAPI(ctx, args[1:], stdout, stderr)
+	case command == "listen":
+		return listen(ctx, args[1:], stdout, stderr)
+	case command == "trigger":
+		return trigger(ctx, args[1:], stdout, stderr)
 	case command == "keys":
 	case slices.Contains([]string{"serve", "api", "worker", "migrate"}, command):
 		// `webhookd serve --help` must not start a server.
@@ -394,6 +402,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		MaxBodyBytes: cfg.MaxBodyBytes, EventTypes: cfg.eventTypes(), MaxSubscriptions: cfg.MaxSubscriptions,
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate, PublicURL: cfg.PublicURL, KeyUsage: keyUsage,
+		ListenerGrace: cfg.ListenerGrace,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,218 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/webhookd/webhookd/listener"
+	"github.com/webhookd/webhookd/store"
+)
+
+// listenerPoll bounds one wait for a relayed delivery, so that a
+// connection that went away stops waiting soon after.
+const listenerPoll = time.Second
+
+// answerTTL is how long an answer waits for its worker, which stops
+// waiting at the delivery's deadline anyway.
+const answerTTL = time.Minute
+
+// listenerStore is what a listener's connection needs of the database.
+type listenerStore interface {
+	// ExtendListener keeps a live listener alive until expiresAt;
+	// store.ErrNotFound once it has ended.
+	ExtendListener(ctx context.Context, id uuid.UUID, expiresAt time.Time) error
+	// EndListener ends the listener if its expiry has passed at now.
+	EndListener(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, reason string) (bool, error)
+}
+
+// listenerConn is one listener's WebSocket, on the API process that holds
+// it. It sends the ready message, then runs three loops until the
+// connection ends: heartbeats (a ping, and the listener's expiry pushed
+// one grace ahead), deliveries (taken from the listener's Redis list, where
+// workers push them, and written to the socket) and answers (read from the
+// socket and pushed to the key the delivery's worker waits on). Once the
+// connection is gone the listener lives one more grace, for the command to
+// reconnect, and is then ended.
+type listenerConn struct {
+	conn     *websocket.Conn
+	redis    redis.UniversalClient
+	store    listenerStore
+	listener store.Listener
+	secret   string
+	grace    time.Duration
+	now      func() time.Time
+	logger   *slog.Logger
+
+	mu sync.Mutex
+	// pending are the deliveries written to the socket and not yet
+	// answered, by id, with their deadline: an answer is relayed only for
+	// one of them, so that a command cannot write to any other key.
+	pending map[string]time.Time
+}
+
+// run serves the connection until it ends or ctx is done.
+func (c *listenerConn) run(ctx context.Context) {
+	c.pending = map[string]time.Time{}
+	defer c.endAfterGrace()
+	ready, err := json.Marshal(listener.Ready{Type: listener.TypeReady, ListenerID: c.listener.ID, Secret: c.secret,
+		Events: c.listener.Events, GraceSeconds: int(c.grace / time.Second)})
+	if err != nil {
+		c.conn.CloseNow()
+		return
+	}
+	if err := c.conn.Write(ctx, websocket.MessageText, ready); err != nil {
+		c.conn.CloseNow()
+		return
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return c.heartbeat(gctx) })
+	g.Go(func() error { return c.relayDeliveries(gctx) })
+	g.Go(func() error { return c.readAnswers(gctx) })
+	err = g.Wait()
+	if errors.Is(err, store.ErrNotFound) {
+		_ = c.conn.Close(websocket.StatusPolicyViolation, "listener ended")
+		return
+	}
+	c.conn.CloseNow()
+}
+
+// endAfterGrace ends the listener once the grace has passed, unless a
+// reconnect (here or on another API process) has pushed its expiry on.
+// A process that stops first leaves it to the workers' sweeper.
+func (c *listenerConn) endAfterGrace() {
+	time.AfterFunc(c.grace+listenerPoll, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := c.store.EndListener(ctx, c.listener.MerchantID, c.listener.ID, c.now(), listener.ClosedError); err != nil {
+			c.logger.WarnContext(ctx, "end listener; the sweeper will", "listener_id", c.listener.ID, "error", err)
+		}
+	})
+}
+
+// heartbeat pings the command and keeps the listener alive, three times a
+// grace, so that one lost beat does not end it.
+func (c *listenerConn) heartbeat(ctx context.Context) error {
+	every := max(c.grace/3, 100*time.Millisecond)
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	for {
+		err := c.store.ExtendListener(ctx, c.listener.ID, c.now().Add(c.grace))
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("listener %s: %w", c.listener.ID, err)
+		}
+		if err != nil && ctx.Err() == nil {
+			// Postgres away for a moment: the grace covers a missed beat.
+			c.logger.WarnContext(ctx, "listener: heartbeat", "listener_id", c.listener.ID, "error", err)
+		}
+		c.forgetExpired()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, every)
+		err = c.conn.Ping(pctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("listener %s: ping: %w", c.listener.ID, err)
+		}
+	}
+}
+
+// relayDeliveries writes each delivery a worker relays to the socket.
+func (c *listenerConn) relayDeliveries(ctx context.Context) error {
+	key := listener.DeliveriesKey(c.listener.ID)
+	for {
+		popped, err := c.redis.BLPop(ctx, listenerPoll, key).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// Redis away: the workers wait in vain and retry; so does this.
+			c.logger.WarnContext(ctx, "listener: take relayed delivery", "listener_id", c.listener.ID, "error", err)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(listenerPoll):
+			}
+			continue
+		}
+		var d listener.Delivery
+		if len(popped) != 2 || json.Unmarshal([]byte(popped[1]), &d) != nil || d.ID == "" {
+			continue
+		}
+		if !c.now().Before(d.Deadline) {
+			// Its worker has stopped waiting (recorded a timeout): the
+			// retry will bring it again.
+			continue
+		}
+		c.mu.Lock()
+		c.pending[d.ID] = d.Deadline
+		c.mu.Unlock()
+		if err := c.conn.Write(ctx, websocket.MessageText, []byte(popped[1])); err != nil {
+			return fmt.Errorf("listener %s: write delivery: %w", c.listener.ID, err)
+		}
+	}
+}
+
+// readAnswers relays each answer of the command to the worker waiting on
+// it.
+func (c *listenerConn) readAnswers(ctx context.Context) error {
+	for {
+		_, msg, err := c.conn.Read(ctx)
+		if err != nil {
+			return fmt.Errorf("listener %s: read: %w", c.listener.ID, err)
+		}
+		var a listener.Answer
+		if json.Unmarshal(msg, &a) != nil || a.Type != listener.TypeAnswer {
+			continue
+		}
+		c.mu.Lock()
+		_, ok := c.pending[a.ID]
+		delete(c.pending, a.ID)
+		c.mu.Unlock()
+		if !ok {
+			continue
+		}
+		if len(a.Body) > listener.MaxAnswerBody {
+			a.Body = a.Body[:listener.MaxAnswerBody]
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			continue
+		}
+		key := listener.AnswerKey(a.ID)
+		pipe := c.redis.TxPipeline()
+		pipe.RPush(ctx, key, b)
+		pipe.Expire(ctx, key, answerTTL)
+		if _, err := pipe.Exec(ctx); err != nil {
+			c.logger.WarnContext(ctx, "listener: relay answer", "listener_id", c.listener.ID, "error", err)
+		}
+	}
+}
+
+// forgetExpired drops the pending deliveries whose worker has stopped
+// waiting.
+func (c *listenerConn) forgetExpired() {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, deadline := range c.pending {
+		if now.After(deadline.Add(answerTTL)) {
+			delete(c.pending, id)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package admin
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/webhookd/webhookd/catalogue"
+	"github.com/webhookd/webhookd/producer"
+)
+
+// sandbox is the environment where events may be triggered by hand.
+const sandbox = "sandbox"
+
+// errTriggerLive refuses a trigger outside the sandbox: a made-up event
+// would reach a merchant's real endpoints as if money had moved.
+var errTriggerLive = newError(http.StatusForbidden, catInvalidRequest, "permission_denied",
+	"Events can be triggered only in the sandbox environment; this engine serves production.")
+
+// triggerRoutes is POST /v1/event_types/{type}/trigger.
+func (s *Server) triggerRoutes(r chi.Router) {
+	r.With(s.requireScope(ScopeWrite)).Post("/event_types/{type}/trigger", s.handle(s.triggerEvent))
+}
+
+// triggerEvent publishes an event of the type named in the path, with the
+// catalogue's example payload, to the merchant's own subscriptions (and
+// listeners), exactly as a real one: same fan-out, signing and retries.
+// It answers 202 with the Event.
+func (s *Server) triggerEvent(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Environment != sandbox {
+		return errTriggerLive
+	}
+	typ := chi.URLParam(r, "type")
+	if !slices.Contains(s.cfg.EventTypes, typ) {
+		return errInvalid("type", "Unknown event type "+quote(typ)+"; GET /v1/event_types lists them.")
+	}
+	example := catalogue.For([]string{typ})[0].Example
+	ev, _, err := s.cfg.Publisher.Publish(r.Context(), producer.Event{MerchantID: principalOf(r.Context()).Merchant.ID,
+		Type: typ, Payload: example})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, eventView(ev))
+	return nil
+}
