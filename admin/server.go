@@ -75,6 +75,9 @@ type Config struct {
 	CursorTTL time.Duration
 	// Now is the clock.
 	Now func() time.Time
+	// Portal, when set, serves the merchant portal's web pages at /portal/
+	// on the public listener; the pages call /v1 like any client.
+	Portal http.Handler
 }
 
 // Server serves the HTTP surfaces.
@@ -162,6 +165,9 @@ func (s *Server) Public() http.Handler {
 		r.Use(s.authenticate(serviceKey), s.limitRate(s.apiRateLimit()), s.idempotent(false))
 		s.legacyRoutes(r)
 	})
+	if s.cfg.Portal != nil {
+		s.portalRoutes(r)
+	}
 	return r
 }
 
