@@ -400,9 +400,8 @@ async function endpointDetail(view, id) {
     test.addEventListener('click', () => busy(test, async () => {
       try {
         await state.api.post(`/webhook_subscriptions/${enc(sub.id)}/send_test_event`);
-        flash('ok', 'Test event sent. Its delivery shows below.');
+        flash('ok', 'Test event sent. Its delivery shows below; Refresh shows its attempts.');
         await deliveries.reload();
-        setTimeout(() => deliveries.reload(), 1500);
       } catch (err) {
         showError(err);
       }
@@ -525,7 +524,6 @@ function recoverForm(sub, deliveries) {
         const n = res.deliveries;
         result.replaceChildren(h('p', { class: 'notice ok' },
           n === 0 ? 'No delivery failed for good since then.' : `${n} failed ${n === 1 ? 'delivery gets' : 'deliveries get'} another attempt now.`));
-        setTimeout(() => deliveries.reload(), 1000);
       } catch (err) {
         showError(err);
       }
