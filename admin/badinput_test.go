@@ -111,6 +111,15 @@ func TestBadInput(t *testing.T) {
 		batch      = "POST /internal/v1/events/batch"
 		apiKeys    = "POST /internal/v1/merchants/{id}/api_keys"
 		merchant   = "PUT /internal/v1/merchants/{id}"
+		mint       = "POST /v1/portal_sessions"
+		current    = "GET /v1/portal_sessions/current"
+		signOut    = "DELETE /v1/portal_sessions/current"
+		eventTypes = "GET /v1/event_types"
+		secret     = "GET /v1/webhook_subscriptions/{id}/secret"
+		health     = "GET /v1/webhook_subscriptions/{id}/health"
+		check      = "POST /v1/webhook_subscriptions/{id}/check"
+		mintIn     = "POST /internal/v1/merchants/{id}/portal_sessions"
+		endAll     = "DELETE /internal/v1/merchants/{id}/portal_sessions"
 		subPath    = "/v1/webhook_subscriptions/{sub}"
 		goodIngest = `{"merchant_id":"m_bad","type":"payout.paid","payload":{}}`
 		goodSub    = `{"url":"https://example.com/h","events":["*"]}`
@@ -281,6 +290,36 @@ func TestBadInput(t *testing.T) {
 		{merchant, "invalid UTF-8 merchant id, lower-case hex", put("/internal/v1/merchants/%c3", `{}`), true, 400, "parameter_invalid", "merchant_id"},
 		{merchant, "invalid UTF-8 merchant id, upper-case hex", put("/internal/v1/merchants/%C3", `{}`), true, 400, "parameter_invalid", "merchant_id"},
 
+		{mint, "no body: every default", post("/v1/portal_sessions", ``), false, 201, "", nil},
+		{mint, "unknown capability", post("/v1/portal_sessions", `{"capabilities":["view","admin"]}`), false, 400, "parameter_invalid", "capabilities"},
+		{mint, "capabilities not a list", post("/v1/portal_sessions", `{"capabilities":"view"}`), false, 400, "parameter_invalid", "capabilities"},
+		{mint, "ttl zero", post("/v1/portal_sessions", `{"ttl_seconds":0}`), false, 400, "parameter_invalid", "ttl_seconds"},
+		{mint, "ttl over 7 days", post("/v1/portal_sessions", `{"ttl_seconds":604801}`), false, 400, "parameter_invalid", "ttl_seconds"},
+		{mint, "ttl not an integer", post("/v1/portal_sessions", `{"ttl_seconds":1.5}`), false, 400, "parameter_invalid", "ttl_seconds"},
+		{mint, "colour without #", post("/v1/portal_sessions", `{"branding":{"accent_color":"1A2B3C"}}`), false, 400, "parameter_invalid", "branding.accent_color"},
+		{mint, "colour of 3 digits", post("/v1/portal_sessions", `{"branding":{"accent_color":"#abc"}}`), false, 400, "parameter_invalid", "branding.accent_color"},
+		{mint, "logo not a URL", post("/v1/portal_sessions", `{"branding":{"logo_url":"logo.png"}}`), false, 400, "parameter_invalid", "branding.logo_url"},
+		{mint, "logo on ftp", post("/v1/portal_sessions", `{"branding":{"logo_url":"ftp://example.com/l.png"}}`), false, 400, "parameter_invalid", "branding.logo_url"},
+		{mint, "branding field in another case", post("/v1/portal_sessions", `{"branding":{"Accent_Color":"#000000"}}`), false, 400, "validation_error", "branding.Accent_Color"},
+		{mint, "unknown branding field", post("/v1/portal_sessions", `{"branding":{"colour":"#000000"}}`), false, 400, "validation_error", "branding.colour"},
+		{mintIn, "unknown merchant", request{Method: "POST", Path: "/internal/v1/merchants/m_nobody/portal_sessions", Body: `{}`}, true, 404, "resource_not_found", nil},
+		{mintIn, "NUL in the merchant id", request{Method: "POST", Path: "/internal/v1/merchants/m%00bad/portal_sessions", Body: `{}`}, true, 400, "parameter_invalid", "merchant_id"},
+		{mintIn, "ttl over 7 days", request{Method: "POST", Path: "/internal/v1/merchants/m_bad/portal_sessions", Body: `{"ttl_seconds":604801}`}, true, 400, "parameter_invalid", "ttl_seconds"},
+		{merchant, "portal colour not #RRGGBB", put("/internal/v1/merchants/m_bad", `{"portal_accent_color":"red"}`), true, 400, "parameter_invalid", "portal_accent_color"},
+		{merchant, "portal logo not a URL", put("/internal/v1/merchants/m_bad", `{"portal_logo_url":"/logo.png"}`), true, 400, "parameter_invalid", "portal_logo_url"},
+		{endAll, "unknown merchant: nothing to end", request{Method: "DELETE", Path: "/internal/v1/merchants/m_nobody/portal_sessions"}, true, 204, "", nil},
+		{endAll, "NUL in the merchant id", request{Method: "DELETE", Path: "/internal/v1/merchants/m%00bad/portal_sessions"}, true, 400, "parameter_invalid", "merchant_id"},
+		{current, "junk query is ignored", get("/v1/portal_sessions/current?%ff=%fe"), false, 200, "", nil},
+		{signOut, "an API key has no session: nothing to end", request{Method: "DELETE", Path: "/v1/portal_sessions/current", Key: key}, false, 204, "", nil},
+		{eventTypes, "junk query is ignored", get("/v1/event_types?limit=-1"), false, 200, "", nil},
+		{secret, "malformed id", get("/v1/webhook_subscriptions/nope/secret"), false, 404, "resource_not_found", nil},
+		{secret, "unknown id", get("/v1/webhook_subscriptions/" + missing + "/secret"), false, 404, "resource_not_found", nil},
+		{health, "malformed id", get("/v1/webhook_subscriptions/nope/health"), false, 404, "resource_not_found", nil},
+		{health, "unknown id", get("/v1/webhook_subscriptions/" + missing + "/health"), false, 404, "resource_not_found", nil},
+		{check, "malformed id", post("/v1/webhook_subscriptions/nope/check", ``), false, 404, "resource_not_found", nil},
+		{check, "unknown id", post("/v1/webhook_subscriptions/"+missing+"/check", ``), false, 404, "resource_not_found", nil},
+		{check, "a parameter it does not take", post(subPath+"/check", `{"cases":["valid"]}`), false, 400, "validation_error", "cases"},
+		{check, "oversized body", post(subPath+"/check", oversized), false, 413, "payload_too_large", nil},
 		{"GET /healthz", "junk query is ignored", request{Method: "GET", Path: "/healthz?%ff=%fe"}, true, 200, "", nil},
 		{"GET /readyz", "junk query is ignored", request{Method: "GET", Path: "/readyz?%ff=%fe"}, true, 200, "", nil},
 		{"* /metrics", "junk query is ignored", request{Method: "GET", Path: "/metrics?%ff=%fe"}, true, 200, "", nil},
@@ -295,6 +334,7 @@ func TestBadInput(t *testing.T) {
 		{lUpdate, "/api/service/webhook-subscription/update", false, legacy}, {lDelete, "/api/service/webhook-subscription/delete", false, legacy},
 		{ingest, "/internal/v1/events", true, nil}, {batch, "/internal/v1/events/batch", true, nil},
 		{apiKeys, "/internal/v1/merchants/m_bad/api_keys", true, nil}, {merchant, "/internal/v1/merchants/m_bad", true, nil},
+		{mint, "/v1/portal_sessions", false, auth}, {mintIn, "/internal/v1/merchants/m_bad/portal_sessions", true, nil},
 	} {
 		cases = append(cases, bodyCases(c.route, c.internal, c.path, c.hdr)...)
 	}

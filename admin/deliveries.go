@@ -7,16 +7,17 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/sessions"
 	"github.com/webhookd/webhookd/store"
 )
 
 // deliveryRoutes are the /v1/webhook_deliveries routes.
 func (s *Server) deliveryRoutes(r chi.Router) {
-	read, write := s.requireScope(ScopeRead), s.requireScope(ScopeWrite)
+	read, resend := s.requireCapability(sessions.View), s.requireCapability(sessions.Resend)
 	r.With(read).Get("/webhook_deliveries", s.handle(s.listDeliveries))
 	r.With(read).Get("/webhook_deliveries/{id}", s.handle(s.getDelivery))
-	r.With(write).Post("/webhook_deliveries/{id}/redeliver", s.handle(s.redeliver))
-	r.With(write).Post("/webhook_subscriptions/{id}/recover", s.handle(s.recoverDeliveries))
+	r.With(resend).Post("/webhook_deliveries/{id}/redeliver", s.handle(s.redeliver))
+	r.With(resend).Post("/webhook_subscriptions/{id}/recover", s.handle(s.recoverDeliveries))
 }
 
 // deliveryJSON is the Webhook delivery resource (DESIGN.md "Resources").

@@ -86,6 +86,10 @@ var (
 	// that no token could ever be right.
 	errIngestTokenUnset = newError(http.StatusUnauthorized, catAuthentication, "authentication_required",
 		"The internal API is disabled: WEBHOOKD_INGEST_TOKEN is not set on this engine.")
+	// errSessionEnded is the 401 of a portal session token that is
+	// unknown, expired or revoked: the portal asks for a new link.
+	errSessionEnded = newError(http.StatusUnauthorized, catAuthentication, "authentication_required",
+		"The portal session is unknown, expired or ended; ask for a new portal link.")
 	errUnreachable = errUpstream("A backing service (Postgres or Redis) could not be reached; retry after the Retry-After delay.")
 )
 
@@ -109,6 +113,15 @@ func unreachable(err error) bool {
 func errInsufficientScope(scopes ...string) *Error {
 	e := newError(http.StatusForbidden, catInvalidRequest, "insufficient_scope", "The API key lacks a required scope.")
 	e.RequiredScopes = scopes
+	return e
+}
+
+// errMissingCapability is insufficient_scope for a portal session: it
+// names the capability the session lacks.
+func errMissingCapability(capability string) *Error {
+	e := newError(http.StatusForbidden, catInvalidRequest, "insufficient_scope",
+		"The portal session lacks the "+capability+" capability.")
+	e.RequiredScopes = []string{capability}
 	return e
 }
 

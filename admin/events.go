@@ -11,12 +11,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/sessions"
 	"github.com/webhookd/webhookd/store"
 )
 
 // eventRoutes are the /v1/events routes.
 func (s *Server) eventRoutes(r chi.Router) {
-	read := s.requireScope(ScopeRead)
+	read := s.requireCapability(sessions.View)
 	r.With(read).Get("/events", s.handle(s.listEvents))
 	r.With(read).Get("/events/{id}", s.handle(s.getEvent))
 }

@@ -48,6 +48,8 @@ type merchantJSON struct {
 	ID                string    `json:"id"`
 	NotificationEmail *string   `json:"notification_email"`
 	APIVersion        string    `json:"api_version"`
+	PortalAccentColor *string   `json:"portal_accent_color"`
+	PortalLogoURL     *string   `json:"portal_logo_url"`
 	CreatedAt         time.Time `json:"created_at"`
 	UpdatedAt         time.Time `json:"updated_at"`
 }
@@ -56,16 +58,20 @@ func (s *Server) putMerchant(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		NotificationEmail *string `json:"notification_email"`
 		APIVersion        *string `json:"api_version"`
+		PortalAccentColor *string `json:"portal_accent_color"`
+		PortalLogoURL     *string `json:"portal_logo_url"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
 	m, err := s.merchantSettings.Update(r.Context(), pathParam(r, "id"),
-		store.MerchantSettings{NotificationEmail: req.NotificationEmail, APIVersion: req.APIVersion})
+		store.MerchantSettings{NotificationEmail: req.NotificationEmail, APIVersion: req.APIVersion,
+			PortalAccentColor: req.PortalAccentColor, PortalLogoURL: req.PortalLogoURL})
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, merchantJSON{ID: m.ID, NotificationEmail: m.NotificationEmail, APIVersion: m.APIVersion,
+		PortalAccentColor: m.PortalAccentColor, PortalLogoURL: m.PortalLogoURL,
 		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()})
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/merchants"
+	"github.com/webhookd/webhookd/sessions"
 	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store"
 )
@@ -101,10 +102,14 @@ func (s *Server) requestedVersion(next http.Handler) http.Handler {
 	})
 }
 
-// principal is the authenticated caller.
+// principal is the authenticated caller: an API key, or a portal session
+// (then Session is set and Key is zero). Capabilities are what it may do:
+// the session's own, or those the key's scopes grant.
 type principal struct {
-	Key      store.APIKey
-	Merchant store.Merchant
+	Key          store.APIKey
+	Session      *store.PortalSession
+	Merchant     store.Merchant
+	Capabilities []string
 }
 
 func principalOf(ctx context.Context) principal {
@@ -134,26 +139,29 @@ func bearerKey(r *http.Request) string {
 
 func serviceKey(r *http.Request) string { return strings.TrimSpace(r.Header.Get("X-Service-Api-Key")) }
 
-// authenticate resolves the API key to a merchant. A key of the other
-// environment, unknown, or absent is 401 (spec 5.5).
+// authenticate resolves the API key, or on /v1 a portal session token,
+// to a merchant and what the caller may do. A key of the other
+// environment, a session expired, revoked or of the other environment,
+// unknown, or absent is 401 (spec 5.5).
 func (s *Server) authenticate(read keyReader) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			key := read(r)
-			if key == "" || !strings.HasPrefix(key, merchants.KeyPrefix(s.cfg.Environment)) {
-				s.writeError(w, r, errAuthentication)
-				return
-			}
-			k, m, err := s.store.APIKeyByHash(r.Context(), store.HashAPIKey(key))
-			if errors.Is(err, store.ErrNotFound) || err == nil && k.Environment != s.cfg.Environment {
-				s.writeError(w, r, errAuthentication)
-				return
+			var p principal
+			var err error
+			switch {
+			case sessions.IsToken(key) && !isLegacy(r.Context()):
+				p, err = s.sessionPrincipal(r.Context(), key)
+			case key != "" && strings.HasPrefix(key, merchants.KeyPrefix(s.cfg.Environment)):
+				p, err = s.keyPrincipal(r.Context(), key)
+			default:
+				err = errAuthentication
 			}
 			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-			ctx := context.WithValue(r.Context(), keyPrincipal, principal{Key: k, Merchant: m})
+			ctx := context.WithValue(r.Context(), keyPrincipal, p)
 			if !isLegacy(ctx) {
 				s.setVersionHeaders(w, apiVersion(ctx))
 			}
@@ -162,17 +170,65 @@ func (s *Server) authenticate(read keyReader) func(http.Handler) http.Handler {
 	}
 }
 
+// keyPrincipal is the caller holding an API key.
+func (s *Server) keyPrincipal(ctx context.Context, key string) (principal, error) {
+	k, m, err := s.store.APIKeyByHash(ctx, store.HashAPIKey(key))
+	if errors.Is(err, store.ErrNotFound) || err == nil && k.Environment != s.cfg.Environment {
+		return principal{}, errAuthentication
+	}
+	if err != nil {
+		return principal{}, err
+	}
+	return principal{Key: k, Merchant: m, Capabilities: sessions.FromScopes(k.Scopes)}, nil
+}
+
+// sessionPrincipal is the caller holding a live portal session token.
+func (s *Server) sessionPrincipal(ctx context.Context, token string) (principal, error) {
+	p, m, err := s.store.PortalSessionByHash(ctx, store.HashAPIKey(token), s.cfg.Now())
+	if errors.Is(err, store.ErrNotFound) || err == nil && p.Environment != s.cfg.Environment {
+		return principal{}, errSessionEnded
+	}
+	if err != nil {
+		return principal{}, err
+	}
+	return principal{Session: &p, Merchant: m, Capabilities: p.Capabilities}, nil
+}
+
 // The scopes of webhookd's routes (see merchants.Scopes).
 const (
 	ScopeRead  = merchants.ScopeRead
 	ScopeWrite = merchants.ScopeWrite
 )
 
-// requireScope answers 403 insufficient_scope when the key lacks scope.
+// requireCapability answers 403 insufficient_scope when the caller lacks
+// capability c. Each /v1 route states the one capability it needs; for an
+// API key that is the scope granting it (sessions.Scope), so a key's
+// refusal names the scope and a session's the capability.
+func (s *Server) requireCapability(c string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p := principalOf(r.Context())
+			if !slices.Contains(p.Capabilities, c) {
+				if p.Session != nil {
+					s.writeError(w, r, errMissingCapability(c))
+					return
+				}
+				s.writeError(w, r, errInsufficientScope(sessions.Scope(c)))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// requireScope answers 403 insufficient_scope unless the caller is an API
+// key holding scope: a portal session never passes, whatever its
+// capabilities (a session cannot mint sessions).
 func (s *Server) requireScope(scope string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !slices.Contains(principalOf(r.Context()).Key.Scopes, scope) {
+			p := principalOf(r.Context())
+			if p.Session != nil || !slices.Contains(p.Key.Scopes, scope) {
 				s.writeError(w, r, errInsufficientScope(scope))
 				return
 			}

@@ -27,13 +27,19 @@ type rateLimit struct {
 }
 
 // apiRateLimit is the limit on every authenticated request of the public
-// API, per API key: by the key's id, so that the key itself never becomes a
+// API, per API key (or portal session): by the key's id, so that the key itself never becomes a
 // Redis key. It fails open: a Redis outage should not take the whole API
 // down with it, and Postgres is still guarded by its pool and by the bound
 // on rows a list reads (store.MaxRowsExamined).
 func (s *Server) apiRateLimit() rateLimit {
 	return rateLimit{name: "api", limit: s.cfg.APIRate, failOpen: true,
-		owner: func(r *http.Request) string { return principalOf(r.Context()).Key.ID.String() }}
+		owner: func(r *http.Request) string {
+			// A portal session spends its own budget, not the zero key's.
+			if p := principalOf(r.Context()); p.Session != nil {
+				return "session:" + p.Session.ID.String()
+			}
+			return principalOf(r.Context()).Key.ID.String()
+		}}
 }
 
 // testEventRateLimit is the limit on send_test_event, per merchant. It fails

@@ -169,6 +169,10 @@ func objectKeysExact(dec *json.Decoder, t reflect.Type) bool {
 		if err := dec.Decode(&skip); err != nil {
 			return false
 		}
+		if nested := plainStruct(ft); nested != nil && string(skip) != "null" &&
+			!objectKeysExact(json.NewDecoder(bytes.NewReader(skip)), nested) {
+			return false
+		}
 	}
 	_, err := dec.Token() // the closing brace
 	return err == nil
@@ -270,6 +274,13 @@ func checkFields(body []byte, t reflect.Type, prefix string) error {
 		if !ok {
 			return errValidation(prefix+k, fmt.Sprintf("Unknown field %q.", prefix+k))
 		}
+		// A nested object (a portal session's branding) names its fields
+		// like branding.accent_color.
+		if nested := plainStruct(ft); nested != nil {
+			if err := checkFields(obj[k], nested, prefix+k+"."); err != nil {
+				return err
+			}
+		}
 		var items []json.RawMessage
 		if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct && json.Unmarshal(obj[k], &items) == nil {
 			for i, item := range items {
@@ -287,6 +298,18 @@ func checkFields(body []byte, t reflect.Type, prefix string) error {
 		}
 	}
 	return nil
+}
+
+// plainStruct is t's struct type when t is a struct or a pointer to one
+// that decodes field by field (no UnmarshalJSON of its own), else nil.
+func plainStruct(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		return nil
+	}
+	return t
 }
 
 // fieldError is the refusal of a field whose value did not decode.

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/merchants"
+	"github.com/webhookd/webhookd/sessions"
 	"github.com/webhookd/webhookd/store"
 	"github.com/webhookd/webhookd/subscriptions"
 )
@@ -71,6 +72,12 @@ type Config struct {
 	// one not deleted, legacy-made ones included); zero means 100
 	// (subscriptions.DefaultMaxSubscriptions).
 	MaxSubscriptions int
+	// PublicURL is the public listener's external base URL; a portal
+	// session's link is PublicURL + "/portal/#token=…".
+	PublicURL string
+	// Checker runs endpoint checks (POST …/check); nil uses the Publisher
+	// when it is one (dispatcher.Dispatcher is).
+	Checker EndpointChecker
 	// CursorTTL is how long a pagination cursor stays valid.
 	CursorTTL time.Duration
 	// Now is the clock.
@@ -93,6 +100,10 @@ type Server struct {
 	subscriptions    *subscriptions.Registry
 	keys             *merchants.KeyIssuer
 	merchantSettings *merchants.SettingsUpdater
+	// portalSessions issues portal sessions; secrets reveals signing
+	// secrets.
+	portalSessions *sessions.Issuer
+	secrets        *subscriptions.SecretRevealer
 	// limiterErrors counts requests whose rate limit Redis could not check.
 	limiterErrors *prometheus.CounterVec
 }
@@ -125,7 +136,12 @@ func New(cfg Config) (*Server, error) {
 			MaxSubscriptions: cfg.MaxSubscriptions,
 		}),
 		keys:             merchants.NewKeyIssuer(cfg.Store, cfg.Environment, cfg.Versions.Latest()),
-		merchantSettings: merchants.NewSettingsUpdater(cfg.Store, cfg.Versions, cfg.Now),
+		merchantSettings: merchants.NewSettingsUpdater(cfg.Store, cfg.Versions, cfg.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets)),
+		portalSessions:   sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
+		secrets:          subscriptions.NewSecretRevealer(cfg.Store, cfg.MasterKey, cfg.Now),
+	}
+	if s.cfg.Checker == nil {
+		s.cfg.Checker, _ = cfg.Publisher.(EndpointChecker)
 	}
 	if cfg.Redis != nil {
 		s.limiter = redis_rate.NewLimiter(cfg.Redis)
@@ -156,6 +172,9 @@ func (s *Server) Public() http.Handler {
 			s.testEventRoutes(r)
 			s.eventRoutes(r)
 			s.deliveryRoutes(r)
+			s.portalSessionRoutes(r)
+			s.eventTypeRoutes(r)
+			s.endpointRoutes(r)
 		})
 	})
 	r.Route("/api/service/webhook-subscription", func(r chi.Router) {
@@ -187,6 +206,7 @@ func (s *Server) Internal() http.Handler {
 		r.Use(s.requireIngestToken)
 		r.Put("/merchants/{id}", s.handle(s.putMerchant))
 		r.Post("/merchants/{id}/api_keys", s.handle(s.createAPIKey))
+		s.internalPortalSessionRoutes(r)
 		s.ingestRoutes(r)
 	})
 	return r

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/sessions"
 	"github.com/webhookd/webhookd/store"
 	"github.com/webhookd/webhookd/subscriptions"
 )
@@ -15,13 +16,13 @@ import (
 // subscriptionRoutes are the /v1/webhook_subscriptions routes. Their
 // send_test_event sibling lives with the delivery pipeline's routes.
 func (s *Server) subscriptionRoutes(r chi.Router) {
-	read, write := s.requireScope(ScopeRead), s.requireScope(ScopeWrite)
-	r.With(write).Post("/webhook_subscriptions", s.handle(s.createSubscriptionV1))
+	read, manage := s.requireCapability(sessions.View), s.requireCapability(sessions.ManageEndpoints)
+	r.With(manage).Post("/webhook_subscriptions", s.handle(s.createSubscriptionV1))
 	r.With(read).Get("/webhook_subscriptions", s.handle(s.listSubscriptions))
 	r.With(read).Get("/webhook_subscriptions/{id}", s.handle(s.getSubscription))
-	r.With(write).Post("/webhook_subscriptions/{id}", s.handle(s.updateSubscriptionV1))
-	r.With(write).Delete("/webhook_subscriptions/{id}", s.handle(s.deleteSubscription))
-	r.With(write).Post("/webhook_subscriptions/{id}/rotate_secret", s.handle(s.rotateSecret))
+	r.With(manage).Post("/webhook_subscriptions/{id}", s.handle(s.updateSubscriptionV1))
+	r.With(manage).Delete("/webhook_subscriptions/{id}", s.handle(s.deleteSubscription))
+	r.With(manage).Post("/webhook_subscriptions/{id}/rotate_secret", s.handle(s.rotateSecret))
 }
 
 // subscriptionJSON is the Banking resource (DESIGN.md "Resources").

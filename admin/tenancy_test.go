@@ -202,6 +202,9 @@ const (
 	listed
 	// created: the caller makes a resource of its own.
 	created
+	// own: the call is about the caller alone (its portal session, the
+	// event catalogue): it succeeds and shows none of the owner's ids.
+	own
 )
 
 // call is one request on a route, naming the owner's resources.
@@ -271,6 +274,11 @@ func sinceAnHourAgo() map[string]any {
 	return map[string]any{"since": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}
 }
 
+// ownCall is one call that names none of the owner's resources.
+func ownCall(method, path string, body any) func(tenant) []call {
+	return func(tenant) []call { return []call{{method: method, path: path, body: body}} }
+}
+
 func listCall(path string, empty bool) call {
 	return call{method: http.MethodGet, path: path, empty: empty}
 }
@@ -317,6 +325,14 @@ var publicRoutes = map[string]routeCase{
 	"GET /v1/webhook_deliveries/{id}": {rule: refused, calls: onEach(http.MethodGet, "/v1/webhook_deliveries/", "", deliveriesOf, deliveryID)},
 	"POST /v1/webhook_deliveries/{id}/redeliver": {rule: refused,
 		calls: onEach(http.MethodPost, "/v1/webhook_deliveries/", "/redeliver", deliveriesOf, deliveryID)},
+
+	"POST /v1/portal_sessions":                  {rule: own, calls: ownCall(http.MethodPost, "/v1/portal_sessions", map[string]any{"ttl_seconds": 60})},
+	"GET /v1/portal_sessions/current":           {rule: own, calls: ownCall(http.MethodGet, "/v1/portal_sessions/current", nil)},
+	"DELETE /v1/portal_sessions/current":        {rule: own, calls: ownCall(http.MethodDelete, "/v1/portal_sessions/current", nil)},
+	"GET /v1/event_types":                       {rule: own, calls: ownCall(http.MethodGet, "/v1/event_types", nil)},
+	"GET /v1/webhook_subscriptions/{id}/secret": {rule: refused, calls: onSub(http.MethodGet, "/secret", nil)},
+	"GET /v1/webhook_subscriptions/{id}/health": {rule: refused, calls: onSub(http.MethodGet, "/health", nil)},
+	"POST /v1/webhook_subscriptions/{id}/check": {rule: refused, calls: onSub(http.MethodPost, "/check", nil)},
 
 	"POST " + legacyPath + "create": {rule: created, calls: func(o tenant) []call {
 		return []call{legacyCall("create", hookBody(strangerURL(o)))}
@@ -401,8 +417,8 @@ func TestTenantIsolation(t *testing.T) {
 	before := databaseRows(t, h.store.Pool())
 
 	tw.walkPublic(a, func(route string, rc routeCase, c call) {
-		if rc.rule == created {
-			return // B's own resource: checked below, once A's rows are compared
+		if rc.rule == created || rc.rule == own {
+			return // B's own resource or state: checked below, once A's rows are compared
 		}
 		r := tw.do(c.as(b.key))
 		if leaked := slices.DeleteFunc(a.ids(), func(id string) bool { return !bytes.Contains(r.Body, []byte(id)) }); len(leaked) > 0 {
@@ -443,6 +459,14 @@ func TestTenantIsolation(t *testing.T) {
 
 	// What B creates is B's: A neither reads it nor lists it.
 	tw.walkPublic(a, func(route string, rc routeCase, c call) {
+		if rc.rule == own {
+			r := tw.do(c.as(b.key))
+			leaked := slices.DeleteFunc(a.ids(), func(id string) bool { return !bytes.Contains(r.Body, []byte(id)) })
+			if r.Status/100 != 2 || len(leaked) > 0 || bytes.Contains(r.Body, []byte(`"`+a.merchant+`"`)) {
+				t.Errorf("%s by B: %d %s, shows A's %v", c, r.Status, truncate(r.Body, 300), leaked)
+			}
+			return
+		}
 		if rc.rule != created {
 			return
 		}
@@ -610,6 +634,7 @@ var internalRoutes = map[string]internalRoute{
 		map[string]any{"notification_email": "ops@example.com"}),
 	"/internal/v1/merchants/{id}/api_keys": guarded("/internal/v1/merchants/m_token/api_keys", http.MethodPost,
 		map[string]any{"scopes": []string{admin.ScopeRead}}),
+	"/internal/v1/merchants/{id}/portal_sessions": guarded("/internal/v1/merchants/m_token/portal_sessions", http.MethodDelete, nil),
 	"/internal/v1/events": guarded("/internal/v1/events", http.MethodPost,
 		map[string]any{"merchant_id": "m_token", "type": "payout.paid", "payload": map[string]any{"id": "po_1"}}),
 	"/internal/v1/events/batch": guarded("/internal/v1/events/batch", http.MethodPost,

@@ -4,12 +4,14 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/webhookd/webhookd/sessions"
 )
 
 // testEventRoutes is POST /v1/webhook_subscriptions/{id}/send_test_event,
 // rate-limited per merchant on top of the API's per-key limit.
 func (s *Server) testEventRoutes(r chi.Router) {
-	r.With(s.requireScope(ScopeWrite), s.limitRate(s.testEventRateLimit())).
+	r.With(s.requireCapability(sessions.ManageEndpoints), s.limitRate(s.testEventRateLimit())).
 		Post("/webhook_subscriptions/{id}/send_test_event", s.handle(s.sendTestEvent))
 }
 

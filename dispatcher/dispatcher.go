@@ -35,6 +35,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -228,14 +229,18 @@ func (c *Config) senderConfig() senderConfig {
 
 // Dispatcher is the pipeline as the processes see it: the API role
 // publishes and redelivers through it (New builds only the Publisher and
-// the Redeliverer, no HTTP client and no group commits), and the worker
-// role calls Run, which builds the workers.
+// the Redeliverer, no group commits; the endpoint check's HTTP client is
+// built at the first check), and the worker role calls Run, which builds
+// the workers.
 type Dispatcher struct {
 	cfg       Config
 	tasks     *enqueuer
 	metrics   *metrics
 	publisher *Publisher
 	redeliver *Redeliverer
+	// checker is built at the first endpoint check, so that a process
+	// that never checks holds no HTTP client for it.
+	checker func() (*Checker, error)
 	// dialer, when set, is the dialer of every delivery in place of
 	// newDialer's (tests confine it to loopback).
 	dialer *net.Dialer
@@ -267,7 +272,24 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dispatcher{cfg: cfg, tasks: tasks, metrics: m, publisher: pub, redeliver: red}, nil
+	d := &Dispatcher{cfg: cfg, tasks: tasks, metrics: m, publisher: pub, redeliver: red}
+	d.checker = sync.OnceValues(func() (*Checker, error) {
+		snd, err := newSender(cfg.senderConfig(), cfg.Clock, d.dialer)
+		if err != nil {
+			return nil, err
+		}
+		return newChecker(cfg, pub, snd), nil
+	})
+	return d, nil
+}
+
+// CheckEndpoint is Checker.Check.
+func (d *Dispatcher) CheckEndpoint(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (CheckReport, error) {
+	c, err := d.checker()
+	if err != nil {
+		return CheckReport{}, err
+	}
+	return c.Check(ctx, merchantID, subscriptionID)
 }
 
 // Check is Publisher.Check.

@@ -205,7 +205,17 @@ func (r result) gone() bool { return r.httpStatus != nil && *r.httpStatus == htt
 // send POSTs body to target with the Standard Webhooks headers, the whole
 // exchange bounded by the delivery timeout.
 func (s *sender) send(ctx context.Context, target, eventID string, body []byte, keys []signer.Key) result {
+	return s.sendSignedAt(ctx, target, eventID, body, keys, time.Time{})
+}
+
+// sendSignedAt is send with the signature dated signedAt instead of the
+// instant of sending (zero: that instant): the endpoint check sends a stale
+// timestamp on purpose.
+func (s *sender) sendSignedAt(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time) result {
 	started := s.clock.Now()
+	if signedAt.IsZero() {
+		signedAt = started
+	}
 	res := result{started: started}
 	finish := func(outcome, code string) result {
 		res.finished = s.clock.Now()
@@ -232,7 +242,7 @@ func (s *sender) send(ctx context.Context, target, eventID string, body []byte, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "webhookd/"+s.cfg.Version)
-	signer.SetHeaders(req.Header, eventID, started, body, keys...)
+	signer.SetHeaders(req.Header, eventID, signedAt, body, keys...)
 
 	resp, err := s.http.Do(req)
 	if err != nil {

@@ -29,17 +29,33 @@ type SettingsUpdater struct {
 	store    SettingsStore
 	versions VersionCatalogue
 	now      func() time.Time
+	// httpLogos allows a plain-HTTP portal logo URL (development).
+	httpLogos bool
+}
+
+// SettingsOption adjusts a SettingsUpdater.
+type SettingsOption func(*SettingsUpdater)
+
+// WithHTTPLogos allows a portal logo on plain HTTP, as plain-HTTP targets
+// are allowed in development.
+func WithHTTPLogos(allow bool) SettingsOption {
+	return func(u *SettingsUpdater) { u.httpLogos = allow }
 }
 
 // NewSettingsUpdater is a SettingsUpdater over st; now dates the check of a
 // version against its sunset.
-func NewSettingsUpdater(st SettingsStore, versions VersionCatalogue, now func() time.Time) *SettingsUpdater {
-	return &SettingsUpdater{store: st, versions: versions, now: now}
+func NewSettingsUpdater(st SettingsStore, versions VersionCatalogue, now func() time.Time, opts ...SettingsOption) *SettingsUpdater {
+	u := &SettingsUpdater{store: st, versions: versions, now: now}
+	for _, o := range opts {
+		o(u)
+	}
+	return u
 }
 
 // Update checks the merchant id and the settings present in set, then
 // creates the merchant (pinned to the latest version unless set names one)
-// or changes its settings. An empty notification e-mail clears it.
+// or changes its settings. An empty notification e-mail, accent colour or
+// logo URL clears it.
 func (u *SettingsUpdater) Update(ctx context.Context, merchantID string, set store.MerchantSettings) (store.Merchant, error) {
 	if err := CheckID("merchant_id", merchantID); err != nil {
 		return store.Merchant{}, err
@@ -52,6 +68,10 @@ func (u *SettingsUpdater) Update(ctx context.Context, merchantID string, set sto
 	}
 	if set.APIVersion != nil && !u.versions.Usable(*set.APIVersion, u.now()) {
 		return store.Merchant{}, invalid.Value("api_version", "api_version_unusable", "Unknown or sunset api_version "+quote(*set.APIVersion)+".")
+	}
+	// An empty value clears the setting: the portal then shows its default.
+	if err := CheckBranding("portal_", Branding{AccentColor: set.PortalAccentColor, LogoURL: set.PortalLogoURL}, u.httpLogos, true); err != nil {
+		return store.Merchant{}, err
 	}
 	return u.store.UpdateMerchant(ctx, merchantID, u.versions.Latest(), set)
 }

@@ -17,7 +17,7 @@ func (s *Store) EnsureMerchant(ctx context.Context, id, defaultVersion string) (
 	row := s.pool.QueryRow(ctx, `
 		INSERT INTO merchants (id, api_version, created_at, updated_at) VALUES ($1, $2, $3, $3)
 		ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id
-		RETURNING id, api_version, notification_email, created_at, updated_at`, id, defaultVersion, now)
+		RETURNING `+merchantColumns, id, defaultVersion, now)
 	m, err := scanMerchant(row)
 	if err != nil {
 		return Merchant{}, fmt.Errorf("ensure merchant %s: %w", id, err)
@@ -28,7 +28,7 @@ func (s *Store) EnsureMerchant(ctx context.Context, id, defaultVersion string) (
 // GetMerchant returns one merchant.
 func (s *Store) GetMerchant(ctx context.Context, id string) (Merchant, error) {
 	m, err := scanMerchant(s.pool.QueryRow(ctx, `
-		SELECT id, api_version, notification_email, created_at, updated_at FROM merchants WHERE id = $1`, id))
+		SELECT `+merchantColumns+` FROM merchants WHERE id = $1`, id))
 	if err != nil {
 		return Merchant{}, fmt.Errorf("get merchant %s: %w", id, notFound(err))
 	}
@@ -40,6 +40,10 @@ func (s *Store) GetMerchant(ctx context.Context, id string) (Merchant, error) {
 type MerchantSettings struct {
 	NotificationEmail *string
 	APIVersion        *string
+	// PortalAccentColor and PortalLogoURL are the portal's default
+	// branding; an empty string clears one.
+	PortalAccentColor *string
+	PortalLogoURL     *string
 }
 
 // UpdateMerchant creates or updates a merchant's settings.
@@ -50,23 +54,29 @@ func (s *Store) UpdateMerchant(ctx context.Context, id, defaultVersion string, s
 		version = *set.APIVersion
 	}
 	m, err := scanMerchant(s.pool.QueryRow(ctx, `
-		INSERT INTO merchants (id, api_version, notification_email, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $4)
+		INSERT INTO merchants (id, api_version, notification_email, portal_accent_color, portal_logo_url, created_at, updated_at)
+		VALUES ($1, $2, $3, NULLIF($7, ''), NULLIF($8, ''), $4, $4)
 		ON CONFLICT (id) DO UPDATE SET
 			api_version = CASE WHEN $5 THEN EXCLUDED.api_version ELSE merchants.api_version END,
 			notification_email = CASE WHEN $6 THEN EXCLUDED.notification_email ELSE merchants.notification_email END,
+			portal_accent_color = CASE WHEN $7::text IS NOT NULL THEN EXCLUDED.portal_accent_color ELSE merchants.portal_accent_color END,
+			portal_logo_url = CASE WHEN $8::text IS NOT NULL THEN EXCLUDED.portal_logo_url ELSE merchants.portal_logo_url END,
 			updated_at = EXCLUDED.updated_at
-		RETURNING id, api_version, notification_email, created_at, updated_at`,
-		id, version, set.NotificationEmail, now, set.APIVersion != nil, set.NotificationEmail != nil))
+		RETURNING `+merchantColumns,
+		id, version, set.NotificationEmail, now, set.APIVersion != nil, set.NotificationEmail != nil,
+		set.PortalAccentColor, set.PortalLogoURL))
 	if err != nil {
 		return Merchant{}, fmt.Errorf("update merchant %s: %w", id, err)
 	}
 	return m, nil
 }
 
+// merchantColumns is the select list that scanMerchant reads.
+const merchantColumns = `id, api_version, notification_email, portal_accent_color, portal_logo_url, created_at, updated_at`
+
 func scanMerchant(row pgx.Row) (Merchant, error) {
 	var m Merchant
-	err := row.Scan(&m.ID, &m.APIVersion, &m.NotificationEmail, &m.CreatedAt, &m.UpdatedAt)
+	err := row.Scan(&m.ID, &m.APIVersion, &m.NotificationEmail, &m.PortalAccentColor, &m.PortalLogoURL, &m.CreatedAt, &m.UpdatedAt)
 	return m, err
 }
 
@@ -97,10 +107,10 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (APIKey, Merchant
 	var m Merchant
 	err := s.pool.QueryRow(ctx, `
 		SELECT k.id, k.merchant_id, k.environment, k.scopes, k.created_at,
-		       m.id, m.api_version, m.notification_email, m.created_at, m.updated_at
+		       m.id, m.api_version, m.notification_email, m.portal_accent_color, m.portal_logo_url, m.created_at, m.updated_at
 		FROM api_keys k JOIN merchants m ON m.id = k.merchant_id WHERE k.key_hash = $1`, hash).
 		Scan(&k.ID, &k.MerchantID, &k.Environment, &k.Scopes, &k.CreatedAt,
-			&m.ID, &m.APIVersion, &m.NotificationEmail, &m.CreatedAt, &m.UpdatedAt)
+			&m.ID, &m.APIVersion, &m.NotificationEmail, &m.PortalAccentColor, &m.PortalLogoURL, &m.CreatedAt, &m.UpdatedAt)
 	if err != nil {
 		return APIKey{}, Merchant{}, fmt.Errorf("look up api key: %w", notFound(err))
 	}

@@ -11,6 +11,10 @@ type Merchant struct {
 	ID                string
 	APIVersion        string
 	NotificationEmail *string
+	// PortalAccentColor (#RRGGBB) and PortalLogoURL brand the merchant's
+	// portal sessions that set none of their own; nil when unset.
+	PortalAccentColor *string
+	PortalLogoURL     *string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 }

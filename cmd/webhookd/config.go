@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"reflect"
 	"slices"
@@ -34,6 +35,7 @@ type config struct {
 	RedisURL            string        `env:"WEBHOOKD_REDIS_URL" envDefault:"redis://127.0.0.1:6379/0"`
 	Listen              string        `env:"WEBHOOKD_LISTEN" envDefault:"127.0.0.1:8080"`
 	InternalListen      string        `env:"WEBHOOKD_INTERNAL_LISTEN" envDefault:"127.0.0.1:8081"`
+	PublicURL           string        `env:"WEBHOOKD_PUBLIC_URL"`
 	Environment         string        `env:"WEBHOOKD_ENVIRONMENT" envDefault:"sandbox"`
 	IngestToken         string        `env:"WEBHOOKD_INGEST_TOKEN"`
 	MasterKey           string        `env:"WEBHOOKD_MASTER_KEY"`
@@ -175,6 +177,9 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, bad("WEBHOOKD_TLS_CERT", fmt.Errorf("WEBHOOKD_TLS_CERT and WEBHOOKD_TLS_KEY go together"))
+	}
+	if c.PublicURL, err = publicURL(c.PublicURL, c.Listen, c.TLSCert != ""); err != nil {
+		return c, bad("WEBHOOKD_PUBLIC_URL", err)
 	}
 	for _, t := range c.EventTypes {
 		if t = strings.TrimSpace(t); t != "" && !strings.Contains(t, ".") {
@@ -324,4 +329,23 @@ func parseRate(s string) (redis_rate.Limit, error) {
 		return redis_rate.PerHour(count), nil
 	}
 	return redis_rate.Limit{}, fmt.Errorf("%q: unit must be s, m or h", s)
+}
+
+// publicURL is the public listener's external base URL, the start of every
+// portal link: the one configured, or the listen address itself (https
+// when the listener has TLS), which is right only when clients reach the
+// listener directly.
+func publicURL(configured, listen string, tls bool) (string, error) {
+	if configured == "" {
+		scheme := "http://"
+		if tls {
+			scheme = "https://"
+		}
+		return scheme + listen, nil
+	}
+	u, err := url.Parse(configured)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("must be an absolute http or https URL without query or fragment, such as https://webhooks.example.com")
+	}
+	return strings.TrimRight(configured, "/"), nil
 }

@@ -387,7 +387,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		IngestToken: cfg.IngestToken, RequireHTTPS: cfg.requireHTTPS(), TrustedProxies: cfg.trustedProxies,
 		MaxBodyBytes: cfg.MaxBodyBytes, EventTypes: cfg.eventTypes(), MaxSubscriptions: cfg.MaxSubscriptions,
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
-		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate,
+		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate, PublicURL: cfg.PublicURL,
 		Portal: portal.New(portal.Config{FrameAncestors: cfg.frameAncestors}),
 	})
 	if err != nil {

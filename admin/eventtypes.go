@@ -1,0 +1,22 @@
+package admin
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/webhookd/webhookd/catalogue"
+	"github.com/webhookd/webhookd/sessions"
+)
+
+// eventTypeRoutes is GET /v1/event_types: the types a subscription may
+// name, with what each means and an example payload, for the portal's
+// event picker and for merchants writing handlers.
+func (s *Server) eventTypeRoutes(r chi.Router) {
+	r.With(s.requireCapability(sessions.View)).Get("/event_types", s.handle(s.listEventTypes))
+}
+
+func (s *Server) listEventTypes(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string][]catalogue.EventType{"data": catalogue.For(s.cfg.EventTypes)})
+	return nil
+}
