@@ -209,7 +209,31 @@ func (tb *tab) click(label string) {
 // clickIn clicks the button or link labelled label inside scope.
 func (tb *tab) clickIn(scope, label string) {
 	tb.t.Helper()
-	tb.run(chromedp.Click(clickable(scope, label), chromedp.NodeVisible))
+	// The page may redraw the element between finding and clicking it
+	// (a list that reloads): then find it again.
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		err := tb.try(chromedp.Click(clickable(scope, label), chromedp.NodeVisible))
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("browser: click %q: %v\npage text:\n%s", label, err, tb.text())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// gone waits until the XPath matches nothing a person can see.
+func (tb *tab) gone(xpath string) {
+	tb.t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	for tb.present(xpath) {
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("browser: %s is still on the page; page text:\n%s", xpath, tb.text())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // field is the XPath of the input or select inside the label whose text

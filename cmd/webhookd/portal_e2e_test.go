@@ -304,6 +304,7 @@ func TestPortalInTheBrowser(t *testing.T) {
 	tb.see("Events", "payout.paid", "ping.test")
 	tb.setField("Event type", "payout.paid")
 	tb.click("Apply")
+	tb.gone(`//td[@data-label="Type"][normalize-space()="ping.test"]`)
 	tb.click(eventID)
 	tb.see("Payload", `"status": "paid"`, "Deliveries", "Open endpoint")
 	tb.screenshot("event")
@@ -371,4 +372,154 @@ func waitStatus(t *testing.T, e *engine, key, id, status string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("subscription %s never became %s", id, status)
+}
+
+// mintSession issues a portal session for merchant on the internal
+// listener, as the core API does, and answers its link and token.
+func (e *engine) mintSession(merchant string, body map[string]any) (link, token string) {
+	e.t.Helper()
+	if body == nil {
+		body = map[string]any{}
+	}
+	status, sess := e.call("POST", "http://"+e.internal+"/internal/v1/merchants/"+merchant+"/portal_sessions", e2eToken, body)
+	if status != 201 {
+		e.t.Fatalf("mint a portal session: %d %v", status, sess)
+	}
+	return sess["url"].(string), sess["token"].(string)
+}
+
+// waitRefused waits until the public API refuses token with 401.
+func waitRefused(t *testing.T, e *engine, token string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if status, _ := e.call("GET", "http://"+e.public+"/v1/portal_sessions/current", token, nil); status == 401 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the API still accepts the session")
+}
+
+func TestPortalSessionsInTheBrowser(t *testing.T) {
+	e := newEngine(t, "WEBHOOKD_TEST_EVENT_RATE=100/m")
+	e.start()
+	const merchant = "m_sessions"
+	key := e.keysCreate(merchant)
+	hook := newHookReceiver(t)
+	status, sub := e.call("POST", "http://"+e.public+"/v1/webhook_subscriptions", key,
+		map[string]any{"url": hook.URL + "/hook", "events": []string{"*"}, "description": "Ledger"})
+	if status != 201 {
+		t.Fatalf("create subscription: %d %v", status, sub)
+	}
+	subID, secret := sub["id"].(string), sub["secret"].(string)
+	// One delivery (not a test one, which health leaves out), so that the
+	// endpoint has a 24 h success rate.
+	e.publish(merchant)
+	hook.waitFor(t, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, health := e.call("GET", "http://"+e.public+"/v1/webhook_subscriptions/"+subID+"/health", key, nil)
+		if health["succeeded_24h"] == float64(1) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health never counted the delivery: %v", health)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b := newBrowser(t)
+
+	// A session with every capability and the merchant's colour: health,
+	// catalogue, secret, and a check of the endpoint.
+	link, token := e.mintSession(merchant, map[string]any{
+		"capabilities": []string{"view", "manage_endpoints", "view_secret", "resend"},
+		"branding":     map[string]any{"accent_color": "#0a7d4f"},
+	})
+	tb := b.newTab(1280)
+	tb.open(link)
+	tb.see("Endpoints", hook.URL+"/hook", "Ledger", "Session ends", "Success rate (24 h)", "100 % (1 of 1 attempts)")
+	if accent := eval[string](tb, `getComputedStyle(document.documentElement).getPropertyValue("--accent").trim()`); accent != "#0a7d4f" {
+		t.Errorf("accent colour %q, want the session's #0a7d4f", accent)
+	}
+	tb.screenshot("endpoints-branded")
+
+	tb.click("Event types")
+	tb.see("Event types", "payout.paid", "Example payload", "deposit.received")
+	tb.screenshot("event-types")
+
+	tb.click("Endpoints")
+	tb.click(hook.URL + "/hook")
+	tb.click("Reveal signing secret")
+	tb.see("Signing secret")
+	if shown := tb.textOf(`//*[@id="signing-secret"]`); shown != secret {
+		t.Errorf("revealed secret %q, want the subscription's %q", shown, secret)
+	}
+
+	// Check my endpoint: a receiver that accepts everything is flagged...
+	tb.click("Check my endpoint")
+	tb.see("Three test deliveries were sent", "Wrong signature", "Stale timestamp", "Does not verify signatures.", "How to verify signatures")
+	tb.screenshot("check-flagged")
+	// ...one that verifies is not.
+	hook.verifying(secret)
+	tb.click("Check my endpoint")
+	tb.see("Your endpoint verifies signatures")
+	tb.notSee("Does not verify signatures.")
+
+	// Sign out ends the session on the server: the link no longer opens.
+	tb.click("Sign out")
+	tb.see("Signed out")
+	waitRefused(t, e, token)
+	tb.open(link)
+	tb.see("Session ended", "Ask for a new link")
+	tb.checkClean()
+
+	// A read-only session sees no button that would fail, and the API
+	// refuses it what it may not do.
+	readLink, readToken := e.mintSession(merchant, map[string]any{"capabilities": []string{"view"}})
+	ro := b.newTab(1280)
+	ro.open(readLink)
+	ro.see("Endpoints", hook.URL+"/hook", "Success rate (24 h)")
+	ro.notSee("Add endpoint", "Edit", "Disable", "Delete")
+	ro.click(hook.URL + "/hook")
+	ro.see("Deliveries", "payout.paid")
+	ro.clickIn(`//tr[td[@data-label="Event type"][starts-with(normalize-space(), "payout.paid")]]`, "Attempts")
+	ro.see("Reload attempts", "scheduled")
+	ro.notSee("Send test event", "Check my endpoint", "Reveal signing secret", "Rotate signing secret",
+		"Recover every failed delivery since", "Resend", "Disable", "Delete")
+	ro.screenshot("endpoint-read-only")
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/v1/webhook_subscriptions/" + subID + "/send_test_event"},
+		{"POST", "/v1/webhook_subscriptions/" + subID + "/rotate_secret"},
+		{"GET", "/v1/webhook_subscriptions/" + subID + "/secret"},
+		{"DELETE", "/v1/webhook_subscriptions/" + subID},
+	} {
+		if status, code := ro.fetchStatus(c.method, c.path, readToken); status != 403 || code != "insufficient_scope" {
+			t.Errorf("read-only session %s %s: %d %s, want 403 insufficient_scope", c.method, c.path, status, code)
+		}
+	}
+	ro.checkClean()
+
+	// A session revoked while open: the next page says so.
+	revLink, revToken := e.mintSession(merchant, nil)
+	rv := b.newTab(1280)
+	rv.open(revLink)
+	rv.see("Endpoints", hook.URL+"/hook")
+	if status, _ := e.call("DELETE", "http://"+e.internal+"/internal/v1/merchants/"+merchant+"/portal_sessions", e2eToken, nil); status != 204 {
+		t.Fatalf("revoke the merchant's sessions: %d", status)
+	}
+	waitRefused(t, e, revToken)
+	rv.click("Events")
+	rv.see("Session ended", "expired or was signed out")
+	rv.notSee("Sign out")
+
+	// An expired session is refused.
+	expLink, expToken := e.mintSession(merchant, map[string]any{"ttl_seconds": 1})
+	waitRefused(t, e, expToken)
+	ex := b.newTab(1280)
+	ex.open(expLink)
+	ex.see("Session ended", "Ask for a new link")
+	ex.notSee(hook.URL + "/hook")
+	rv.checkClean()
+	ex.checkClean()
 }

@@ -153,7 +153,7 @@ function markNav(section) {
 }
 
 async function render() {
-  if (state.ended) return;
+  if (state.ended || /^#token=/.test(location.hash)) return;
   const seq = ++state.renderSeq;
   const parts = (location.hash.replace(/^#\/?/, '') || 'endpoints').split('/').map(decodeURIComponent);
   markNav(parts[0]);
@@ -755,6 +755,15 @@ async function catalogue(view) {
       h('pre', { tabindex: '0' }, JSON.stringify(t.example, null, 2))));
   }
 }
+
+// A new link opened in a tab that shows the portal already changes only
+// the fragment: take its token and start again on it.
+window.addEventListener('hashchange', () => {
+  if (/^#token=/.test(location.hash)) {
+    takeToken();
+    location.reload();
+  }
+});
 
 boot().catch((err) => {
   main.replaceChildren(h('h1', null, 'The portal could not start'), h('p', { class: 'notice error', role: 'alert' }, describe(err)));
