@@ -248,6 +248,18 @@ func (tb *tab) typeInto(label, text string) {
 	tb.run(chromedp.SendKeys(field(label), text, chromedp.NodeVisible))
 }
 
+// clearField empties the field labelled label, as selecting its text and
+// deleting it would.
+func (tb *tab) clearField(label string) {
+	tb.t.Helper()
+	eval[bool](tb, `(() => {
+		const el = document.evaluate(`+jsString(string(field(label)))+`, document, null, XPathResult.FIRST_ORDERED_NODE_TYPE, null).singleNodeValue;
+		el.value = "";
+		el.dispatchEvent(new Event("input", {bubbles: true}));
+		return true;
+	})()`)
+}
+
 // setField sets a field's value directly: date pickers and selects take
 // no typing.
 func (tb *tab) setField(label, value string) {
@@ -303,6 +315,19 @@ func (tb *tab) present(xpath string) bool {
 // repository's root).
 func (tb *tab) screenshot(name string) {
 	tb.t.Helper()
+	tb.saveScreenshot(name, chromedp.FullScreenshot(100)) // 100: PNG
+}
+
+// screenshotViewport saves the top of the page, for a page too long to
+// show whole.
+func (tb *tab) screenshotViewport(name string) {
+	tb.t.Helper()
+	tb.run(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+	tb.saveScreenshot(name, chromedp.CaptureScreenshot())
+}
+
+func (tb *tab) saveScreenshot(name string, capture chromedp.Action[[]byte]) {
+	tb.t.Helper()
 	dir := os.Getenv("WEBHOOKD_PORTAL_SCREENSHOTS")
 	if dir == "" {
 		return
@@ -315,8 +340,7 @@ func (tb *tab) screenshot(name string) {
 	}
 	// Let the page settle: focus rings and fonts are drawn.
 	time.Sleep(100 * time.Millisecond)
-	png := value(tb, chromedp.FullScreenshot(100)) // 100: PNG
-
+	png := value(tb, capture)
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		tb.t.Fatal(err)
 	}

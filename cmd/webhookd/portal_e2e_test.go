@@ -207,7 +207,12 @@ func TestPortalInTheBrowser(t *testing.T) {
 		}
 	}
 	tb.run(chromedp.KeyEvent(kb.Enter))
-	tb.see("Add endpoint", "URL", "Event types")
+	tb.see("Add endpoint", "URL", "Event types", "Every event type, future ones included")
+	// The API's own words explain a refusal.
+	tb.typeInto("URL", "ftp://example.com/hook")
+	tb.click("Create endpoint")
+	tb.see("parameter_invalid", "reference ")
+	tb.clearField("URL")
 	tb.typeInto("URL", hook.URL+"/hook")
 	tb.typeInto("Description", "Orders service")
 	tb.click("Create endpoint")
@@ -344,6 +349,18 @@ func TestPortalInTheBrowser(t *testing.T) {
 	tb.see("Endpoints", "Orders service")
 	tb.screenshot("endpoints")
 
+	// Editing and deleting an endpoint.
+	tb.click("Edit")
+	tb.see("Edit endpoint")
+	tb.clearField("Description")
+	tb.typeInto("Description", "Orders service, v2")
+	tb.click("Save changes")
+	tb.see("Endpoint saved.", "Orders service, v2")
+	tb.click("Delete")
+	tb.see("Its pending deliveries end as failed.")
+	tb.click("Delete endpoint")
+	tb.see("Endpoint deleted.", "No endpoints yet.")
+
 	// Sign out: the tab forgets its token.
 	tb.click("Sign out")
 	tb.see("Signed out")
@@ -438,7 +455,7 @@ func TestPortalSessionsInTheBrowser(t *testing.T) {
 	})
 	tb := b.newTab(1280)
 	tb.open(link)
-	tb.see("Endpoints", hook.URL+"/hook", "Ledger", "Session ends", "Success rate (24 h)", "100 % (1 of 1 attempts)")
+	tb.see("Endpoints", hook.URL+"/hook", "Ledger", "Session ends", "Success rate (24 h)", "100 % (1 of 1 attempt)")
 	if accent := eval[string](tb, `getComputedStyle(document.documentElement).getPropertyValue("--accent").trim()`); accent != "#0a7d4f" {
 		t.Errorf("accent colour %q, want the session's #0a7d4f", accent)
 	}
@@ -446,7 +463,7 @@ func TestPortalSessionsInTheBrowser(t *testing.T) {
 
 	tb.click("Event types")
 	tb.see("Event types", "payout.paid", "Example payload", "deposit.received")
-	tb.screenshot("event-types")
+	tb.screenshotViewport("event-types")
 
 	tb.click("Endpoints")
 	tb.click(hook.URL + "/hook")

@@ -244,7 +244,7 @@ function confirmInline(anchor, question, confirmLabel, action, danger) {
 function rateText(health) {
   if (health.success_rate_24h === null || health.success_rate_24h === undefined) return 'No attempts in the last 24 hours';
   const pct = Math.round(health.success_rate_24h * 1000) / 10;
-  return `${pct} % (${health.succeeded_24h} of ${health.attempts_24h} attempts)`;
+  return `${pct} % (${health.succeeded_24h} of ${health.attempts_24h} ${health.attempts_24h === 1 ? 'attempt' : 'attempts'})`;
 }
 
 // healthFacts shows a subscription's health, then completes it with the
