@@ -194,10 +194,11 @@ func (tb *tab) notSee(texts ...string) {
 	}
 }
 
-// clickable is the XPath of a visible button or link whose text is label,
-// within the element matching scope (an XPath; "" is the whole page).
+// clickable is the XPath of a button, link or disclosure whose text is
+// label, within the element matching scope (an XPath; "" is the whole
+// page).
 func clickable(scope, label string) chromedp.Search {
-	return chromedp.Search(fmt.Sprintf(`%s//*[self::button or self::a][normalize-space()=%q]`, scope, label))
+	return chromedp.Search(fmt.Sprintf(`%s//*[self::button or self::a or self::summary][normalize-space()=%q]`, scope, label))
 }
 
 // click clicks the first visible button or link labelled label.

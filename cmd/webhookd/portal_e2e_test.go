@@ -230,7 +230,6 @@ func TestPortalInTheBrowser(t *testing.T) {
 	mustVerify(t, "test event", secret, hook.waitFor(t, 1))
 	tb.click("Attempts")
 	tb.see("scheduled", "204", "Answer (first 1 KiB)")
-	tb.screenshot("endpoint")
 	tb.click("Attempts") // closes it again
 
 	// A receiver answering 500: the failed attempt and the next retry show.
@@ -347,7 +346,6 @@ func TestPortalInTheBrowser(t *testing.T) {
 	narrow.screenshot("endpoints-375")
 	tb.route("#/endpoints")
 	tb.see("Endpoints", "Orders service")
-	tb.screenshot("endpoints")
 
 	// Editing and deleting an endpoint.
 	tb.click("Edit")
@@ -463,6 +461,8 @@ func TestPortalSessionsInTheBrowser(t *testing.T) {
 
 	tb.click("Event types")
 	tb.see("Event types", "payout.paid", "Example payload", "deposit.received")
+	tb.click("Example payload")
+	tb.see(`"currency": "EUR"`)
 	tb.screenshotViewport("event-types")
 
 	tb.click("Endpoints")

@@ -751,8 +751,8 @@ async function catalogue(view) {
     view.append(h('section', { class: 'card', 'aria-label': t.name },
       h('h2', null, h('code', null, t.name)),
       h('p', null, t.description),
-      h('h3', null, 'Example payload'),
-      h('pre', { tabindex: '0' }, JSON.stringify(t.example, null, 2))));
+      h('details', null, h('summary', null, 'Example payload'),
+        h('pre', { tabindex: '0' }, JSON.stringify(t.example, null, 2)))));
   }
 }
 
