@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -265,7 +266,8 @@ func TestPortalInTheBrowser(t *testing.T) {
 	tb.run(chromedp.Reload())
 	tb.see("disabled", "Recover every failed delivery since")
 	tb.click("Enable")
-	tb.see("Endpoint enabled.", "enabled")
+	tb.see("Endpoint enabled.")
+	tb.gone(`//button[normalize-space()="Enable"]`)
 	hook.answer(http.StatusNoContent, "")
 	tb.setField("Recover every failed delivery since", since.Format("2006-01-02T15:04:05"))
 	tb.click("Recover")
@@ -303,7 +305,37 @@ func TestPortalInTheBrowser(t *testing.T) {
 	tb.click("Apply")
 	tb.see("No deliveries.")
 
+	// Paging with the API's cursors: 21 more deliveries make a second page.
+	batch := make([]map[string]any, 21)
+	for i := range batch {
+		batch[i] = map[string]any{"merchant_id": "m_portal", "type": "payout.created", "payload": map[string]any{"id": fmt.Sprintf("po_%d", i)}}
+	}
+	n = hook.count()
+	if status, res := e.call("POST", "http://"+e.internal+"/internal/v1/events/batch", e2eToken, map[string]any{"events": batch}); status != 202 {
+		t.Fatalf("publish a batch: %d %v", status, res)
+	}
+	hook.waitFor(t, n+len(batch))
+	tb.run(chromedp.Reload())
+	tb.see("Deliveries", "Older")
+	rows := func() int { return eval[int](tb, `document.querySelectorAll("tr[data-delivery-id]").length`) }
+	if got := rows(); got != 20 {
+		t.Errorf("the first page shows %d deliveries, want 20", got)
+	}
+	firstPage := tb.text()
+	tb.click("Older")
+	tb.see("Newer")
+	tb.gone(`//button[normalize-space()="Older"]`)
+	if got := rows(); got == 0 || got > 20 {
+		t.Errorf("the second page shows %d deliveries", got)
+	}
+	tb.click("Newer")
+	tb.see("Older")
+	if tb.text() != firstPage {
+		t.Error("Newer does not show the first page again")
+	}
+
 	// Events: the list, one event's exact payload and its deliveries.
+	exact := e.publishRaw("m_portal", "payout.paid", `{"id":"po_2","amount":1.10,"fee":12345678901234567890,"status":"paid"}`)
 	tb.click("Events")
 	tb.see("Events", "payout.paid", "ping.test")
 	tb.setField("Event type", "payout.paid")
@@ -312,6 +344,9 @@ func TestPortalInTheBrowser(t *testing.T) {
 	tb.click(eventID)
 	tb.see("Payload", `"status": "paid"`, "Deliveries", "Open endpoint")
 	tb.screenshot("event")
+	// The payload shows as it was delivered, numbers as written.
+	tb.route("#/events/" + exact)
+	tb.see(`"amount": 1.10,`, `"fee": 12345678901234567890,`)
 
 	// Another merchant's ids are unreachable from this session.
 	otherKey := e.keysCreate("m_other")
@@ -387,6 +422,18 @@ func waitStatus(t *testing.T, e *engine, key, id, status string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("subscription %s never became %s", id, status)
+}
+
+// publishRaw publishes an event whose payload is the JSON text payload,
+// byte for byte, and answers its id.
+func (e *engine) publishRaw(merchant, eventType, payload string) string {
+	e.t.Helper()
+	status, ev := e.call("POST", "http://"+e.internal+"/internal/v1/events", e2eToken,
+		map[string]any{"merchant_id": merchant, "type": eventType, "payload": json.RawMessage(payload)})
+	if status != 202 {
+		e.t.Fatalf("publish: %d %v", status, ev)
+	}
+	return ev["id"].(string)
 }
 
 // mintSession issues a portal session for merchant on the internal

@@ -157,8 +157,9 @@ async function render() {
   const seq = ++state.renderSeq;
   const parts = (location.hash.replace(/^#\/?/, '') || 'endpoints').split('/').map(decodeURIComponent);
   markNav(parts[0]);
-  if (state.carried) flash(state.carried.kind, state.carried.text);
-  else flash('', '');
+  // The message of the action that led here shows with the page it is
+  // about, not over the page it leaves.
+  const carried = state.carried;
   state.carried = null;
   const view = h('div');
   let build;
@@ -186,6 +187,8 @@ async function render() {
     view.replaceChildren(h('h1', null, title), h('p', { class: 'notice error', role: 'alert' }, describe(err)));
   }
   if (seq !== state.renderSeq || state.ended) return;
+  if (carried) flash(carried.kind, carried.text);
+  else flash('', '');
   main.replaceChildren(view);
   if (!state.firstRender) main.focus({ preventScroll: false });
   state.firstRender = false;
@@ -512,7 +515,7 @@ function recoverForm(sub, deliveries) {
   const since = h('input', { id: 'recover-since', type: 'datetime-local', required: true, step: '1' });
   const button = h('button', { type: 'submit' }, 'Recover');
   const result = h('div', { 'aria-live': 'polite' });
-  const form = h('form', { class: 'inline' },
+  const form = h('form', { class: 'inline', novalidate: true },
     h('label', { for: 'recover-since' }, 'Recover every failed delivery since', since), button);
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
