@@ -379,6 +379,11 @@ func TestPortalInTheBrowser(t *testing.T) {
 		t.Error("at 375 px the page scrolls sideways")
 	}
 	narrow.screenshot("endpoints-375")
+	narrow.click(hook.URL + "/hook")
+	narrow.see("Deliveries", "Send test event")
+	if eval[bool](narrow, `document.documentElement.scrollWidth > document.documentElement.clientWidth`) {
+		t.Error("at 375 px the endpoint's page scrolls sideways")
+	}
 	tb.route("#/endpoints")
 	tb.see("Endpoints", "Orders service")
 
