@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
+
 	"github.com/webhookd/webhookd/admin"
 )
 
@@ -322,5 +324,39 @@ func TestPortalSessionCapabilities(t *testing.T) {
 	// Signing out needs only view.
 	if r := tw.do(request{Method: http.MethodDelete, Path: "/v1/portal_sessions/current", Key: readOnly.Token}); r.Status != http.StatusNoContent {
 		t.Errorf("sign out with a read-only session: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestPortalSessionOfTheOtherEnvironment: a sandbox engine's session is
+// refused by a production engine on the same database.
+func TestPortalSessionOfTheOtherEnvironment(t *testing.T) {
+	h := newHarness(t)
+	h.merchant("m_env")
+	s := h.session("m_env", nil)
+	production := h.twin(func(c *admin.Config) { c.Environment = "production" })
+	r := production.do(request{Method: http.MethodGet, Path: "/v1/webhook_subscriptions", Key: s.Token})
+	expectError(t, r, http.StatusUnauthorized, "authentication_required")
+	if r := h.do(request{Method: http.MethodGet, Path: "/v1/webhook_subscriptions", Key: s.Token}); r.Status != http.StatusOK {
+		t.Fatalf("the session on its own engine: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestPortalSessionsHaveTheirOwnBudget: each session spends its own API
+// budget, not a budget shared by every session.
+func TestPortalSessionsHaveTheirOwnBudget(t *testing.T) {
+	h := newHarness(t, func(c *admin.Config) { c.APIRate = redis_rate.Limit{Rate: 2, Burst: 2, Period: time.Minute} })
+	h.merchant("m_budget")
+	first, second := h.session("m_budget", nil), h.session("m_budget", nil)
+	list := func(s mintedSession) response {
+		return h.do(request{Method: http.MethodGet, Path: "/v1/webhook_subscriptions", Key: s.Token})
+	}
+	for range 2 {
+		if r := list(first); r.Status != http.StatusOK {
+			t.Fatalf("within the budget: %d %s", r.Status, r.Body)
+		}
+	}
+	expectError(t, list(first), http.StatusTooManyRequests, "rate_limit_exceeded")
+	if r := list(second); r.Status != http.StatusOK {
+		t.Errorf("another session is limited by the first one's use: %d %s", r.Status, r.Body)
 	}
 }

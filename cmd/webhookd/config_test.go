@@ -46,6 +46,9 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"WEBHOOKD_ALLOW_HTTP_TARGETS", "perhaps"},
 		{"WEBHOOKD_EVENT_TYPES", "payout"},
 		{"WEBHOOKD_TLS_CERT", "/etc/cert.pem"},
+		{"WEBHOOKD_PUBLIC_URL", "hooks.example.com"},
+		{"WEBHOOKD_PUBLIC_URL", "ftp://hooks.example.com"},
+		{"WEBHOOKD_PUBLIC_URL", "https://hooks.example.com/#x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
@@ -107,5 +110,23 @@ func TestUnknownVariablesWarn(t *testing.T) {
 				t.Errorf("logged %q, want a warning naming %q (none if empty)", out.String(), tt.closest)
 			}
 		})
+	}
+}
+
+func TestPublicURL(t *testing.T) {
+	tests := []struct {
+		configured, listen string
+		tls                bool
+		want               string
+	}{
+		{"", "127.0.0.1:8080", false, "http://127.0.0.1:8080"},
+		{"", "0.0.0.0:8443", true, "https://0.0.0.0:8443"},
+		{"https://hooks.example.com/", "0.0.0.0:8080", false, "https://hooks.example.com"},
+		{"https://example.com/webhooks", "0.0.0.0:8080", false, "https://example.com/webhooks"},
+	}
+	for _, tt := range tests {
+		if got, err := publicURL(tt.configured, tt.listen, tt.tls); err != nil || got != tt.want {
+			t.Errorf("publicURL(%q, %q, %v) = %q, %v; want %q", tt.configured, tt.listen, tt.tls, got, err, tt.want)
+		}
 	}
 }

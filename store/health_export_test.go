@@ -1,0 +1,36 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ExplainedHealth is what Postgres did to count an endpoint's attempts.
+type ExplainedHealth struct {
+	ExplainedList
+	// ExecutionMS is the statement's execution time as EXPLAIN measured it.
+	ExecutionMS float64
+}
+
+// ExplainSubscriptionAttemptsSince runs SubscriptionAttemptsSince's
+// statement under EXPLAIN ANALYZE, sent as the method sends it.
+func (s *Store) ExplainSubscriptionAttemptsSince(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time) (ExplainedHealth, error) {
+	var plan string
+	err := s.pool.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+subscriptionAttemptsSQL, merchantID, subscriptionID, since).Scan(&plan)
+	if err != nil {
+		return ExplainedHealth{}, fmt.Errorf("explain health: %w", err)
+	}
+	var doc []struct {
+		Plan          planNode
+		ExecutionTime float64 `json:"Execution Time"`
+	}
+	if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
+		return ExplainedHealth{}, fmt.Errorf("read plan: %v\n%s", err, plan)
+	}
+	return ExplainedHealth{ExplainedList: ExplainedList{RowsExamined: doc[0].Plan.rowsExamined(), Plan: plan},
+		ExecutionMS: doc[0].ExecutionTime}, nil
+}
