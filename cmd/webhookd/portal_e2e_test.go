@@ -570,10 +570,15 @@ func TestPortalSessionsInTheBrowser(t *testing.T) {
 	ro.checkClean()
 
 	// A session revoked while open: the next page says so.
-	revLink, revToken := e.mintSession(merchant, nil)
+	// It shows the session's logo too: the policy allows https images.
+	const logo = "https://logo.invalid/merchant.png"
+	revLink, revToken := e.mintSession(merchant, map[string]any{"branding": map[string]any{"logo_url": logo}})
 	rv := b.newTab(1280)
 	rv.open(revLink)
 	rv.see("Endpoints", hook.URL+"/hook")
+	if !rv.present(`//img[@id="logo"]`) || eval[string](rv, `document.getElementById("logo").src`) != logo {
+		t.Errorf("the session's logo is not shown:\n%s", eval[string](rv, `document.querySelector(".brand").outerHTML`))
+	}
 	if status, _ := e.call("DELETE", "http://"+e.internal+"/internal/v1/merchants/"+merchant+"/portal_sessions", e2eToken, nil); status != 204 {
 		t.Fatalf("revoke the merchant's sessions: %d", status)
 	}
