@@ -207,6 +207,9 @@ func TestPortalInTheBrowser(t *testing.T) {
 			break
 		}
 	}
+	if ring := eval[string](tb, `getComputedStyle(document.activeElement).outlineStyle`); ring == "none" {
+		t.Error("the focused button shows no focus ring")
+	}
 	tb.run(chromedp.KeyEvent(kb.Enter))
 	tb.see("Add endpoint", "URL", "Event types", "Every event type, future ones included")
 	// The API's own words explain a refusal.
