@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure what webhookd and its tests need is installed and running on
-# this machine: Go, PostgreSQL (127.0.0.1:5432, database "webhookd") and
-# Redis (127.0.0.1:6379, noeviction). Safe to run again; it only acts on
-# what is missing. Debian/Ubuntu, as root or with sudo.
+# this machine: Go, PostgreSQL (127.0.0.1:5432, database "webhookd"),
+# Redis (127.0.0.1:6379, noeviction) and Chromium (the portal's browser
+# tests). Safe to run again; it only acts on what is missing.
+# Debian/Ubuntu, as root or with sudo.
 set -euo pipefail
 
 SUDO=""
@@ -75,5 +76,10 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
     --dir /tmp/webhookd-redis --maxmemory-policy noeviction --logfile /tmp/webhookd-redis/redis.log
   for _ in $(seq 1 50); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.2; done
+fi
+# Chromium: the portal's browser tests drive Debian's headless Chromium.
+if [ ! -x /usr/bin/chromium ]; then
+  echo "services: installing Chromium" >&2
+  apt_install chromium
 fi
 echo "services: PostgreSQL and Redis are up" >&2

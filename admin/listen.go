@@ -15,7 +15,9 @@ import (
 	"github.com/webhookd/webhookd/store"
 )
 
-// listenRoutes is GET /v1/listen, the WebSocket of `webhookd listen`.
+// listenRoutes is GET /v1/listen, the WebSocket of `webhookd listen`. It
+// takes an API key with webhooks:write, never a portal session: the
+// listener's signing secret is derived from the key.
 func (s *Server) listenRoutes(r chi.Router) {
 	r.With(s.requireScope(ScopeWrite)).Get("/listen", s.handle(s.listen))
 }

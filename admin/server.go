@@ -88,6 +88,9 @@ type Config struct {
 	// ListenerGrace is how long a listener (`webhookd listen`) outlives its
 	// connection, for the command to reconnect; zero means 30 s.
 	ListenerGrace time.Duration
+	// Portal, when set, serves the merchant portal's web pages at /portal/
+	// on the public listener; the pages call /v1 like any client.
+	Portal http.Handler
 }
 
 // Server serves the HTTP surfaces.
@@ -194,6 +197,9 @@ func (s *Server) Public() http.Handler {
 		r.Use(s.authenticate(serviceKey), s.limitRate(s.apiRateLimit()), s.idempotent(false))
 		s.legacyRoutes(r)
 	})
+	if s.cfg.Portal != nil {
+		s.portalRoutes(r)
+	}
 	return r
 }
 

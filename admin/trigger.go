@@ -8,6 +8,7 @@ import (
 
 	"github.com/webhookd/webhookd/catalogue"
 	"github.com/webhookd/webhookd/producer"
+	"github.com/webhookd/webhookd/sessions"
 )
 
 // sandbox is the environment where events may be triggered by hand.
@@ -20,7 +21,7 @@ var errTriggerLive = newError(http.StatusForbidden, catInvalidRequest, "permissi
 
 // triggerRoutes is POST /v1/event_types/{type}/trigger.
 func (s *Server) triggerRoutes(r chi.Router) {
-	r.With(s.requireScope(ScopeWrite)).Post("/event_types/{type}/trigger", s.handle(s.triggerEvent))
+	r.With(s.requireCapability(sessions.ManageEndpoints)).Post("/event_types/{type}/trigger", s.handle(s.triggerEvent))
 }
 
 // triggerEvent publishes an event of the type named in the path, with the

@@ -25,6 +25,7 @@ import (
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/producer"
+	"github.com/webhookd/webhookd/portal"
 	"github.com/webhookd/webhookd/retry"
 )
 
@@ -55,6 +56,7 @@ type config struct {
 	APIVersions         string        `env:"WEBHOOKD_API_VERSIONS"`
 	EventTypes          []string      `env:"WEBHOOKD_EVENT_TYPES" envSeparator:","`
 	TrustedProxies      []string      `env:"WEBHOOKD_TRUSTED_PROXIES" envSeparator:","`
+	FrameAncestors      []string      `env:"WEBHOOKD_PORTAL_FRAME_ANCESTORS" envSeparator:","`
 	MaxBodyBytes        int64         `env:"WEBHOOKD_MAX_BODY_BYTES" envDefault:"1048576"`
 	MaxPayloadBytes     int           `env:"WEBHOOKD_MAX_PAYLOAD_BYTES" envDefault:"262144"`
 	LogLevel            slog.Level    `env:"WEBHOOKD_LOG_LEVEL" envDefault:"info"`
@@ -69,6 +71,8 @@ type config struct {
 	apiRate        redis_rate.Limit
 	versions       admin.Versions
 	trustedProxies []netip.Prefix
+	// frameAncestors are the origins that may show the portal in a frame.
+	frameAncestors []string
 	redisOpts      *redis.Options
 	// masterKeyGenerated is set when WEBHOOKD_MASTER_KEY is unset and
 	// masterKey was made up for this process (sandbox only).
@@ -137,6 +141,9 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	c.testEventRate = rate
 	if c.apiRate, err = parseRate(c.APIRate); err != nil {
 		return c, bad("WEBHOOKD_API_RATE", err)
+	}
+	if c.frameAncestors, err = portal.ParseFrameAncestors(c.FrameAncestors); err != nil {
+		return c, bad("WEBHOOKD_PORTAL_FRAME_ANCESTORS", err)
 	}
 	c.versions = admin.DefaultVersions()
 	if c.APIVersions != "" {

@@ -37,6 +37,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"WEBHOOKD_API_RATE", "100 per second"},
 		{"WEBHOOKD_API_VERSIONS", `[{"name":"yesterday"}]`},
 		{"WEBHOOKD_TRUSTED_PROXIES", "not-a-cidr"},
+		{"WEBHOOKD_PORTAL_FRAME_ANCESTORS", "dashboard.example.com"},
+		{"WEBHOOKD_PORTAL_FRAME_ANCESTORS", "https://dashboard.example.com/portal"},
 		{"WEBHOOKD_REDIS_URL", "http://nope"},
 		{"WEBHOOKD_WORKER_CONCURRENCY", "0"},
 		{"WEBHOOKD_STARTUP_TIMEOUT", "-1s"},

@@ -37,6 +37,7 @@ import (
 	"github.com/webhookd/webhookd/internal/keyscli"
 	"github.com/webhookd/webhookd/internal/outagelog"
 	"github.com/webhookd/webhookd/merchants"
+	"github.com/webhookd/webhookd/portal"
 	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store"
 )
@@ -402,7 +403,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		MaxBodyBytes: cfg.MaxBodyBytes, EventTypes: cfg.eventTypes(), MaxSubscriptions: cfg.MaxSubscriptions,
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate, PublicURL: cfg.PublicURL, KeyUsage: keyUsage,
-		ListenerGrace: cfg.ListenerGrace,
+		ListenerGrace: cfg.ListenerGrace, Portal: portal.New(portal.Config{FrameAncestors: cfg.frameAncestors}),
 	})
 	if err != nil {
 		return err
