@@ -17,6 +17,9 @@ type EventType struct {
 	Description string `json:"description"`
 	// Example is a payload of this type, as the envelope's data carries it.
 	Example json.RawMessage `json:"example"`
+	// Subscribable is false for ping.test alone: webhookd sends it to one
+	// subscription on request, and no subscription may name it.
+	Subscribable bool `json:"subscribable"`
 }
 
 // payout is the example payout snapshot of the payout events, as
@@ -82,19 +85,28 @@ func Default() []EventType {
 		})
 	}
 	return []EventType{
-		{"payout.created", "A payout is created and queued.", payout("created")},
-		{"payout.initiated", "The payout was sent to the payment rail.", payout("initiated")},
-		{"payout.paid", "The payout settled at the destination.", payout("paid")},
-		{"payout.failed", "The payout could not be completed; payload.failure holds the details.", payout("failed")},
-		{"return.initiated", "A return of a previous deposit is queued.", refund("initiated")},
-		{"return.paid", "The return settled at the destination.", refund("paid")},
-		{"return.failed", "The return could not be completed.", refund("failed")},
-		{"return.returned", "A paid return was reversed and the funds were credited back.", refund("returned")},
-		{"deposit.received", "An incoming transfer was credited to an account.", deposit},
-		{"conversion.created", "A currency conversion is queued.", conversion("created")},
-		{"conversion.succeeded", "The conversion completed and the funds are available in the target account.", conversion("succeeded")},
-		{"conversion.failed", "The conversion could not be completed.", conversion("failed")},
+		{"payout.created", "A payout is created and queued.", payout("created"), true},
+		{"payout.initiated", "The payout was sent to the payment rail.", payout("initiated"), true},
+		{"payout.paid", "The payout settled at the destination.", payout("paid"), true},
+		{"payout.failed", "The payout could not be completed; payload.failure holds the details.", payout("failed"), true},
+		{"return.initiated", "A return of a previous deposit is queued.", refund("initiated"), true},
+		{"return.paid", "The return settled at the destination.", refund("paid"), true},
+		{"return.failed", "The return could not be completed.", refund("failed"), true},
+		{"return.returned", "A paid return was reversed and the funds were credited back.", refund("returned"), true},
+		{"deposit.received", "An incoming transfer was credited to an account.", deposit, true},
+		{"conversion.created", "A currency conversion is queued.", conversion("created"), true},
+		{"conversion.succeeded", "The conversion completed and the funds are available in the target account.", conversion("succeeded"), true},
+		{"conversion.failed", "The conversion could not be completed.", conversion("failed"), true},
 	}
+}
+
+// Test is ping.test, the synthetic event of send_test_event and of the
+// endpoint check: listed so merchants know its shape, never subscribable.
+func Test() EventType {
+	return EventType{Name: "ping.test", Subscribable: false,
+		Description: "A test event sent on request to one subscription (send_test_event, Check my endpoint); handlers may ignore it.",
+		Example: object(map[string]any{"subscription_id": "0193a5e0-1111-7a2b-8c3d-4e5f6a7b8c9d",
+			"message": "This is a test event sent by webhookd. Handlers may ignore it."})}
 }
 
 // Names returns the names of Default, in order.
@@ -119,7 +131,7 @@ func For(names []string) []EventType {
 			continue
 		}
 		out = append(out, EventType{Name: n, Description: "An event type this deployment adds to the standard catalogue.",
-			Example: json.RawMessage(`{}`)})
+			Example: json.RawMessage(`{}`), Subscribable: true})
 	}
 	return out
 }

@@ -343,7 +343,7 @@ async function endpointForm(view, id) {
   let readTypes;
   if (types) {
     const all = h('input', { type: 'checkbox', value: '*', checked: chosen.has('*') });
-    const boxes = types.map((t) => h('input', { type: 'checkbox', value: t.name, checked: chosen.has(t.name) }));
+    const boxes = types.filter((t) => t.subscribable).map((t) => h('input', { type: 'checkbox', value: t.name, checked: chosen.has(t.name) }));
     typeField = h('fieldset', null, h('legend', null, 'Event types'),
       h('label', null, all, 'Every event type, future ones included'),
       h('div', { class: 'checks' }, boxes.map((b) => h('label', null, b, b.value))));
