@@ -152,7 +152,7 @@ func isHelp(arg string) bool { return slices.Contains([]string{"help", "-h", "--
 func newLogger(stderr io.Writer, cfg config) *slog.Logger {
 	jsonLines := slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})
 	logger := slog.New(outagelog.NewHandler(jsonLines, redisLogInterval,
-		outagelog.Service{Name: "Redis", Variable: "WEBHOOKD_REDIS_URL", Addr: cfg.redisOpts.Addr}))
+		outagelog.Service{Name: "Redis", Variable: "WEBHOOKD_REDIS_URL", Addr: cfg.redisConn.Addr()}))
 	redis.SetLogger(redisLogger{logger.With("component", "go-redis")})
 	slog.SetDefault(logger)
 	return logger
@@ -364,7 +364,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		return err
 	}
 	defer st.Close()
-	rc := redis.NewClient(cfg.redisOpts)
+	rc := cfg.redisConn.NewClient()
 	defer rc.Close()
 
 	reg := prometheus.NewRegistry()
