@@ -177,16 +177,18 @@ func (c *RedisConn) NewClient() redis.UniversalClient {
 	}
 }
 
-// Addr names the connection in logs: the server's address, or the list
-// of Sentinels or Cluster nodes.
-func (c *RedisConn) Addr() string {
+// Addrs are the addresses the URL names, as go-redis's errors spell
+// them: the server's (host:port or socket path), the Sentinels' or the
+// Cluster nodes'. The master a Sentinel names, and the Cluster nodes not
+// in the URL, are learnt at run time and not among them.
+func (c *RedisConn) Addrs() []string {
 	switch {
 	case c.Sentinel != nil:
-		return "sentinel " + strings.Join(c.Sentinel.SentinelAddrs, ",") + " master " + c.Sentinel.MasterName
+		return c.Sentinel.SentinelAddrs
 	case c.Cluster != nil:
-		return "cluster " + strings.Join(c.Cluster.Addrs, ",")
+		return c.Cluster.Addrs
 	default:
-		return c.Server.Addr
+		return []string{c.Server.Addr}
 	}
 }
 

@@ -79,6 +79,9 @@ func TestParseSentinelURL(t *testing.T) {
 			o.SentinelPassword != tc.sentinelPassword || o.DB != tc.db || (o.TLSConfig != nil) != tc.tls {
 			t.Errorf("%s: asynq options %+v", tc.url, o)
 		}
+		if got := strings.Join(parsed.Addrs(), " "); got != strings.Join(tc.addrs, " ") {
+			t.Errorf("%s: Addrs() = %s", tc.url, got)
+		}
 		if parsed.NewClient().Close() != nil {
 			t.Errorf("%s: closing the client failed", tc.url)
 		}

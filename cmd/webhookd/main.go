@@ -151,8 +151,11 @@ func isHelp(arg string) bool { return slices.Contains([]string{"help", "-h", "--
 // routed to it, so that every line is JSON.
 func newLogger(stderr io.Writer, cfg config) *slog.Logger {
 	jsonLines := slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})
-	logger := slog.New(outagelog.NewHandler(jsonLines, redisLogInterval,
-		outagelog.Service{Name: "Redis", Variable: "WEBHOOKD_REDIS_URL", Addr: cfg.redisConn.Addr()}))
+	var services []outagelog.Service
+	for _, addr := range cfg.redisConn.Addrs() {
+		services = append(services, outagelog.Service{Name: "Redis", Variable: "WEBHOOKD_REDIS_URL", Addr: addr})
+	}
+	logger := slog.New(outagelog.NewHandler(jsonLines, redisLogInterval, services...))
 	redis.SetLogger(redisLogger{logger.With("component", "go-redis")})
 	slog.SetDefault(logger)
 	return logger
