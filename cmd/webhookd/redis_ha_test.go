@@ -102,6 +102,31 @@ func (d *haDeployment) sweeperRequeued() float64 {
 	return sum
 }
 
+// watchReadiness polls the processes' /readyz until stop is closed, then
+// sends the set of those that answered not-ready at least once.
+func (d *haDeployment) watchReadiness(ps []*process, stop <-chan struct{}) <-chan map[*process]bool {
+	out := make(chan map[*process]bool, 1)
+	go func() {
+		seen := map[*process]bool{}
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			for _, p := range ps {
+				if !p.ready() {
+					seen[p] = true
+				}
+			}
+			select {
+			case <-stop:
+				out <- seen
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
+}
+
 // report logs the delivery summary line of a run.
 func (d *haDeployment) report(name string, v verification, took time.Duration) {
 	d.mu.Lock()
@@ -153,13 +178,18 @@ func TestRedisHighAvailability(t *testing.T) {
 		retriedBefore := d.retried
 		d.mu.Unlock()
 		struck = time.Now()
+		watched := make(chan struct{})
+		notReady := d.watchReadiness(d.live(killed), watched)
 		failover := sentinel.KillMaster()
 		ready = d.waitAllReady(d.live(killed), 60*time.Second)
+		close(watched)
 		d.mu.Lock()
 		retried := d.retried - retriedBefore
 		d.mu.Unlock()
-		t.Logf("REPORT sentinel master SIGKILL: killed %s into publishing; replica promoted %s after; every live process ready %s after the promotion without a restart; %d publishes retried meanwhile",
-			struck.Sub(start).Round(time.Millisecond), failover.Round(time.Millisecond), ready.Round(time.Millisecond), retried)
+		t.Logf("REPORT sentinel master SIGKILL: killed %s into publishing; replica promoted %s after; %d of %d live processes reported not-ready meanwhile;"+
+			" every live process ready %s after the promotion without a restart; %d publishes retried meanwhile",
+			struck.Sub(start).Round(time.Millisecond), failover.Round(time.Millisecond), len(<-notReady), len(d.live(killed)),
+			ready.Round(time.Millisecond), retried)
 
 		<-done
 		if len(d.accepted) != events {
@@ -188,6 +218,14 @@ func TestRedisHighAvailability(t *testing.T) {
 		v := d.verify(60*time.Second, false)
 		d.report("cluster (3 masters, no fault)", v, time.Since(start)-v.checking)
 		logKeysPerNode(t, cluster)
+		// The queue metrics (asynq's per-queue scripts) work on Cluster.
+		_, series := scrape(t, "http://"+d.workers[0].internal+"/metrics")
+		for _, queue := range []string{"deliveries", "ingest", "maintenance"} {
+			name := `asynq_queue_memory_usage_approx_bytes{queue="` + queue + `"}`
+			if _, ok := series[name]; !ok {
+				t.Errorf("a worker on Cluster does not export %s", name)
+			}
+		}
 	})
 }
 
