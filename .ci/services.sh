@@ -70,6 +70,11 @@ if ! command -v redis-server >/dev/null 2>&1; then
   echo "services: installing Redis" >&2
   apt_install redis-server
 fi
+# The Sentinel tests start their own redis-sentinel processes.
+if ! command -v redis-sentinel >/dev/null 2>&1; then
+  echo "services: installing Redis Sentinel" >&2
+  apt_install redis-sentinel
+fi
 if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   echo "services: starting Redis" >&2
   mkdir -p /tmp/webhookd-redis

@@ -35,7 +35,7 @@ type env struct {
 	t      *testing.T
 	store  *store.Store
 	redis  *storetest.Redis
-	rc     *redis.Client
+	rc     redis.UniversalClient
 	sealer *signer.Sealer
 	cfg    dispatcher.Config
 }
@@ -71,6 +71,21 @@ func newEnvOn(t *testing.T, st *store.Store) *env {
 		SweepInterval: time.Second, SweepGrace: 100 * time.Millisecond, DefaultAPIVersion: testVersion,
 		Version: "test",
 	}
+	return e
+}
+
+// newClusterEnv is newEnv on a Redis Cluster of three masters (e.redis is
+// nil: there is no single server to stop).
+func newClusterEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	cluster := storetest.NewCluster(t)
+	conn, err := producer.ParseRedisURL(cluster.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.redis, e.rc, e.cfg.Redis = nil, conn.NewClient(), producer.AsynqRedisOpt(conn)
+	t.Cleanup(func() { e.rc.Close() })
 	return e
 }
 

@@ -2,45 +2,269 @@ package producer
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 )
 
-// ParseRedisURL reads a Redis URL the way webhookd reads
-// WEBHOOKD_REDIS_URL, so that the core API and the engine agree on what a
-// URL means: redis://[user:password@]host:port[/db], rediss://… for TLS,
-// or unix://[user:password@]/path/to/socket[?db=N].
-func ParseRedisURL(rawURL string) (*redis.Options, error) {
-	opt, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("expected a Redis URL such as redis://127.0.0.1:6379/0, rediss://host:6380/0 or unix:///run/redis.sock: %w", err)
-	}
-	return opt, nil
+// The schemes of the highly available topologies. The TLS forms add an s
+// to "redis", as rediss:// does for a single server.
+const (
+	schemeSentinel    = "redis-sentinel"
+	schemeSentinelTLS = "rediss-sentinel"
+	schemeCluster     = "redis-cluster"
+	schemeClusterTLS  = "rediss-cluster"
+)
+
+// Default ports of a host named without one.
+const (
+	defaultSentinelPort = "26379"
+	defaultClusterPort  = "6379"
+)
+
+// urlForms is what every parse error says the URL should look like.
+const urlForms = "expected a Redis URL such as redis://127.0.0.1:6379/0, rediss://host:6380/0, unix:///run/redis.sock, " +
+	"redis-sentinel://host1:26379,host2:26379/mymaster/0 or redis-cluster://host1:7000,host2:7001"
+
+// RedisConn is where a Redis URL points: exactly one of Server (one
+// server), Sentinel (the master a set of Sentinels names) and Cluster (a
+// Redis Cluster, found from any of its nodes) is set.
+type RedisConn struct {
+	Server   *redis.Options
+	Sentinel *redis.FailoverOptions
+	Cluster  *redis.ClusterOptions
 }
 
-// AsynqRedisOpt is the asynq connection of go-redis options: the same
-// server, credentials, database and TLS, so that a go-redis client and the
-// asynq clients made from one URL reach the same place.
-func AsynqRedisOpt(o *redis.Options) asynq.RedisClientOpt {
-	return asynq.RedisClientOpt{Network: o.Network, Addr: o.Addr, Username: o.Username, Password: o.Password,
-		DB: o.DB, TLSConfig: o.TLSConfig, PoolSize: o.PoolSize}
+// ParseRedisURL reads a Redis URL the way webhookd reads
+// WEBHOOKD_REDIS_URL, so that the core API and the engine agree on what a
+// URL means:
+//
+//   - redis://[user:password@]host:port[/db], rediss://… for TLS;
+//   - unix://[user:password@]/path/to/socket[?db=N];
+//   - redis-sentinel://[user:password@]host1:26379,host2:26379/MASTER[/db]
+//     (rediss-sentinel://… for TLS to the Sentinels and the servers); the
+//     user and password are the servers'; the Sentinels' own, if they
+//     have one, go in ?sentinel_username=…&sentinel_password=…;
+//   - redis-cluster://[user:password@]host1:7000,host2:7001 (rediss-cluster://
+//     for TLS): any nodes of the Cluster, which tells the others; database 0
+//     only, as Cluster has no other.
+func ParseRedisURL(rawURL string) (*RedisConn, error) {
+	scheme, _, _ := strings.Cut(rawURL, "://")
+	var (
+		c   RedisConn
+		err error
+	)
+	switch scheme {
+	case schemeSentinel, schemeSentinelTLS:
+		c.Sentinel, err = parseSentinelURL(rawURL)
+	case schemeCluster, schemeClusterTLS:
+		c.Cluster, err = parseClusterURL(rawURL)
+	default:
+		c.Server, err = redis.ParseURL(rawURL)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", urlForms, err)
+	}
+	return &c, nil
+}
+
+// parseSentinelURL reads redis-sentinel:// and rediss-sentinel:// URLs.
+func parseSentinelURL(rawURL string) (*redis.FailoverOptions, error) {
+	u, addrs, err := parseMultiHost(rawURL, defaultSentinelPort)
+	if err != nil {
+		return nil, err
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if parts[0] == "" || len(parts) > 2 {
+		return nil, fmt.Errorf("%s://…/MASTER_NAME[/DB]: the path must name the master, then optionally the database", u.Scheme)
+	}
+	o := &redis.FailoverOptions{MasterName: parts[0], SentinelAddrs: addrs}
+	if len(parts) == 2 {
+		if o.DB, err = strconv.Atoi(parts[1]); err != nil || o.DB < 0 {
+			return nil, fmt.Errorf("invalid database %q", parts[1])
+		}
+	}
+	o.Username, o.Password = credentials(u)
+	q := u.Query()
+	o.SentinelUsername, o.SentinelPassword = q.Get("sentinel_username"), q.Get("sentinel_password")
+	q.Del("sentinel_username")
+	q.Del("sentinel_password")
+	if len(q) > 0 {
+		return nil, fmt.Errorf("unknown parameters %q: only sentinel_username and sentinel_password", q.Encode())
+	}
+	if u.Scheme == schemeSentinelTLS {
+		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return o, nil
+}
+
+// parseClusterURL reads redis-cluster:// and rediss-cluster:// URLs.
+func parseClusterURL(rawURL string) (*redis.ClusterOptions, error) {
+	u, addrs, err := parseMultiHost(rawURL, defaultClusterPort)
+	if err != nil {
+		return nil, err
+	}
+	if p := strings.Trim(u.Path, "/"); p != "" && p != "0" {
+		return nil, fmt.Errorf("database %q: a Redis Cluster has database 0 only", p)
+	}
+	if u.RawQuery != "" {
+		return nil, fmt.Errorf("unknown parameters %q", u.RawQuery)
+	}
+	o := &redis.ClusterOptions{Addrs: addrs}
+	o.Username, o.Password = credentials(u)
+	if u.Scheme == schemeClusterTLS {
+		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return o, nil
+}
+
+// parseMultiHost parses a URL whose host is a comma-separated list of
+// host[:port], giving each its port.
+func parseMultiHost(rawURL, defaultPort string) (*url.URL, []string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if u.Host == "" {
+		return nil, nil, errors.New("no host")
+	}
+	var addrs []string
+	for _, h := range strings.Split(u.Host, ",") {
+		if h == "" {
+			return nil, nil, fmt.Errorf("empty host in %q", u.Host)
+		}
+		host, port, err := net.SplitHostPort(h)
+		if err != nil {
+			host, port = h, defaultPort
+		}
+		if host == "" {
+			return nil, nil, fmt.Errorf("host %q: no name", h)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, nil, fmt.Errorf("host %q: invalid port", h)
+		}
+		addrs = append(addrs, net.JoinHostPort(host, port))
+	}
+	return u, addrs, nil
+}
+
+// credentials are the URL's user and password, either possibly empty.
+func credentials(u *url.URL) (user, password string) {
+	if u.User == nil {
+		return "", ""
+	}
+	password, _ = u.User.Password()
+	return u.User.Username(), password
+}
+
+// NewClient returns a go-redis client on the connection: a *redis.Client,
+// a failover client following the Sentinels' master, or a
+// *redis.ClusterClient.
+func (c *RedisConn) NewClient() redis.UniversalClient {
+	switch {
+	case c.Sentinel != nil:
+		return redis.NewFailoverClient(c.Sentinel)
+	case c.Cluster != nil:
+		return redis.NewClusterClient(c.Cluster)
+	default:
+		return redis.NewClient(c.Server)
+	}
+}
+
+// Addrs are the addresses the URL names, as go-redis's errors spell
+// them: the server's (host:port or socket path), the Sentinels' or the
+// Cluster nodes'. The master a Sentinel names, and the Cluster nodes not
+// in the URL, are learnt at run time and not among them.
+func (c *RedisConn) Addrs() []string {
+	switch {
+	case c.Sentinel != nil:
+		return c.Sentinel.SentinelAddrs
+	case c.Cluster != nil:
+		return c.Cluster.Addrs
+	default:
+		return []string{c.Server.Addr}
+	}
+}
+
+// SetTLSConfig replaces the TLS configuration (a private CA, a client
+// certificate); on a URL without TLS it turns TLS on.
+func (c *RedisConn) SetTLSConfig(t *tls.Config) {
+	switch {
+	case c.Sentinel != nil:
+		c.Sentinel.TLSConfig = t
+	case c.Cluster != nil:
+		c.Cluster.TLSConfig = t
+	default:
+		c.Server.TLSConfig = t
+	}
+}
+
+// SetPoolSize bounds the connections of each client to each server.
+func (c *RedisConn) SetPoolSize(n int) {
+	switch {
+	case c.Sentinel != nil:
+		c.Sentinel.PoolSize = n
+	case c.Cluster != nil:
+		c.Cluster.PoolSize = n
+	default:
+		c.Server.PoolSize = n
+	}
+}
+
+// PoolSize is the bound SetPoolSize set, 0 for go-redis's default.
+func (c *RedisConn) PoolSize() int {
+	switch {
+	case c.Sentinel != nil:
+		return c.Sentinel.PoolSize
+	case c.Cluster != nil:
+		return c.Cluster.PoolSize
+	default:
+		return c.Server.PoolSize
+	}
+}
+
+// AsynqRedisOpt is the asynq connection of a parsed URL: the same
+// servers, credentials, database and TLS, so that a go-redis client and
+// the asynq clients made from one URL reach the same place. It is an
+// asynq.RedisClientOpt, RedisFailoverClientOpt or RedisClusterClientOpt.
+// asynq's Cluster option has no pool size: its clients keep go-redis's
+// default per node.
+func AsynqRedisOpt(c *RedisConn) asynq.RedisConnOpt {
+	switch {
+	case c.Sentinel != nil:
+		o := c.Sentinel
+		return asynq.RedisFailoverClientOpt{MasterName: o.MasterName, SentinelAddrs: o.SentinelAddrs,
+			SentinelUsername: o.SentinelUsername, SentinelPassword: o.SentinelPassword,
+			Username: o.Username, Password: o.Password, DB: o.DB, PoolSize: o.PoolSize, TLSConfig: o.TLSConfig}
+	case c.Cluster != nil:
+		o := c.Cluster
+		return asynq.RedisClusterClientOpt{Addrs: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig}
+	default:
+		o := c.Server
+		return asynq.RedisClientOpt{Network: o.Network, Addr: o.Addr, Username: o.Username, Password: o.Password,
+			DB: o.DB, TLSConfig: o.TLSConfig, PoolSize: o.PoolSize}
+	}
 }
 
 // Option adjusts the connection NewFromURL makes.
-type Option func(*asynq.RedisClientOpt)
+type Option func(*RedisConn)
 
-// WithTLSConfig replaces the TLS configuration of a rediss:// URL (a
-// private CA, a client certificate); with another scheme it turns TLS on.
+// WithTLSConfig replaces the TLS configuration of a TLS URL (a private
+// CA, a client certificate); with another scheme it turns TLS on.
 func WithTLSConfig(c *tls.Config) Option {
-	return func(o *asynq.RedisClientOpt) { o.TLSConfig = c }
+	return func(o *RedisConn) { o.SetTLSConfig(c) }
 }
 
 // WithPoolSize bounds the connections to Redis of each of the producer's
 // clients (go-redis's default is ten per CPU).
 func WithPoolSize(n int) Option {
-	return func(o *asynq.RedisClientOpt) { o.PoolSize = n }
+	return func(o *RedisConn) { o.SetPoolSize(n) }
 }
 
 // NewFromURL returns a Producer on the Redis at rawURL, which takes the
@@ -48,13 +272,12 @@ func WithPoolSize(n int) Option {
 // WEBHOOKD_REDIS_URL. It connects lazily: an unreachable Redis is an
 // error of the first Publish, not of NewFromURL.
 func NewFromURL(rawURL string, opts ...Option) (*Producer, error) {
-	parsed, err := ParseRedisURL(rawURL)
+	conn, err := ParseRedisURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	conn := AsynqRedisOpt(parsed)
 	for _, o := range opts {
-		o(&conn)
+		o(conn)
 	}
-	return New(conn), nil
+	return New(AsynqRedisOpt(conn)), nil
 }

@@ -28,6 +28,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/webhookd/webhookd/producer"
 )
 
 // scenarios in the order -scenario all runs them: the ones that leave
@@ -128,7 +130,7 @@ type bench struct {
 	cfg     config
 	eng     *engine
 	db      *pgxpool.Pool
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	log     io.Writer
 	reports []*report
 }
@@ -150,11 +152,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			return fmt.Errorf("postgres: %w", err)
 		}
 		b.db = db
-		opt, err := redis.ParseURL(cfg.redisURL)
+		// The engine's parser: every form WEBHOOKD_REDIS_URL takes. On a
+		// Cluster, INFO (memory, CPU) is one node's.
+		conn, err := producer.ParseRedisURL(cfg.redisURL)
 		if err != nil {
 			return fmt.Errorf("redis: %w", err)
 		}
-		b.rdb = redis.NewClient(opt)
+		b.rdb = conn.NewClient()
 		defer b.rdb.Close()
 		if err := b.rdb.Ping(ctx).Err(); err != nil {
 			return fmt.Errorf("redis: %w", err)

@@ -207,7 +207,7 @@ func isPostgresOf(cmdline, database string) bool {
 }
 
 // redisInfo reads integer or float fields of INFO section.
-func redisInfo(ctx context.Context, rdb *redis.Client, section string, keys ...string) (map[string]float64, error) {
+func redisInfo(ctx context.Context, rdb redis.UniversalClient, section string, keys ...string) (map[string]float64, error) {
 	text, err := rdb.Info(ctx, section).Result()
 	if err != nil {
 		return nil, fmt.Errorf("redis INFO %s: %w", section, err)
@@ -233,7 +233,7 @@ func redisInfo(ctx context.Context, rdb *redis.Client, section string, keys ...s
 }
 
 // redisCPU is the Redis server's own CPU seconds.
-func redisCPU(ctx context.Context, rdb *redis.Client) (float64, bool) {
+func redisCPU(ctx context.Context, rdb redis.UniversalClient) (float64, bool) {
 	m, err := redisInfo(ctx, rdb, "cpu", "used_cpu_user", "used_cpu_sys")
 	if err != nil {
 		return 0, false
@@ -242,7 +242,7 @@ func redisCPU(ctx context.Context, rdb *redis.Client) (float64, bool) {
 }
 
 // redisUsedMemory is INFO memory used_memory, in bytes.
-func redisUsedMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
+func redisUsedMemory(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
 	m, err := redisInfo(ctx, rdb, "memory", "used_memory")
 	if err != nil {
 		return 0, err

@@ -20,12 +20,11 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/portal"
+	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
 )
 
@@ -73,7 +72,7 @@ type config struct {
 	trustedProxies []netip.Prefix
 	// frameAncestors are the origins that may show the portal in a frame.
 	frameAncestors []string
-	redisOpts      *redis.Options
+	redisConn      *producer.RedisConn
 	// masterKeyGenerated is set when WEBHOOKD_MASTER_KEY is unset and
 	// masterKey was made up for this process (sandbox only).
 	masterKeyGenerated bool
@@ -162,12 +161,15 @@ func loadConfig(logger *slog.Logger) (config, error) {
 		}
 		c.trustedProxies = append(c.trustedProxies, prefix)
 	}
-	if c.redisOpts, err = producer.ParseRedisURL(c.RedisURL); err != nil {
+	if c.redisConn, err = producer.ParseRedisURL(c.RedisURL); err != nil {
 		return c, bad("WEBHOOKD_REDIS_URL", err)
 	}
 	if c.WorkerConcurrency < 1 {
 		return c, bad("WEBHOOKD_WORKER_CONCURRENCY", fmt.Errorf("must be at least 1"))
 	}
+	// Every client of the process, go-redis's and asynq's, gets a pool
+	// sized for the workers.
+	c.redisConn.SetPoolSize(max(c.redisConn.PoolSize(), 2*c.WorkerConcurrency))
 	if c.MaxBodyBytes < 1024 {
 		return c, bad("WEBHOOKD_MAX_BODY_BYTES", fmt.Errorf("must be at least 1024"))
 	}
@@ -293,13 +295,9 @@ func (c config) eventTypes() []string {
 	return types
 }
 
-// asynqRedis turns the go-redis options into asynq's, so that both clients
-// read one URL, with a pool sized for the workers.
-func (c config) asynqRedis() asynq.RedisClientOpt {
-	o := producer.AsynqRedisOpt(c.redisOpts)
-	o.PoolSize = max(o.PoolSize, 2*c.WorkerConcurrency)
-	return o
-}
+// asynqRedis turns the parsed URL into asynq's options, so that both
+// clients read one URL.
+func (c config) asynqRedis() asynq.RedisConnOpt { return producer.AsynqRedisOpt(c.redisConn) }
 
 // requireHTTPS is true when the public listener is reachable from other
 // hosts over plain HTTP.

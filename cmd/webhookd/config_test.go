@@ -40,6 +40,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"WEBHOOKD_PORTAL_FRAME_ANCESTORS", "dashboard.example.com"},
 		{"WEBHOOKD_PORTAL_FRAME_ANCESTORS", "https://dashboard.example.com/portal"},
 		{"WEBHOOKD_REDIS_URL", "http://nope"},
+		{"WEBHOOKD_REDIS_URL", "redis-sentinel://127.0.0.1:26379"},
+		{"WEBHOOKD_REDIS_URL", "redis-cluster://127.0.0.1:7000/2"},
 		{"WEBHOOKD_WORKER_CONCURRENCY", "0"},
 		{"WEBHOOKD_STARTUP_TIMEOUT", "-1s"},
 		{"WEBHOOKD_SWEEP_INTERVAL", "10ms"},
@@ -128,5 +130,27 @@ func TestPublicURL(t *testing.T) {
 		if got, err := publicURL(tt.configured, tt.listen, tt.tls); err != nil || got != tt.want {
 			t.Errorf("publicURL(%q, %q, %v) = %q, %v; want %q", tt.configured, tt.listen, tt.tls, got, err, tt.want)
 		}
+	}
+}
+
+// The highly available Redis URLs give every client, go-redis's and
+// asynq's, a pool sized for the workers.
+func TestConfigRedisTopologies(t *testing.T) {
+	for _, url := range []string{"redis://127.0.0.1:6379/0", "redis-sentinel://127.0.0.1:26379,127.0.0.2:26379/mymaster",
+		"rediss-cluster://127.0.0.1:7000,127.0.0.1:7001"} {
+		t.Run(url, func(t *testing.T) {
+			t.Setenv("WEBHOOKD_REDIS_URL", url)
+			t.Setenv("WEBHOOKD_WORKER_CONCURRENCY", "300")
+			c, err := loadConfig(slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.redisConn.PoolSize() != 600 {
+				t.Errorf("pool size %d, want 600", c.redisConn.PoolSize())
+			}
+			if rc := c.redisConn.NewClient(); rc.Close() != nil {
+				t.Error("closing the client failed")
+			}
+		})
 	}
 }

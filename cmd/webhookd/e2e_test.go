@@ -120,11 +120,11 @@ type process struct {
 	internal string
 }
 
-// spawn runs `webhookd <role>` with its internal listener on internal and
-// waits until it is ready.
-func (e *engine) spawn(role, internal string) *process {
+// spawn runs `webhookd <role>` with its internal listener on internal (and
+// env added to the engine's) and waits until it is ready.
+func (e *engine) spawn(role, internal string, env ...string) *process {
 	e.t.Helper()
-	p := e.launch(role, internal)
+	p := e.launch(role, internal, env...)
 	p.waitReady(e.t, 30*time.Second)
 	return p
 }
@@ -143,12 +143,13 @@ func (p *process) waitReady(t *testing.T, within time.Duration) {
 	t.Fatalf("webhookd %s was not ready within %s; logs:\n%s", p.cmd.Args[1], within, p.logs)
 }
 
-// launch runs `webhookd <role>` with its internal listener on internal.
-func (e *engine) launch(role, internal string) *process {
+// launch runs `webhookd <role>` with its internal listener on internal,
+// env added to the engine's (a later setting wins).
+func (e *engine) launch(role, internal string, env ...string) *process {
 	e.t.Helper()
 	p := &process{logs: &logBuffer{}, internal: internal}
 	p.cmd = exec.Command(e.bin, role)
-	p.cmd.Env = append(slices.Clip(e.env), "WEBHOOKD_INTERNAL_LISTEN="+internal)
+	p.cmd.Env = append(append(slices.Clip(e.env), "WEBHOOKD_INTERNAL_LISTEN="+internal), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		e.t.Fatal(err)

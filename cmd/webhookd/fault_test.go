@@ -177,6 +177,12 @@ type faultRun struct {
 	sawNotRdy bool
 	// accepted is every event the engine accepted, in order.
 	accepted []published
+	// ingest are the internal listeners events are published to, in turn;
+	// empty: the engine's.
+	ingest    []string
+	published int
+	// retried counts publishes that had to be sent again.
+	retried int
 }
 
 type receipt struct{ requests, accepted int }
@@ -228,6 +234,15 @@ func newFaultRun(t *testing.T, privatePostgres bool, answer answerFunc, timeout 
 	f.api = f.e.spawn("api", f.e.internal)
 	f.worker = f.e.spawn("worker", freeAddr(t))
 
+	f.subscribe(answer, timeout)
+	return f
+}
+
+// subscribe creates the run's three subscriptions, to every event, to
+// payout.paid and to payout.failed, served by one receiver.
+func (f *faultRun) subscribe(answer answerFunc, timeout time.Duration) {
+	t := f.t
+	t.Helper()
 	f.key = f.e.keysCreate("m_fault")
 	f.subs = []*faultSub{
 		{path: "/all", events: []string{"*"}},
@@ -246,7 +261,6 @@ func newFaultRun(t *testing.T, privatePostgres bool, answer answerFunc, timeout 
 		s.secret = sub["secret"].(string)
 		f.mu.Unlock()
 	}
-	return f
 }
 
 // publishEvents publishes events, alternately payout.paid and
@@ -456,9 +470,21 @@ func (f *faultRun) receipt(path, id string) receipt {
 func (f *faultRun) publish(id, typ string) bool {
 	body, _ := json.Marshal(map[string]any{"id": id, "merchant_id": "m_fault", "type": typ,
 		"payload": map[string]any{"id": "po_" + id[:8], "status": strings.TrimPrefix(typ, "payout.")}})
+	addr := f.e.internal
+	f.mu.Lock()
+	if len(f.ingest) > 0 {
+		addr = f.ingest[f.published%len(f.ingest)]
+	}
+	f.published++
+	f.mu.Unlock()
 	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		req, _ := http.NewRequest("POST", "http://"+f.e.internal+"/internal/v1/events", bytes.NewReader(body))
+	for try := 0; time.Now().Before(deadline); try++ {
+		if try == 1 {
+			f.mu.Lock()
+			f.retried++
+			f.mu.Unlock()
+		}
+		req, _ := http.NewRequest("POST", "http://"+addr+"/internal/v1/events", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+e2eToken)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)

@@ -152,8 +152,11 @@ func isHelp(arg string) bool { return slices.Contains([]string{"help", "-h", "--
 // routed to it, so that every line is JSON.
 func newLogger(stderr io.Writer, cfg config) *slog.Logger {
 	jsonLines := slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})
-	logger := slog.New(outagelog.NewHandler(jsonLines, redisLogInterval,
-		outagelog.Service{Name: "Redis", Variable: "WEBHOOKD_REDIS_URL", Addr: cfg.redisOpts.Addr}))
+	var services []outagelog.Service
+	for _, addr := range cfg.redisConn.Addrs() {
+		services = append(services, outagelog.Service{Name: "Redis", Variable: "WEBHOOKD_REDIS_URL", Addr: addr})
+	}
+	logger := slog.New(outagelog.NewHandler(jsonLines, redisLogInterval, services...))
 	redis.SetLogger(redisLogger{logger.With("component", "go-redis")})
 	slog.SetDefault(logger)
 	return logger
@@ -365,7 +368,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		return err
 	}
 	defer st.Close()
-	rc := redis.NewClient(cfg.redisOpts)
+	rc := cfg.redisConn.NewClient()
 	defer rc.Close()
 
 	reg := prometheus.NewRegistry()

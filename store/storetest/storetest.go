@@ -1,7 +1,8 @@
 // Package storetest gives integration tests real, private backing services:
-// a fresh Postgres database cloned from a migrated template, and a private
-// redis-server on a unix socket. It never mocks either, and it fails (never
-// skips) when a service is missing.
+// a fresh Postgres database cloned from a migrated template, a private
+// redis-server on a unix socket, and the highly available Redis topologies
+// (NewSentinel, NewCluster) on loopback ports. It never mocks any, and it
+// fails (never skips) when a service is missing.
 package storetest
 
 import (
