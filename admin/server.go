@@ -85,6 +85,9 @@ type Config struct {
 	KeyUsage *merchants.KeyUsage
 	// Now is the clock.
 	Now func() time.Time
+	// SourceAddresses are the addresses deliveries leave from, as the
+	// operator declares them; GET /v1/webhook_source_addresses lists them.
+	SourceAddresses []netip.Prefix
 	// ListenerGrace is how long a listener (`webhookd listen`) outlives its
 	// connection, for the command to reconnect; zero means 30 s.
 	ListenerGrace time.Duration
@@ -172,6 +175,7 @@ func (s *Server) Public() http.Handler {
 		r.MethodNotAllowed(s.fail(errMethodNotAllowed))
 		r.Get("/api_versions", s.listVersions)
 		r.Get("/openapi.json", s.openAPI)
+		r.Get("/webhook_source_addresses", s.listSourceAddresses)
 		r.Group(func(r chi.Router) {
 			// The rate limit comes before the idempotency claim, so that a
 			// refused request writes nothing and leaves its key unused.
