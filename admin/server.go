@@ -30,6 +30,11 @@ import (
 type Config struct {
 	// Store is the database.
 	Store *store.Store
+	// ReadStore, when set, is a streaming replica of Store that the
+	// public API's list and get routes read (WEBHOOKD_DATABASE_READ_URL);
+	// everything else, authentication and idempotency included, stays on
+	// Store. Nil reads Store.
+	ReadStore *store.Store
 	// Redis backs the rate limiter; readiness checks it too.
 	Redis redis.UniversalClient
 	// Publisher stores events and schedules their deliveries.
@@ -95,8 +100,13 @@ type Config struct {
 
 // Server serves the HTTP surfaces.
 type Server struct {
-	cfg     Config
-	store   *store.Store
+	cfg   Config
+	store *store.Store
+	// reads is where the list and get routes read: the replica when there
+	// is one. They may lag Store (replication delay), which is why only
+	// routes that read what a client asks for, and nothing that decides
+	// a write, use it.
+	reads   *store.Store
 	logger  *slog.Logger
 	metrics *httpMetrics
 	limiter *redis_rate.Limiter
@@ -150,6 +160,10 @@ func New(cfg Config) (*Server, error) {
 		merchantSettings: merchants.NewSettingsUpdater(cfg.Store, cfg.Versions, cfg.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets)),
 		portalSessions:   sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
 		secrets:          subscriptions.NewSecretRevealer(cfg.Store, cfg.MasterKey, cfg.Now),
+	}
+	s.reads = cfg.ReadStore
+	if s.reads == nil {
+		s.reads = cfg.Store
 	}
 	if s.cfg.Checker == nil {
 		s.cfg.Checker, _ = cfg.Publisher.(EndpointChecker)
