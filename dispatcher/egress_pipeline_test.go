@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/connectproxy"
 	"github.com/webhookd/webhookd/store"
 )
 
@@ -25,7 +26,7 @@ func TestDeliveriesGoThroughTheEgressProxy(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		rcv := newReceiver(t, answer(http.StatusOK))
-		proxy := dispatcher.NewConnectProxy(t, nil)
+		proxy := connectproxy.New(t, nil)
 		sub, _ := e.subscribe("m1", rcv.URL+"/hook", "*")
 		d, _ := e.dispatcher(func(c *dispatcher.Config) { c.EgressProxy = proxy.URL })
 		e.run(d)
@@ -49,7 +50,7 @@ func TestDeliveriesGoThroughTheEgressProxy(t *testing.T) {
 		e := newEnv(t)
 		rcv := newReceiver(t, answer(http.StatusOK))
 		port := strconv.Itoa(rcv.Listener.Addr().(*net.TCPAddr).Port)
-		proxy := dispatcher.NewConnectProxy(t, nil)
+		proxy := connectproxy.New(t, nil)
 		names := map[string][]netip.Addr{
 			"private.merchant.test":  {netip.MustParseAddr("10.0.0.1")},
 			"metadata.merchant.test": {netip.MustParseAddr("169.254.169.254")},

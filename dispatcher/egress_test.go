@@ -8,88 +8,17 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/webhookd/webhookd/internal/connectproxy"
 )
-
-// ConnectProxy is a real HTTP CONNECT proxy on 127.0.0.1 for tests: it
-// records the authority of every CONNECT and tunnels it to Upstream's
-// answer for it (the authority itself when Upstream is nil), so that a
-// test can send a public address to a local receiver.
-type ConnectProxy struct {
-	// URL is the proxy's http://127.0.0.1:port.
-	URL *url.URL
-	// Upstream maps a CONNECT authority to the address dialed.
-	Upstream func(authority string) string
-
-	mu       sync.Mutex
-	connects []string
-}
-
-// NewConnectProxy starts a ConnectProxy, stopped when the test ends.
-func NewConnectProxy(t testing.TB, upstream func(authority string) string) *ConnectProxy {
-	t.Helper()
-	p := &ConnectProxy{Upstream: upstream}
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	p.URL, _ = url.Parse(srv.URL)
-	return p
-}
-
-// Connects is every CONNECT authority the proxy was asked for, in order.
-func (p *ConnectProxy) Connects() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.connects...)
-}
-
-// ServeHTTP tunnels a CONNECT and refuses anything else.
-func (p *ConnectProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodConnect {
-		http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
-		return
-	}
-	p.mu.Lock()
-	p.connects = append(p.connects, r.Host)
-	p.mu.Unlock()
-	dest := r.Host
-	if p.Upstream != nil {
-		dest = p.Upstream(r.Host)
-	}
-	up, err := net.DialTimeout("tcp", dest, 5*time.Second)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	client, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		up.Close()
-		return
-	}
-	_, _ = client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		if tcp, ok := dst.(*net.TCPConn); ok {
-			_ = tcp.CloseWrite()
-		}
-		done <- struct{}{}
-	}
-	go pipe(up, client)
-	go pipe(client, up)
-	<-done
-	<-done
-	up.Close()
-	client.Close()
-}
 
 // localhostTLS starts an HTTPS receiver whose certificate is for the name
 // localhost only, recording the SNI and Host of each request, and returns
@@ -134,7 +63,7 @@ func TestEgressProxyTunnelsToTheCheckedAddress(t *testing.T) {
 		snis, hosts = append(snis, sni), append(hosts, host)
 	})
 	_, port, _ := net.SplitHostPort(rcv.Listener.Addr().String())
-	proxy := NewConnectProxy(t, nil)
+	proxy := connectproxy.New(t, nil)
 	cfg := senderConfig{Timeout: 5 * time.Second, AllowPrivate: true, MaxConns: 4, MaxConnsPerHost: 1,
 		Version: "test", EgressProxy: proxy.URL}
 	snd, err := newSender(cfg, SystemClock{}, nil)
@@ -168,7 +97,7 @@ func TestEgressProxyKeepsTheAddressCheck(t *testing.T) {
 	}))
 	t.Cleanup(rcv.Close)
 	local := rcv.Listener.Addr().String()
-	proxy := NewConnectProxy(t, func(authority string) string {
+	proxy := connectproxy.New(t, func(authority string) string {
 		if authority == "1.1.1.1:8443" {
 			return local
 		}
