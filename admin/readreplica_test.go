@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/merchants"
@@ -25,6 +28,11 @@ func TestReadsGoToTheReadStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	onReplica := filler.createSubscription(fillerKey, hookBody("https://replica.example/h"))
+	recordDelivery(t, replica, "m1", uuid.MustParse(onReplica.ID), false, attemptAt{time.Now(), true})
+	var eventID, deliveryID string
+	if err := replica.Pool().QueryRow(context.Background(), `SELECT event_id::text, id::text FROM deliveries`).Scan(&eventID, &deliveryID); err != nil {
+		t.Fatal(err)
+	}
 
 	h := newHarness(t, func(c *admin.Config) { c.ReadStore = replica })
 	key := h.merchant("m1")
@@ -64,13 +72,23 @@ func TestReadsGoToTheReadStore(t *testing.T) {
 	if len(list.Data) != 1 || list.Data[0].ID != onReplica.ID {
 		t.Errorf("list = %+v, want the replica's one subscription", list.Data)
 	}
-	for _, path := range []string{"/v1/events", "/v1/webhook_deliveries"} {
-		if r := h.do(request{Method: http.MethodGet, Path: path, Key: key}); r.Status != http.StatusOK {
-			t.Errorf("GET %s: %d %s, want 200", path, r.Status, r.Body)
+	// The event and delivery exist on the replica only.
+	for path, id := range map[string]string{"/v1/events": eventID, "/v1/webhook_deliveries": deliveryID} {
+		page := decode[struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}](t, h.do(request{Method: http.MethodGet, Path: path, Key: key}))
+		if len(page.Data) != 1 || page.Data[0].ID != id {
+			t.Errorf("GET %s = %+v, want the replica's %s", path, page.Data, id)
+		}
+		if r := h.do(request{Method: http.MethodGet, Path: path + "/" + id, Key: key}); r.Status != http.StatusOK {
+			t.Errorf("GET %s/%s: %d %s, want 200 from the replica", path, id, r.Status, r.Body)
 		}
 	}
-	if r := h.do(request{Method: http.MethodGet, Path: "/v1/webhook_subscriptions/" + onReplica.ID + "/health", Key: key}); r.Status != http.StatusOK {
-		t.Errorf("health of the replica's subscription: %d %s, want 200", r.Status, r.Body)
+	health := h.do(request{Method: http.MethodGet, Path: "/v1/webhook_subscriptions/" + onReplica.ID + "/health", Key: key})
+	if got := decode[map[string]any](t, health)["attempts_24h"]; health.Status != http.StatusOK || got != float64(1) {
+		t.Errorf("health of the replica's subscription: %d, attempts_24h %v; want 200 and the replica's one attempt", health.Status, got)
 	}
 
 	// Nothing was written to the replica.
