@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure what webhookd and its tests need is installed and running on
 # this machine: Go, PostgreSQL (127.0.0.1:5432, database "webhookd"),
-# Redis (127.0.0.1:6379, noeviction) and Chromium (the portal's browser
-# tests). Safe to run again; it only acts on what is missing.
-# Debian/Ubuntu, as root or with sudo.
+# Redis (127.0.0.1:6379, noeviction), and for the tests Chromium (the
+# portal's browser tests), redis-sentinel and PgBouncer. Safe to run again;
+# it only acts on what is missing. Debian/Ubuntu, as root or with sudo.
 set -euo pipefail
 
 SUDO=""
@@ -63,6 +63,13 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
 fi
 if ! psql -h 127.0.0.1 -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='webhookd'" | grep -q 1; then
   psql -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE webhookd"
+fi
+
+# PgBouncer: the store's tests run behind one in transaction mode; they
+# start their own, so only the binary is needed (Debian's unit stays off).
+if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
+  echo "services: installing PgBouncer" >&2
+  apt_install pgbouncer
 fi
 
 # Redis.

@@ -130,6 +130,7 @@ func TestBadInput(t *testing.T) {
 	cases := []badCase{
 		{"GET /v1/api_versions", "junk query is ignored", request{Method: "GET", Path: "/v1/api_versions?%ff=%fe&limit=-1"}, false, 200, "", nil},
 		{"GET /v1/openapi.json", "junk query is ignored", request{Method: "GET", Path: "/v1/openapi.json?limit=%ff"}, false, 200, "", nil},
+		{"GET /v1/webhook_source_addresses", "junk query is ignored", request{Method: "GET", Path: "/v1/webhook_source_addresses?%ff=%fe"}, false, 200, "", nil},
 
 		{subs, "url of the wrong type", post("/v1/webhook_subscriptions", `{"url":42,"events":["*"]}`), false, 400, "parameter_invalid", "url"},
 		{subs, "events of the wrong type", post("/v1/webhook_subscriptions", `{"url":"https://example.com/h","events":"*"}`), false, 400, "parameter_invalid", "events"},

@@ -78,7 +78,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ds, resume, err := s.store.ListDeliveries(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
+	ds, resume, err := s.reads.ListDeliveries(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.store.GetDelivery(r.Context(), principalOf(r.Context()).Merchant.ID, id)
+	d, err := s.reads.GetDelivery(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
 		return err
 	}

@@ -72,11 +72,11 @@ func (s *Server) endpointHealth(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	merchant := principalOf(r.Context()).Merchant.ID
-	sub, err := s.store.GetSubscription(r.Context(), merchant, id)
+	sub, err := s.reads.GetSubscription(r.Context(), merchant, id)
 	if err != nil {
 		return err
 	}
-	counts, err := s.store.SubscriptionAttemptsSince(r.Context(), merchant, id, s.cfg.Now().Add(-healthWindow))
+	counts, err := s.reads.SubscriptionAttemptsSince(r.Context(), merchant, id, s.cfg.Now().Add(-healthWindow))
 	if err != nil {
 		return err
 	}

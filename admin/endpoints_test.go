@@ -70,7 +70,7 @@ func recordDelivery(t *testing.T, st *store.Store, merchant string, subID uuid.U
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	ev := store.Event{ID: uuid.Must(uuid.NewV7()), MerchantID: merchant, Type: "payout.paid", APIVersion: admin.DefaultVersion,
-		Body: []byte(`{}`), CreatedAt: now}
+		Body: []byte(`{"payload":{}}`), CreatedAt: now}
 	_, ds, _, err := st.CreateEvent(ctx, ev, store.Audience{SubscriptionID: &subID, Test: test})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("create event: %v, %d deliveries", err, len(ds))

@@ -103,7 +103,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if f.CreatedGTE, err = timeFilter(r, "created_at.gte"); err != nil {
 		return err
 	}
-	events, resume, err := s.store.ListEvents(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
+	events, resume, err := s.reads.ListEvents(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	e, err := s.store.GetEvent(r.Context(), principalOf(r.Context()).Merchant.ID, id)
+	e, err := s.reads.GetEvent(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	routes := []struct{ method, path, scope string }{
 		{"GET", "/v1/api_versions", ""},
 		{"GET", "/v1/openapi.json", ""},
+		{"GET", "/v1/webhook_source_addresses", ""},
 		{"POST", "/v1/webhook_subscriptions", admin.ScopeWrite},
 		{"GET", "/v1/webhook_subscriptions", admin.ScopeRead},
 		{"GET", "/v1/webhook_subscriptions/{id}", admin.ScopeRead},

@@ -30,6 +30,11 @@ import (
 type Config struct {
 	// Store is the database.
 	Store *store.Store
+	// ReadStore, when set, is a streaming replica of Store that the
+	// public API's list and get routes read (WEBHOOKD_DATABASE_READ_URL);
+	// everything else, authentication and idempotency included, stays on
+	// Store. Nil reads Store.
+	ReadStore *store.Store
 	// Redis backs the rate limiter; readiness checks it too.
 	Redis redis.UniversalClient
 	// Publisher stores events and schedules their deliveries.
@@ -85,6 +90,9 @@ type Config struct {
 	KeyUsage *merchants.KeyUsage
 	// Now is the clock.
 	Now func() time.Time
+	// SourceAddresses are the addresses deliveries leave from, as the
+	// operator declares them; GET /v1/webhook_source_addresses lists them.
+	SourceAddresses []netip.Prefix
 	// ListenerGrace is how long a listener (`webhookd listen`) outlives its
 	// connection, for the command to reconnect; zero means 30 s.
 	ListenerGrace time.Duration
@@ -95,8 +103,13 @@ type Config struct {
 
 // Server serves the HTTP surfaces.
 type Server struct {
-	cfg     Config
-	store   *store.Store
+	cfg   Config
+	store *store.Store
+	// reads is where the list and get routes read: the replica when there
+	// is one. They may lag Store (replication delay), which is why only
+	// routes that read what a client asks for, and nothing that decides
+	// a write, use it.
+	reads   *store.Store
 	logger  *slog.Logger
 	metrics *httpMetrics
 	limiter *redis_rate.Limiter
@@ -151,6 +164,10 @@ func New(cfg Config) (*Server, error) {
 		portalSessions:   sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
 		secrets:          subscriptions.NewSecretRevealer(cfg.Store, cfg.MasterKey, cfg.Now),
 	}
+	s.reads = cfg.ReadStore
+	if s.reads == nil {
+		s.reads = cfg.Store
+	}
 	if s.cfg.Checker == nil {
 		s.cfg.Checker, _ = cfg.Publisher.(EndpointChecker)
 	}
@@ -175,6 +192,7 @@ func (s *Server) Public() http.Handler {
 		r.MethodNotAllowed(s.fail(errMethodNotAllowed))
 		r.Get("/api_versions", s.listVersions)
 		r.Get("/openapi.json", s.openAPI)
+		r.Get("/webhook_source_addresses", s.listSourceAddresses)
 		r.Group(func(r chi.Router) {
 			// The rate limit comes before the idempotency claim, so that a
 			// refused request writes nothing and leaves its key unused.

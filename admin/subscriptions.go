@@ -148,7 +148,7 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error
 			return err
 		}
 	}
-	subs, err := s.store.ListSubscriptions(r.Context(), principalOf(r.Context()).Merchant.ID, store.SubscriptionFilter{Status: store.SubscriptionStatus(status)}, p)
+	subs, err := s.reads.ListSubscriptions(r.Context(), principalOf(r.Context()).Merchant.ID, store.SubscriptionFilter{Status: store.SubscriptionStatus(status)}, p)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sub, err := s.store.GetSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id)
+	sub, err := s.reads.GetSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
 		return err
 	}

@@ -293,8 +293,9 @@ const legacyPath = "/api/service/webhook-subscription/"
 // publicRoutes is every route of the public listener. Adding a route
 // without an entry here fails TestTenantIsolation.
 var publicRoutes = map[string]routeCase{
-	"GET /v1/api_versions": {rule: exempt},
-	"GET /v1/openapi.json": {rule: exempt},
+	"GET /v1/api_versions":             {rule: exempt},
+	"GET /v1/openapi.json":             {rule: exempt},
+	"GET /v1/webhook_source_addresses": {rule: exempt},
 
 	"POST /v1/webhook_subscriptions": {rule: created, calls: func(o tenant) []call {
 		return []call{{method: http.MethodPost, path: "/v1/webhook_subscriptions", body: hookBody(strangerURL(o))}}

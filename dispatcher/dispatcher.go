@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"runtime"
 	"sync"
 	"time"
@@ -93,6 +94,11 @@ type Config struct {
 	// AllowPrivateTargets lets deliveries dial private, loopback and
 	// link-local addresses (development and tests).
 	AllowPrivateTargets bool
+	// EgressProxy, when set, is the HTTP CONNECT proxy (http://host:port,
+	// credentials in the URL) every delivery and endpoint check goes
+	// through; the address check still applies to the target, before the
+	// CONNECT, which names the checked address.
+	EgressProxy *url.URL
 	// Concurrency is the number of attempts (and tasks) one process works
 	// at once, an event's fan-out included, and the most outbound
 	// connections it holds open; default 32 per CPU (attempts mostly wait
@@ -224,7 +230,7 @@ func (c *Config) leaseFor() time.Duration {
 // senderConfig is the delivery part of c.
 func (c *Config) senderConfig() senderConfig {
 	return senderConfig{Timeout: c.DeliveryTimeout, AllowHTTP: c.AllowHTTPTargets, AllowPrivate: c.AllowPrivateTargets,
-		MaxConns: c.Concurrency, MaxConnsPerHost: c.merchantConcurrency(), Version: c.Version}
+		MaxConns: c.Concurrency, MaxConnsPerHost: c.merchantConcurrency(), Version: c.Version, EgressProxy: c.EgressProxy}
 }
 
 // Dispatcher is the pipeline as the processes see it: the API role

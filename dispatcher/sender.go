@@ -55,6 +55,9 @@ type senderConfig struct {
 	MaxConnsPerHost int
 	// Version names this build in the user-agent header (required).
 	Version string
+	// EgressProxy, when set, is the HTTP CONNECT proxy every delivery
+	// goes through (see egressDialer); nil: deliveries dial directly.
+	EgressProxy *url.URL
 }
 
 func (c senderConfig) validate() error {
@@ -65,6 +68,8 @@ func (c senderConfig) validate() error {
 		return errors.New("sender: MaxConns and MaxConnsPerHost must be positive")
 	case c.Version == "":
 		return errors.New("sender: Version is required")
+	case c.EgressProxy != nil && (c.EgressProxy.Scheme != "http" || c.EgressProxy.Host == ""):
+		return errors.New("sender: EgressProxy must be an http://host:port URL")
 	}
 	return nil
 }
@@ -110,11 +115,16 @@ func newDialer(cfg senderConfig) *net.Dialer {
 }
 
 // httpClientDialing builds the one client every attempt shares: keep-alive
-// connections to receivers, no proxy (an environment proxy would bypass the
+// connections to receivers, no environment proxy (it would bypass the
 // address check), no redirects, the dialer's address check, and at most
-// MaxConns connections open at once.
+// MaxConns connections open at once. With an EgressProxy, connections are
+// tunnels through it, the address check made before each CONNECT.
 func httpClientDialing(cfg senderConfig, dialer *net.Dialer) *http.Client {
-	bounded := &boundedDialer{dial: dialer.DialContext, open: semaphore.NewWeighted(int64(cfg.MaxConns))}
+	dial := dialer.DialContext
+	if cfg.EgressProxy != nil {
+		dial = egressDialing(cfg, dialer).DialContext
+	}
+	bounded := &boundedDialer{dial: dial, open: semaphore.NewWeighted(int64(cfg.MaxConns))}
 	transport := &http.Transport{
 		Proxy:                  nil,
 		DialContext:            bounded.DialContext,
@@ -135,6 +145,19 @@ func httpClientDialing(cfg senderConfig, dialer *net.Dialer) *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// egressDialing is the egressDialer of cfg's proxy: dialer's resolver for
+// targets, the address check of newDialer unless private targets are
+// allowed, and dialer's timeouts without its check for the proxy itself.
+func egressDialing(cfg senderConfig, dialer *net.Dialer) *egressDialer {
+	e := &egressDialer{proxy: cfg.EgressProxy, resolver: dialer.Resolver, timeout: cfg.Timeout}
+	if !cfg.AllowPrivate {
+		e.check = ssrf.New(ssrf.WithAnyPort()).Safe
+	}
+	toProxy := &net.Dialer{Timeout: dialer.Timeout, KeepAlive: dialer.KeepAlive}
+	e.dialProxy = toProxy.DialContext
+	return e
 }
 
 // boundedDialer holds the process's outbound connections to a number,
@@ -298,6 +321,8 @@ func classify(ctx context.Context, err error) (outcome, code string) {
 		return outcomeTimeout, errTimeout
 	case errors.As(err, &dnsErr):
 		return outcomeNetworkError, errDNS
+	case errors.Is(err, errProxyRefused):
+		return outcomeNetworkError, errNetwork
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return outcomeNetworkError, errConnectionRefused
 	case errors.As(err, &certErr), errors.As(err, &recErr), errors.As(err, &alert), errors.As(err, &unknownAuth),

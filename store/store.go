@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,12 +50,16 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		// of attempts at once; more than this only adds contention.
 		cfg.MaxConns = 32
 	}
-	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set && preparesStatements(cfg.ConnConfig) {
 		// With day partitions, a custom plan per execution spends more
 		// CPU planning than executing; generic plans prune partitions at
-		// execution time instead.
+		// execution time instead. Only statements pgx prepares and keeps
+		// have plans to reuse; without them (the simple protocol a
+		// transaction-mode pooler needs) the parameter is useless, and
+		// PgBouncer refuses a connection whose startup names it.
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
+	cfg.AfterConnect = nameParameterTypes
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to postgres: %w", err)
@@ -83,7 +88,7 @@ func (s *Store) Now() time.Time { return s.now().UTC().Truncate(time.Microsecond
 // Ping checks that Postgres answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-// Migrate applies the embedded migrations (under goose's session lock, so
+// Migrate applies the embedded migrations (under goose's lock, so
 // concurrent starts are safe) and makes sure the partitions for the coming
 // days exist.
 func Migrate(ctx context.Context, url string) error {
@@ -103,11 +108,17 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	locker, err := lock.NewPostgresSessionLocker()
+	// goose's table lock (a lease row it keeps alive) rather than its
+	// session advisory lock: a session lock needs one server connection for
+	// the whole run, which PgBouncer in transaction mode does not give, so
+	// migrations work the same directly and through the pooler. A second
+	// instance starting at the same time polls every second until the
+	// first is done; a crashed one's lease lapses after 30 seconds.
+	locker, err := lock.NewPostgresTableLocker(lock.WithTableLockTimeout(time.Second, 600))
 	if err != nil {
 		return fmt.Errorf("migration lock: %w", err)
 	}
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithLocker(locker))
 	if err != nil {
 		return fmt.Errorf("load migrations: %w", err)
 	}
@@ -123,6 +134,27 @@ func (s *Store) Migrate(ctx context.Context) error {
 // tx runs fn in a transaction, committing when it returns nil.
 func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+// nameParameterTypes tells pgx which Postgres type the store's Go types
+// are, for when the server does not say: with the simple protocol (see
+// preparesStatements) nothing describes a statement's parameters, and pgx
+// cannot otherwise encode a uuid array or a metadata map. It only touches
+// pgx's in-memory type map; the session is left as it was.
+func nameParameterTypes(_ context.Context, conn *pgx.Conn) error {
+	types := conn.TypeMap()
+	types.RegisterDefaultPgType(uuid.UUID{}, "uuid")
+	types.RegisterDefaultPgType([]uuid.UUID{}, "_uuid")
+	types.RegisterDefaultPgType(map[string]string{}, "jsonb")
+	return nil
+}
+
+// preparesStatements reports whether pgx prepares named statements and
+// keeps them on the connection (its default exec mode), which a
+// transaction-mode pooler cannot follow; default_query_exec_mode in the
+// URL chooses another mode.
+func preparesStatements(cfg *pgx.ConnConfig) bool {
+	return cfg.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
 }
 
 func notFound(err error) error {

@@ -32,6 +32,7 @@ import (
 // DESIGN.md, with their defaults.
 type config struct {
 	DatabaseURL         string        `env:"WEBHOOKD_DATABASE_URL" envDefault:"postgres://127.0.0.1:5432/webhookd?sslmode=disable"`
+	DatabaseReadURL     string        `env:"WEBHOOKD_DATABASE_READ_URL"`
 	RedisURL            string        `env:"WEBHOOKD_REDIS_URL" envDefault:"redis://127.0.0.1:6379/0"`
 	Listen              string        `env:"WEBHOOKD_LISTEN" envDefault:"127.0.0.1:8080"`
 	InternalListen      string        `env:"WEBHOOKD_INTERNAL_LISTEN" envDefault:"127.0.0.1:8081"`
@@ -62,6 +63,8 @@ type config struct {
 	SweepInterval       time.Duration `env:"WEBHOOKD_SWEEP_INTERVAL" envDefault:"30s"`
 	StartupTimeout      time.Duration `env:"WEBHOOKD_STARTUP_TIMEOUT" envDefault:"2m"`
 	ListenerGrace       time.Duration `env:"WEBHOOKD_LISTENER_GRACE" envDefault:"30s"`
+	EgressProxy         string        `env:"WEBHOOKD_EGRESS_PROXY"`
+	SourceAddresses     []string      `env:"WEBHOOKD_SOURCE_ADDRESSES" envSeparator:","`
 
 	// Parsed forms, filled by load.
 	masterKey      []byte
@@ -73,6 +76,8 @@ type config struct {
 	// frameAncestors are the origins that may show the portal in a frame.
 	frameAncestors []string
 	redisConn      *producer.RedisConn
+	egressProxy    *url.URL
+	sourceAddrs    []netip.Prefix
 	// masterKeyGenerated is set when WEBHOOKD_MASTER_KEY is unset and
 	// masterKey was made up for this process (sandbox only).
 	masterKeyGenerated bool
@@ -89,8 +94,20 @@ func loadConfig(logger *slog.Logger) (config, error) {
 		return c, fmt.Errorf("configuration: %s: %w", variablesOf(err), err)
 	}
 	bad := func(name string, err error) error { return fmt.Errorf("configuration: %s: %w", name, err) }
+	var err error
 	if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
 		return c, bad("WEBHOOKD_DATABASE_URL", fmt.Errorf("expected a PostgreSQL URL such as postgres://user:password@host:5432/webhookd?sslmode=disable: %w", err))
+	}
+	if c.DatabaseReadURL != "" {
+		if _, err := pgxpool.ParseConfig(c.DatabaseReadURL); err != nil {
+			return c, bad("WEBHOOKD_DATABASE_READ_URL", fmt.Errorf("expected a PostgreSQL URL of a streaming replica such as postgres://user:password@replica:5432/webhookd?sslmode=disable: %w", err))
+		}
+	}
+	if c.egressProxy, err = parseEgressProxy(c.EgressProxy); err != nil {
+		return c, bad("WEBHOOKD_EGRESS_PROXY", err)
+	}
+	if c.sourceAddrs, err = parsePrefixes(c.SourceAddresses); err != nil {
+		return c, bad("WEBHOOKD_SOURCE_ADDRESSES", err)
 	}
 	switch c.Environment {
 	case "sandbox", "production":

@@ -51,6 +51,14 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"WEBHOOKD_PUBLIC_URL", "hooks.example.com"},
 		{"WEBHOOKD_PUBLIC_URL", "ftp://hooks.example.com"},
 		{"WEBHOOKD_PUBLIC_URL", "https://hooks.example.com/#x"},
+		{"WEBHOOKD_DATABASE_READ_URL", "mysql://root@replica:3306/webhookd"},
+		{"WEBHOOKD_EGRESS_PROXY", "smokescreen:4750"},
+		{"WEBHOOKD_EGRESS_PROXY", "https://smokescreen:4750"},
+		{"WEBHOOKD_EGRESS_PROXY", "socks5://proxy:1080"},
+		{"WEBHOOKD_EGRESS_PROXY", "http://smokescreen"},
+		{"WEBHOOKD_EGRESS_PROXY", "http://smokescreen:4750/path"},
+		{"WEBHOOKD_SOURCE_ADDRESSES", "203.0.113.7,not-an-ip"},
+		{"WEBHOOKD_SOURCE_ADDRESSES", "203.0.113.7/24"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
@@ -152,5 +160,26 @@ func TestConfigRedisTopologies(t *testing.T) {
 				t.Error("closing the client failed")
 			}
 		})
+	}
+}
+
+// TestEgressSettings reads the egress proxy and the declared source
+// addresses into their parsed forms.
+func TestEgressSettings(t *testing.T) {
+	t.Setenv("WEBHOOKD_EGRESS_PROXY", "http://user:p%40ss@smokescreen:4750")
+	t.Setenv("WEBHOOKD_SOURCE_ADDRESSES", " 203.0.113.7, 198.51.100.0/28,2001:db8:1::/48,::ffff:192.0.2.1")
+	c, err := loadConfig(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw, _ := c.egressProxy.User.Password(); c.egressProxy.Host != "smokescreen:4750" || pw != "p@ss" {
+		t.Errorf("egress proxy = %v", c.egressProxy.Redacted())
+	}
+	var got []string
+	for _, p := range c.sourceAddrs {
+		got = append(got, p.String())
+	}
+	if want := "203.0.113.7/32 198.51.100.0/28 2001:db8:1::/48 192.0.2.1/32"; strings.Join(got, " ") != want {
+		t.Errorf("source addresses = %v, want %s", got, want)
 	}
 }

@@ -368,6 +368,15 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		return err
 	}
 	defer st.Close()
+	var reads *store.Store
+	if r.api {
+		if reads, err = openReadStore(ctx, cfg); err != nil {
+			return err
+		}
+		if reads != nil {
+			defer reads.Close()
+		}
+	}
 	rc := cfg.redisConn.NewClient()
 	defer rc.Close()
 
@@ -392,6 +401,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		Concurrency: cfg.WorkerConcurrency, MerchantShare: cfg.MerchantShare, Sealer: sealer, Notifier: notifier,
 		Logger: logger, Registerer: reg, DefaultAPIVersion: cfg.versions.Latest(), SweepInterval: cfg.SweepInterval, Version: version,
 		EventTypes: cfg.eventTypes(), MaxPayloadBytes: cfg.MaxPayloadBytes, VersionUsable: cfg.versions.Usable,
+		EgressProxy: cfg.egressProxy,
 	})
 	if err != nil {
 		return err
@@ -407,6 +417,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate, PublicURL: cfg.PublicURL, KeyUsage: keyUsage,
 		ListenerGrace: cfg.ListenerGrace, Portal: portal.New(portal.Config{FrameAncestors: cfg.frameAncestors}),
+		ReadStore: reads, SourceAddresses: cfg.sourceAddrs,
 	})
 	if err != nil {
 		return err

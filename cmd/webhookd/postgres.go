@@ -129,3 +129,19 @@ func openStoreNow(ctx context.Context, url string) (*store.Store, error) {
 	}
 	return st, nil
 }
+
+// openReadStore connects to the streaming replica of
+// WEBHOOKD_DATABASE_READ_URL, or returns nil when it is unset. It does not
+// wait for the replica: a process that starts without it would serve
+// every read from a store that is not there.
+func openReadStore(ctx context.Context, cfg config) (*store.Store, error) {
+	if cfg.DatabaseReadURL == "" {
+		return nil, nil
+	}
+	st, err := store.Open(ctx, cfg.DatabaseReadURL)
+	if err != nil {
+		target := describeDatabase(cfg.DatabaseReadURL)
+		return nil, fmt.Errorf("WEBHOOKD_DATABASE_READ_URL (database %s at %s): %w", target.database, target.addr, err)
+	}
+	return st, nil
+}

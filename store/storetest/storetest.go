@@ -110,10 +110,53 @@ func NewDatabaseOn(t testing.TB, adminURL string) string {
 	return u
 }
 
-// NewStore opens a Store on a fresh database and closes it when the test ends.
+// ThroughPgBouncerEnv names the environment variable that, set to 1, makes
+// NewStore reach its database through a private PgBouncer in transaction
+// mode: the store's own test runs its whole suite a second time that way.
+const ThroughPgBouncerEnv = "WEBHOOKD_TEST_THROUGH_PGBOUNCER"
+
+// NewEmptyDatabase creates an empty database (no migrations) on the test
+// server, drops it when the test ends, and returns its URL: for tests of
+// the migrations themselves.
+func NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adminURL := AdminURL()
+	admin, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		t.Fatalf("storetest: connect to postgres at %s (is it running?): %v", adminURL, err)
+	}
+	defer admin.Close(ctx)
+	name := "webhookd_test_" + randomHex(t, 8)
+	if _, err := admin.Exec(ctx, `CREATE DATABASE `+name); err != nil {
+		t.Fatalf("storetest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, adminURL)
+		if err != nil {
+			t.Errorf("storetest: drop %s: %v", name, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
+			t.Errorf("storetest: drop %s: %v", name, err)
+		}
+	})
+	return withDatabase(t, adminURL, name)
+}
+
+// NewStore opens a Store on a fresh database and closes it when the test
+// ends; with ThroughPgBouncerEnv set, through a PgBouncer of its own.
 func NewStore(t testing.TB, opts ...store.Option) *store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), NewDatabase(t), opts...)
+	u := NewDatabase(t)
+	if os.Getenv(ThroughPgBouncerEnv) == "1" {
+		u = NewPgBouncer(t, u).URL()
+	}
+	s, err := store.Open(context.Background(), u, opts...)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
