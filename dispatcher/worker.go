@@ -72,7 +72,7 @@ func newWorker(d *Dispatcher) (*worker, error) {
 		return nil, err
 	}
 	w.runner = &attemptRunner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel,
-		secrets: newSecretCache(cfg.Store, cfg.Sealer), tasks: d.tasks, metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger,
+		secrets: newSecretCache(cfg.Store, cfg.Sealer), tasks: d.tasks, rates: newDeliveryRates(d.tasks.redis), metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger,
 		slots: newAttemptSlots(cfg.Concurrency, cfg.merchantConcurrency(), cfg.SubscriptionConcurrency, cfg.DeliveryTimeout, cfg.Clock)}
 
 	sweepCfg := sweeperConfig{Store: cfg.Store, Grace: cfg.SweepGrace, LeaseFor: cfg.leaseFor()}
