@@ -107,4 +107,4 @@ func TestSubscriptionControlsValidation(t *testing.T) {
 }
 
 func equalPtr(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
-func ptr(n int) *int { return &n }
+func ptr(n int) *int          { return &n }

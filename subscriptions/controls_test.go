@@ -59,4 +59,3 @@ func TestCheckRateLimit(t *testing.T) {
 		}
 	}
 }
-
