@@ -102,9 +102,6 @@ func (r *attemptRunner) handleAttempt(ctx context.Context, t *asynq.Task) error 
 	if err := r.waitUntilDue(ctx, at); err != nil {
 		return err
 	}
-	if wait, err := r.rates.take(ctx, at.SubscriptionID, at.RateLimit); err != nil || wait > 0 {
-		return cmp.Or(err, error(notDue{after: wait}))
-	}
 	held, backOff, ok, err := r.slots.take(ctx, at, throttleWait)
 	if err != nil {
 		return err
@@ -113,6 +110,12 @@ func (r *attemptRunner) handleAttempt(ctx context.Context, t *asynq.Task) error 
 		return notDue{after: backOff}
 	}
 	defer held.release()
+	// Over its subscription's rate limit, the attempt waits its turn: in
+	// this worker when the turn is near, else back on the queue. Neither
+	// counts as an attempt.
+	if wait, err := r.rates.await(ctx, at.SubscriptionID, at.RateLimit, throttleWait); err != nil || wait > 0 {
+		return cmp.Or(err, error(notDue{after: wait}))
+	}
 	return r.attempt(ctx, at, held)
 }
 

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -24,6 +25,33 @@ type deliveryRates struct {
 
 func newDeliveryRates(rdb redis.UniversalClient) *deliveryRates {
 	return &deliveryRates{limiter: redis_rate.NewLimiter(rdb)}
+}
+
+// await is take, waiting in the worker while the subscription's next turn
+// is within patience: a turn that near costs less waited for than put back
+// on the queue. The caller holds the subscription's concurrency slot, which
+// bounds how many workers one endpoint can keep waiting. It returns how
+// long to wait still (0: go now), the turn put back on the queue for,
+// spread so that the attempts waiting for one endpoint do not all come back
+// at the same instant.
+func (r *deliveryRates) await(ctx context.Context, subscriptionID uuid.UUID, perSecond int, patience time.Duration) (time.Duration, error) {
+	deadline := time.Now().Add(patience)
+	for {
+		wait, err := r.take(ctx, subscriptionID, perSecond)
+		if err != nil || wait == 0 {
+			return 0, err
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return wait + rand.N(wait), nil
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return 0, ctx.Err()
+		}
+	}
 }
 
 // take spends one delivery of the subscription's second when perSecond is
