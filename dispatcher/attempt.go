@@ -261,8 +261,8 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 		return nil
 	}
 	if at.RateLimit == 0 && leased.RateLimit > 0 {
-		// A task that did not know the limit (the sweeper's, a manual
-		// attempt's) is held to it now.
+		// A task that did not know the limit (the sweeper's, one from an
+		// older build) is held to it now. Manual attempts are outside it.
 		wait, err := r.rates.take(ctx, leased.SubscriptionID, leased.RateLimit)
 		if err != nil || wait > 0 {
 			r.releaseLease(ctx, leased, log)
