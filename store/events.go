@@ -33,6 +33,11 @@ type Audience struct {
 	Test bool
 }
 
+// maxOrderingKeyValue bounds the key value of an ordered delivery, in
+// characters: a longer one (a path that names a large object, say) leaves
+// the delivery unordered.
+const maxOrderingKeyValue = "256"
+
 // CreateEvent stores e and, in the same transaction, one pending delivery
 // per subscription of the audience, each due at e.CreatedAt. A delivery to
 // an ordered subscription (not a test) takes the next sequence of its key;
@@ -62,10 +67,15 @@ func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, [
 			INSERT INTO events (id, merchant_id, type, api_version, body, created_at)
 			SELECT $2, $6, $4, $8, $9, $3 FROM g RETURNING id
 		), t AS (
+			-- The key value orders the delivery only if it can be sent as a
+			-- header: at most `+maxOrderingKeyValue+` characters, no control character.
 			SELECT s.id, s.merchant_id, s.rate_limit,
-				CASE WHEN s.ordering_key IS NOT NULL AND NOT $5
-				     THEN convert_from($9, 'UTF8')::jsonb #>> string_to_array(s.ordering_key, '.') END AS okey
-			FROM subscriptions s, e
+				CASE WHEN length(o.v) <= `+maxOrderingKeyValue+` AND o.v !~ '[[:cntrl:]]' THEN o.v END AS okey
+			FROM subscriptions s CROSS JOIN e
+			LEFT JOIN LATERAL (
+				SELECT convert_from($9, 'UTF8')::jsonb #>> string_to_array(s.ordering_key, '.') AS v
+				WHERE s.ordering_key IS NOT NULL AND NOT $5
+			) o ON true
 			WHERE s.merchant_id = $6 AND s.deleted_at IS NULL
 			  AND CASE WHEN $7::uuid IS NULL
 			           THEN s.status = 'enabled' AND s.events && ARRAY[$4::text, '*']

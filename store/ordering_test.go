@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,6 +107,11 @@ func TestOrderedLineTakesOneAtATime(t *testing.T) {
 	if none.Sequence != nil || none.NextAttemptAt == nil {
 		t.Fatalf("an event without the key is unordered: %v", none.Sequence)
 	}
+	for _, bad := range []string{strings.Repeat("k", 257), "line\nbreak"} {
+		if d := publishFor(t, s, bad); d.Sequence != nil || d.OrderingKey != nil {
+			t.Fatalf("key %.20q: sequence %v; a key that cannot be a header orders nothing", bad, d.Sequence)
+		}
+	}
 
 	// The second of a key cannot be leased while the first is pending,
 	// and the sweeper does not see it.
@@ -113,8 +119,8 @@ func TestOrderedLineTakesOneAtATime(t *testing.T) {
 		t.Fatalf("lease behind the head = %v, want ErrNotFound", err)
 	}
 	due, err := s.DueDeliveries(ctx, time.Now().Add(time.Hour), time.Now(), nil, 100)
-	if err != nil || len(due) != 3 {
-		t.Fatalf("due = %d, %v; want a1, b1 and the unordered one", len(due), err)
+	if err != nil || len(due) != 5 {
+		t.Fatalf("due = %d, %v; want a1, b1 and the three unordered ones", len(due), err)
 	}
 
 	// A failed attempt with a retry keeps the key; the end of the head
