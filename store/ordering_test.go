@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -134,6 +135,12 @@ func TestOrderedLineTakesOneAtATime(t *testing.T) {
 	head, err := s.LineHead(ctx, sub.ID, "acct_a")
 	if err != nil || head.ID != a2.ID || head.NextAttemptAt == nil || head.RateLimit != 5 {
 		t.Fatalf("head after a1 = %v (%v), want a2 due", head.ID, err)
+	}
+	// Due in Postgres: if its enqueue is lost, the sweeper finds it.
+	due, err = s.DueDeliveries(ctx, time.Now().Add(time.Hour), time.Now(), nil, 100)
+	if err != nil || !slices.ContainsFunc(due, func(d store.Delivery) bool { return d.ID == a2.ID }) ||
+		slices.ContainsFunc(due, func(d store.Delivery) bool { return d.ID == a3.ID }) {
+		t.Fatalf("due after a1 ended: %d, %v; want a2 and not a3", len(due), err)
 	}
 	// A head that fails for good releases its key too.
 	finish(t, s, a2, store.DeliveryFailed)
