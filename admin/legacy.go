@@ -33,20 +33,32 @@ type legacySubscriptionJSON struct {
 	Secret    string    `json:"secret,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	RateLimit *int      `json:"rateLimit"`
+	Ordering  any       `json:"ordering"`
 }
 
 func legacySubscriptionView(sub store.Subscription) legacySubscriptionJSON {
+	rateLimit, ordering := controlsView(sub)
 	return legacySubscriptionJSON{
+		RateLimit: rateLimit, Ordering: ordering,
 		ID: sub.ID.String(), URL: sub.URL, Events: sub.Events, Description: sub.Description,
 		Status: sub.Status, Metadata: sub.Metadata, CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(),
 	}
 }
 
 func (s *Server) legacyCreate(w http.ResponseWriter, r *http.Request) error {
-	var in subscriptionInput
-	if err := decodeJSON(r, &in); err != nil {
+	var legacy struct {
+		URL         *string           `json:"url"`
+		Events      []string          `json:"events"`
+		Description optionalString    `json:"description"`
+		Metadata    map[string]string `json:"metadata"`
+		RateLimit   optionalInt       `json:"rateLimit"`
+		Ordering    rawField          `json:"ordering"`
+	}
+	if err := decodeJSON(r, &legacy); err != nil {
 		return err
 	}
+	in := subscriptionInput(legacy)
 	sub, secret, err := s.subscriptions.Create(r.Context(), principalOf(r.Context()).Merchant.ID, in.draft())
 	if err != nil {
 		return err
@@ -65,6 +77,8 @@ func (s *Server) legacyUpdate(w http.ResponseWriter, r *http.Request) error {
 		Description optionalString    `json:"description"`
 		Metadata    map[string]string `json:"metadata"`
 		Status      *string           `json:"status"`
+		RateLimit   optionalInt       `json:"rateLimit"`
+		Ordering    rawField          `json:"ordering"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -73,7 +87,8 @@ func (s *Server) legacyUpdate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	patch := subscriptionPatch{URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status}
+	patch := subscriptionPatch{URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status,
+		RateLimit: in.RateLimit, Ordering: in.Ordering}
 	sub, err := s.subscriptions.Update(r.Context(), principalOf(r.Context()).Merchant.ID, id, patch.change())
 	if err != nil {
 		return err

@@ -37,6 +37,8 @@ type subscriptionJSON struct {
 	Health      healthJSON               `json:"health"`
 	CreatedAt   time.Time                `json:"created_at"`
 	UpdatedAt   time.Time                `json:"updated_at"`
+	RateLimit   *int                     `json:"rate_limit"`
+	Ordering    any                      `json:"ordering"`
 	// Secret is only in the answers of create and rotate_secret.
 	Secret string `json:"secret,omitempty"`
 }
@@ -48,7 +50,9 @@ type healthJSON struct {
 }
 
 func subscriptionView(sub store.Subscription) subscriptionJSON {
+	rateLimit, ordering := controlsView(sub)
 	return subscriptionJSON{
+		RateLimit: rateLimit, Ordering: ordering,
 		ID: sub.ID, Type: "webhook_subscription", URL: sub.URL, Events: sub.Events,
 		Description: sub.Description, Status: sub.Status, Metadata: sub.Metadata,
 		Health: healthJSON{
@@ -66,6 +70,8 @@ type subscriptionInput struct {
 	Events      []string          `json:"events"`
 	Description optionalString    `json:"description"`
 	Metadata    map[string]string `json:"metadata"`
+	RateLimit   optionalInt       `json:"rate_limit"`
+	Ordering    rawField          `json:"ordering"`
 }
 
 // subscriptionPatch is an update: every field is optional. It repeats the
@@ -77,6 +83,8 @@ type subscriptionPatch struct {
 	Description optionalString    `json:"description"`
 	Metadata    map[string]string `json:"metadata"`
 	Status      *string           `json:"status"`
+	RateLimit   optionalInt       `json:"rate_limit"`
+	Ordering    rawField          `json:"ordering"`
 }
 
 // optionalString tells a field that is absent from one that is null, so
@@ -113,13 +121,15 @@ func parseID(raw string) (uuid.UUID, error) {
 
 // draft is the domain's form of a create body.
 func (in subscriptionInput) draft() subscriptions.Draft {
-	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata}
+	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata,
+		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes()}
 }
 
 // change is the domain's form of an update body.
 func (p subscriptionPatch) change() subscriptions.Change {
 	return subscriptions.Change{URL: p.URL, Events: p.Events, SetDescription: p.Description.Set,
-		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status}
+		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status,
+		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes()}
 }
 
 func (s *Server) createSubscriptionV1(w http.ResponseWriter, r *http.Request) error {

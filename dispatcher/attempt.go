@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,6 +77,7 @@ type attemptRunner struct {
 	relay    *relay
 	secrets  *secretCache
 	slots    *attemptSlots
+	rates    *deliveryRates
 	tasks    *enqueuer
 	metrics  *metrics
 	clock    Clock
@@ -108,6 +110,12 @@ func (r *attemptRunner) handleAttempt(ctx context.Context, t *asynq.Task) error 
 		return notDue{after: backOff}
 	}
 	defer held.release()
+	// Over its subscription's rate limit, the attempt waits its turn: in
+	// this worker when the turn is near, else back on the queue. Neither
+	// counts as an attempt.
+	if wait, err := r.rates.await(ctx, at.SubscriptionID, at.RateLimit, throttleWait); err != nil || wait > 0 {
+		return cmp.Or(err, error(notDue{after: wait}))
+	}
 	return r.attempt(ctx, at, held)
 }
 
@@ -130,7 +138,10 @@ func (r *attemptRunner) handleFirstAttempts(ctx context.Context, t *asynq.Task) 
 		if hasDeadline && deadline.Sub(r.clock.Now()) < r.cfg.DeliveryTimeout {
 			err = errors.New("the first-attempts task's deadline is too near for another attempt")
 		} else {
-			held, _, ok, err = r.slots.take(ctx, at, throttleWait)
+			var wait time.Duration
+			if wait, err = r.rates.take(ctx, at.SubscriptionID, at.RateLimit); err == nil && wait == 0 {
+				held, _, ok, err = r.slots.take(ctx, at, throttleWait)
+			}
 		}
 		if err != nil {
 			// A large fan-out outlasts its task: the rest wait in tasks of
@@ -241,7 +252,22 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 			return nil
 		}
 		log.InfoContext(ctx, "subscription deleted or disabled; delivery abandoned")
-		return r.cfg.Store.AbandonDelivery(ctx, leased.Delivery, now)
+		if err := r.cfg.Store.AbandonDelivery(ctx, leased.Delivery, now); err != nil {
+			return err
+		}
+		if endsLine(leased.Delivery, store.DeliveryFailed) {
+			r.enqueueLineHead(ctx, leased.Delivery, log)
+		}
+		return nil
+	}
+	if at.RateLimit == 0 && leased.RateLimit > 0 {
+		// A task that did not know the limit (the sweeper's, one from an
+		// older build) is held to it now. Manual attempts are outside it.
+		wait, err := r.rates.take(ctx, leased.SubscriptionID, leased.RateLimit)
+		if err != nil || wait > 0 {
+			r.releaseLease(ctx, leased, log)
+			return cmp.Or(err, error(notDue{after: wait}))
+		}
 	}
 	keys, err := r.secrets.keys(ctx, leased.SubscriptionID, leased.SubscriptionVersion, now)
 	if err != nil {
@@ -272,6 +298,9 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 		return err
 	}
 	r.observe(ctx, log, leased.Delivery, at, rec, res, developer)
+	if endsLine(leased.Delivery, rec.Status) {
+		r.enqueueLineHead(ctx, leased.Delivery, log)
+	}
 	if rec.NextAttemptAt != nil {
 		// The task's own deadline may be nearly spent by a slow receiver;
 		// the next attempt deserves its own.

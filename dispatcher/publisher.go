@@ -187,12 +187,18 @@ func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audi
 		return ev, nil, false, nil
 	}
 	p.metrics.eventsIngested.WithLabelValues(ev.Type).Inc()
-	if _, err := p.tasks.firstAttempts(ctx, ev.ID, deliveries, ev.CreatedAt); err != nil {
+	if _, err := p.tasks.firstAttempts(ctx, ev.ID, dueNow(deliveries), ev.CreatedAt); err != nil {
 		p.logger.WarnContext(ctx, "enqueue first attempts; the sweeper will retry", "event_id", ev.ID, "error", err)
 	}
 	p.logger.InfoContext(ctx, "event stored", "event_id", ev.ID, "type", ev.Type, "merchant_id", ev.MerchantID,
 		"deliveries", len(deliveries))
 	return ev, deliveries, true, nil
+}
+
+// dueNow leaves out the ordered deliveries that wait behind an earlier one
+// of their key: the end of that one enqueues them.
+func dueNow(deliveries []store.Delivery) []store.Delivery {
+	return slices.DeleteFunc(slices.Clone(deliveries), func(d store.Delivery) bool { return d.NextAttemptAt == nil })
 }
 
 // newEvent fixes everything about the stored event: its id, its

@@ -84,7 +84,7 @@ func (r *attemptRunner) exchange(ctx context.Context, leased store.LeasedDeliver
 	if leased.Kind == store.KindListener {
 		return r.relay.send(ctx, leased, keys)
 	}
-	return r.sender.send(ctx, leased.URL, leased.EventID.String(), leased.Body, keys), nil
+	return r.sender.sendWith(ctx, leased.URL, leased.EventID.String(), leased.Body, keys, orderingHeaders(leased.Delivery)), nil
 }
 
 // send relays one attempt and returns the command's answer as its result.

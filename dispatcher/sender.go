@@ -238,6 +238,16 @@ func (s *sender) send(ctx context.Context, target, eventID string, body []byte, 
 // instant of sending (zero: that instant): the endpoint check sends a stale
 // timestamp on purpose.
 func (s *sender) sendSignedAt(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time) result {
+	return s.post(ctx, target, eventID, body, keys, signedAt, nil)
+}
+
+// sendWith is send with extra headers (an ordered delivery's).
+func (s *sender) sendWith(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, extra http.Header) result {
+	return s.post(ctx, target, eventID, body, keys, time.Time{}, extra)
+}
+
+// post is the exchange behind send, sendSignedAt and sendWith.
+func (s *sender) post(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, extra http.Header) result {
 	started := s.clock.Now()
 	if signedAt.IsZero() {
 		signedAt = started
@@ -269,6 +279,9 @@ func (s *sender) sendSignedAt(ctx context.Context, target, eventID string, body 
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "webhookd/"+s.cfg.Version)
 	signer.SetHeaders(req.Header, eventID, signedAt, body, keys...)
+	for name, values := range extra {
+		req.Header[name] = values
+	}
 
 	resp, err := s.http.Do(req)
 	if err != nil {

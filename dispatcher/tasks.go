@@ -66,12 +66,16 @@ type attemptTask struct {
 	// Number is 0 in the task, takes its number when it leases the
 	// delivery of this merchant.
 	MerchantID string `json:"m,omitempty"`
+	// RateLimit is the subscription's deliveries per second as the fan-out
+	// or the last lease read it (0: none), so that an attempt over it is
+	// put back before it takes a worker or a lease.
+	RateLimit int `json:"r,omitempty"`
 }
 
 // scheduledAttempt is the task of attempt number of del, due at due.
 func scheduledAttempt(del store.Delivery, number int, due time.Time) attemptTask {
 	return attemptTask{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
-		MerchantID: del.MerchantID, Number: number, Trigger: store.TriggerScheduled, Due: due}
+		MerchantID: del.MerchantID, Number: number, Trigger: store.TriggerScheduled, Due: due, RateLimit: del.RateLimit}
 }
 
 // firstAttemptsTask is the payload of TaskFirstAttempts.

@@ -72,7 +72,7 @@ func newWorker(d *Dispatcher) (*worker, error) {
 		return nil, err
 	}
 	w.runner = &attemptRunner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel,
-		secrets: newSecretCache(cfg.Store, cfg.Sealer), tasks: d.tasks, metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger,
+		secrets: newSecretCache(cfg.Store, cfg.Sealer), tasks: d.tasks, rates: newDeliveryRates(d.tasks.redis), metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger,
 		slots: newAttemptSlots(cfg.Concurrency, cfg.merchantConcurrency(), cfg.SubscriptionConcurrency, cfg.DeliveryTimeout, cfg.Clock)}
 
 	sweepCfg := sweeperConfig{Store: cfg.Store, Grace: cfg.SweepGrace, LeaseFor: cfg.leaseFor()}
@@ -191,6 +191,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return w.run(ctx)
 }
 
+// delayedTaskCheck is the longest that a scheduled or deferred task waits
+// past its time to move to its queue: one Redis script per queue per
+// interval per process.
+const delayedTaskCheck = 100 * time.Millisecond
+
 // run is Run on a built worker.
 func (w *worker) run(ctx context.Context) error {
 	cfg := w.cfg
@@ -214,7 +219,9 @@ func (w *worker) run(ctx context.Context) error {
 		TaskCheckInterval: 20 * time.Millisecond,
 		// Scheduled attempts and deferred tasks move to their queue this
 		// often; short schedules (tests, development) need it finer.
-		DelayedTaskCheckInterval: min(time.Second, max(minDelay/2, 20*time.Millisecond)),
+		// At most delayedTaskCheck: an attempt put back for an endpoint's
+		// rate limit comes back near its turn.
+		DelayedTaskCheckInterval: min(delayedTaskCheck, max(minDelay/2, 20*time.Millisecond)),
 		RetryDelayFunc:           w.retryDelay,
 		IsFailure:                isFailure,
 		Logger:                   logger,

@@ -46,7 +46,8 @@ type LeasedDelivery struct {
 
 // LeaseDelivery takes the delivery's row for attempt number, until
 // now+leaseFor. It succeeds only if the delivery is pending, number is the
-// next attempt (attempt_count = number-1) and no live lease exists, so that
+// next attempt (attempt_count = number-1), no live lease exists and, for an
+// ordered delivery, it is the head of its key's line, so that
 // one attempt number never runs twice at once and a stale or duplicate task
 // finds nothing: then it returns ErrNotFound.
 func (s *Store) LeaseDelivery(ctx context.Context, id uuid.UUID, createdAt time.Time, number int, now time.Time, leaseFor time.Duration) (LeasedDelivery, error) {
@@ -80,11 +81,13 @@ func (s *Store) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now ti
 			subscriptions s, events e
 		WHERE d.id = r.id AND d.created_at = r.created_at AND d.status = 'pending' AND d.attempt_count = r.number - 1
 		  AND (d.lease_until IS NULL OR d.lease_until < $5)
+		  AND (d.sequence IS NULL OR `+isLineHead+`)
 		  AND s.id = d.subscription_id
 		  AND e.id = d.event_id AND e.created_at = d.event_created_at
 		RETURNING r.i, d.id, d.merchant_id, d.event_id, d.event_created_at, d.event_type, d.subscription_id,
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
-			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind`,
+			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
+			d.ordering_key, d.sequence, coalesce(s.rate_limit, 0)`,
 		ids, created, numbers, now.Add(leaseFor), now)
 	if err != nil {
 		return nil, nil, fmt.Errorf("lease %d deliveries: %w", len(reqs), err)
@@ -96,7 +99,8 @@ func (s *Store) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now ti
 	var i int
 	_, err = pgx.ForEachRow(rows, []any{&i, &d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
-		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind}, func() error {
+		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
+		&d.OrderingKey, &d.Sequence, &d.RateLimit}, func() error {
 		out[i-1], found[i-1] = l, true
 		return nil
 	})
@@ -147,9 +151,25 @@ func (s *Store) RecordAttempt(ctx context.Context, r AttemptRecord) error {
 // subscription was deleted or disabled) without adding an attempt: it
 // becomes failed with nothing due, and its lease is released.
 func (s *Store) AbandonDelivery(ctx context.Context, d Delivery, now time.Time) error {
-	_, err := s.pool.Exec(ctx, `
-		UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, lease_until = NULL, updated_at = $3
-		WHERE id = $1 AND created_at = $2 AND status = 'pending'`, d.ID, d.CreatedAt, now)
+	abandon := func(ctx context.Context, q querier) error {
+		_, err := q.Exec(ctx, `
+			UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, lease_until = NULL, updated_at = $3
+			WHERE id = $1 AND created_at = $2 AND status = 'pending'`, d.ID, d.CreatedAt, now)
+		return err
+	}
+	var err error
+	if d.Sequence == nil {
+		err = abandon(ctx, s.pool)
+	} else {
+		// The end of an ordered delivery and the release of its key commit
+		// together.
+		err = s.tx(ctx, func(tx pgx.Tx) error {
+			if err := abandon(ctx, tx); err != nil {
+				return err
+			}
+			return advanceLines(ctx, tx, []Delivery{d}, now)
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("abandon delivery %s: %w", d.ID, err)
 	}
@@ -167,8 +187,9 @@ func (s *Store) DueDeliveries(ctx context.Context, dueBefore, now time.Time, aft
 		afterAt, afterID = &after.NextAttemptAt, &after.ID
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+deliveryColumns+` FROM deliveries
+		SELECT `+deliveryColumns+` FROM deliveries d
 		WHERE status = 'pending' AND next_attempt_at < $1 AND (lease_until IS NULL OR lease_until < $2)
+		  AND (sequence IS NULL OR `+isLineHead+`)
 		  AND ($3::timestamptz IS NULL OR (next_attempt_at, id) > ($3, $4::uuid))
 		ORDER BY next_attempt_at, id LIMIT $5`, dueBefore, now, afterAt, afterID, limit)
 	if err != nil {
@@ -253,6 +274,36 @@ func (s *Store) ReleaseLease(ctx context.Context, d Delivery, leaseUntil time.Ti
 // error per record: nil, or ErrConflict when that attempt number was
 // already recorded. The records must be of distinct deliveries.
 func (s *Store) RecordAttempts(ctx context.Context, rs []AttemptRecord) ([]error, error) {
+	if !endsOrdered(rs) {
+		return recordAttempts(ctx, s.pool, rs)
+	}
+	// An ordered delivery that ends releases its key in the same
+	// transaction: a crash never leaves a key with no head.
+	var out []error
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if out, err = recordAttempts(ctx, tx, rs); err != nil {
+			return err
+		}
+		var ended []Delivery
+		var now time.Time
+		for i, r := range rs {
+			if out[i] == nil && r.Delivery.Sequence != nil && r.Status != DeliveryPending {
+				ended = append(ended, r.Delivery)
+				now = later(now, r.Attempt.AttemptedAt)
+			}
+		}
+		return advanceLines(ctx, tx, ended, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// recordAttempts is RecordAttempts' one statement, on the pool or in a
+// transaction.
+func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error, error) {
 	n := len(rs)
 	var (
 		ids        = make([]uuid.UUID, n)
@@ -284,7 +335,7 @@ func (s *Store) RecordAttempts(ctx context.Context, rs []AttemptRecord) ([]error
 	// deliveries, and the health of their (non-test) subscriptions,
 	// aggregated so that each subscription row is updated once: failures
 	// after the batch's last success add to the count, a success resets it.
-	rows, err := s.pool.Query(ctx, `
+	rows, err := q.Query(ctx, `
 		WITH i AS (
 			SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[], $5::text[], $6::int[],
 				$7::text[], $8::int[], $9::text[], $10::timestamptz[], $11::text[], $12::timestamptz[], $13::bool[])

@@ -33,8 +33,16 @@ type Audience struct {
 	Test bool
 }
 
+// maxOrderingKeyValue bounds the key value of an ordered delivery, in
+// characters: a longer one (a path that names a large object, say) leaves
+// the delivery unordered.
+const maxOrderingKeyValue = "256"
+
 // CreateEvent stores e and, in the same transaction, one pending delivery
-// per subscription of the audience, each due at e.CreatedAt. e arrives
+// per subscription of the audience, each due at e.CreatedAt. A delivery to
+// an ordered subscription (not a test) takes the next sequence of its key;
+// while an earlier delivery of that key is pending it waits with no due
+// time (NextAttemptAt nil) and its first attempt is not to be enqueued. e arrives
 // complete: its ID, envelope Body and CreatedAt are fixed by the caller, and
 // CreatedAt must be at millisecond precision because it is also the
 // timestamp of the deliveries' UUIDv7 ids (so that a lookup by id prunes to
@@ -58,20 +66,42 @@ func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, [
 		), e AS (
 			INSERT INTO events (id, merchant_id, type, api_version, body, created_at)
 			SELECT $2, $6, $4, $8, $9, $3 FROM g RETURNING id
-		), d AS (
-			INSERT INTO deliveries (id, merchant_id, event_id, event_created_at, event_type, subscription_id,
-				status, test, attempt_count, next_attempt_at, created_at, updated_at)
-			SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
-					PLACING substring(int8send($1::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid,
-				s.merchant_id, e.id, $3, $4, s.id, 'pending', $5, 0, $3, $3, $3
-			FROM subscriptions s, e
+		), t AS (
+			-- The key value orders the delivery only if it can be sent as a
+			-- header: at most `+maxOrderingKeyValue+` characters, no control character.
+			SELECT s.id, s.merchant_id, s.rate_limit,
+				CASE WHEN length(o.v) <= `+maxOrderingKeyValue+` AND o.v !~ '[[:cntrl:]]' THEN o.v END AS okey
+			FROM subscriptions s CROSS JOIN e
+			LEFT JOIN LATERAL (
+				SELECT convert_from($9, 'UTF8')::jsonb #>> string_to_array(s.ordering_key, '.') AS v
+				WHERE s.ordering_key IS NOT NULL AND NOT $5
+			) o ON true
 			WHERE s.merchant_id = $6 AND s.deleted_at IS NULL
 			  AND CASE WHEN $7::uuid IS NULL
 			           THEN s.status = 'enabled' AND s.events && ARRAY[$4::text, '*']
 			           ELSE s.id = $7::uuid END
-			RETURNING `+deliveryColumns+`
+		), k AS (
+			-- Each ordered subscription's key takes its next sequence under
+			-- the key's row lock (taken in subscription order, as the end of
+			-- a head takes it): publish order is the order of these locks.
+			INSERT INTO ordering_keys AS k (subscription_id, key, last, head)
+			SELECT id, okey, 1, 1 FROM t WHERE okey IS NOT NULL ORDER BY id
+			ON CONFLICT (subscription_id, key) DO UPDATE SET last = k.last + 1
+			RETURNING subscription_id, key, last, head
+		), d AS (
+			INSERT INTO deliveries (id, merchant_id, event_id, event_created_at, event_type, subscription_id,
+				status, test, attempt_count, next_attempt_at, created_at, updated_at, ordering_key, sequence)
+			SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+					PLACING substring(int8send($1::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid,
+				t.merchant_id, e.id, $3, $4, t.id, 'pending', $5, 0,
+				-- An ordered delivery behind a pending one of its key waits,
+				-- due at no time, until that one ends.
+				CASE WHEN k.last IS NULL OR k.last = k.head THEN $3::timestamptz END,
+				$3, $3, k.key, k.last
+			FROM t CROSS JOIN e LEFT JOIN k ON k.subscription_id = t.id
+			RETURNING `+deliveryColumns+`, ordering_key, sequence
 		)
-		SELECT EXISTS (SELECT 1 FROM g), d.* FROM (SELECT 1) one LEFT JOIN d ON true`,
+		SELECT EXISTS (SELECT 1 FROM g), d.*, t.rate_limit FROM (SELECT 1) one LEFT JOIN d ON true LEFT JOIN t ON t.id = d.subscription_id`,
 		e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body)
 	if err != nil {
 		return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
@@ -86,16 +116,20 @@ func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, [
 			test                            *bool
 			attempts                        *int
 			eventAt, next, created, updated *time.Time
+			orderingKey                     *string
+			sequence                        *int64
+			rateLimit                       *int
 		)
 		if err := rows.Scan(&wrote, &id, &merchant, &eventID, &eventAt, &eventType, &subID,
-			&status, &test, &attempts, &next, &created, &updated); err != nil {
+			&status, &test, &attempts, &next, &created, &updated, &orderingKey, &sequence, &rateLimit); err != nil {
 			rows.Close()
 			return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
 		}
 		if id != nil {
 			deliveries = append(deliveries, Delivery{ID: *id, MerchantID: *merchant, EventID: *eventID,
 				EventCreatedAt: *eventAt, EventType: *eventType, SubscriptionID: *subID, Status: DeliveryStatus(*status), Test: *test,
-				AttemptCount: *attempts, NextAttemptAt: next, CreatedAt: *created, UpdatedAt: *updated})
+				AttemptCount: *attempts, NextAttemptAt: next, CreatedAt: *created, UpdatedAt: *updated,
+				OrderingKey: orderingKey, Sequence: sequence, RateLimit: deref(rateLimit)})
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -90,11 +90,13 @@ func (s *Store) LeaseManualAttempt(ctx context.Context, merchantID string, id uu
 		  AND e.id = d.event_id AND e.created_at = d.event_created_at
 		RETURNING d.id, d.merchant_id, d.event_id, d.event_created_at, d.event_type, d.subscription_id,
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
-			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind`,
+			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
+			d.ordering_key, d.sequence`,
 		id, createdAt, createdAt.Add(time.Millisecond), merchantID, now.Add(leaseFor), now, s.retentionStart()).
 		Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 			&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
-			&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind)
+			&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
+			&d.OrderingKey, &d.Sequence)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Missing, served already, or leased by a running attempt: tell
 		// them apart.

@@ -20,6 +20,9 @@ type NewSubscription struct {
 	Events      []string
 	Description *string
 	Metadata    map[string]string
+	// RateLimit and OrderingKey are the delivery controls; nil: none.
+	RateLimit   *int
+	OrderingKey *string
 	// Limit, when positive, is how many subscriptions the merchant may hold
 	// (every one not deleted, whichever surface made it): the create fails
 	// with ErrSubscriptionLimit when the merchant already holds Limit.
@@ -41,6 +44,12 @@ type SubscriptionUpdate struct {
 	Status         *SubscriptionStatus
 	// Metadata replaces the whole map when non-nil.
 	Metadata map[string]string
+	// SetRateLimit says whether RateLimit is applied (nil clears it);
+	// SetOrderingKey the same for OrderingKey.
+	SetRateLimit   bool
+	RateLimit      *int
+	SetOrderingKey bool
+	OrderingKey    *string
 }
 
 // SubscriptionFilter narrows a subscription list.
@@ -60,12 +69,13 @@ type Secret struct {
 
 // subscriptionColumns is the select list that scanSubscription reads.
 const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
-	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at`
+	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key`
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
 	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
-		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt)
+		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
+		&s.RateLimit, &s.OrderingKey)
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}
@@ -98,10 +108,12 @@ func (s *Store) CreateSubscription(ctx context.Context, n NewSubscription, seale
 		}
 		var err error
 		sub, err = scanSubscription(tx.QueryRow(ctx, `
-			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at,
+				rate_limit, ordering_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10)
 			RETURNING `+subscriptionColumns,
-			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now))
+			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now,
+			n.RateLimit, n.OrderingKey))
 		if err != nil {
 			return err
 		}
@@ -185,10 +197,13 @@ func (s *Store) UpdateSubscription(ctx context.Context, merchantID string, id uu
 			description = CASE WHEN $5 THEN $6 ELSE description END,
 			status = COALESCE($7, status),
 			metadata = COALESCE($8, metadata),
-			updated_at = $9
+			updated_at = $9,
+			rate_limit = CASE WHEN $10 THEN $11 ELSE rate_limit END,
+			ordering_key = CASE WHEN $12 THEN $13 ELSE ordering_key END
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
-		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.Now()))
+		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.Now(),
+		u.SetRateLimit, u.RateLimit, u.SetOrderingKey, u.OrderingKey))
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, notFound(err))
 	}

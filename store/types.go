@@ -59,6 +59,11 @@ type Subscription struct {
 	Health      Health
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// RateLimit caps the deliveries per second to the endpoint; nil: none.
+	RateLimit *int
+	// OrderingKey is the dotted path into the envelope whose value orders
+	// the deliveries; nil: unordered.
+	OrderingKey *string
 }
 
 // Health counts a subscription's recent outcomes; test deliveries never
@@ -104,6 +109,14 @@ type Delivery struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	Attempts       []Attempt
+	// OrderingKey and Sequence place an ordered delivery in its key's
+	// line (nil for unordered ones). They are read where the fan-out and
+	// the lease read the row, not by every delivery query.
+	OrderingKey *string
+	Sequence    *int64
+	// RateLimit is the subscription's cap per second as the fan-out or the
+	// lease read it (0: none).
+	RateLimit int
 }
 
 // AttemptStatus is the outcome of one attempt.

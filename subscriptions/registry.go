@@ -40,6 +40,11 @@ type Draft struct {
 	Events      []string
 	Description *string
 	Metadata    map[string]string
+	// RateLimit caps the deliveries per second (nil: none).
+	RateLimit *int
+	// Ordering is the ordering as the API took it (ParseOrdering); nil
+	// or empty is none.
+	Ordering []byte
 }
 
 // Change is an update of a subscription: nil fields are left as they are.
@@ -51,6 +56,11 @@ type Change struct {
 	Description    *string
 	Metadata       map[string]string
 	Status         *string
+	// SetRateLimit applies RateLimit (nil clears it).
+	SetRateLimit bool
+	RateLimit    *int
+	// Ordering, when not nil, replaces the ordering (ParseOrdering).
+	Ordering []byte
 }
 
 // Registry creates and changes webhook subscriptions under Rules, and makes
@@ -115,7 +125,17 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 	if err := checkMetadata("metadata", d.Metadata); err != nil {
 		return store.NewSubscription{}, err
 	}
-	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata}, nil
+	if err := CheckRateLimit("rate_limit", d.RateLimit); err != nil {
+		return store.NewSubscription{}, err
+	}
+	var orderingKey *string
+	if len(d.Ordering) > 0 {
+		if orderingKey, err = ParseOrdering("ordering", d.Ordering); err != nil {
+			return store.NewSubscription{}, err
+		}
+	}
+	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata,
+		RateLimit: d.RateLimit, OrderingKey: orderingKey}, nil
 }
 
 // Update checks the fields present in c and applies them to the merchant's
@@ -163,6 +183,19 @@ func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
 			return u, err
 		}
 		u.Metadata = c.Metadata
+	}
+	if c.SetRateLimit {
+		if err := CheckRateLimit("rate_limit", c.RateLimit); err != nil {
+			return u, err
+		}
+		u.SetRateLimit, u.RateLimit = true, c.RateLimit
+	}
+	if c.Ordering != nil {
+		key, err := ParseOrdering("ordering", c.Ordering)
+		if err != nil {
+			return u, err
+		}
+		u.SetOrderingKey, u.OrderingKey = true, key
 	}
 	return u, nil
 }

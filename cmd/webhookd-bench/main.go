@@ -35,7 +35,7 @@ import (
 // scenarios in the order -scenario all runs them: the ones that leave
 // retrying deliveries behind (footprint's closed port, the hanging
 // receivers of noisy and noisy5) come last so they cannot slow the others.
-var scenarios = []string{"raw", "throughput", "latency", "fanout", "footprint", "noisy", "noisy5"}
+var scenarios = []string{"raw", "throughput", "latency", "fanout", "ordered", "footprint", "noisy", "noisy5"}
 
 // config is the command line.
 type config struct {
@@ -221,6 +221,8 @@ func (b *bench) runScenario(ctx context.Context, name string) (*report, error) {
 		return b.noisy(ctx, "noisy5", noisy5Hanging)
 	case "fanout":
 		return b.fanout(ctx)
+	case "ordered":
+		return b.ordered(ctx)
 	case "footprint":
 		return b.footprint(ctx)
 	}

@@ -198,6 +198,9 @@ type publishPlan struct {
 	deadline  time.Time
 	log       *publishLog
 	publisher int
+	// orderKeys, when positive, gives each event payload.key, one of that
+	// many keys in turn (the ordered scenario).
+	orderKeys int
 }
 
 // publishStats is the publish side of a run.
@@ -231,8 +234,11 @@ func (b *bench) publish(ctx context.Context, p publishPlan) publishStats {
 			for j := range jobs {
 				evs := make([]event, 0, j.to-j.from)
 				for i := j.from; i < j.to; i++ {
-					evs = append(evs, event{ID: ids[i], MerchantID: p.merchant(i), Type: benchEventType,
-						Payload: payloadFor(p.run, i, p.payload)})
+					payload := payloadFor(p.run, i, p.payload)
+					if p.orderKeys > 0 {
+						payload = keyedPayloadFor(p.run, i, p.payload, i%p.orderKeys)
+					}
+					evs = append(evs, event{ID: ids[i], MerchantID: p.merchant(i), Type: benchEventType, Payload: payload})
 				}
 				now := time.Now()
 				for _, ev := range evs {
@@ -324,6 +330,10 @@ type deliveryRun struct {
 	rate      float64
 	batch     int
 	payload   int
+	orderKeys int // see publishPlan
+	// prepare, when set, runs on the fleet before publishing (the ordered
+	// scenario turns ordering on).
+	prepare func(context.Context, *fleet) error
 }
 
 // deliveryResult is what a deliveryRun measured.
@@ -352,12 +362,18 @@ func (b *bench) deliver(ctx context.Context, d deliveryRun) (*deliveryResult, er
 		return nil, err
 	}
 	defer b.tearDown(f)
+	if d.prepare != nil {
+		if err := d.prepare(ctx, f); err != nil {
+			return nil, err
+		}
+	}
 	healthyPer := f.healthyPerMerchant()
 	merchantOf := func(i int) string { return d.merchants[i%len(d.merchants)] }
 	cpuBefore, cpuErr := b.sampleCPU(ctx)
 	deadline := time.Now().Add(b.cfg.duration)
 	pub := b.publish(ctx, publishPlan{events: d.events, merchant: merchantOf, payload: d.payload, rate: d.rate,
-		batch: d.batch, run: b.cfg.merchant + "-" + d.name, deadline: deadline, log: f.log, publisher: b.cfg.publishers})
+		batch: d.batch, run: b.cfg.merchant + "-" + d.name, deadline: deadline, log: f.log, publisher: b.cfg.publishers,
+		orderKeys: d.orderKeys})
 	res := &deliveryResult{pub: pub}
 	if pub.firstErr != nil {
 		b.logf("%s: %d events failed to publish: %v", d.name, pub.failed, pub.firstErr)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"slices"
 	"testing"
@@ -84,5 +85,16 @@ func TestParseFlagsScenarios(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-scenario", "noisy6", "-token", "t"}, io.Discard); err == nil {
 		t.Error("-scenario noisy6 accepted")
+	}
+}
+
+func TestKeyedPayload(t *testing.T) {
+	p := keyedPayloadFor("run", 7, 100, 42)
+	var v struct {
+		Seq int    `json:"seq"`
+		Key string `json:"key"`
+	}
+	if err := json.Unmarshal(p, &v); err != nil || v.Seq != 7 || v.Key != "k-42" || len(p) != 100 {
+		t.Fatalf("payload %s (%d bytes): %+v, %v", p, len(p), v, err)
 	}
 }

@@ -1,0 +1,146 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Ordered delivery keeps, per (subscription, key value), one row of
+// ordering_keys: last, the last sequence the fan-out gave, and head, the
+// one sequence that may be attempted (the lowest pending one, or last+1
+// when none is pending). Every ordered delivery row carries its key value
+// and sequence. Three moments touch a line, each under the row's lock:
+//
+//   - the fan-out (CreateEvent) takes last+1 for the new delivery; it is
+//     due at once if that is the head (the key was idle), else it waits
+//     with no due time, so the sweeper never sees it;
+//   - a lease (LeaseDeliveries) takes only the head of its line;
+//   - the end of the head (succeeded, failed for good, abandoned) moves
+//     head to the next pending sequence and makes that delivery due now,
+//     in the transaction that records the end (advanceLines).
+//
+// The lock makes the fan-out and the end of a head take turns: a fan-out
+// that commits first is seen by the head's end (which then wakes it); one
+// that commits after sees the moved head (and is due at once). Nothing
+// scans: each step reads one ordering_keys row and one index range of the
+// key's pending deliveries.
+
+// isLineHead is the condition, on a delivery row d, that it is the head of
+// its key's line.
+const isLineHead = `EXISTS (SELECT 1 FROM ordering_keys k
+	WHERE k.subscription_id = d.subscription_id AND k.key = d.ordering_key AND k.head = d.sequence)`
+
+// querier is the pool or a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// endsOrdered reports whether any record ends an ordered delivery.
+func endsOrdered(rs []AttemptRecord) bool {
+	return slices.ContainsFunc(rs, func(r AttemptRecord) bool {
+		return r.Delivery.Sequence != nil && r.Status != DeliveryPending
+	})
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// deref is *p, or zero for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// advanceLines releases the keys of ordered deliveries that ended, in tx:
+// a line whose head one of them was moves to its next pending delivery,
+// which becomes due at now. The rows are locked first, in one order (the
+// fan-out's), by a statement of their own, so that the next statement's
+// snapshot holds every fan-out that committed before the lock was had.
+func advanceLines(ctx context.Context, tx querier, ended []Delivery, now time.Time) error {
+	if len(ended) == 0 {
+		return nil
+	}
+	subs := make([]uuid.UUID, len(ended))
+	keys := make([]string, len(ended))
+	seqs := make([]int64, len(ended))
+	for i, d := range ended {
+		subs[i], keys[i], seqs[i] = d.SubscriptionID, *d.OrderingKey, *d.Sequence
+	}
+	if _, err := tx.Exec(ctx, `
+		SELECT 1 FROM ordering_keys
+		WHERE (subscription_id, key) IN (SELECT * FROM unnest($1::uuid[], $2::text[]))
+		ORDER BY subscription_id, key FOR UPDATE`, subs, keys); err != nil {
+		return fmt.Errorf("lock %d ordering keys: %w", len(ended), err)
+	}
+	if _, err := tx.Exec(ctx, `
+		WITH r AS (
+			SELECT DISTINCT * FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS r(subscription_id, key, sequence)
+		), h AS (
+			UPDATE ordering_keys k SET head = coalesce((
+				SELECT min(d.sequence) FROM deliveries d
+				WHERE d.subscription_id = k.subscription_id AND d.ordering_key = k.key
+				  AND d.status = 'pending' AND d.sequence IS NOT NULL AND d.sequence > k.head), k.last + 1)
+			FROM r WHERE k.subscription_id = r.subscription_id AND k.key = r.key AND k.head = r.sequence
+			RETURNING k.subscription_id, k.key, k.head
+		)
+		UPDATE deliveries d SET next_attempt_at = $4
+		FROM h
+		WHERE d.subscription_id = h.subscription_id AND d.ordering_key = h.key AND d.sequence = h.head
+		  AND d.status = 'pending' AND d.sequence IS NOT NULL AND d.next_attempt_at IS NULL`,
+		subs, keys, seqs, now); err != nil {
+		return fmt.Errorf("advance %d ordering keys: %w", len(ended), err)
+	}
+	return nil
+}
+
+// LineHead returns the pending delivery at the head of an ordered line,
+// with its subscription's rate limit, so that the worker that ended the
+// one before can enqueue it; ErrNotFound when the line is idle.
+func (s *Store) LineHead(ctx context.Context, subscriptionID uuid.UUID, key string) (Delivery, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+qualified("d", deliveryColumns)+`, d.ordering_key, d.sequence, coalesce(s.rate_limit, 0)
+		FROM ordering_keys k
+		JOIN deliveries d ON d.subscription_id = k.subscription_id AND d.ordering_key = k.key
+			AND d.sequence = k.head AND d.status = 'pending' AND d.sequence IS NOT NULL
+		JOIN subscriptions s ON s.id = k.subscription_id
+		WHERE k.subscription_id = $1 AND k.key = $2`, subscriptionID, key)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("head of line %s/%q: %w", subscriptionID, key, err)
+	}
+	d, err := pgx.CollectExactlyOneRow(rows, func(row pgx.CollectableRow) (Delivery, error) {
+		var d Delivery
+		err := row.Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
+			&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
+			&d.OrderingKey, &d.Sequence, &d.RateLimit)
+		return d, err
+	})
+	if err != nil {
+		return Delivery{}, fmt.Errorf("head of line %s/%q: %w", subscriptionID, key, notFound(err))
+	}
+	return d, nil
+}
+
+// qualified prefixes each column of a column list with a table alias.
+func qualified(alias, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = alias + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
