@@ -87,8 +87,10 @@ func (c GuardConfig) validate() error {
 }
 
 // Guard protects a merchant's copy of a resource from events that arrive
-// out of order. webhookd does not guarantee order: a payout's "sent" event
-// may be retried and arrive after its "returned" event. The guard compares
+// out of order. Unless the subscription orders its deliveries by key
+// (its "ordering" field), webhookd does not guarantee order: a payout's
+// "sent" event may be retried and arrive after its "returned" event. And
+// even then a manual redelivery goes outside the order. The guard compares
 // each event's status with the last one recorded for the resource:
 //
 //   - nothing recorded, or a status that ranks at or above the recorded
