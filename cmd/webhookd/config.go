@@ -24,8 +24,8 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/portal"
+	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
 )
 

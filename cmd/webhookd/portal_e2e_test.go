@@ -246,6 +246,14 @@ func TestPortalInTheBrowser(t *testing.T) {
 	pendingDetail := pendingRow + `/following-sibling::tr[1]`
 	tb.clickIn(pendingRow, "Attempts")
 	tb.see("upstream exploded", "500")
+	// A redraw of the list (Refresh, or a reload still on its way from an
+	// earlier click) keeps the attempts the person opened open.
+	tb.clickIn(`//section[@aria-label="Deliveries"]`, "Refresh")
+	tb.gone(`//button[normalize-space()="Refresh"][@disabled]`)
+	if !tb.present(pendingDetail+`//button[normalize-space()="Reload attempts"]`) ||
+		!tb.present(pendingRow+`//button[normalize-space()="Attempts"][@aria-expanded="true"]`) {
+		t.Fatalf("Refresh closed the delivery's open attempts; page text:\n%s", tb.text())
+	}
 	if next := tb.textOf(pendingDetail + `//dt[normalize-space()="Next attempt"]/following-sibling::dd[1]`); next == "—" || next == "" {
 		t.Errorf("the failed delivery shows no next attempt (%q)", next)
 	}
