@@ -326,6 +326,10 @@ func TestPortalInTheBrowser(t *testing.T) {
 		t.Fatalf("publish a batch: %d %v", status, res)
 	}
 	hook.waitFor(t, n+len(batch))
+	// The receiver has them; their attempts are recorded a moment later.
+	// Until then a row may change from pending between two looks at the
+	// first page.
+	waitNonePending(t, e, key, subID, "payout.created")
 	tb.run(chromedp.Reload())
 	tb.see("Deliveries", "Older")
 	rows := func() int { return eval[int](tb, `document.querySelectorAll("tr[data-delivery-id]").length`) }
@@ -438,6 +442,30 @@ func waitStatus(t *testing.T, e *engine, key, id, status string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("subscription %s never became %s", id, status)
+}
+
+// waitNonePending waits until the API lists no pending delivery of
+// eventType for the subscription.
+func waitNonePending(t *testing.T, e *engine, key, subID, eventType string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, page := e.call("GET", "http://"+e.public+"/v1/webhook_deliveries?status=pending&limit=100&subscription_id="+subID, key, nil)
+		data, _ := page["data"].([]any)
+		pending := 0
+		for _, d := range data {
+			if d.(map[string]any)["event_type"] == eventType {
+				pending++
+			}
+		}
+		if status == 200 && pending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deliveries of %s are still pending (%d): %v", pending, eventType, status, page)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // publishRaw publishes an event whose payload is the JSON text payload,
