@@ -268,10 +268,30 @@ func (tb *tab) setField(label, value string) {
 	tb.run(chromedp.SetValue(field(label), value, chromedp.NodeVisible))
 }
 
-// textOf is the visible text of the first element matching an XPath.
+// textOf waits for an element matching an XPath that a person can see and
+// answers its text. One script finds and reads it in one turn of the
+// page's event loop: reading a node found earlier over the protocol can
+// read it after a redraw replaced it, and answer nothing.
 func (tb *tab) textOf(xpath string) string {
 	tb.t.Helper()
-	return strings.TrimSpace(value(tb, chromedp.Text(chromedp.Search(xpath), chromedp.NodeVisible)))
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		s := eval[*string](tb, `(() => {
+			const r = document.evaluate(`+jsString(xpath)+`, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+			for (let i = 0; i < r.snapshotLength; i++) {
+				const el = r.snapshotItem(i);
+				if (el.getClientRects().length > 0) return el.innerText;
+			}
+			return null;
+		})()`)
+		if s != nil {
+			return strings.TrimSpace(*s)
+		}
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("browser: nothing a person can see matches %s; page text:\n%s", xpath, tb.text())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // eval runs a script in the page, waits for the promise it may answer, and

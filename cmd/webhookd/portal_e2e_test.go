@@ -246,6 +246,14 @@ func TestPortalInTheBrowser(t *testing.T) {
 	pendingDetail := pendingRow + `/following-sibling::tr[1]`
 	tb.clickIn(pendingRow, "Attempts")
 	tb.see("upstream exploded", "500")
+	// A redraw of the list (Refresh, or a reload still on its way from an
+	// earlier click) keeps the attempts the person opened open.
+	tb.clickIn(`//section[@aria-label="Deliveries"]`, "Refresh")
+	tb.gone(`//button[normalize-space()="Refresh"][@disabled]`)
+	if !tb.present(pendingDetail+`//button[normalize-space()="Reload attempts"]`) ||
+		!tb.present(pendingRow+`//button[normalize-space()="Attempts"][@aria-expanded="true"]`) {
+		t.Fatalf("Refresh closed the delivery's open attempts; page text:\n%s", tb.text())
+	}
 	if next := tb.textOf(pendingDetail + `//dt[normalize-space()="Next attempt"]/following-sibling::dd[1]`); next == "—" || next == "" {
 		t.Errorf("the failed delivery shows no next attempt (%q)", next)
 	}
@@ -318,6 +326,10 @@ func TestPortalInTheBrowser(t *testing.T) {
 		t.Fatalf("publish a batch: %d %v", status, res)
 	}
 	hook.waitFor(t, n+len(batch))
+	// The receiver has them; their attempts are recorded a moment later.
+	// Until then a row may change from pending between two looks at the
+	// first page.
+	waitNonePending(t, e, key, subID, "payout.created")
 	tb.run(chromedp.Reload())
 	tb.see("Deliveries", "Older")
 	rows := func() int { return eval[int](tb, `document.querySelectorAll("tr[data-delivery-id]").length`) }
@@ -430,6 +442,30 @@ func waitStatus(t *testing.T, e *engine, key, id, status string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("subscription %s never became %s", id, status)
+}
+
+// waitNonePending waits until the API lists no pending delivery of
+// eventType for the subscription.
+func waitNonePending(t *testing.T, e *engine, key, subID, eventType string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, page := e.call("GET", "http://"+e.public+"/v1/webhook_deliveries?status=pending&limit=100&subscription_id="+subID, key, nil)
+		data, _ := page["data"].([]any)
+		pending := 0
+		for _, d := range data {
+			if d.(map[string]any)["event_type"] == eventType {
+				pending++
+			}
+		}
+		if status == 200 && pending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deliveries of %s are still pending (%d): %v", pending, eventType, status, page)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // publishRaw publishes an event whose payload is the JSON text payload,

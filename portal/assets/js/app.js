@@ -547,8 +547,16 @@ function deliveriesBrowser(fixed, { filters, showEndpoint }) {
   const older = h('button', { type: 'button', class: 'secondary', hidden: true }, 'Older');
   const refresh = h('button', { type: 'button', class: 'secondary' }, 'Refresh');
   const section = h('section', { class: 'deliveries', 'aria-label': 'Deliveries' });
+  // expanded holds the detail cell of each delivery whose attempts the
+  // person opened: a redraw of the list keeps them open, so that a detail
+  // never vanishes under them.
+  const expanded = new Map();
+  // loads numbers the reloads: only the latest one draws the list, so that
+  // a slow answer never replaces a newer one.
+  let loads = 0;
 
   async function reload() {
+    const load = ++loads;
     let page;
     let cursor = browse.cursors[browse.page];
     const shown = [];
@@ -562,10 +570,21 @@ function deliveriesBrowser(fixed, { filters, showEndpoint }) {
       if (shown.length > 0 || !page.has_more) break;
       cursor = page.next_cursor;
     }
+    if (load !== loads) return;
     browse.cursors[browse.page + 1] = page.has_more ? page.next_cursor : undefined;
     newer.hidden = browse.page === 0;
     older.hidden = !page.has_more;
-    list.replaceChildren(deliveryTable(shown, showEndpoint));
+    for (const id of expanded.keys()) {
+      if (!shown.some((d) => d.id === id)) expanded.delete(id);
+    }
+    // Moving an open detail into the new table takes the focus from the
+    // button in it: give it back.
+    const focused = list.contains(document.activeElement) ? document.activeElement : null;
+    list.replaceChildren(deliveryTable(shown, showEndpoint, expanded));
+    if (focused && focused.isConnected) focused.focus({ preventScroll: true });
+    // The attempts of an open detail may have changed with the list: the
+    // reload ends when they are drawn too.
+    await Promise.all([...expanded].map(([id, cell]) => loadDelivery(id, cell)));
   }
 
   newer.addEventListener('click', () => { browse.page--; busy(newer, () => reload().catch(showError)); });
@@ -597,14 +616,17 @@ function deliveriesBrowser(fixed, { filters, showEndpoint }) {
   return section;
 }
 
-function deliveryTable(deliveries, showEndpoint) {
+// deliveryTable draws deliveries; expanded maps the id of each delivery
+// whose attempts are open to its detail cell, which the table reuses.
+function deliveryTable(deliveries, showEndpoint, expanded) {
   if (deliveries.length === 0) return h('p', { class: 'muted' }, 'No deliveries.');
   const head = ['Created', 'Event type', 'Status', 'Attempts', 'Next attempt'];
   if (showEndpoint) head.push('Endpoint');
   head.push('');
   const body = h('tbody');
   for (const d of deliveries) {
-    const open = h('button', { type: 'button', class: 'secondary', 'aria-expanded': 'false' }, 'Attempts');
+    const kept = expanded.get(d.id);
+    const open = h('button', { type: 'button', class: 'secondary', 'aria-expanded': String(Boolean(kept)) }, 'Attempts');
     const row = h('tr', { 'data-delivery-id': d.id },
       h('td', { 'data-label': 'Created' }, time(d.created_at)),
       h('td', { 'data-label': 'Event type' }, h('a', { href: `#/events/${enc(d.event_id)}` }, d.event_type), d.test && ' ', d.test && h('span', { class: 'badge' }, 'test')),
@@ -613,13 +635,18 @@ function deliveryTable(deliveries, showEndpoint) {
       h('td', { 'data-label': 'Next attempt' }, time(d.next_attempt_at)),
       showEndpoint && h('td', { 'data-label': 'Endpoint' }, h('a', { href: `#/endpoints/${enc(d.subscription_id)}` }, 'Open endpoint')),
       h('td', null, open));
-    const detailCell = h('td', { colspan: String(head.length) });
-    const detailRow = h('tr', { class: 'delivery-detail-row', hidden: true }, detailCell);
+    const detailCell = kept || h('td', { colspan: String(head.length) });
+    const detailRow = h('tr', { class: 'delivery-detail-row', hidden: !kept }, detailCell);
     open.addEventListener('click', () => {
       const opening = detailRow.hidden;
       detailRow.hidden = !opening;
       open.setAttribute('aria-expanded', String(opening));
-      if (opening) busy(open, () => loadDelivery(d.id, detailCell));
+      if (opening) {
+        expanded.set(d.id, detailCell);
+        busy(open, () => loadDelivery(d.id, detailCell));
+      } else {
+        expanded.delete(d.id);
+      }
     });
     body.append(row, detailRow);
   }
@@ -627,14 +654,21 @@ function deliveryTable(deliveries, showEndpoint) {
     h('thead', null, h('tr', null, head.map((c) => h('th', { scope: 'col' }, c)))), body);
 }
 
+// detailLoads numbers the loads of each detail cell: only the latest one
+// draws it, so that a slow answer never replaces a newer one.
+const detailLoads = new WeakMap();
+
 async function loadDelivery(id, into) {
+  const load = (detailLoads.get(into) || 0) + 1;
+  detailLoads.set(into, load);
   let d;
   try {
     d = await state.api.get(`/webhook_deliveries/${enc(id)}`);
   } catch (err) {
-    into.replaceChildren(h('p', { class: 'notice error' }, describe(err)));
+    if (detailLoads.get(into) === load) into.replaceChildren(h('p', { class: 'notice error' }, describe(err)));
     return;
   }
+  if (detailLoads.get(into) !== load) return;
   const rows = d.attempts.map((a) => h('tr', null,
     h('td', { 'data-label': 'Attempt' }, String(a.number)),
     h('td', { 'data-label': 'Trigger' }, a.trigger),
@@ -669,7 +703,11 @@ async function loadDelivery(id, into) {
   again.addEventListener('click', () => busy(again, () => loadDelivery(id, into)));
   actions.append(again);
   box.append(actions);
+  // A redraw must not take the focus from the button the person is on.
+  const focused = into.contains(document.activeElement) ? document.activeElement.textContent : null;
   into.replaceChildren(box);
+  const sameButton = focused && [...actions.querySelectorAll('button')].find((b) => b.textContent === focused);
+  if (sameButton) sameButton.focus({ preventScroll: true });
 }
 
 // ---- events ---------------------------------------------------------------
