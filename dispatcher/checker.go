@@ -146,7 +146,11 @@ func (c *Checker) run(ctx context.Context, merchantID string, subscriptionID uui
 	case CheckStaleTimestamp:
 		signedAt = c.clock.Now().Add(-checkStaleBy)
 	}
-	res := c.sender.sendSignedAt(ctx, leased.URL, ev.ID.String(), leased.Body, keys, signedAt)
+	extra, err := c.secrets.headers(leased)
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
+	}
+	res := c.sender.sendSignedAt(ctx, leased.URL, ev.ID.String(), leased.Body, keys, signedAt, extra)
 	rec := store.AttemptRecord{Delivery: leased.Delivery, Status: store.DeliveryFailed,
 		Attempt: store.Attempt{DeliveryID: leased.ID, Number: 1, Status: store.AttemptFailed, Trigger: store.TriggerManual,
 			HTTPStatus: res.httpStatus, Error: res.errCode, DurationMS: int(res.duration.Milliseconds()),

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"github.com/webhookd/webhookd/filter"
 	"github.com/webhookd/webhookd/invalid"
 	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/producer"
@@ -86,6 +87,7 @@ func (c publisherConfig) validate() error {
 // every path, with the same parameter and message.
 type Publisher struct {
 	cfg     publisherConfig
+	filters *filter.Cache
 	tasks   *enqueuer
 	metrics *metrics
 	clock   Clock
@@ -96,7 +98,11 @@ func newPublisher(cfg publisherConfig, tasks *enqueuer, m *metrics, clock Clock,
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Publisher{cfg: cfg, tasks: tasks, metrics: m, clock: clock, logger: logger}, nil
+	compiler, err := filter.NewCompiler()
+	if err != nil {
+		return nil, fmt.Errorf("publisher: %w", err)
+	}
+	return &Publisher{cfg: cfg, filters: filter.NewCache(compiler), tasks: tasks, metrics: m, clock: clock, logger: logger}, nil
 }
 
 // EventTypes is the catalogue producers may publish and subscriptions may
@@ -179,6 +185,11 @@ func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audi
 	if err != nil {
 		return store.Event{}, nil, false, err
 	}
+	if to.SubscriptionID == nil {
+		if to.Matched, err = p.matchFilters(ctx, ev); err != nil {
+			return store.Event{}, nil, false, err
+		}
+	}
 	ev, deliveries, created, err := p.cfg.Store.CreateEvent(ctx, ev, to)
 	if err != nil {
 		return store.Event{}, nil, false, err
@@ -187,7 +198,9 @@ func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audi
 		return ev, nil, false, nil
 	}
 	p.metrics.eventsIngested.WithLabelValues(ev.Type).Inc()
-	if _, err := p.tasks.firstAttempts(ctx, ev.ID, deliveries, ev.CreatedAt); err != nil {
+	// Skipped deliveries (disabled subscriptions) wait for recover.
+	due := slices.DeleteFunc(slices.Clone(deliveries), func(d store.Delivery) bool { return d.Status == store.DeliverySkipped })
+	if _, err := p.tasks.firstAttempts(ctx, ev.ID, due, ev.CreatedAt); err != nil {
 		p.logger.WarnContext(ctx, "enqueue first attempts; the sweeper will retry", "event_id", ev.ID, "error", err)
 	}
 	p.logger.InfoContext(ctx, "event stored", "event_id", ev.ID, "type", ev.Type, "merchant_id", ev.MerchantID,

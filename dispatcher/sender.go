@@ -207,14 +207,16 @@ func (r result) gone() bool { return r.httpStatus != nil && *r.httpStatus == htt
 
 // send POSTs body to target with the Standard Webhooks headers, the whole
 // exchange bounded by the delivery timeout.
-func (s *sender) send(ctx context.Context, target, eventID string, body []byte, keys []signer.Key) result {
-	return s.sendSignedAt(ctx, target, eventID, body, keys, time.Time{})
+// extra are the subscription's own headers (checked when they were set:
+// none of them is one of ours).
+func (s *sender) send(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, extra map[string]string) result {
+	return s.sendSignedAt(ctx, target, eventID, body, keys, time.Time{}, extra)
 }
 
 // sendSignedAt is send with the signature dated signedAt instead of the
 // instant of sending (zero: that instant): the endpoint check sends a stale
 // timestamp on purpose.
-func (s *sender) sendSignedAt(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time) result {
+func (s *sender) sendSignedAt(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, extra map[string]string) result {
 	started := s.clock.Now()
 	if signedAt.IsZero() {
 		signedAt = started
@@ -242,6 +244,11 @@ func (s *sender) sendSignedAt(ctx context.Context, target, eventID string, body 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return finish(outcomeBlocked, errTargetBlocked)
+	}
+	// The subscription's headers first, so that ours win whatever they
+	// say (the rules refuse our names anyway).
+	for name, value := range extra {
+		req.Header.Set(name, value)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "webhookd/"+s.cfg.Version)

@@ -31,10 +31,17 @@ type Audience struct {
 	// Test marks the deliveries as test deliveries: they never touch the
 	// subscription's health and send no failure e-mail.
 	Test bool
+	// Matched are the subscriptions with a filter whose filter the event
+	// passed (see FilteredSubscriptions): a subscription with a filter
+	// gets a delivery only when listed here, so one whose filter was set
+	// meanwhile gets none rather than an unfiltered one.
+	Matched []uuid.UUID
 }
 
 // CreateEvent stores e and, in the same transaction, one pending delivery
-// per subscription of the audience, each due at e.CreatedAt. e arrives
+// per subscription of the audience, each due at e.CreatedAt. A fan-out
+// (no SubscriptionID) also reaches the merchant's disabled endpoints: their
+// deliveries are skipped, due never, so that recover can replay them. e arrives
 // complete: its ID, envelope Body and CreatedAt are fixed by the caller, and
 // CreatedAt must be at millisecond precision because it is also the
 // timestamp of the deliveries' UUIDv7 ids (so that a lookup by id prunes to
@@ -63,16 +70,20 @@ func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, [
 				status, test, attempt_count, next_attempt_at, created_at, updated_at)
 			SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
 					PLACING substring(int8send($1::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid,
-				s.merchant_id, e.id, $3, $4, s.id, 'pending', $5, 0, $3, $3, $3
+				s.merchant_id, e.id, $3, $4, s.id,
+				CASE WHEN $7::uuid IS NULL AND s.status = 'disabled' THEN 'skipped' ELSE 'pending' END, $5, 0,
+				CASE WHEN $7::uuid IS NULL AND s.status = 'disabled' THEN NULL ELSE $3 END, $3, $3
 			FROM subscriptions s, e
 			WHERE s.merchant_id = $6 AND s.deleted_at IS NULL
 			  AND CASE WHEN $7::uuid IS NULL
-			           THEN s.status = 'enabled' AND s.events && ARRAY[$4::text, '*']
+			           THEN (s.status = 'enabled' OR (s.status = 'disabled' AND s.kind = 'endpoint'))
+			                AND s.events && ARRAY[$4::text, '*']
+			                AND (s.filter IS NULL OR s.id = ANY($10::uuid[]))
 			           ELSE s.id = $7::uuid END
 			RETURNING `+deliveryColumns+`
 		)
 		SELECT EXISTS (SELECT 1 FROM g), d.* FROM (SELECT 1) one LEFT JOIN d ON true`,
-		e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body)
+		e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body, to.Matched)
 	if err != nil {
 		return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
 	}

@@ -100,7 +100,8 @@ func scanListener(row pgx.Row) (Listener, error) {
 	var l Listener
 	s := &l.Subscription
 	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
-		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt, &l.ExpiresAt)
+		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
+		&s.Filter, &s.SealedHeaders, &l.ExpiresAt)
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}
