@@ -29,10 +29,14 @@ const (
 	// expression that could cost more is refused, one that does is stopped
 	// and delivers nothing.
 	MaxCost = 100_000
-	// maxValueSize is the size the cost estimate assumes for any string,
-	// list or map of the envelope: an event's payload is bounded, so no
-	// value in it is larger.
-	maxValueSize = 256 << 10
+	// maxStringSize is the size the cost estimate assumes for a string of
+	// the envelope: an event's payload is bounded, so none is larger.
+	maxStringSize = 256 << 10
+	// maxListSize is the size the cost estimate assumes for a list, a map
+	// or a payload value of unknown type: what real payloads hold, not what 256 KB could.
+	// An event with more costs more than its estimate, and the cost
+	// limit applied at run time stops it.
+	maxListSize = 1000
 )
 
 // Program is a compiled, checked expression, safe for concurrent use.
@@ -233,8 +237,12 @@ func (decimalRewrite) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 // sizeBound tells the cost estimator how large an envelope value can be.
 type sizeBound struct{}
 
-func (sizeBound) EstimateSize(checker.AstNode) *checker.SizeEstimate {
-	return &checker.SizeEstimate{Min: 0, Max: maxValueSize}
+func (sizeBound) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	if n.Type().Kind() == types.StringKind {
+		return &checker.SizeEstimate{Min: 0, Max: maxStringSize}
+	}
+	// A list, a map, or a payload value of unknown type.
+	return &checker.SizeEstimate{Min: 0, Max: maxListSize}
 }
 
 func (sizeBound) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
