@@ -51,7 +51,7 @@ func TestMatch(t *testing.T) {
 		{`has(payload.tags) && "vip" in payload.tags`, `{}`, false, false},
 		{`payload.missing == "x"`, `{}`, false, true},
 		{`payload.amount > "1000"`, `{"amount":1250}`, false, true}, // a number against a string
-		{`payload.n`, `{"n":1}`, false, true},                      // not a bool at run time
+		{`payload.n`, `{"n":1}`, false, true},                       // not a bool at run time
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr+" "+tt.payload, func(t *testing.T) {
