@@ -117,7 +117,7 @@ func (c *Checker) run(ctx context.Context, merchantID string, subscriptionID uui
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: encode payload: %w", name, err)
 	}
-	ev, err := c.publisher.newEvent(ctx, store.NewEvent{MerchantID: merchantID, Type: TestEventType, Payload: payload})
+	ev, _, err := c.publisher.newEvent(ctx, store.NewEvent{MerchantID: merchantID, Type: TestEventType, Payload: payload})
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}

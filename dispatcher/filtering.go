@@ -10,16 +10,10 @@ import (
 )
 
 // matchFilters evaluates the filters of the merchant's subscriptions that
-// ev would reach and returns those it passes. A filter that cannot judge
+// ev would reach (read with the merchant) and returns those it passes. A filter that cannot judge
 // the event (a missing field, a type mismatch, its cost limit) or no
-// longer compiles does not pass it: a filter never fails open. The
-// subscriptions without a filter are not read here; the fan-out statement
-// selects them.
-func (p *Publisher) matchFilters(ctx context.Context, ev store.Event) ([]uuid.UUID, error) {
-	subs, err := p.cfg.Store.FilteredSubscriptions(ctx, ev.MerchantID, ev.Type)
-	if err != nil || len(subs) == 0 {
-		return nil, err
-	}
+// longer compiles does not pass it: a filter never fails open.
+func (p *Publisher) matchFilters(ctx context.Context, ev store.Event, subs []store.FilteredSubscription) ([]uuid.UUID, error) {
 	decoded, err := filter.Decode(ev.Body)
 	if err != nil {
 		return nil, err

@@ -181,12 +181,12 @@ func (p *Publisher) Publish(ctx context.Context, e producer.Event) (store.Event,
 // publish stores an event that passed the rules for any audience;
 // send_test_event uses it with one subscription and Test set.
 func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audience) (store.Event, []store.Delivery, bool, error) {
-	ev, err := p.newEvent(ctx, e)
+	ev, filtered, err := p.newEvent(ctx, e)
 	if err != nil {
 		return store.Event{}, nil, false, err
 	}
-	if to.SubscriptionID == nil {
-		if to.Matched, err = p.matchFilters(ctx, ev); err != nil {
+	if to.SubscriptionID == nil && len(filtered) > 0 {
+		if to.Matched, err = p.matchFilters(ctx, ev, filtered); err != nil {
 			return store.Event{}, nil, false, err
 		}
 	}
@@ -211,15 +211,16 @@ func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audi
 // newEvent fixes everything about the stored event: its id, its
 // api_version (the producer's, or the merchant's pinned one, creating the
 // merchant pinned to the default version if webhookd has not seen it), its
-// creation instant and its envelope bytes.
-func (p *Publisher) newEvent(ctx context.Context, e store.NewEvent) (store.Event, error) {
+// creation instant and its envelope bytes. It also returns the filters a
+// fan-out of the event must evaluate, read with the merchant.
+func (p *Publisher) newEvent(ctx context.Context, e store.NewEvent) (store.Event, []store.FilteredSubscription, error) {
 	payload, err := compactObject(e.Payload)
 	if err != nil {
-		return store.Event{}, err
+		return store.Event{}, nil, err
 	}
-	m, err := p.merchant(ctx, e.MerchantID)
+	m, filtered, err := p.merchant(ctx, e.MerchantID, e.Type)
 	if err != nil {
-		return store.Event{}, err
+		return store.Event{}, nil, err
 	}
 	version := e.APIVersion
 	if version == "" {
@@ -236,24 +237,27 @@ func (p *Publisher) newEvent(ctx context.Context, e store.NewEvent) (store.Event
 	if e.ID != nil {
 		id = *e.ID
 	} else if id, err = uuidV7At(now); err != nil {
-		return store.Event{}, err
+		return store.Event{}, nil, err
 	}
 	body, err := envelope(id, e.Type, version, payload, now)
 	if err != nil {
-		return store.Event{}, err
+		return store.Event{}, nil, err
 	}
-	return store.Event{ID: id, MerchantID: e.MerchantID, Type: e.Type, APIVersion: version, Body: body, CreatedAt: now}, nil
+	return store.Event{ID: id, MerchantID: e.MerchantID, Type: e.Type, APIVersion: version, Body: body, CreatedAt: now}, filtered, nil
 }
 
-// merchant returns the merchant, creating it pinned to the default version
-// when webhookd has not seen it. It reads first: an upsert on every publish
-// would write (and lock) the merchant's row for nothing.
-func (p *Publisher) merchant(ctx context.Context, id string) (store.Merchant, error) {
-	m, err := p.cfg.Store.GetMerchant(ctx, id)
+// merchant returns the merchant, with the filters of its subscriptions an
+// event of eventType must pass, creating it pinned to the default version
+// when webhookd has not seen it (then it has no subscription). It reads
+// first: an upsert on every publish would write (and lock) the merchant's
+// row for nothing.
+func (p *Publisher) merchant(ctx context.Context, id, eventType string) (store.Merchant, []store.FilteredSubscription, error) {
+	m, filtered, err := p.cfg.Store.MerchantWithFilters(ctx, id, eventType)
 	if errors.Is(err, store.ErrNotFound) {
-		return p.cfg.Store.EnsureMerchant(ctx, id, p.cfg.DefaultAPIVersion)
+		m, err := p.cfg.Store.EnsureMerchant(ctx, id, p.cfg.DefaultAPIVersion)
+		return m, nil, err
 	}
-	return m, err
+	return m, filtered, err
 }
 
 // testPayload is the payload of a ping.test event (DESIGN.md).

@@ -32,7 +32,7 @@ type Audience struct {
 	// subscription's health and send no failure e-mail.
 	Test bool
 	// Matched are the subscriptions with a filter whose filter the event
-	// passed (see FilteredSubscriptions): a subscription with a filter
+	// passed (see MerchantWithFilters): a subscription with a filter
 	// gets a delivery only when listed here, so one whose filter was set
 	// meanwhile gets none rather than an unfiltered one.
 	Matched []uuid.UUID

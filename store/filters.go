@@ -19,27 +19,38 @@ type FilteredSubscription struct {
 	Filter  string
 }
 
-// FilteredSubscriptions lists the merchant's endpoints that an event of
-// eventType would reach (enabled, or disabled for a skipped delivery) and
-// that have a filter. Subscriptions without a filter are not read: the
-// fan-out statement selects them itself.
-func (s *Store) FilteredSubscriptions(ctx context.Context, merchantID, eventType string) ([]FilteredSubscription, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, updated_at, filter FROM subscriptions
-		WHERE merchant_id = $1 AND deleted_at IS NULL AND filter IS NOT NULL
-		  AND (status = 'enabled' OR (status = 'disabled' AND kind = 'endpoint'))
-		  AND events && ARRAY[$2::text, '*']`, merchantID, eventType)
+// MerchantWithFilters returns the merchant and, in the same statement,
+// the filters an event of eventType must pass to reach each of its
+// endpoints that has one (enabled, or disabled for a skipped delivery).
+// The publisher reads the merchant for every event anyway, so filters
+// cost no extra round trip, and subscriptions without a filter are not
+// read at all: the fan-out statement selects them itself.
+func (s *Store) MerchantWithFilters(ctx context.Context, id, eventType string) (Merchant, []FilteredSubscription, error) {
+	var (
+		m        Merchant
+		ids      []uuid.UUID
+		versions []time.Time
+		exprs    []string
+	)
+	err := s.pool.QueryRow(ctx, `
+		SELECT `+merchantColumns+`, f.ids, f.versions, f.exprs
+		FROM merchants m, LATERAL (
+			SELECT array_agg(s.id) AS ids, array_agg(s.updated_at) AS versions, array_agg(s.filter) AS exprs
+			FROM subscriptions s
+			WHERE s.merchant_id = m.id AND s.deleted_at IS NULL AND s.filter IS NOT NULL
+			  AND (s.status = 'enabled' OR (s.status = 'disabled' AND s.kind = 'endpoint'))
+			  AND s.events && ARRAY[$2::text, '*']) f
+		WHERE m.id = $1`, id, eventType).
+		Scan(&m.ID, &m.APIVersion, &m.NotificationEmail, &m.PortalAccentColor, &m.PortalLogoURL, &m.CreatedAt, &m.UpdatedAt,
+			&ids, &versions, &exprs)
 	if err != nil {
-		return nil, fmt.Errorf("filtered subscriptions of %s: %w", merchantID, err)
+		return Merchant{}, nil, fmt.Errorf("get merchant %s with filters: %w", id, notFound(err))
 	}
-	subs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (FilteredSubscription, error) {
-		var f FilteredSubscription
-		err := r.Scan(&f.ID, &f.Version, &f.Filter)
-		return f, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("filtered subscriptions of %s: %w", merchantID, err)
+	filters := make([]FilteredSubscription, len(ids))
+	for i := range ids {
+		filters[i] = FilteredSubscription{ID: ids[i], Version: versions[i], Filter: exprs[i]}
 	}
-	return subs, nil
+	return m, filters, nil
 }
 
 // AutoDisabled is a subscription that DisableFailingSubscriptions disabled,
