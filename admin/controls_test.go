@@ -360,3 +360,24 @@ func TestSkippedWhileDisabledThenRecovered(t *testing.T) {
 		t.Fatalf("receiver got %d requests, want 1", len(reqs))
 	}
 }
+
+// TestLegacyControls: the legacy surface takes and shows filter and
+// headers under the same names, with the same rules.
+func TestLegacyControls(t *testing.T) {
+	h := newHarness(t)
+	key := h.merchant("m1")
+	r := h.legacy("create", key, "", map[string]any{"url": "https://example.com/h", "events": []string{"*"},
+		"filter": `payload.amount > "10"`, "headers": map[string]string{"X-Api-Key": "key_0123456789abcdef"}})
+	sub := decode[controlled](t, r)
+	if r.Status != http.StatusOK || sub.Filter == nil || sub.Headers["X-Api-Key"] != "key_…••••••" {
+		t.Fatalf("legacy create: %d %s", r.Status, r.Body)
+	}
+	r = h.legacy("update", key, "", map[string]any{"id": sub.ID, "filter": nil, "headers": map[string]string{"Host": "x"}})
+	if r.Status != http.StatusBadRequest || !bytes.Contains(r.Body, []byte("Host cannot be set")) {
+		t.Fatalf("legacy update with a reserved header: %d %s", r.Status, r.Body)
+	}
+	r = h.legacy("update", key, "", map[string]any{"id": sub.ID, "filter": nil, "headers": nil})
+	if got := decode[controlled](t, r); r.Status != http.StatusOK || got.Filter != nil || got.Headers != nil {
+		t.Fatalf("legacy update clearing both: %d %s", r.Status, r.Body)
+	}
+}
