@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -153,21 +151,76 @@ func (p *Program) Match(e Event) (bool, error) {
 	return bool(b), nil
 }
 
-// decimalPattern is a decimal string as the API writes amounts: an
-// optional minus, digits, and optional fraction digits.
-var decimalPattern = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
-
 // compareStrings orders two strings as decimals when both are decimal
 // strings ("1250.00" > "1000"), as text otherwise (CEL's own order).
 func compareStrings(a, b string) int {
-	if len(a) <= 64 && len(b) <= 64 && decimalPattern.MatchString(a) && decimalPattern.MatchString(b) {
-		x, okx := new(big.Rat).SetString(a)
-		y, oky := new(big.Rat).SetString(b)
-		if okx && oky {
-			return x.Cmp(y)
+	x, okx := parseDecimal(a)
+	y, oky := parseDecimal(b)
+	if !okx || !oky {
+		return strings.Compare(a, b)
+	}
+	return x.compare(y)
+}
+
+// decimal is a decimal string taken apart, exactly: no floating point.
+type decimal struct {
+	negative bool
+	// whole has no leading zeros, fraction no trailing ones; both are
+	// empty for zero.
+	whole, fraction string
+}
+
+// parseDecimal reads a decimal as the API writes amounts: an optional
+// minus, digits, and optionally a point and more digits.
+func parseDecimal(s string) (decimal, bool) {
+	var d decimal
+	if strings.HasPrefix(s, "-") {
+		d.negative, s = true, s[1:]
+	}
+	whole, fraction, hasPoint := strings.Cut(s, ".")
+	if !allDigits(whole) || (hasPoint && !allDigits(fraction)) {
+		return decimal{}, false
+	}
+	d.whole, d.fraction = strings.TrimLeft(whole, "0"), strings.TrimRight(fraction, "0")
+	if d.whole == "" && d.fraction == "" {
+		d.negative = false // -0 is 0
+	}
+	return d, true
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
 	}
-	return strings.Compare(a, b)
+	return true
+}
+
+// compare orders d and e by value.
+func (d decimal) compare(e decimal) int {
+	if d.negative != e.negative {
+		if d.negative {
+			return -1
+		}
+		return 1
+	}
+	c := len(d.whole) - len(e.whole) // more digits, larger magnitude
+	if c == 0 {
+		c = strings.Compare(d.whole, e.whole)
+	}
+	if c == 0 {
+		// Without trailing zeros, text order of the fraction digits is
+		// their order by value: "05" < "5" < "51".
+		c = strings.Compare(d.fraction, e.fraction)
+	}
+	if d.negative {
+		c = -c
+	}
+	return max(-1, min(1, c))
 }
 
 // comparisons maps CEL's ordering operators to the functions that

@@ -163,3 +163,35 @@ func FuzzCompile(f *testing.F) {
 		}
 	})
 }
+
+// TestCompareStrings: decimal strings by value, anything else as text.
+func TestCompareStrings(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"1250.00", "1000", 1},
+		{"999.5", "1000", -1},
+		{"1000.00", "1000", 0},
+		{"0001000", "1000.0", 0},
+		{"0.05", "0.5", -1},
+		{"0.51", "0.5", 1},
+		{"-1.5", "-1", -1},
+		{"-1", "-1.5", 1},
+		{"-0", "0.00", 0},
+		{"-2", "1", -1},
+		{"123456789012345678901234567890.01", "123456789012345678901234567890.001", 1},
+		{"1.", "1", 1},  // not a decimal: text order
+		{".5", "1", -1}, // not a decimal: text order
+		{"1e3", "2", -1},
+		{"abc", "abd", -1},
+	}
+	for _, tt := range tests {
+		if got := compareStrings(tt.a, tt.b); got != tt.want {
+			t.Errorf("compareStrings(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+		if got := compareStrings(tt.b, tt.a); got != -tt.want {
+			t.Errorf("compareStrings(%q, %q) = %d, want %d", tt.b, tt.a, got, -tt.want)
+		}
+	}
+}
