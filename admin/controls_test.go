@@ -291,6 +291,8 @@ func TestHeadersRefused(t *testing.T) {
 		{"upgrade", map[string]string{"Upgrade": "h2c"}, "headers.Upgrade"},
 		{"CR LF in value", map[string]string{"X-Evil": "a\r\nX-Injected: 1"}, "headers.X-Evil"},
 		{"NUL in value", map[string]string{"X-Evil": "a\x00b"}, "headers.X-Evil"},
+		{"empty value", map[string]string{"X-Empty": ""}, "headers.X-Empty"},
+		{"null value", map[string]any{"X-Null": nil}, "headers.X-Null"},
 		{"value too long", map[string]string{"X-Long": strings.Repeat("v", 4097)}, "headers.X-Long"},
 		{"name not a token", map[string]string{"X Space": "v"}, "headers"},
 		{"empty name", map[string]string{"": "v"}, "headers"},
@@ -380,4 +382,23 @@ func TestLegacyControls(t *testing.T) {
 	if got := decode[controlled](t, r); r.Status != http.StatusOK || got.Filter != nil || got.Headers != nil {
 		t.Fatalf("legacy update clearing both: %d %s", r.Status, r.Body)
 	}
+}
+
+// FuzzSubscriptionControlsBody: create bodies with filters and headers,
+// malformed ones included, are answered 201 or a 4xx, never a 500.
+func FuzzSubscriptionControlsBody(f *testing.F) {
+	fuzzBody(f, bodyTarget{method: http.MethodPost, path: "/v1/webhook_subscriptions", accepted: checkSubscription,
+		seeds: []string{
+			`{"url":"https://example.com/hook","events":["*"],"filter":"payload.amount > \"1000\""}`,
+			`{"url":"https://example.com/hook","events":["*"],"filter":"payload.a.all(x, payload.a.all(y, x == y))"}`,
+			`{"url":"https://example.com/hook","events":["*"],"filter":"("}`,
+			`{"url":"https://example.com/hook","events":["*"],"filter":null,"headers":null}`,
+			`{"url":"https://example.com/hook","events":["*"],"filter":42}`,
+			`{"url":"https://example.com/hook","events":["*"],"headers":{"Authorization":"Bearer 0123456789abcdef"}}`,
+			`{"url":"https://example.com/hook","events":["*"],"headers":{"Connection":"close"}}`,
+			`{"url":"https://example.com/hook","events":["*"],"headers":{"X-A":"a\r\nb"}}`,
+			`{"url":"https://example.com/hook","events":["*"],"headers":{"X A":"v","":"v"}}`,
+			`{"url":"https://example.com/hook","events":["*"],"headers":["X-A"]}`,
+			`{"url":"https://example.com/hook","events":["*"],"headers":{"X-A":null}}`,
+		}})
 }

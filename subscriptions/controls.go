@@ -66,6 +66,9 @@ func checkHeaders(param string, h map[string]string) error {
 				"%s cannot be set: webhookd sets it, or it belongs to the connection.", name))
 		case seen[lower]:
 			return invalid.Value(p, "header_duplicate", fmt.Sprintf("%s is given twice (header names ignore case).", name))
+		case value == "":
+			// Also what a null value decodes to.
+			return invalid.Value(p, "header_value_empty", fmt.Sprintf("%s values must be non-empty strings.", param))
 		case len(value) > maxHeaderValue:
 			return invalid.Value(p, "header_value_too_long", fmt.Sprintf("%s values must be at most %d bytes.", param, maxHeaderValue))
 		case !utf8.ValidString(value) || !httpguts.ValidHeaderFieldValue(value):
