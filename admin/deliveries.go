@@ -66,7 +66,7 @@ func deliveryView(d store.Delivery) deliveryJSON {
 
 // deliveryStatuses are the values of the status filter.
 var deliveryStatuses = map[store.DeliveryStatus]bool{
-	store.DeliveryPending: true, store.DeliverySucceeded: true, store.DeliveryFailed: true,
+	store.DeliveryPending: true, store.DeliverySucceeded: true, store.DeliveryFailed: true, store.DeliverySkipped: true,
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -29,6 +30,8 @@ type legacySubscriptionJSON struct {
 	Description *string                  `json:"description"`
 	Status      store.SubscriptionStatus `json:"status"`
 	Metadata    map[string]string        `json:"metadata"`
+	Filter      *string                  `json:"filter"`
+	Headers     map[string]string        `json:"headers"`
 	// Secret is only in the answer of create.
 	Secret    string    `json:"secret,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
@@ -37,12 +40,13 @@ type legacySubscriptionJSON struct {
 	Ordering  any       `json:"ordering"`
 }
 
-func legacySubscriptionView(sub store.Subscription) legacySubscriptionJSON {
+func (s *Server) legacySubscriptionView(ctx context.Context, sub store.Subscription) legacySubscriptionJSON {
 	rateLimit, ordering := controlsView(sub)
 	return legacySubscriptionJSON{
 		RateLimit: rateLimit, Ordering: ordering,
 		ID: sub.ID.String(), URL: sub.URL, Events: sub.Events, Description: sub.Description,
 		Status: sub.Status, Metadata: sub.Metadata, CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(),
+		Filter: sub.Filter, Headers: s.maskedHeaders(ctx, sub),
 	}
 }
 
@@ -54,6 +58,8 @@ func (s *Server) legacyCreate(w http.ResponseWriter, r *http.Request) error {
 		Metadata    map[string]string `json:"metadata"`
 		RateLimit   optionalInt       `json:"rateLimit"`
 		Ordering    rawField          `json:"ordering"`
+		Filter      optionalString    `json:"filter"`
+		Headers     optionalHeaders   `json:"headers"`
 	}
 	if err := decodeJSON(r, &legacy); err != nil {
 		return err
@@ -63,7 +69,7 @@ func (s *Server) legacyCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := legacySubscriptionView(sub)
+	v := s.legacySubscriptionView(r.Context(), sub)
 	v.Secret = secret
 	writeJSON(w, http.StatusOK, v)
 	return nil
@@ -79,6 +85,8 @@ func (s *Server) legacyUpdate(w http.ResponseWriter, r *http.Request) error {
 		Status      *string           `json:"status"`
 		RateLimit   optionalInt       `json:"rateLimit"`
 		Ordering    rawField          `json:"ordering"`
+		Filter      optionalString    `json:"filter"`
+		Headers     optionalHeaders   `json:"headers"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -88,12 +96,13 @@ func (s *Server) legacyUpdate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	patch := subscriptionPatch{URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status,
-		RateLimit: in.RateLimit, Ordering: in.Ordering}
+		RateLimit: in.RateLimit, Ordering: in.Ordering,
+		Filter: in.Filter, Headers: in.Headers}
 	sub, err := s.subscriptions.Update(r.Context(), principalOf(r.Context()).Merchant.ID, id, patch.change())
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, legacySubscriptionView(sub))
+	writeJSON(w, http.StatusOK, s.legacySubscriptionView(r.Context(), sub))
 	return nil
 }
 

@@ -39,6 +39,10 @@ type subscriptionJSON struct {
 	UpdatedAt   time.Time                `json:"updated_at"`
 	RateLimit   *int                     `json:"rate_limit"`
 	Ordering    any                      `json:"ordering"`
+	// Filter and Headers are the delivery controls (admin/controls.go);
+	// Headers are masked.
+	Filter  *string           `json:"filter"`
+	Headers map[string]string `json:"headers"`
 	// Secret is only in the answers of create and rotate_secret.
 	Secret string `json:"secret,omitempty"`
 }
@@ -59,7 +63,7 @@ func subscriptionView(sub store.Subscription) subscriptionJSON {
 			ConsecutiveFailures: sub.Health.ConsecutiveFailures,
 			LastSuccessAt:       utcPtr(sub.Health.LastSuccessAt), LastFailureAt: utcPtr(sub.Health.LastFailureAt),
 		},
-		CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(),
+		CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(), Filter: sub.Filter,
 	}
 }
 
@@ -72,6 +76,8 @@ type subscriptionInput struct {
 	Metadata    map[string]string `json:"metadata"`
 	RateLimit   optionalInt       `json:"rate_limit"`
 	Ordering    rawField          `json:"ordering"`
+	Filter      optionalString    `json:"filter"`
+	Headers     optionalHeaders   `json:"headers"`
 }
 
 // subscriptionPatch is an update: every field is optional. It repeats the
@@ -85,6 +91,8 @@ type subscriptionPatch struct {
 	Status      *string           `json:"status"`
 	RateLimit   optionalInt       `json:"rate_limit"`
 	Ordering    rawField          `json:"ordering"`
+	Filter      optionalString    `json:"filter"`
+	Headers     optionalHeaders   `json:"headers"`
 }
 
 // optionalString tells a field that is absent from one that is null, so
@@ -122,14 +130,16 @@ func parseID(raw string) (uuid.UUID, error) {
 // draft is the domain's form of a create body.
 func (in subscriptionInput) draft() subscriptions.Draft {
 	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata,
-		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes()}
+		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes(),
+		Filter: in.Filter.Value, Headers: in.Headers.Value}
 }
 
 // change is the domain's form of an update body.
 func (p subscriptionPatch) change() subscriptions.Change {
 	return subscriptions.Change{URL: p.URL, Events: p.Events, SetDescription: p.Description.Set,
 		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status,
-		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes()}
+		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes(),
+		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value}
 }
 
 func (s *Server) createSubscriptionV1(w http.ResponseWriter, r *http.Request) error {
@@ -141,7 +151,7 @@ func (s *Server) createSubscriptionV1(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	v := subscriptionView(sub)
+	v := s.subscriptionView(r.Context(), sub)
 	v.Secret = secret
 	writeJSON(w, http.StatusCreated, v)
 	return nil
@@ -164,7 +174,7 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error
 	}
 	writeList(s, w, r, p, subs, nil, func(sub store.Subscription) store.Cursor {
 		return store.Cursor{CreatedAt: sub.CreatedAt, ID: sub.ID.String()}
-	}, subscriptionView)
+	}, func(sub store.Subscription) subscriptionJSON { return s.subscriptionView(r.Context(), sub) })
 	return nil
 }
 
@@ -177,7 +187,7 @@ func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, subscriptionView(sub))
+	writeJSON(w, http.StatusOK, s.subscriptionView(r.Context(), sub))
 	return nil
 }
 
@@ -194,7 +204,7 @@ func (s *Server) updateSubscriptionV1(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, subscriptionView(sub))
+	writeJSON(w, http.StatusOK, s.subscriptionView(r.Context(), sub))
 	return nil
 }
 
@@ -228,7 +238,7 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := subscriptionView(sub)
+	v := s.subscriptionView(r.Context(), sub)
 	v.Secret = secret
 	writeJSON(w, http.StatusOK, v)
 	return nil

@@ -117,7 +117,7 @@ func (c *Checker) run(ctx context.Context, merchantID string, subscriptionID uui
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: encode payload: %w", name, err)
 	}
-	ev, err := c.publisher.newEvent(ctx, store.NewEvent{MerchantID: merchantID, Type: TestEventType, Payload: payload})
+	ev, _, err := c.publisher.newEvent(ctx, store.NewEvent{MerchantID: merchantID, Type: TestEventType, Payload: payload})
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
@@ -146,7 +146,11 @@ func (c *Checker) run(ctx context.Context, merchantID string, subscriptionID uui
 	case CheckStaleTimestamp:
 		signedAt = c.clock.Now().Add(-checkStaleBy)
 	}
-	res := c.sender.sendSignedAt(ctx, leased.URL, ev.ID.String(), leased.Body, keys, signedAt)
+	extra, err := c.secrets.headers(leased)
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
+	}
+	res := c.sender.sendSignedAt(ctx, leased.URL, ev.ID.String(), leased.Body, keys, signedAt, extra)
 	rec := store.AttemptRecord{Delivery: leased.Delivery, Status: store.DeliveryFailed,
 		Attempt: store.Attempt{DeliveryID: leased.ID, Number: 1, Status: store.AttemptFailed, Trigger: store.TriggerManual,
 			HTTPStatus: res.httpStatus, Error: res.errCode, DurationMS: int(res.duration.Milliseconds()),

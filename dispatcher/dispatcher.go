@@ -136,6 +136,11 @@ type Config struct {
 	// MaintenanceInterval is how often partitions and retention are kept;
 	// default 1 h.
 	MaintenanceInterval time.Duration
+	// AutoDisableAfter is how long every attempt to a subscription must
+	// have failed before the auto-disable job disables it; default 120 h.
+	AutoDisableAfter time.Duration
+	// AutoDisableInterval is how often that job runs; default 5 min.
+	AutoDisableInterval time.Duration
 	// TaskRetryCap is the longest asynq waits before running again a task
 	// whose handler failed for an internal reason (Postgres unreachable);
 	// the waits double from a second up to it. Default 1 min.
@@ -187,6 +192,12 @@ func (c *Config) setDefaults() {
 	c.SweepGrace = min(c.SweepGrace, c.SweepInterval)
 	if c.MaintenanceInterval <= 0 {
 		c.MaintenanceInterval = time.Hour
+	}
+	if c.AutoDisableAfter <= 0 {
+		c.AutoDisableAfter = 120 * time.Hour
+	}
+	if c.AutoDisableInterval <= 0 {
+		c.AutoDisableInterval = 5 * time.Minute
 	}
 	if c.TaskRetryCap <= 0 {
 		c.TaskRetryCap = time.Minute

@@ -168,3 +168,64 @@ func hostOf(raw string) string {
 	}
 	return u.Host
 }
+
+var _ DisableNotifier = (*MailNotifier)(nil)
+
+// SubscriptionDisabled e-mails the merchant that the auto-disable job
+// disabled d: every attempt failed for after. It is sent whatever the
+// failure e-mails' interval: it says something new, once.
+func (n *MailNotifier) SubscriptionDisabled(ctx context.Context, d store.AutoDisabled, after time.Duration) {
+	log := n.logger.With("subscription_id", d.SubscriptionID, "merchant_id", d.MerchantID)
+	if d.Email == nil || *d.Email == "" {
+		log.InfoContext(ctx, "subscription disabled; the merchant has no notification address")
+		return
+	}
+	if n.disabled {
+		log.WarnContext(ctx, "subscription disabled; no SMTP server configured, e-mail not sent", "to", *d.Email)
+		return
+	}
+	m := mail.NewMsg()
+	if err := m.From(n.from); err != nil {
+		log.ErrorContext(ctx, "build disabled e-mail", "error", err)
+		return
+	}
+	if err := m.To(*d.Email); err != nil {
+		log.ErrorContext(ctx, "build disabled e-mail", "error", err)
+		return
+	}
+	m.Subject("Webhook endpoint disabled: " + hostOf(d.URL))
+	var b strings.Builder
+	fmt.Fprintf(&b, "Your webhook endpoint %s has been disabled: every delivery attempt to it\n", d.URL)
+	fmt.Fprintf(&b, "has failed since %s (%s).\n\n", d.FailingSince.UTC().Format(time.RFC3339), durationWords(after))
+	fmt.Fprintf(&b, "Subscription:  %s\n\n", d.SubscriptionID)
+	fmt.Fprintf(&b, "No event is lost: while it is disabled, its events are kept as skipped deliveries\n")
+	fmt.Fprintf(&b, "(GET /v1/webhook_deliveries?status=skipped&subscription_id=%s).\n", d.SubscriptionID)
+	fmt.Fprintf(&b, "Once your endpoint is fixed, enable it again with\n")
+	fmt.Fprintf(&b, "POST /v1/webhook_subscriptions/%s {\"status\": \"enabled\"}\n", d.SubscriptionID)
+	fmt.Fprintf(&b, "and replay what it missed with POST /v1/webhook_subscriptions/%s/recover.\n", d.SubscriptionID)
+	m.SetBodyString(mail.TypeTextPlain, b.String())
+	client, err := mail.NewClient(n.host, n.opts...)
+	if err != nil {
+		log.ErrorContext(ctx, "disabled e-mail client", "error", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	if err := client.DialAndSendWithContext(ctx, m); err != nil {
+		log.ErrorContext(ctx, "send disabled e-mail", "to", *d.Email, "error", err)
+		return
+	}
+	log.InfoContext(ctx, "disabled e-mail sent", "to", *d.Email)
+}
+
+// durationWords says a duration the way an e-mail would: "5 days" rather
+// than "120h0m0s".
+func durationWords(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		if days := int(d / (24 * time.Hour)); days != 1 {
+			return fmt.Sprintf("%d days", days)
+		}
+		return "1 day"
+	}
+	return d.String()
+}

@@ -21,7 +21,8 @@ import (
 // TestFanOutMatchesSubscriptions publishes one event and checks that
 // exactly the enabled, undeleted subscriptions of that merchant whose
 // filter names the type (or is "*") get a delivery, and that each receives
-// the envelope with valid Standard Webhooks headers.
+// the envelope with valid Standard Webhooks headers; a disabled one gets a
+// skipped delivery, never attempted.
 func TestFanOutMatchesSubscriptions(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -46,6 +47,18 @@ func TestFanOutMatchesSubscriptions(t *testing.T) {
 	ev := e.publish(d, "m1", "payout.paid")
 
 	ds := e.deliveries(ev.ID)
+	ds = slices.DeleteFunc(ds, func(del store.Delivery) bool {
+		if del.SubscriptionID != disabled.ID {
+			return false
+		}
+		if del.Status != store.DeliverySkipped || del.NextAttemptAt != nil || del.AttemptCount != 0 {
+			t.Errorf("delivery to the disabled subscription: %+v, want skipped with nothing due", del)
+		}
+		return true
+	})
+	if len(ds) != 2 {
+		t.Fatalf("%d deliveries besides the skipped one, want 2", len(ds))
+	}
 	var got []uuid.UUID
 	for _, del := range ds {
 		got = append(got, del.SubscriptionID)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"github.com/webhookd/webhookd/filter"
 	"github.com/webhookd/webhookd/invalid"
 	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/producer"
@@ -86,6 +87,7 @@ func (c publisherConfig) validate() error {
 // every path, with the same parameter and message.
 type Publisher struct {
 	cfg     publisherConfig
+	filters *filter.Cache
 	tasks   *enqueuer
 	metrics *metrics
 	clock   Clock
@@ -96,7 +98,11 @@ func newPublisher(cfg publisherConfig, tasks *enqueuer, m *metrics, clock Clock,
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Publisher{cfg: cfg, tasks: tasks, metrics: m, clock: clock, logger: logger}, nil
+	compiler, err := filter.NewCompiler()
+	if err != nil {
+		return nil, fmt.Errorf("publisher: %w", err)
+	}
+	return &Publisher{cfg: cfg, filters: filter.NewCache(compiler), tasks: tasks, metrics: m, clock: clock, logger: logger}, nil
 }
 
 // EventTypes is the catalogue producers may publish and subscriptions may
@@ -175,9 +181,14 @@ func (p *Publisher) Publish(ctx context.Context, e producer.Event) (store.Event,
 // publish stores an event that passed the rules for any audience;
 // send_test_event uses it with one subscription and Test set.
 func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audience) (store.Event, []store.Delivery, bool, error) {
-	ev, err := p.newEvent(ctx, e)
+	ev, filtered, err := p.newEvent(ctx, e)
 	if err != nil {
 		return store.Event{}, nil, false, err
+	}
+	if to.SubscriptionID == nil && len(filtered) > 0 {
+		if to.Matched, err = p.matchFilters(ctx, ev, filtered); err != nil {
+			return store.Event{}, nil, false, err
+		}
 	}
 	ev, deliveries, created, err := p.cfg.Store.CreateEvent(ctx, ev, to)
 	if err != nil {
@@ -187,6 +198,8 @@ func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audi
 		return ev, nil, false, nil
 	}
 	p.metrics.eventsIngested.WithLabelValues(ev.Type).Inc()
+	// Skipped deliveries (disabled subscriptions) wait for recover and
+	// ordered ones behind their key's head wait for it: neither is due.
 	if _, err := p.tasks.firstAttempts(ctx, ev.ID, dueNow(deliveries), ev.CreatedAt); err != nil {
 		p.logger.WarnContext(ctx, "enqueue first attempts; the sweeper will retry", "event_id", ev.ID, "error", err)
 	}
@@ -195,8 +208,9 @@ func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audi
 	return ev, deliveries, true, nil
 }
 
-// dueNow leaves out the ordered deliveries that wait behind an earlier one
-// of their key: the end of that one enqueues them.
+// dueNow leaves out the deliveries with no due time: ordered ones that wait
+// behind an earlier one of their key (the end of that one enqueues them) and
+// skipped ones (recover replays them).
 func dueNow(deliveries []store.Delivery) []store.Delivery {
 	return slices.DeleteFunc(slices.Clone(deliveries), func(d store.Delivery) bool { return d.NextAttemptAt == nil })
 }
@@ -204,15 +218,16 @@ func dueNow(deliveries []store.Delivery) []store.Delivery {
 // newEvent fixes everything about the stored event: its id, its
 // api_version (the producer's, or the merchant's pinned one, creating the
 // merchant pinned to the default version if webhookd has not seen it), its
-// creation instant and its envelope bytes.
-func (p *Publisher) newEvent(ctx context.Context, e store.NewEvent) (store.Event, error) {
+// creation instant and its envelope bytes. It also returns the filters a
+// fan-out of the event must evaluate, read with the merchant.
+func (p *Publisher) newEvent(ctx context.Context, e store.NewEvent) (store.Event, []store.FilteredSubscription, error) {
 	payload, err := compactObject(e.Payload)
 	if err != nil {
-		return store.Event{}, err
+		return store.Event{}, nil, err
 	}
-	m, err := p.merchant(ctx, e.MerchantID)
+	m, filtered, err := p.merchant(ctx, e.MerchantID, e.Type)
 	if err != nil {
-		return store.Event{}, err
+		return store.Event{}, nil, err
 	}
 	version := e.APIVersion
 	if version == "" {
@@ -229,24 +244,27 @@ func (p *Publisher) newEvent(ctx context.Context, e store.NewEvent) (store.Event
 	if e.ID != nil {
 		id = *e.ID
 	} else if id, err = uuidV7At(now); err != nil {
-		return store.Event{}, err
+		return store.Event{}, nil, err
 	}
 	body, err := envelope(id, e.Type, version, payload, now)
 	if err != nil {
-		return store.Event{}, err
+		return store.Event{}, nil, err
 	}
-	return store.Event{ID: id, MerchantID: e.MerchantID, Type: e.Type, APIVersion: version, Body: body, CreatedAt: now}, nil
+	return store.Event{ID: id, MerchantID: e.MerchantID, Type: e.Type, APIVersion: version, Body: body, CreatedAt: now}, filtered, nil
 }
 
-// merchant returns the merchant, creating it pinned to the default version
-// when webhookd has not seen it. It reads first: an upsert on every publish
-// would write (and lock) the merchant's row for nothing.
-func (p *Publisher) merchant(ctx context.Context, id string) (store.Merchant, error) {
-	m, err := p.cfg.Store.GetMerchant(ctx, id)
+// merchant returns the merchant, with the filters of its subscriptions an
+// event of eventType must pass, creating it pinned to the default version
+// when webhookd has not seen it (then it has no subscription). It reads
+// first: an upsert on every publish would write (and lock) the merchant's
+// row for nothing.
+func (p *Publisher) merchant(ctx context.Context, id, eventType string) (store.Merchant, []store.FilteredSubscription, error) {
+	m, filtered, err := p.cfg.Store.MerchantWithFilters(ctx, id, eventType)
 	if errors.Is(err, store.ErrNotFound) {
-		return p.cfg.Store.EnsureMerchant(ctx, id, p.cfg.DefaultAPIVersion)
+		m, err := p.cfg.Store.EnsureMerchant(ctx, id, p.cfg.DefaultAPIVersion)
+		return m, nil, err
 	}
-	return m, err
+	return m, filtered, err
 }
 
 // testPayload is the payload of a ping.test event (DESIGN.md).

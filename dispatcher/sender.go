@@ -230,24 +230,29 @@ func (r result) gone() bool { return r.httpStatus != nil && *r.httpStatus == htt
 
 // send POSTs body to target with the Standard Webhooks headers, the whole
 // exchange bounded by the delivery timeout.
-func (s *sender) send(ctx context.Context, target, eventID string, body []byte, keys []signer.Key) result {
-	return s.sendSignedAt(ctx, target, eventID, body, keys, time.Time{})
+// extra are the subscription's own headers (checked when they were set:
+// none of them is one of ours).
+func (s *sender) send(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, extra map[string]string) result {
+	return s.post(ctx, target, eventID, body, keys, time.Time{}, extra, nil)
 }
 
 // sendSignedAt is send with the signature dated signedAt instead of the
 // instant of sending (zero: that instant): the endpoint check sends a stale
 // timestamp on purpose.
-func (s *sender) sendSignedAt(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time) result {
-	return s.post(ctx, target, eventID, body, keys, signedAt, nil)
+func (s *sender) sendSignedAt(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, extra map[string]string) result {
+	return s.post(ctx, target, eventID, body, keys, signedAt, extra, nil)
 }
 
-// sendWith is send with extra headers (an ordered delivery's).
-func (s *sender) sendWith(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, extra http.Header) result {
-	return s.post(ctx, target, eventID, body, keys, time.Time{}, extra)
+// sendWith is send with an ordered delivery's headers (ordering) besides
+// the subscription's own (custom).
+func (s *sender) sendWith(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, custom map[string]string, ordering http.Header) result {
+	return s.post(ctx, target, eventID, body, keys, time.Time{}, custom, ordering)
 }
 
-// post is the exchange behind send, sendSignedAt and sendWith.
-func (s *sender) post(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, extra http.Header) result {
+// post is the exchange behind send, sendSignedAt and sendWith: custom are
+// the subscription's headers, set before ours; ordering are the ordered
+// delivery's, set after ours.
+func (s *sender) post(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, custom map[string]string, ordering http.Header) result {
 	started := s.clock.Now()
 	if signedAt.IsZero() {
 		signedAt = started
@@ -276,10 +281,15 @@ func (s *sender) post(ctx context.Context, target, eventID string, body []byte, 
 	if err != nil {
 		return finish(outcomeBlocked, errTargetBlocked)
 	}
+	// The subscription's headers first, so that ours win whatever they
+	// say (the rules refuse our names anyway).
+	for name, value := range custom {
+		req.Header.Set(name, value)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "webhookd/"+s.cfg.Version)
 	signer.SetHeaders(req.Header, eventID, signedAt, body, keys...)
-	for name, values := range extra {
+	for name, values := range ordering {
 		req.Header[name] = values
 	}
 

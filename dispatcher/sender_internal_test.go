@@ -56,7 +56,7 @@ func TestSendClassifiesNetworkErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := snd.send(context.Background(), tc.url, "evt", []byte(`{}`), nil)
+			res := snd.send(context.Background(), tc.url, "evt", []byte(`{}`), nil, nil)
 			if res.errCode == nil || *res.errCode != tc.want {
 				t.Fatalf("send(%s) error %v, want %s", tc.url, res.errCode, tc.want)
 			}

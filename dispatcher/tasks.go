@@ -33,6 +33,9 @@ const (
 	TaskSweep = "webhookd:sweep"
 	// TaskMaintenance is the periodic partition and retention job.
 	TaskMaintenance = "webhookd:maintenance"
+	// TaskAutoDisable is the periodic job that disables subscriptions
+	// failing for too long.
+	TaskAutoDisable = "webhookd:auto_disable"
 )
 
 // Queue names. Attempts weigh most so that a burst of ingestion cannot

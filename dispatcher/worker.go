@@ -34,6 +34,7 @@ type worker struct {
 	runner     *attemptRunner
 	sweeper    *sweeper
 	maintainer *maintainer
+	disabler   *autoDisabler
 	// closers release what newWorker started, in order.
 	closers []func()
 	metrics *metrics
@@ -88,6 +89,12 @@ func newWorker(d *Dispatcher) (*worker, error) {
 		return nil, err
 	}
 	w.maintainer = &maintainer{cfg: maintCfg, clock: cfg.Clock, logger: cfg.Logger}
+
+	disableCfg := autoDisablerConfig{Store: cfg.Store, After: cfg.AutoDisableAfter, Notifier: cfg.Notifier}
+	if err := disableCfg.validate(); err != nil {
+		return nil, err
+	}
+	w.disabler = &autoDisabler{cfg: disableCfg, clock: cfg.Clock, logger: cfg.Logger}
 	return w, nil
 }
 
@@ -108,6 +115,7 @@ func (w *worker) mux() *asynq.ServeMux {
 	mux.HandleFunc(TaskFirstAttempts, w.runner.handleFirstAttempts)
 	mux.HandleFunc(TaskSweep, w.sweeper.handleSweep)
 	mux.HandleFunc(TaskMaintenance, w.maintainer.handleMaintenance)
+	mux.HandleFunc(TaskAutoDisable, w.disabler.handleAutoDisable)
 	return mux
 }
 
@@ -269,6 +277,7 @@ func (w *worker) registerPeriodic(sched *asynq.Scheduler) error {
 	}{
 		{TaskSweep, w.cfg.SweepInterval},
 		{TaskMaintenance, w.cfg.MaintenanceInterval},
+		{TaskAutoDisable, w.cfg.AutoDisableInterval},
 	}
 	for _, j := range jobs {
 		// asynq keeps a timeout in whole seconds: a sub-second one would be

@@ -42,6 +42,9 @@ type LeasedDelivery struct {
 	// Kind says how the delivery travels: dialled (endpoint) or relayed to
 	// a `webhookd listen` connection (listener).
 	Kind SubscriptionKind
+	// SealedHeaders are the subscription's extra request headers, sealed;
+	// nil when it has none.
+	SealedHeaders []byte
 }
 
 // LeaseDelivery takes the delivery's row for attempt number, until
@@ -87,7 +90,7 @@ func (s *Store) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now ti
 		RETURNING r.i, d.id, d.merchant_id, d.event_id, d.event_created_at, d.event_type, d.subscription_id,
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
 			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
-			d.ordering_key, d.sequence, coalesce(s.rate_limit, 0)`,
+			d.ordering_key, d.sequence, coalesce(s.rate_limit, 0), s.headers_sealed`,
 		ids, created, numbers, now.Add(leaseFor), now)
 	if err != nil {
 		return nil, nil, fmt.Errorf("lease %d deliveries: %w", len(reqs), err)
@@ -100,7 +103,7 @@ func (s *Store) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now ti
 	_, err = pgx.ForEachRow(rows, []any{&i, &d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
 		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
-		&d.OrderingKey, &d.Sequence, &d.RateLimit}, func() error {
+		&d.OrderingKey, &d.Sequence, &d.RateLimit, &l.SealedHeaders}, func() error {
 		out[i-1], found[i-1] = l, true
 		return nil
 	})
@@ -360,7 +363,8 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 				max(attempted_at) FILTER (WHERE ok) AS success_at,
 				max(attempted_at) FILTER (WHERE NOT ok) AS failure_at,
 				bool_or(disable) AS disable,
-				count(*) FILTER (WHERE NOT ok AND attempted_at > coalesce(last_ok, '-infinity')) AS failures_after
+				count(*) FILTER (WHERE NOT ok AND attempted_at > coalesce(last_ok, '-infinity')) AS failures_after,
+				min(attempted_at) FILTER (WHERE NOT ok AND attempted_at > coalesce(last_ok, '-infinity')) AS first_failure_after
 			FROM (SELECT *, max(attempted_at) FILTER (WHERE ok) OVER (PARTITION BY subscription_id) AS last_ok
 			      FROM d WHERE NOT test) x
 			GROUP BY subscription_id
@@ -370,6 +374,8 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 					ELSE s.consecutive_failures + h.failures_after END,
 				last_success_at = greatest(s.last_success_at, h.success_at),
 				last_failure_at = greatest(s.last_failure_at, h.failure_at),
+				failing_since = CASE WHEN h.success_at IS NOT NULL THEN h.first_failure_after
+					ELSE coalesce(s.failing_since, h.first_failure_after) END,
 				status = CASE WHEN h.disable THEN 'disabled' ELSE s.status END,
 				updated_at = CASE WHEN h.disable AND s.status <> 'disabled' THEN greatest(h.success_at, h.failure_at) ELSE s.updated_at END
 			FROM h WHERE s.id = h.subscription_id

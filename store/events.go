@@ -31,6 +31,11 @@ type Audience struct {
 	// Test marks the deliveries as test deliveries: they never touch the
 	// subscription's health and send no failure e-mail.
 	Test bool
+	// Matched are the subscriptions with a filter whose filter the event
+	// passed (see MerchantWithFilters): a subscription with a filter
+	// gets a delivery only when listed here, so one whose filter was set
+	// meanwhile gets none rather than an unfiltered one.
+	Matched []uuid.UUID
 }
 
 // maxOrderingKeyValue bounds the key value of an ordered delivery, in
@@ -39,10 +44,15 @@ type Audience struct {
 const maxOrderingKeyValue = "256"
 
 // CreateEvent stores e and, in the same transaction, one pending delivery
-// per subscription of the audience, each due at e.CreatedAt. A delivery to
-// an ordered subscription (not a test) takes the next sequence of its key;
-// while an earlier delivery of that key is pending it waits with no due
-// time (NextAttemptAt nil) and its first attempt is not to be enqueued. e arrives
+// per subscription of the audience, each due at e.CreatedAt. A fan-out
+// (no SubscriptionID) also reaches the merchant's disabled endpoints: their
+// deliveries are skipped, due never, so that recover can replay them. A
+// delivery to an ordered subscription (not a test, not skipped) takes the
+// next sequence of its key; while an earlier delivery of that key is pending
+// it waits with no due time (NextAttemptAt nil) and its first attempt is not
+// to be enqueued. A skipped delivery takes no sequence, so that it never
+// becomes the head of its key and holds nothing back: recover replays it as
+// a manual attempt outside the order, like a redelivery. e arrives
 // complete: its ID, envelope Body and CreatedAt are fixed by the caller, and
 // CreatedAt must be at millisecond precision because it is also the
 // timestamp of the deliveries' UUIDv7 ids (so that a lookup by id prunes to
@@ -67,18 +77,23 @@ func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, [
 			INSERT INTO events (id, merchant_id, type, api_version, body, created_at)
 			SELECT $2, $6, $4, $8, $9, $3 FROM g RETURNING id
 		), t AS (
-			-- The key value orders the delivery only if it can be sent as a
-			-- header: at most `+maxOrderingKeyValue+` characters, no control character.
-			SELECT s.id, s.merchant_id, s.rate_limit,
+			-- A fan-out reaches disabled endpoints too, to record their
+			-- deliveries as skipped. The key value orders the delivery only if
+			-- it is not skipped and can be sent as a header: at most
+			-- `+maxOrderingKeyValue+` characters, no control character.
+			SELECT s.id, s.merchant_id, s.rate_limit, sk.skip,
 				CASE WHEN length(o.v) <= `+maxOrderingKeyValue+` AND o.v !~ '[[:cntrl:]]' THEN o.v END AS okey
 			FROM subscriptions s CROSS JOIN e
+			CROSS JOIN LATERAL (SELECT $7::uuid IS NULL AND s.status = 'disabled' AS skip) sk
 			LEFT JOIN LATERAL (
 				SELECT convert_from($9, 'UTF8')::jsonb #>> string_to_array(s.ordering_key, '.') AS v
-				WHERE s.ordering_key IS NOT NULL AND NOT $5
+				WHERE s.ordering_key IS NOT NULL AND NOT $5 AND NOT sk.skip
 			) o ON true
 			WHERE s.merchant_id = $6 AND s.deleted_at IS NULL
 			  AND CASE WHEN $7::uuid IS NULL
-			           THEN s.status = 'enabled' AND s.events && ARRAY[$4::text, '*']
+			           THEN (s.status = 'enabled' OR (s.status = 'disabled' AND s.kind = 'endpoint'))
+			                AND s.events && ARRAY[$4::text, '*']
+			                AND (s.filter IS NULL OR s.id = ANY($10::uuid[]))
 			           ELSE s.id = $7::uuid END
 		), k AS (
 			-- Each ordered subscription's key takes its next sequence under
@@ -93,16 +108,18 @@ func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, [
 				status, test, attempt_count, next_attempt_at, created_at, updated_at, ordering_key, sequence)
 			SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
 					PLACING substring(int8send($1::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid,
-				t.merchant_id, e.id, $3, $4, t.id, 'pending', $5, 0,
-				-- An ordered delivery behind a pending one of its key waits,
-				-- due at no time, until that one ends.
-				CASE WHEN k.last IS NULL OR k.last = k.head THEN $3::timestamptz END,
+				t.merchant_id, e.id, $3, $4, t.id,
+				CASE WHEN t.skip THEN 'skipped' ELSE 'pending' END, $5, 0,
+				-- A skipped delivery is due never; an ordered delivery behind
+				-- a pending one of its key waits, due at no time, until that
+				-- one ends.
+				CASE WHEN NOT t.skip AND (k.last IS NULL OR k.last = k.head) THEN $3::timestamptz END,
 				$3, $3, k.key, k.last
 			FROM t CROSS JOIN e LEFT JOIN k ON k.subscription_id = t.id
 			RETURNING `+deliveryColumns+`, ordering_key, sequence
 		)
 		SELECT EXISTS (SELECT 1 FROM g), d.*, t.rate_limit FROM (SELECT 1) one LEFT JOIN d ON true LEFT JOIN t ON t.id = d.subscription_id`,
-		e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body)
+		e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body, to.Matched)
 	if err != nil {
 		return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
 	}

@@ -101,7 +101,7 @@ func scanListener(row pgx.Row) (Listener, error) {
 	s := &l.Subscription
 	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &l.ExpiresAt)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &l.ExpiresAt)
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}

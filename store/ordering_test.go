@@ -218,3 +218,36 @@ func TestOrderedFanOutRacesHeadEnd(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestOrderedSkippedTakesNoSequence: a delivery skipped while an ordered
+// subscription is disabled is no part of its key's line (no key, no
+// sequence, never due), so that after the subscription is enabled again
+// the key flows, and recover can replay the skipped one outside the order.
+func TestOrderedSkippedTakesNoSequence(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.NewStore(t)
+	sub := orderedSubscription(t, s)
+	a1 := publishFor(t, s, "acct_a")
+	setStatus := func(status store.SubscriptionStatus) {
+		t.Helper()
+		if _, err := s.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &status}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setStatus(store.SubscriptionDisabled)
+	skipped := publishFor(t, s, "acct_a")
+	if skipped.Status != store.DeliverySkipped || skipped.Sequence != nil || skipped.OrderingKey != nil || skipped.NextAttemptAt != nil {
+		t.Fatalf("skipped = status %s, key %v, sequence %v, due %v; want skipped outside the line",
+			skipped.Status, skipped.OrderingKey, skipped.Sequence, skipped.NextAttemptAt)
+	}
+	setStatus(store.SubscriptionEnabled)
+	a2 := publishFor(t, s, "acct_a")
+	if a2.Sequence == nil || *a2.Sequence != 2 || a2.NextAttemptAt != nil {
+		t.Fatalf("a2 = sequence %v, due %v; want 2 behind a1", a2.Sequence, a2.NextAttemptAt)
+	}
+	finish(t, s, a1, store.DeliverySucceeded)
+	head, err := s.LineHead(ctx, sub.ID, "acct_a")
+	if err != nil || head.ID != a2.ID || head.NextAttemptAt == nil {
+		t.Fatalf("head after a1 = %v (%v), want a2 due", head.ID, err)
+	}
+}

@@ -91,12 +91,12 @@ func (s *Store) LeaseManualAttempt(ctx context.Context, merchantID string, id uu
 		RETURNING d.id, d.merchant_id, d.event_id, d.event_created_at, d.event_type, d.subscription_id,
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
 			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
-			d.ordering_key, d.sequence`,
+			d.ordering_key, d.sequence, s.headers_sealed`,
 		id, createdAt, createdAt.Add(time.Millisecond), merchantID, now.Add(leaseFor), now, s.retentionStart()).
 		Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 			&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
 			&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
-			&d.OrderingKey, &d.Sequence)
+			&d.OrderingKey, &d.Sequence, &l.SealedHeaders)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Missing, served already, or leased by a running attempt: tell
 		// them apart.
@@ -119,14 +119,15 @@ func (s *Store) LeaseManualAttempt(ctx context.Context, merchantID string, id uu
 }
 
 // FailedDeliveries lists the merchant's real (non-test) deliveries to one
-// subscription that failed for good and were created at or after since
+// subscription that failed for good, or were skipped while it was
+// disabled, and were created at or after since
 // (at most limit of them, oldest first), for a bulk replay.
 func (s *Store) FailedDeliveries(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time, limit int) ([]Delivery, error) {
 	if start := s.retentionStart(); since.Before(start) {
 		since = start
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries
-		WHERE merchant_id = $1 AND subscription_id = $2 AND status = 'failed' AND NOT test AND created_at >= $3
+		WHERE merchant_id = $1 AND subscription_id = $2 AND status IN ('failed', 'skipped') AND NOT test AND created_at >= $3
 		ORDER BY created_at, id LIMIT $4`, merchantID, subscriptionID, since, limit)
 	if err != nil {
 		return nil, fmt.Errorf("failed deliveries of subscription %s: %w", subscriptionID, err)

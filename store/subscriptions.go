@@ -23,6 +23,10 @@ type NewSubscription struct {
 	// RateLimit and OrderingKey are the delivery controls; nil: none.
 	RateLimit   *int
 	OrderingKey *string
+	// Filter is the checked filter expression; nil for none.
+	Filter *string
+	// SealedHeaders are the sealed extra headers; nil for none.
+	SealedHeaders []byte
 	// Limit, when positive, is how many subscriptions the merchant may hold
 	// (every one not deleted, whichever surface made it): the create fails
 	// with ErrSubscriptionLimit when the merchant already holds Limit.
@@ -50,6 +54,13 @@ type SubscriptionUpdate struct {
 	RateLimit      *int
 	SetOrderingKey bool
 	OrderingKey    *string
+	// SetFilter says whether Filter is applied; a nil Filter clears it.
+	SetFilter bool
+	Filter    *string
+	// SetHeaders says whether SealedHeaders is applied (replacing every
+	// header); a nil SealedHeaders clears them.
+	SetHeaders    bool
+	SealedHeaders []byte
 }
 
 // SubscriptionFilter narrows a subscription list.
@@ -69,13 +80,14 @@ type Secret struct {
 
 // subscriptionColumns is the select list that scanSubscription reads.
 const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
-	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key`
+	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key,
+	filter, headers_sealed`
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
 	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders)
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}
@@ -109,11 +121,11 @@ func (s *Store) CreateSubscription(ctx context.Context, n NewSubscription, seale
 		var err error
 		sub, err = scanSubscription(tx.QueryRow(ctx, `
 			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at,
-				rate_limit, ordering_key)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10)
+				rate_limit, ordering_key, filter, headers_sealed)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12)
 			RETURNING `+subscriptionColumns,
 			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now,
-			n.RateLimit, n.OrderingKey))
+			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders))
 		if err != nil {
 			return err
 		}
@@ -196,14 +208,20 @@ func (s *Store) UpdateSubscription(ctx context.Context, merchantID string, id uu
 			events = COALESCE($4, events),
 			description = CASE WHEN $5 THEN $6 ELSE description END,
 			status = COALESCE($7, status),
+			-- Enabled again: its run of failures starts afresh, so that
+			-- the auto-disable job does not disable it again at once.
+			failing_since = CASE WHEN $7 = 'enabled' AND status = 'disabled' THEN NULL ELSE failing_since END,
 			metadata = COALESCE($8, metadata),
 			updated_at = $9,
 			rate_limit = CASE WHEN $10 THEN $11 ELSE rate_limit END,
-			ordering_key = CASE WHEN $12 THEN $13 ELSE ordering_key END
+			ordering_key = CASE WHEN $12 THEN $13 ELSE ordering_key END,
+			filter = CASE WHEN $14 THEN $15 ELSE filter END,
+			headers_sealed = CASE WHEN $16 THEN $17::bytea ELSE headers_sealed END
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
 		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.Now(),
-		u.SetRateLimit, u.RateLimit, u.SetOrderingKey, u.OrderingKey))
+		u.SetRateLimit, u.RateLimit, u.SetOrderingKey, u.OrderingKey,
+		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders))
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, notFound(err))
 	}

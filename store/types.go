@@ -64,6 +64,12 @@ type Subscription struct {
 	// OrderingKey is the dotted path into the envelope whose value orders
 	// the deliveries; nil: unordered.
 	OrderingKey *string
+	// Filter is the filter expression; nil delivers every event of the
+	// subscribed types.
+	Filter *string
+	// SealedHeaders are the extra request headers, sealed (see
+	// signer.Sealer); nil when there are none.
+	SealedHeaders []byte
 }
 
 // Health counts a subscription's recent outcomes; test deliveries never
@@ -92,6 +98,9 @@ const (
 	DeliveryPending   DeliveryStatus = "pending"
 	DeliverySucceeded DeliveryStatus = "succeeded"
 	DeliveryFailed    DeliveryStatus = "failed"
+	// DeliverySkipped is an event that matched a disabled subscription:
+	// kept, never attempted, until recover replays it.
+	DeliverySkipped DeliveryStatus = "skipped"
 )
 
 // Delivery is one event's series of attempts to one subscription.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/filter"
 	"github.com/webhookd/webhookd/invalid"
 	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store"
@@ -45,6 +46,10 @@ type Draft struct {
 	// Ordering is the ordering as the API took it (ParseOrdering); nil
 	// or empty is none.
 	Ordering []byte
+	// Filter is the filter expression; nil for none.
+	Filter *string
+	// Headers are the extra request headers; nil for none.
+	Headers map[string]string
 }
 
 // Change is an update of a subscription: nil fields are left as they are.
@@ -61,6 +66,13 @@ type Change struct {
 	RateLimit    *int
 	// Ordering, when not nil, replaces the ordering (ParseOrdering).
 	Ordering []byte
+	// SetFilter tells a filter to set (or clear, nil) from one left alone.
+	SetFilter bool
+	Filter    *string
+	// SetHeaders tells headers to replace (or clear, nil) from ones left
+	// alone: an update replaces the whole map.
+	SetHeaders bool
+	Headers    map[string]string
 }
 
 // Registry creates and changes webhook subscriptions under Rules, and makes
@@ -69,13 +81,19 @@ type Registry struct {
 	store     Store
 	check     checker
 	masterKey []byte
+	// filters compiles filter expressions; filtersErr says why it could
+	// not be built (then every filter is refused with it).
+	filters    *filter.Compiler
+	filtersErr error
 }
 
 // NewRegistry is a Registry over st. masterKey (32 bytes) seals the signing
 // secrets; a bad one fails each operation that makes a secret, not this
 // constructor, so that a server with a bad key still serves everything else.
 func NewRegistry(st Store, masterKey []byte, rules Rules) *Registry {
-	return &Registry{store: st, check: checker{rules: rules, guard: targetGuard()}, masterKey: masterKey}
+	filters, err := filter.NewCompiler()
+	return &Registry{store: st, check: checker{rules: rules, guard: targetGuard()}, masterKey: masterKey,
+		filters: filters, filtersErr: err}
 }
 
 // Create checks d, makes and seals the first signing secret, and stores
@@ -134,8 +152,18 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 			return store.NewSubscription{}, err
 		}
 	}
+	if err := g.checkFilter(d.Filter); err != nil {
+		return store.NewSubscription{}, err
+	}
+	if err := checkHeaders("headers", d.Headers); err != nil {
+		return store.NewSubscription{}, err
+	}
+	sealed, err := g.sealHeaders(d.Headers)
+	if err != nil {
+		return store.NewSubscription{}, err
+	}
 	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata,
-		RateLimit: d.RateLimit, OrderingKey: orderingKey}, nil
+		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed}, nil
 }
 
 // Update checks the fields present in c and applies them to the merchant's
@@ -197,7 +225,63 @@ func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
 		}
 		u.SetOrderingKey, u.OrderingKey = true, key
 	}
+	if c.SetFilter {
+		if err := g.checkFilter(c.Filter); err != nil {
+			return u, err
+		}
+		u.SetFilter, u.Filter = true, c.Filter
+	}
+	if c.SetHeaders {
+		if err := checkHeaders("headers", c.Headers); err != nil {
+			return u, err
+		}
+		sealed, err := g.sealHeaders(c.Headers)
+		if err != nil {
+			return u, err
+		}
+		u.SetHeaders, u.SealedHeaders = true, sealed
+	}
 	return u, nil
+}
+
+// checkFilter compiles a filter expression (nil: none).
+func (g *Registry) checkFilter(expr *string) error {
+	if expr != nil && g.filtersErr != nil {
+		return fmt.Errorf("filter: %w", g.filtersErr)
+	}
+	return checkFilter(g.filters, "filter", expr)
+}
+
+// sealHeaders seals checked extra headers for storage (nil: none).
+func (g *Registry) sealHeaders(h map[string]string) ([]byte, error) {
+	if len(h) == 0 {
+		return nil, nil
+	}
+	sealer, err := signer.NewSealer(g.masterKey)
+	if err != nil {
+		return nil, fmt.Errorf("headers: %w", err)
+	}
+	return sealer.SealHeaders(h)
+}
+
+// MaskedHeaders is what a read shows of a subscription's extra headers:
+// every name, each value masked (see maskedValue); nil when it has none.
+func (g *Registry) MaskedHeaders(sub store.Subscription) (map[string]string, error) {
+	if sub.SealedHeaders == nil {
+		return nil, nil
+	}
+	sealer, err := signer.NewSealer(g.masterKey)
+	if err != nil {
+		return nil, fmt.Errorf("headers of %s: %w", sub.ID, err)
+	}
+	h, err := sealer.OpenHeaders(sub.SealedHeaders)
+	if err != nil {
+		return nil, fmt.Errorf("headers of %s: %w", sub.ID, err)
+	}
+	for name, v := range h {
+		h[name] = maskedValue(v)
+	}
+	return h, nil
 }
 
 // RotateSecret makes a new current secret for the merchant's subscription

@@ -61,6 +61,7 @@ type config struct {
 	MaxPayloadBytes     int           `env:"WEBHOOKD_MAX_PAYLOAD_BYTES" envDefault:"262144"`
 	LogLevel            slog.Level    `env:"WEBHOOKD_LOG_LEVEL" envDefault:"info"`
 	SweepInterval       time.Duration `env:"WEBHOOKD_SWEEP_INTERVAL" envDefault:"30s"`
+	AutoDisableAfter    time.Duration `env:"WEBHOOKD_AUTO_DISABLE_AFTER" envDefault:"120h"`
 	StartupTimeout      time.Duration `env:"WEBHOOKD_STARTUP_TIMEOUT" envDefault:"2m"`
 	ListenerGrace       time.Duration `env:"WEBHOOKD_LISTENER_GRACE" envDefault:"30s"`
 	EgressProxy         string        `env:"WEBHOOKD_EGRESS_PROXY"`
@@ -138,6 +139,9 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	}
 	if c.ListenerGrace < time.Second {
 		return c, bad("WEBHOOKD_LISTENER_GRACE", fmt.Errorf("must be at least 1s"))
+	}
+	if c.AutoDisableAfter < time.Hour {
+		return c, bad("WEBHOOKD_AUTO_DISABLE_AFTER", fmt.Errorf("must be at least 1h"))
 	}
 	if c.SweepInterval < 100*time.Millisecond {
 		return c, bad("WEBHOOKD_SWEEP_INTERVAL", fmt.Errorf("must be at least 100ms"))

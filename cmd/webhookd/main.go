@@ -400,7 +400,8 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		Concurrency: cfg.WorkerConcurrency, MerchantShare: cfg.MerchantShare, Sealer: sealer, Notifier: notifier,
 		Logger: logger, Registerer: reg, DefaultAPIVersion: cfg.versions.Latest(), SweepInterval: cfg.SweepInterval, Version: version,
-		EventTypes: cfg.eventTypes(), MaxPayloadBytes: cfg.MaxPayloadBytes, VersionUsable: cfg.versions.Usable,
+		AutoDisableAfter: cfg.AutoDisableAfter,
+		EventTypes:       cfg.eventTypes(), MaxPayloadBytes: cfg.MaxPayloadBytes, VersionUsable: cfg.versions.Usable,
 		EgressProxy: cfg.egressProxy,
 	})
 	if err != nil {

@@ -1,0 +1,90 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/webhookd/webhookd/store"
+)
+
+// autoDisableBatch bounds the subscriptions one round disables; the next
+// round takes the rest.
+const autoDisableBatch = 500
+
+// DisableNotifier is told about subscriptions the auto-disable job
+// disabled. MailNotifier is one; a Config.Notifier that is not gets no
+// such call.
+type DisableNotifier interface {
+	// SubscriptionDisabled is called once per subscription disabled.
+	SubscriptionDisabled(ctx context.Context, d store.AutoDisabled, after time.Duration)
+}
+
+// autoDisablerConfig is what the autoDisabler needs.
+type autoDisablerConfig struct {
+	// Store is the database (required).
+	Store *store.Store
+	// After is how long every attempt must have failed (required).
+	After time.Duration
+	// Notifier hears of each subscription disabled when it is a
+	// DisableNotifier; may be nil.
+	Notifier Notifier
+}
+
+func (c autoDisablerConfig) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("auto-disabler: Store is required")
+	case c.After <= 0:
+		return errors.New("auto-disabler: After must be positive")
+	}
+	return nil
+}
+
+// autoDisabler disables the subscriptions whose every attempt has failed
+// for cfg.After: their receivers are gone, and retrying them for ever
+// wastes the workers' time. Their later events are kept as skipped
+// deliveries, which recover replays once the merchant enables the
+// subscription again. It runs as TaskAutoDisable.
+type autoDisabler struct {
+	cfg    autoDisablerConfig
+	clock  Clock
+	logger *slog.Logger
+}
+
+// handleAutoDisable runs disable as a periodic task.
+func (a *autoDisabler) handleAutoDisable(ctx context.Context, _ *asynq.Task) error {
+	if _, err := a.disable(ctx); err != nil {
+		a.logger.ErrorContext(ctx, "auto-disable", "error", err)
+	}
+	return nil // the next period tries again; never archive the job
+}
+
+// disable does one round: it disables what has failed for cfg.After, in
+// batches, e-mails each merchant, and returns the subscriptions disabled.
+// Each subscription is disabled by one UPDATE that only one instance's
+// round can win, so each e-mail goes out once.
+func (a *autoDisabler) disable(ctx context.Context) ([]store.AutoDisabled, error) {
+	var all []store.AutoDisabled
+	for {
+		disabled, err := a.cfg.Store.DisableFailingSubscriptions(ctx, a.clock.Now().Add(-a.cfg.After), autoDisableBatch)
+		if err != nil {
+			return all, fmt.Errorf("auto-disable: %w", err)
+		}
+		for _, d := range disabled {
+			a.logger.WarnContext(ctx, "subscription disabled: every attempt failed", "subscription_id", d.SubscriptionID,
+				"merchant_id", d.MerchantID, "failing_since", d.FailingSince, "after", a.cfg.After.String())
+			if n, ok := a.cfg.Notifier.(DisableNotifier); ok {
+				n.SubscriptionDisabled(ctx, d, a.cfg.After)
+			}
+		}
+		all = append(all, disabled...)
+		if len(disabled) < autoDisableBatch {
+			return all, nil
+		}
+	}
+}

@@ -1,0 +1,22 @@
+package dispatcher
+
+import (
+	"fmt"
+
+	"github.com/webhookd/webhookd/store"
+)
+
+// headers opens the extra request headers of a leased delivery's
+// subscription (nil when it has none). They come with the lease's row, so
+// they cost no query; the sealer that opens the signing secrets opens
+// them. Their values are never logged.
+func (c *secretCache) headers(l store.LeasedDelivery) (map[string]string, error) {
+	if l.SealedHeaders == nil {
+		return nil, nil
+	}
+	h, err := c.sealer.OpenHeaders(l.SealedHeaders)
+	if err != nil {
+		return nil, fmt.Errorf("headers of subscription %s: %w", l.SubscriptionID, err)
+	}
+	return h, nil
+}

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// FilteredSubscription is a subscription with a filter that an event's
+// fan-out must evaluate.
+type FilteredSubscription struct {
+	ID uuid.UUID
+	// Version is the subscription's updated_at: a cache of its compiled
+	// filter keyed by it is never stale.
+	Version time.Time
+	Filter  string
+}
+
+// MerchantWithFilters returns the merchant and, in the same statement,
+// the filters an event of eventType must pass to reach each of its
+// endpoints that has one (enabled, or disabled for a skipped delivery).
+// The publisher reads the merchant for every event anyway, so filters
+// cost no extra round trip, and subscriptions without a filter are not
+// read at all: the fan-out statement selects them itself.
+func (s *Store) MerchantWithFilters(ctx context.Context, id, eventType string) (Merchant, []FilteredSubscription, error) {
+	var (
+		m        Merchant
+		ids      []uuid.UUID
+		versions []time.Time
+		exprs    []string
+	)
+	err := s.pool.QueryRow(ctx, `
+		SELECT `+merchantColumns+`, f.ids, f.versions, f.exprs
+		FROM merchants m, LATERAL (
+			SELECT array_agg(s.id) AS ids, array_agg(s.updated_at) AS versions, array_agg(s.filter) AS exprs
+			FROM subscriptions s
+			WHERE s.merchant_id = m.id AND s.deleted_at IS NULL AND s.filter IS NOT NULL
+			  AND (s.status = 'enabled' OR (s.status = 'disabled' AND s.kind = 'endpoint'))
+			  AND s.events && ARRAY[$2::text, '*']) f
+		WHERE m.id = $1`, id, eventType).
+		Scan(&m.ID, &m.APIVersion, &m.NotificationEmail, &m.PortalAccentColor, &m.PortalLogoURL, &m.CreatedAt, &m.UpdatedAt,
+			&ids, &versions, &exprs)
+	if err != nil {
+		return Merchant{}, nil, fmt.Errorf("get merchant %s with filters: %w", id, notFound(err))
+	}
+	filters := make([]FilteredSubscription, len(ids))
+	for i := range ids {
+		filters[i] = FilteredSubscription{ID: ids[i], Version: versions[i], Filter: exprs[i]}
+	}
+	return m, filters, nil
+}
+
+// AutoDisabled is a subscription that DisableFailingSubscriptions disabled,
+// with what its e-mail needs.
+type AutoDisabled struct {
+	SubscriptionID uuid.UUID
+	MerchantID     string
+	URL            string
+	// FailingSince is when its run of failed attempts began.
+	FailingSince time.Time
+	// Email is the merchant's notification address; nil or empty for none.
+	Email *string
+}
+
+// DisableFailingSubscriptions disables at most limit enabled endpoints
+// whose every attempt has failed since before failingBefore, and returns
+// them. SKIP LOCKED lets two instances run it at once without waiting on
+// (or disabling twice) the same rows.
+func (s *Store) DisableFailingSubscriptions(ctx context.Context, failingBefore time.Time, limit int) ([]AutoDisabled, error) {
+	rows, err := s.pool.Query(ctx, `
+		UPDATE subscriptions s SET status = 'disabled', updated_at = $3
+		FROM merchants m
+		WHERE m.id = s.merchant_id AND s.id IN (
+			SELECT id FROM subscriptions
+			WHERE status = 'enabled' AND deleted_at IS NULL AND kind = 'endpoint'
+			  AND failing_since IS NOT NULL AND failing_since <= $1
+			ORDER BY failing_since LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING s.id, s.merchant_id, s.url, s.failing_since, m.notification_email`,
+		failingBefore, limit, s.Now())
+	if err != nil {
+		return nil, fmt.Errorf("disable failing subscriptions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AutoDisabled, error) {
+		var a AutoDisabled
+		err := r.Scan(&a.SubscriptionID, &a.MerchantID, &a.URL, &a.FailingSince, &a.Email)
+		return a, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("disable failing subscriptions: %w", err)
+	}
+	return out, nil
+}
