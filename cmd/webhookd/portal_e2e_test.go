@@ -417,14 +417,16 @@ func TestPortalInTheBrowser(t *testing.T) {
 	// The API's own words explain a filter it refuses.
 	tb.typeInto("Filter", "amount > 1000")
 	tb.click("Save changes")
-	tb.see("parameter_invalid", "amount")
+	tb.see("parameter_invalid", "undeclared reference to 'amount'")
 	tb.clearField("Filter")
 	tb.typeInto("Filter", `payload.status == "paid"`)
 	tb.typeInto("Rate limit", "5")
 	tb.typeInto("Ordering key", "payload.id")
+	tb.screenshot("endpoint-form")
 	tb.click("Save changes")
 	tb.see("Endpoint saved.", "Orders service, v2", `payload.status == "paid"`, "5 per second", "By payload.id", "Authorization: Bear…••••••")
 	tb.notSee(gateway)
+	tb.screenshotViewport("endpoint-controls")
 	_, saved := e.call("GET", "http://"+e.public+"/v1/webhook_subscriptions/"+subID, key, nil)
 	if headers, _ := saved["headers"].(map[string]any); headers["Authorization"] != "Bear…••••••" {
 		t.Errorf("after the edit the subscription's headers are %v, want Authorization kept", saved["headers"])
