@@ -237,10 +237,10 @@ func (tb *tab) gone(xpath string) {
 	}
 }
 
-// field is the XPath of the input or select inside the label whose text
-// starts with label.
+// field is the XPath of the input, select or textarea inside the label
+// whose text starts with label.
 func field(label string) chromedp.Search {
-	return chromedp.Search(fmt.Sprintf(`//label[starts-with(normalize-space(), %q)]//*[self::input or self::select]`, label))
+	return chromedp.Search(fmt.Sprintf(`//label[starts-with(normalize-space(), %q)]//*[self::input or self::select or self::textarea]`, label))
 }
 
 // typeInto types text into the field labelled label, as a person would.

@@ -402,13 +402,44 @@ func TestPortalInTheBrowser(t *testing.T) {
 	tb.route("#/endpoints")
 	tb.see("Endpoints", "Orders service")
 
-	// Editing and deleting an endpoint.
+	// Editing an endpoint, its delivery controls included. Headers are set
+	// through the API: the page shows them masked, and an edit that does
+	// not touch them keeps them.
+	const gateway = "Bearer gw_7f3c9a1d2e8b4c6f"
+	if status, res := e.call("POST", "http://"+e.public+"/v1/webhook_subscriptions/"+subID, key,
+		map[string]any{"headers": map[string]string{"Authorization": gateway}}); status != 200 {
+		t.Fatalf("set headers: %d %v", status, res)
+	}
 	tb.click("Edit")
-	tb.see("Edit endpoint")
+	tb.see("Edit endpoint", "Delivery controls")
 	tb.clearField("Description")
 	tb.typeInto("Description", "Orders service, v2")
+	// The API's own words explain a filter it refuses.
+	tb.typeInto("Filter", "amount > 1000")
 	tb.click("Save changes")
-	tb.see("Endpoint saved.", "Orders service, v2")
+	tb.see("parameter_invalid", "undeclared reference to 'amount'")
+	tb.clearField("Filter")
+	tb.typeInto("Filter", `payload.status == "paid"`)
+	tb.typeInto("Rate limit", "5")
+	tb.typeInto("Ordering key", "payload.id")
+	tb.screenshot("endpoint-form")
+	tb.click("Save changes")
+	tb.see("Endpoint saved.", "Orders service, v2", `payload.status == "paid"`, "5 per second", "By payload.id", "Authorization: Bear…••••••")
+	tb.notSee(gateway)
+	tb.screenshotViewport("endpoint-controls")
+	_, saved := e.call("GET", "http://"+e.public+"/v1/webhook_subscriptions/"+subID, key, nil)
+	if headers, _ := saved["headers"].(map[string]any); headers["Authorization"] != "Bear…••••••" {
+		t.Errorf("after the edit the subscription's headers are %v, want Authorization kept", saved["headers"])
+	}
+	// An event matching the endpoint while it is disabled is kept as a
+	// skipped delivery.
+	tb.click("Disable")
+	tb.see("Endpoint disabled.")
+	e.publish("m_portal")
+	tb.setField("Status", "skipped")
+	tb.until("", "Apply", deliveryRow("skipped", 0))
+
+	// Deleting an endpoint.
 	tb.click("Delete")
 	tb.see("Its pending deliveries end as failed.")
 	tb.click("Delete endpoint")

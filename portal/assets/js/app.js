@@ -274,6 +274,21 @@ function healthFacts(sub) {
   ];
 }
 
+// controlFacts shows how a subscription narrows and paces its deliveries:
+// its filter, extra headers (values masked by the API), rate limit and
+// ordering.
+function controlFacts(sub) {
+  const headers = Object.entries(sub.headers || {});
+  const ordering = sub.ordering && typeof sub.ordering === 'object' && sub.ordering.key;
+  return [
+    ['Filter', sub.filter ? h('code', { class: 'break' }, sub.filter) : 'None — every event of its types'],
+    ['Extra headers', headers.length === 0 ? 'None'
+      : h('ul', { class: 'plain' }, headers.map(([name, masked]) => h('li', null, h('code', null, name), ': ', h('code', null, masked))))],
+    ['Rate limit', Number.isInteger(sub.rate_limit) ? `${sub.rate_limit} per second` : 'No limit'],
+    ['Ordering', ordering ? ['By ', h('code', null, ordering)] : 'None'],
+  ];
+}
+
 // ---- endpoints ------------------------------------------------------------
 
 async function endpointList(view) {
@@ -353,11 +368,27 @@ async function endpointForm(view, id) {
     typeField = h('label', { for: 'endpoint-events' }, 'Event types (comma-separated, * for all)', text);
     readTypes = () => text.value.split(',').map((s) => s.trim()).filter(Boolean);
   }
+  // The delivery controls as the form shows them: '' is none.
+  const shown = {
+    filter: sub && sub.filter ? sub.filter : '',
+    rateLimit: sub && Number.isInteger(sub.rate_limit) ? String(sub.rate_limit) : '',
+    orderingKey: sub && sub.ordering && typeof sub.ordering === 'object' ? sub.ordering.key : '',
+  };
+  const filter = h('textarea', { id: 'endpoint-filter', name: 'filter', rows: '3', spellcheck: 'false', value: shown.filter,
+    placeholder: 'payload.currency == "EUR" && payload.amount > "1000"' });
+  const rateLimit = h('input', { id: 'endpoint-rate-limit', name: 'rate_limit', type: 'number', min: '1', step: '1', inputmode: 'numeric', value: shown.rateLimit });
+  const orderingKey = h('input', { id: 'endpoint-ordering-key', name: 'ordering_key', type: 'text', value: shown.orderingKey,
+    placeholder: 'payload.account_id', autocomplete: 'off' });
   const submit = h('button', { type: 'submit' }, id ? 'Save changes' : 'Create endpoint');
   const form = h('form', { class: 'stack', novalidate: true },
     h('label', { for: 'endpoint-url' }, 'URL', url),
     h('label', { for: 'endpoint-description' }, 'Description (optional)', description),
     typeField,
+    h('fieldset', { class: 'controls' }, h('legend', null, 'Delivery controls'),
+      h('label', { for: 'endpoint-filter' }, 'Filter (optional): a CEL expression on the event; empty delivers every event of its types', filter),
+      h('label', { for: 'endpoint-rate-limit' }, 'Rate limit (optional): deliveries per second; empty is no limit', rateLimit),
+      h('label', { for: 'endpoint-ordering-key' }, 'Ordering key (optional): deliveries with the same value go one at a time, in order; empty is none', orderingKey),
+      sub && Object.keys(sub.headers || {}).length > 0 && h('p', { class: 'muted' }, 'Extra headers are kept as they are: they are set through the API.')),
     h('div', { class: 'actions' }, submit,
       h('a', { class: 'button secondary', href: id ? `#/endpoints/${enc(id)}` : '#/endpoints' }, 'Cancel')));
   form.addEventListener('submit', (ev) => {
@@ -365,8 +396,15 @@ async function endpointForm(view, id) {
     const events = readTypes();
     if (!url.value.trim()) { flash('error', 'Enter the URL that receives the webhooks.'); url.focus(); return; }
     if (events.length === 0) { flash('error', 'Choose at least one event type.'); return; }
+    if (rateLimit.validity.badInput) { flash('error', 'Enter the rate limit as a whole number of deliveries per second, or leave it empty.'); rateLimit.focus(); return; }
     busy(submit, async () => {
       const body = { url: url.value.trim(), events, description: description.value.trim() || null };
+      // A control goes in the request only when the form changes it: an
+      // edit leaves the others as they are, and null (or "none") clears.
+      const now = { filter: filter.value.trim(), rateLimit: rateLimit.value.trim(), orderingKey: orderingKey.value.trim() };
+      if (now.filter !== shown.filter) body.filter = now.filter || null;
+      if (now.rateLimit !== shown.rateLimit) body.rate_limit = now.rateLimit ? Number(now.rateLimit) : null;
+      if (now.orderingKey !== shown.orderingKey) body.ordering = now.orderingKey ? { key: now.orderingKey } : 'none';
       try {
         if (id) {
           await state.api.post(`/webhook_subscriptions/${enc(id)}`, body);
@@ -393,7 +431,7 @@ async function endpointDetail(view, id) {
     h('h1', null, sub.url),
     h('section', { class: 'card', 'aria-label': 'Endpoint' },
       h('div', { class: 'row' }, badge(sub.status), sub.description && h('span', null, sub.description)),
-      facts([['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...healthFacts(sub)])));
+      facts([['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...controlFacts(sub), ...healthFacts(sub)])));
 
   const actions = h('div', { class: 'actions' });
   const deliveries = deliveriesBrowser({ subscription_id: sub.id }, { filters: true });
@@ -593,7 +631,7 @@ function deliveriesBrowser(fixed, { filters, showEndpoint }) {
 
   if (filters) {
     const status = h('select', { id: 'delivery-status' },
-      h('option', { value: '' }, 'Any'), ['pending', 'succeeded', 'failed'].map((s) => h('option', { value: s }, s)));
+      h('option', { value: '' }, 'Any'), ['pending', 'succeeded', 'failed', 'skipped'].map((s) => h('option', { value: s }, s)));
     const since = h('input', { id: 'delivery-since', type: 'datetime-local', step: '1' });
     const form = h('form', { class: 'inline', 'aria-label': 'Filter deliveries' },
       h('label', { for: 'delivery-status' }, 'Status', status),
