@@ -86,9 +86,7 @@ func (s *Store) CreateListener(ctx context.Context, n NewListener, sealedSecret 
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO subscription_secrets (subscription_id, ciphertext, created_at)
-			VALUES ($1, $2, $3)`, id, sealedSecret, now)
-		return err
+		return insertSecret(ctx, tx, id, sealedSecret, now)
 	})
 	if err != nil {
 		return Listener{}, fmt.Errorf("create listener for %s: %w", n.MerchantID, err)

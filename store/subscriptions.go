@@ -129,14 +129,20 @@ func (s *Store) CreateSubscription(ctx context.Context, n NewSubscription, seale
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO subscription_secrets (subscription_id, ciphertext, created_at)
-			VALUES ($1, $2, $3)`, id, sealedSecret, now)
-		return err
+		return insertSecret(ctx, tx, id, sealedSecret, now)
 	})
 	if err != nil {
 		return Subscription{}, fmt.Errorf("create subscription for %s: %w", n.MerchantID, err)
 	}
 	return sub, nil
+}
+
+// insertSecret adds a sealed signing secret of a subscription (or a
+// listener), in the transaction that creates it or rotates its secret.
+func insertSecret(ctx context.Context, tx pgx.Tx, subscriptionID uuid.UUID, sealed []byte, at time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO subscription_secrets (subscription_id, ciphertext, created_at)
+		VALUES ($1, $2, $3)`, subscriptionID, sealed, at)
+	return err
 }
 
 // checkSubscriptionLimit refuses a create when the merchant already holds
@@ -309,9 +315,7 @@ func (s *Store) RotateSecret(ctx context.Context, merchantID string, id uuid.UUI
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO subscription_secrets (subscription_id, ciphertext, created_at)
-			VALUES ($1, $2, $3)`, id, sealedSecret, rot.New.CreatedAt)
-		return err
+		return insertSecret(ctx, tx, id, sealedSecret, rot.New.CreatedAt)
 	})
 	if err != nil {
 		return Subscription{}, fmt.Errorf("rotate secret of subscription %s: %w", id, err)
