@@ -87,7 +87,28 @@ type attemptRunner struct {
 // notDue reports an attempt task handed over too long before its due time,
 // or a subscription at its concurrency cap: it goes back on the queue for
 // after, and asynq does not count it as a failure.
-type notDue struct{ after time.Duration }
+type notDue struct {
+	after time.Duration
+	// why is the reason label of webhookd_attempts_deferred_total.
+	why deferral
+}
+
+// deferral is why an attempt task went back on the queue.
+type deferral string
+
+// The reasons an attempt is deferred.
+const (
+	// deferredEarly: handed over before its due time.
+	deferredEarly deferral = "early"
+	// deferredConcurrency: its merchant's share or its subscription's cap
+	// is full in this process.
+	deferredConcurrency deferral = "concurrency"
+	// deferredRateLimit: its subscription's rate limit is spent.
+	deferredRateLimit deferral = "rate_limit"
+	// deferredBusy: a manual attempt while another attempt of the delivery
+	// runs.
+	deferredBusy deferral = "busy"
+)
 
 func (n notDue) Error() string { return fmt.Sprintf("not due for %v", n.after) }
 
@@ -107,14 +128,14 @@ func (r *attemptRunner) handleAttempt(ctx context.Context, t *asynq.Task) error 
 		return err
 	}
 	if !ok {
-		return notDue{after: backOff}
+		return notDue{after: backOff, why: deferredConcurrency}
 	}
 	defer held.release()
 	// Over its subscription's rate limit, the attempt waits its turn: in
 	// this worker when the turn is near, else back on the queue. Neither
 	// counts as an attempt.
 	if wait, err := r.rates.await(ctx, at.SubscriptionID, at.RateLimit, throttleWait); err != nil || wait > 0 {
-		return cmp.Or(err, error(notDue{after: wait}))
+		return cmp.Or(err, error(notDue{after: wait, why: deferredRateLimit}))
 	}
 	return r.attempt(ctx, at, held)
 }
@@ -189,7 +210,7 @@ func (r *attemptRunner) waitUntilDue(ctx context.Context, at attemptTask) error 
 		return nil
 	}
 	if wait > maxEarlyWait {
-		return notDue{after: wait}
+		return notDue{after: wait, why: deferredEarly}
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -211,7 +232,7 @@ func (r *attemptRunner) lease(ctx context.Context, at *attemptTask, now time.Tim
 	// for a moment and runs right after.
 	leased, err := r.cfg.Store.LeaseManualAttempt(ctx, at.MerchantID, at.DeliveryID, now, r.cfg.LeaseFor)
 	if errors.Is(err, store.ErrConflict) {
-		return store.LeasedDelivery{}, notDue{after: throttleWait}
+		return store.LeasedDelivery{}, notDue{after: throttleWait, why: deferredBusy}
 	}
 	if err != nil {
 		return store.LeasedDelivery{}, err
@@ -240,7 +261,7 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 		// A task without its due time (enqueued by an older build) that
 		// asynq handed over early.
 		r.releaseLease(ctx, leased, log)
-		return notDue{after: leased.NextAttemptAt.Sub(now)}
+		return notDue{after: leased.NextAttemptAt.Sub(now), why: deferredEarly}
 	}
 	// An ended listener is deleted too, but its delivery goes on to the
 	// relay, which records why it stops (listener_closed).
@@ -266,7 +287,7 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 		wait, err := r.rates.take(ctx, leased.SubscriptionID, leased.RateLimit)
 		if err != nil || wait > 0 {
 			r.releaseLease(ctx, leased, log)
-			return cmp.Or(err, error(notDue{after: wait}))
+			return cmp.Or(err, error(notDue{after: wait, why: deferredRateLimit}))
 		}
 	}
 	keys, err := r.secrets.keys(ctx, leased.SubscriptionID, leased.SubscriptionVersion, now)

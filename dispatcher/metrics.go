@@ -21,6 +21,7 @@ type metrics struct {
 	eventsIngested   *prometheus.CounterVec
 	eventsRefused    *prometheus.CounterVec
 	tasks            *prometheus.CounterVec
+	deferred         *prometheus.CounterVec
 	attempts         *prometheus.CounterVec
 	attemptDuration  prometheus.Histogram
 	deliveryLatency  prometheus.Histogram
@@ -43,6 +44,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "webhookd_tasks_total",
 			Help: "asynq tasks handled, by task type and result: done, deferred (not due or throttled), retried, refused, renewed (enqueued afresh after its last retry).",
 		}, []string{"task", "result"}),
+		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webhookd_attempts_deferred_total",
+			Help: "Attempt tasks put back on the queue without an attempt, by reason: early (before its due time), concurrency (its merchant's share or its subscription's cap full), rate_limit, busy (a manual attempt while another runs).",
+		}, []string{"reason"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "webhookd_delivery_attempts_total",
 			Help: "Delivery attempts, by outcome: success, http_error, timeout, network_error, blocked.",
@@ -76,7 +81,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.eventsIngested, m.eventsRefused, m.tasks, m.attempts, m.attemptDuration, m.deliveryLatency,
+	for _, c := range []prometheus.Collector{m.eventsIngested, m.eventsRefused, m.tasks, m.deferred, m.attempts, m.attemptDuration, m.deliveryLatency,
 		m.deliveriesFailed, m.retriesScheduled, m.sweeperRequeued} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register dispatcher metrics: %w", err)

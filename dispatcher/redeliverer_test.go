@@ -263,8 +263,10 @@ func TestRedeliverDuringRunningAttempt(t *testing.T) {
 	del := e.deliveries(ev.ID)[0]
 	e.waitFor("the first attempt to reach the receiver", 5*time.Second, func() bool { return len(rcv.got()) == 1 })
 
+	// Put back on the queue, whether for its endpoint's concurrency cap or
+	// for the running attempt's lease.
 	deferred := func() float64 {
-		return counterWith(t, reg, "webhookd_tasks_total", "result", "deferred")
+		return counterWith(t, reg, "webhookd_attempts_deferred_total", "", "")
 	}
 	before := deferred()
 	accepted, err := d.Redeliver(ctx, "m1", del.ID)

@@ -139,6 +139,7 @@ func (w *worker) policy(next asynq.Handler) asynq.Handler {
 			return nil
 		case errors.As(err, &nd):
 			w.metrics.tasks.WithLabelValues(t.Type(), taskDeferred).Inc()
+			w.metrics.deferred.WithLabelValues(string(nd.why)).Inc()
 			return err
 		case errors.Is(err, asynq.RevokeTask), errors.Is(err, asynq.SkipRetry):
 			w.metrics.tasks.WithLabelValues(t.Type(), taskRefused).Inc()
