@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -26,18 +27,14 @@ type sweeperConfig struct {
 	// Grace is how overdue a delivery must be, and how long ago its lease
 	// must have lapsed, before it is enqueued again (required).
 	Grace time.Duration
-	// LeaseFor is how long a worker holds a delivery for one attempt
-	// (required): an attempt overdue by more than that and the grace is no
-	// live worker's.
-	LeaseFor time.Duration
 }
 
 func (c sweeperConfig) validate() error {
 	switch {
 	case c.Store == nil:
 		return errors.New("sweeper: Store is required")
-	case c.Grace <= 0 || c.LeaseFor <= 0:
-		return errors.New("sweeper: Grace and LeaseFor must be positive")
+	case c.Grace <= 0:
+		return errors.New("sweeper: Grace must be positive")
 	}
 	return nil
 }
@@ -65,9 +62,11 @@ func (s *sweeper) handleSweep(ctx context.Context, _ *asynq.Task) error {
 }
 
 // sweep re-enqueues every pending delivery whose attempt was due, and whose
-// lease if any lapsed, more than the grace ago. Attempts whose task still
-// exists are refused by asynq on their TaskID, so sweeping is idempotent
-// and safe on every instance at once. It returns how many tasks it added.
+// lease if any lapsed, more than the grace ago, and that no task would
+// attempt. A task that waits its turn in a backlog, or runs in a live
+// worker, is no loss (sweepPage); enqueueing is idempotent besides, asynq
+// refusing a task id that exists, so sweeping is safe on every instance at
+// once. It returns how many tasks it added.
 func (s *sweeper) sweep(ctx context.Context) (int, error) {
 	s.registerQueues(ctx)
 	s.reviveIngest(ctx)
@@ -80,52 +79,11 @@ func (s *sweeper) sweep(ctx context.Context) (int, error) {
 		if err != nil {
 			return requeued, err
 		}
-		// First attempts go back as their event's first-attempts task, so
-		// that one still queued (a backlog, not a loss) refuses them by its
-		// id, as an attempt's own task does.
-		first := map[uuid.UUID][]store.Delivery{}
-		var added []store.Delivery
-		for _, del := range due {
-			if del.AttemptCount == 0 {
-				first[del.EventID] = append(first[del.EventID], del)
-				continue
-			}
-			ok, err := s.requeue(ctx, del, now)
-			if err != nil {
-				return requeued, fmt.Errorf("sweep delivery %s: %w", del.ID, err)
-			}
-			if ok {
-				added = append(added, del)
-			}
+		n, err := s.sweepPage(ctx, due, now)
+		requeued += n
+		if err != nil {
+			return requeued, err
 		}
-		for eventID, dels := range first {
-			lost, handedOver, err := s.splitByOwnTask(ctx, dels)
-			if err != nil {
-				return requeued, fmt.Errorf("sweep first attempts of event %s: %w", eventID, err)
-			}
-			for _, del := range handedOver {
-				// Its own task waits its turn, unless a dead worker holds it.
-				if !s.heldByDeadWorker(del, now) {
-					continue
-				}
-				ok, err := s.requeue(ctx, del, now)
-				if err != nil {
-					return requeued, fmt.Errorf("sweep delivery %s: %w", del.ID, err)
-				}
-				if ok {
-					added = append(added, del)
-				}
-			}
-			if len(lost) == 0 {
-				continue
-			}
-			ok, err := s.requeueFirstAttempts(ctx, eventID, lost, now)
-			if err != nil {
-				return requeued, fmt.Errorf("sweep first attempts of event %s: %w", eventID, err)
-			}
-			added = append(added, ok...)
-		}
-		requeued += s.requeued(ctx, added)
 		if len(due) < sweepPage {
 			n, err := s.sweepManual(ctx, now)
 			return requeued + n, err
@@ -133,6 +91,70 @@ func (s *sweeper) sweep(ctx context.Context) (int, error) {
 		last := due[len(due)-1]
 		after = &store.DuePosition{NextAttemptAt: *last.NextAttemptAt, ID: last.ID}
 	}
+}
+
+// sweepPage re-enqueues the attempts of one page of overdue deliveries
+// that no task would make, and returns how many it enqueued. An overdue
+// delivery is most often a backlog: its attempt's task, or for a first
+// attempt its event's first-attempts task, waits in Redis (pending,
+// scheduled, deferred over its merchant's share) or runs in a live worker
+// (waiting for a slot before it leases). One pipelined read of the page's
+// task ids tells those apart (holds); what is left has its task archived,
+// held by a dead worker, or gone, and is read again in Postgres before it
+// is enqueued, since an attempt that ended since the page was read took its
+// task with it.
+func (s *sweeper) sweepPage(ctx context.Context, due []store.Delivery, now time.Time) (int, error) {
+	holds, err := s.holds(ctx, pageTaskIDs(due))
+	if err != nil {
+		return 0, err
+	}
+	orphans := slices.DeleteFunc(slices.Clone(due), func(del store.Delivery) bool {
+		return holds[attemptTaskID(del.ID, del.AttemptCount+1)] == liveTask ||
+			(del.AttemptCount == 0 && holds[firstAttemptsTaskID(del.EventID)] == liveTask)
+	})
+	if orphans, err = s.cfg.Store.StillDue(ctx, orphans, now.Add(-s.cfg.Grace), now.Add(-s.cfg.Grace)); err != nil {
+		return 0, err
+	}
+	// First attempts go back as their event's first-attempts task.
+	first := map[uuid.UUID][]store.Delivery{}
+	var added []store.Delivery
+	for _, del := range orphans {
+		if del.AttemptCount == 0 {
+			first[del.EventID] = append(first[del.EventID], del)
+			continue
+		}
+		ok, err := s.requeue(ctx, del)
+		if err != nil {
+			return s.requeued(ctx, added), fmt.Errorf("sweep delivery %s: %w", del.ID, err)
+		}
+		if ok {
+			added = append(added, del)
+		}
+	}
+	for eventID, dels := range first {
+		ok, err := s.requeueFirstAttempts(ctx, eventID, dels, holds)
+		added = append(added, ok...)
+		if err != nil {
+			return s.requeued(ctx, added), fmt.Errorf("sweep first attempts of event %s: %w", eventID, err)
+		}
+	}
+	return s.requeued(ctx, added), nil
+}
+
+// pageTaskIDs are the ids of the tasks that would make the next attempts of
+// dels: each attempt's own, and for first attempts their event's
+// first-attempts task too.
+func pageTaskIDs(dels []store.Delivery) []string {
+	ids := make([]string, 0, len(dels)+1)
+	events := map[uuid.UUID]bool{}
+	for _, del := range dels {
+		ids = append(ids, attemptTaskID(del.ID, del.AttemptCount+1))
+		if del.AttemptCount == 0 && !events[del.EventID] {
+			events[del.EventID] = true
+			ids = append(ids, firstAttemptsTaskID(del.EventID))
+		}
+	}
+	return ids
 }
 
 // sweepManual enqueues again the manual attempts (redeliver, recover)
@@ -162,18 +184,19 @@ func (s *sweeper) sweepManual(ctx context.Context, now time.Time) (int, error) {
 const maxTaskGenerations = 8
 
 // requeue enqueues the next attempt of an overdue delivery, due now, and
-// reports whether a task was added. The delivery is overdue and no live
-// lease holds it, so a task of the attempt's id can only be:
-//   - waiting (a backlog, not a loss): it refuses the new one;
+// reports whether a task was added. A task of the attempt's id can only
+// be:
+//   - waiting, or run by a live worker (a backlog, not a loss): it refuses
+//     the new one;
 //   - archived (its workers kept dying until asynq gave up): it is deleted,
 //     since it would otherwise keep the id taken for as long as asynq
 //     retains it;
-//   - active: once the attempt is overdue by more than a lease and the
-//     grace (heldByDeadWorker), its worker died (asynq hands such a task
-//     back only after its own 30 s lease and one-minute recoverer), so the
-//     attempt goes out under the id's successor. The dead worker's task,
-//     when asynq recovers it, finds the attempt taken and does nothing.
-func (s *sweeper) requeue(ctx context.Context, del store.Delivery, now time.Time) (bool, error) {
+//   - active in a dead worker (its lease no longer renewed): asynq hands
+//     such a task back only after its own 30 s lease and one-minute
+//     recoverer, so the attempt goes out under the id's successor. The dead
+//     worker's task, when asynq recovers it, finds the attempt taken and
+//     does nothing.
+func (s *sweeper) requeue(ctx context.Context, del store.Delivery) (bool, error) {
 	number := del.AttemptCount + 1
 	task := scheduledAttempt(del, number, time.Time{})
 	base := attemptTaskID(del.ID, number)
@@ -186,16 +209,16 @@ func (s *sweeper) requeue(ctx context.Context, del store.Delivery, now time.Time
 		if err != nil || added {
 			return added, err
 		}
-		switch s.unblock(ctx, id) {
-		case asynq.TaskStateArchived:
+		hold, err := s.unblock(ctx, id)
+		switch {
+		case err != nil:
+			return false, err
+		case hold == archivedTask:
 			return s.tasks.attempt(ctx, task, id)
-		case asynq.TaskStateActive:
-			if !s.heldByDeadWorker(del, now) {
-				return false, nil
-			}
+		case hold == deadTask:
 			continue
 		default:
-			return false, nil
+			return false, nil // waiting, or it ended meanwhile: the next sweep sees
 		}
 	}
 	s.logger.WarnContext(ctx, "every task id of an overdue attempt is held by a dead worker; asynq's recovery will run it",
@@ -203,40 +226,41 @@ func (s *sweeper) requeue(ctx context.Context, del store.Delivery, now time.Time
 	return false, nil
 }
 
-// heldByDeadWorker tells whether an active task of del's attempt can only
-// belong to a dead worker: a live one leases the delivery as soon as it
-// takes the task, and holds the lease (DeliveryTimeout+leaseMargin) while
-// it works, so an attempt overdue by more than that and the grace is no
-// live worker's. Younger, the task may be a live worker's that has not
-// leased yet (an overloaded machine), which must not get a twin.
-func (s *sweeper) heldByDeadWorker(del store.Delivery, now time.Time) bool {
-	overdue := s.cfg.LeaseFor + s.cfg.Grace
-	return del.NextAttemptAt != nil && del.NextAttemptAt.Before(now.Add(-overdue))
-}
-
 // requeueFirstAttempts is requeue for the first attempts of one event's
-// deliveries: they go back as one first-attempts task, unless a dead
-// worker holds that task's id; then each goes back on its own. It returns
-// the deliveries whose attempt was enqueued.
-func (s *sweeper) requeueFirstAttempts(ctx context.Context, eventID uuid.UUID, dels []store.Delivery, now time.Time) ([]store.Delivery, error) {
-	if len(dels) > 1 {
-		added, err := s.tasks.firstAttempts(ctx, eventID, dels, time.Time{})
-		if err == nil && !added && s.unblock(ctx, firstAttemptsTaskID(eventID)) == asynq.TaskStateArchived {
-			added, err = s.tasks.firstAttempts(ctx, eventID, dels, time.Time{})
+// deliveries, none of which a live task holds (holds, as sweepPage read
+// them): they go back as one first-attempts task, except those whose own
+// task is archived or a dead worker's, and all of them when a dead worker
+// holds the event's first-attempts task: those go back each on its own. It
+// returns the deliveries whose attempt was enqueued.
+func (s *sweeper) requeueFirstAttempts(ctx context.Context, eventID uuid.UUID, dels []store.Delivery, holds map[string]taskHold) ([]store.Delivery, error) {
+	eventTask := firstAttemptsTaskID(eventID)
+	var together, alone []store.Delivery
+	for _, del := range dels {
+		if holds[attemptTaskID(del.ID, 1)] != noTask || holds[eventTask] == deadTask {
+			alone = append(alone, del)
+		} else {
+			together = append(together, del)
 		}
+	}
+	var out []store.Delivery
+	if len(together) > 0 {
+		if holds[eventTask] == archivedTask {
+			if _, err := s.unblock(ctx, eventTask); err != nil {
+				return nil, err
+			}
+		}
+		// Refused only if a task took the id since holds was read: the
+		// next sweep sees what it does.
+		added, err := s.tasks.firstAttempts(ctx, eventID, together, time.Time{})
 		if err != nil {
 			return nil, err
 		}
 		if added {
-			return dels, nil
-		}
-		if s.taskState(ctx, firstAttemptsTaskID(eventID)) != asynq.TaskStateActive || !s.heldByDeadWorker(dels[0], now) {
-			return nil, nil
+			out = together
 		}
 	}
-	var out []store.Delivery
-	for _, del := range dels {
-		added, err := s.requeue(ctx, del, now)
+	for _, del := range alone {
+		added, err := s.requeue(ctx, del)
 		if err != nil {
 			return out, err
 		}
@@ -247,59 +271,142 @@ func (s *sweeper) requeueFirstAttempts(ctx context.Context, eventID uuid.UUID, d
 	return out, nil
 }
 
-// splitByOwnTask tells the first attempts that have a task of their own in
-// Redis (handedOver) from the others (lost). A first-attempts task hands
-// an attempt over its merchant's share to such a task and ends, and that
-// task, waiting its turn, is a backlog, not a loss: re-enqueueing the whole
-// event as a first-attempts task (its id is free once it ended) would make
-// the attempts twice. One pipelined EXISTS for them all.
-func (s *sweeper) splitByOwnTask(ctx context.Context, dels []store.Delivery) (lost, handedOver []store.Delivery, err error) {
+// taskHold is what the task holding an id on the deliveries queue does for
+// the attempts it carries.
+type taskHold int
+
+const (
+	// noTask: no task holds the id; its attempts are lost.
+	noTask taskHold = iota
+	// liveTask waits its turn (pending, scheduled, deferred in asynq's retry
+	// set) or runs in a live worker: a backlog, not a loss.
+	liveTask
+	// archivedTask will not run (asynq archived it when its workers kept
+	// dying) and keeps its id taken.
+	archivedTask
+	// deadTask is active in a worker that died: it keeps its id taken until
+	// asynq recovers it.
+	deadTask
+)
+
+// holds reads what holds each task id on the deliveries queue: one
+// pipelined read of the tasks' states, and one more of the leases of those
+// active. A page of the sweep costs these two round trips, whatever its
+// size.
+func (s *sweeper) holds(ctx context.Context, ids []string) (map[string]taskHold, error) {
+	out := make(map[string]taskHold, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
 	pipe := s.tasks.redis.Pipeline()
-	exists := make([]*redis.IntCmd, len(dels))
-	for i, del := range dels {
-		exists[i] = pipe.Exists(ctx, asynqTaskKey(queueDeliveries, attemptTaskID(del.ID, 1)))
+	states := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		states[i] = pipe.HGet(ctx, asynqTaskKey(queueDeliveries, id), "state")
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, nil, fmt.Errorf("look for the attempts' own tasks: %w", err)
-	}
-	for i, del := range dels {
-		if exists[i].Val() == 0 {
-			lost = append(lost, del)
-		} else {
-			handedOver = append(handedOver, del)
+	_, _ = pipe.Exec(ctx) // each command's error is read below
+	var active []string
+	for i, id := range ids {
+		state, err := states[i].Result()
+		switch {
+		case errors.Is(err, redis.Nil), state == "completed":
+			out[id] = noTask
+		case err != nil:
+			return nil, fmt.Errorf("read the states of %d tasks: %w", len(ids), err)
+		case state == "archived":
+			out[id] = archivedTask
+		case state == "active":
+			active = append(active, id)
+		default: // pending, scheduled, retry, aggregating
+			out[id] = liveTask
 		}
 	}
-	return lost, handedOver, nil
+	if len(active) == 0 {
+		return out, nil
+	}
+	dead, err := s.deadWorkers(ctx, active)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range active {
+		out[id] = liveTask
+		if dead[i] {
+			out[id] = deadTask
+		}
+	}
+	return out, nil
+}
+
+// asynqLeaseDuration is how far ahead asynq sets the lease of a task a
+// worker takes, and asynqLeaseRenewal how often the worker's heartbeat
+// renews it while the task runs (asynq's rdb.LeaseDuration and heartbeater
+// interval).
+const (
+	asynqLeaseDuration = 30 * time.Second
+	asynqLeaseRenewal  = 5 * time.Second
+)
+
+// deadLeaseAge is how long a task's asynq lease goes without renewal
+// before its worker is taken for dead: one renewal missed, the second asynq
+// rounds a lease down to, and a margin for a busy worker and for clocks.
+// A live worker's task that waits for a slot before it leases its delivery
+// (a backlog) keeps its lease renewed; a killed worker's is found after
+// this, not after asynq's 30 s lease and one-minute recoverer.
+const deadLeaseAge = asynqLeaseRenewal + 3*time.Second
+
+// deadWorkers tells, for each active task id, whether its worker is dead:
+// its asynq lease was last renewed more than deadLeaseAge ago, or it has
+// none. The leases are asynq's wall-clock times, so they are read against
+// Redis's clock (asynq's workers and Redis keep real time; the pipeline's
+// Clock may be shifted).
+func (s *sweeper) deadWorkers(ctx context.Context, ids []string) ([]bool, error) {
+	pipe := s.tasks.redis.Pipeline()
+	redisNow := pipe.Time(ctx)
+	leases := make([]*redis.FloatCmd, len(ids))
+	for i, id := range ids {
+		leases[i] = pipe.ZScore(ctx, asynqLeaseKey(queueDeliveries), id)
+	}
+	_, _ = pipe.Exec(ctx) // each command's error is read below
+	now, err := redisNow.Result()
+	if err != nil {
+		return nil, fmt.Errorf("read Redis's time: %w", err)
+	}
+	renewedBy := now.Add(asynqLeaseDuration - deadLeaseAge).Unix()
+	dead := make([]bool, len(ids))
+	for i := range ids {
+		expires, err := leases[i].Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			dead[i] = true
+		case err != nil:
+			return nil, fmt.Errorf("read the leases of %d active tasks: %w", len(ids), err)
+		default:
+			dead[i] = int64(expires) < renewedBy
+		}
+	}
+	return dead, nil
 }
 
 // asynqTaskKey is the Redis hash asynq keeps a task in (asynq's
 // base.TaskKey).
 func asynqTaskKey(queue, taskID string) string { return "asynq:{" + queue + "}:t:" + taskID }
 
-// unblock looks at the task holding taskID and deletes it if asynq
-// archived it. It returns the task's state (0 when there is none or it
-// cannot be read).
-func (s *sweeper) unblock(ctx context.Context, taskID string) asynq.TaskState {
-	state := s.taskState(ctx, taskID)
-	if state != asynq.TaskStateArchived {
-		return state
+// asynqLeaseKey is the sorted set of the leases of a queue's active tasks,
+// each scored by its expiry in Unix seconds (asynq's base.LeaseKey).
+func asynqLeaseKey(queue string) string { return "asynq:{" + queue + "}:lease" }
+
+// unblock reads what holds taskID and deletes the task if asynq archived
+// it (archivedTask then means the id is free).
+func (s *sweeper) unblock(ctx context.Context, taskID string) (taskHold, error) {
+	holds, err := s.holds(ctx, []string{taskID})
+	if err != nil || holds[taskID] != archivedTask {
+		return holds[taskID], err
 	}
 	if err := s.inspector.DeleteTask(queueDeliveries, taskID); err != nil {
 		s.logger.WarnContext(ctx, "delete archived task", "task_id", taskID, "error", err)
-		return 0
+		return noTask, nil
 	}
 	s.logger.WarnContext(ctx, "sweeper deleted an archived task to enqueue its attempt again", "task_id", taskID)
-	return asynq.TaskStateArchived
-}
-
-// taskState is the state of the task holding taskID, 0 when there is none
-// or it cannot be read.
-func (s *sweeper) taskState(_ context.Context, taskID string) asynq.TaskState {
-	info, err := s.inspector.GetTaskInfo(queueDeliveries, taskID)
-	if err != nil {
-		return 0
-	}
-	return info.State
+	return archivedTask, nil
 }
 
 // requeued counts and logs the deliveries the sweeper enqueued again, and

@@ -2,11 +2,13 @@ package dispatcher_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -258,17 +260,10 @@ func TestHandedOverFirstAttemptsAreNotSweptAgain(t *testing.T) {
 	if err := insp.DeleteTask("deliveries", "f:"+ev.ID.String()); err != nil {
 		t.Fatal(err)
 	}
-	client := asynq.NewClient(e.cfg.Redis)
-	defer client.Close()
 	for _, del := range e.deliveries(ev.ID) {
 		// What handOff leaves: the attempt's own task, waiting its turn
 		// (here, long after the test).
-		payload := fmt.Sprintf(`{"d":%q,"c":%q,"s":%q,"n":1,"t":"scheduled","m":"m1"}`,
-			del.ID, del.CreatedAt.Format(time.RFC3339Nano), del.SubscriptionID)
-		if _, err := client.Enqueue(asynq.NewTask(dispatcher.TaskAttempt, []byte(payload)), asynq.Queue("deliveries"),
-			asynq.TaskID("d:"+del.ID.String()+":1"), asynq.ProcessIn(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
+		e.enqueueAttempt(del, 1, asynq.ProcessIn(time.Hour))
 	}
 	e.run(d)
 	sweeps := func() float64 { return counterWith(t, reg, "webhookd_tasks_total", "task", dispatcher.TaskSweep) }
@@ -287,8 +282,9 @@ func TestHandedOverFirstAttemptsAreNotSweptAgain(t *testing.T) {
 // TestDeadWorkersTasksAreSwept: a worker process killed mid-task leaves
 // the task active in asynq, holding its id, until asynq's own lease (30 s)
 // and recoverer (every minute) come round. The sweeper must see that the
-// attempt is overdue by more than a lease with no live lease in Postgres,
-// and get it attempted under another id meanwhile.
+// task's asynq lease is no longer renewed (a live worker's heartbeat renews
+// it every 5 s; the sweeper allows 8 s), and get the attempt made under
+// another id meanwhile.
 func TestDeadWorkersTasksAreSwept(t *testing.T) {
 	for _, subs := range []int{1, 2} { // a lone attempt task; a first-attempts task
 		t.Run(fmt.Sprintf("%d subscriptions", subs), func(t *testing.T) {
@@ -321,7 +317,7 @@ func TestDeadWorkersTasksAreSwept(t *testing.T) {
 
 			e.run(d)
 			for _, del := range e.deliveries(ev.ID) {
-				if got := e.waitSettled(del.ID, 10*time.Second); got.Status != store.DeliverySucceeded {
+				if got := e.waitSettled(del.ID, 20*time.Second); got.Status != store.DeliverySucceeded {
 					t.Fatalf("delivery %s: %s, want succeeded while the dead worker's task is active", del.ID, got.Status)
 				}
 			}
@@ -397,5 +393,284 @@ func TestOutcomeWaitsForPostgres(t *testing.T) {
 	e.waitSwept(reg) // a duplicate attempt, if any, would have been made
 	if n := len(rcv.got()); n != 1 {
 		t.Errorf("the receiver was asked %d times, want once", n)
+	}
+}
+
+// TestSweepLeavesWaitingTasksAlone: a delivery overdue because its task
+// waits its turn, in whatever state asynq keeps that task, is a backlog and
+// not lost work: sweeping enqueues nothing for it. Once the tasks are gone
+// (Redis flushed), the same sweep finds every one of those deliveries and
+// enqueues it, once.
+func TestSweepLeavesWaitingTasksAlone(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		subs int // the event's fan-out: 1 publishes an attempt task, more a first-attempts task
+		// arrange puts the published task, named id, in the state of the
+		// case, and returns the deliveries left overdue.
+		arrange func(e *env, id string, dels []store.Delivery) []store.Delivery
+	}{
+		{"attempt task pending", 1, nil},
+		{"first-attempts task pending", 3, nil},
+		{"attempt task scheduled", 1, func(e *env, id string, dels []store.Delivery) []store.Delivery {
+			e.rescheduleTask(id, time.Hour)
+			return dels
+		}},
+		{"attempt task deferred (asynq's retry set)", 1, func(e *env, id string, dels []store.Delivery) []store.Delivery {
+			e.deferTask(id)
+			return dels
+		}},
+		{"attempt task active in a live worker", 1, func(e *env, id string, dels []store.Delivery) []store.Delivery {
+			e.holdTask(id)
+			return dels
+		}},
+		{"first-attempts task active in a live worker", 3, func(e *env, id string, dels []store.Delivery) []store.Delivery {
+			e.holdTask(id)
+			return dels
+		}},
+		{"first-attempts task pending, the event's other deliveries leased", 3, func(e *env, _ string, dels []store.Delivery) []store.Delivery {
+			for _, del := range dels[1:] {
+				if _, err := e.store.LeaseDelivery(context.Background(), del.ID, del.CreatedAt, 1, time.Now(), time.Hour); err != nil {
+					e.t.Fatal(err)
+				}
+			}
+			return dels[:1]
+		}},
+		{"first attempts handed to tasks of their own", 3, func(e *env, id string, dels []store.Delivery) []store.Delivery {
+			e.deleteTask(id)
+			for _, del := range dels {
+				e.enqueueAttempt(del, 1)
+			}
+			return dels
+		}},
+		{"second attempt's task deferred (asynq's retry set)", 1, func(e *env, id string, dels []store.Delivery) []store.Delivery {
+			e.deleteTask(id)
+			del := e.failFirstAttempt(dels[0])
+			e.deferTask(e.enqueueAttempt(del, 2))
+			return []store.Delivery{del}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			rcv := newReceiver(t, answer(http.StatusOK))
+			for range tc.subs {
+				e.subscribe("m1", rcv.URL, "*")
+			}
+			// The dispatcher's clock jumps a minute once the event is
+			// published: its deliveries have waited that long in the backlog,
+			// longer than any lease and the grace.
+			var offset atomic.Int64
+			d, _ := e.dispatcher(func(c *dispatcher.Config) {
+				c.Clock = dispatcher.ClockFunc(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+			})
+			ev := e.publish(d, "m1", "payout.paid")
+			dels := e.deliveries(ev.ID)
+			id := "f:" + ev.ID.String()
+			if tc.subs == 1 {
+				id = "d:" + dels[0].ID.String() + ":1"
+			}
+			due := dels
+			if tc.arrange != nil {
+				due = tc.arrange(e, id, dels)
+			}
+			offset.Store(int64(time.Minute))
+			ctx := context.Background()
+
+			n, err := dispatcher.SweepOnce(ctx, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Fatalf("the sweeper re-enqueued %d of %d deliveries whose tasks wait their turn", n, len(due))
+			}
+
+			if err := e.rc.FlushDB(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := dispatcher.SweepOnce(ctx, d); err != nil || n != len(due) {
+				t.Fatalf("after the tasks were lost the sweeper re-enqueued %d deliveries (%v), want %d", n, err, len(due))
+			}
+			for _, del := range due {
+				if !e.hasTask("d:"+del.ID.String()+":"+strconv.Itoa(del.AttemptCount+1)) && !(del.AttemptCount == 0 && e.hasTask(id)) {
+					t.Errorf("delivery %s (attempt %d) has no task after the sweep", del.ID, del.AttemptCount+1)
+				}
+			}
+			if n, err := dispatcher.SweepOnce(ctx, d); err != nil || n != 0 {
+				t.Errorf("the sweep after it re-enqueued %d deliveries (%v), want none", n, err)
+			}
+		})
+	}
+}
+
+// hasTask tells whether the deliveries queue holds a task of that id.
+func (e *env) hasTask(id string) bool {
+	insp := asynq.NewInspector(e.cfg.Redis)
+	defer insp.Close()
+	_, err := insp.GetTaskInfo("deliveries", id)
+	return err == nil
+}
+
+// deleteTask deletes the task of that id from the deliveries queue.
+func (e *env) deleteTask(id string) {
+	e.t.Helper()
+	insp := asynq.NewInspector(e.cfg.Redis)
+	defer insp.Close()
+	if err := insp.DeleteTask("deliveries", id); err != nil {
+		e.t.Fatalf("delete task %s: %v", id, err)
+	}
+}
+
+// rescheduleTask puts the task of that id off until in from now, as a
+// scheduled task.
+func (e *env) rescheduleTask(id string, in time.Duration) {
+	e.t.Helper()
+	insp := asynq.NewInspector(e.cfg.Redis)
+	defer insp.Close()
+	info, err := insp.GetTaskInfo("deliveries", id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.deleteTask(id)
+	client := asynq.NewClient(e.cfg.Redis)
+	defer client.Close()
+	if _, err := client.Enqueue(asynq.NewTask(info.Type, info.Payload), asynq.Queue("deliveries"), asynq.TaskID(id),
+		asynq.ProcessIn(in)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// enqueueAttempt enqueues the task of attempt number of del, with opts, as
+// the worker that made the attempt before it (or handed it over) does, and
+// returns its id.
+func (e *env) enqueueAttempt(del store.Delivery, number int, opts ...asynq.Option) string {
+	e.t.Helper()
+	client := asynq.NewClient(e.cfg.Redis)
+	defer client.Close()
+	id := "d:" + del.ID.String() + ":" + strconv.Itoa(number)
+	payload := fmt.Sprintf(`{"d":%q,"c":%q,"s":%q,"n":%d,"t":"scheduled","m":%q}`,
+		del.ID, del.CreatedAt.Format(time.RFC3339Nano), del.SubscriptionID, number, del.MerchantID)
+	opts = append([]asynq.Option{asynq.Queue("deliveries"), asynq.TaskID(id)}, opts...)
+	if _, err := client.Enqueue(asynq.NewTask(dispatcher.TaskAttempt, []byte(payload)), opts...); err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// failFirstAttempt records a failed first attempt of del whose retry is
+// due at once, and returns the delivery as it leaves it.
+func (e *env) failFirstAttempt(del store.Delivery) store.Delivery {
+	e.t.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	leased, err := e.store.LeaseDelivery(ctx, del.ID, del.CreatedAt, 1, now, time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	status := http.StatusServiceUnavailable
+	if err := e.store.RecordAttempt(ctx, store.AttemptRecord{Delivery: leased.Delivery, Status: store.DeliveryPending,
+		NextAttemptAt: &now, Attempt: store.Attempt{DeliveryID: del.ID, Number: 1, Status: store.AttemptFailed,
+			Trigger: store.TriggerScheduled, HTTPStatus: &status, AttemptedAt: now}}); err != nil {
+		e.t.Fatal(err)
+	}
+	return e.delivery(del.ID)
+}
+
+// deferTask has a worker take the task of that id and put it back for an
+// hour, as an attempt over its merchant's share is (notDue): the task
+// waits in asynq's retry set.
+func (e *env) deferTask(id string) {
+	e.t.Helper()
+	srv := e.takeTask(id, asynq.TaskStateRetry, asynq.Config{
+		RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return time.Hour },
+		IsFailure:      func(error) bool { return false },
+	}, func(context.Context) error { return errors.New("over its merchant's share") })
+	srv.Shutdown()
+}
+
+// holdTask has a live worker take the task of that id and hold it, active,
+// until the end of the test.
+func (e *env) holdTask(id string) {
+	e.t.Helper()
+	release := make(chan struct{})
+	srv := e.takeTask(id, asynq.TaskStateActive, asynq.Config{}, func(ctx context.Context) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	e.t.Cleanup(func() {
+		close(release)
+		srv.Shutdown()
+	})
+}
+
+// takeTask starts a worker of one slot on the deliveries queue, with cfg,
+// whose handler is handle, and waits until the task of that id is in
+// state. The worker takes no other task.
+func (e *env) takeTask(id string, state asynq.TaskState, cfg asynq.Config, handle func(context.Context) error) *asynq.Server {
+	e.t.Helper()
+	cfg.Queues, cfg.Concurrency, cfg.LogLevel = map[string]int{"deliveries": 1}, 1, asynq.FatalLevel
+	cfg.TaskCheckInterval = 10 * time.Millisecond
+	srv := asynq.NewServer(e.cfg.Redis, cfg)
+	if err := srv.Start(asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error {
+		srv.Stop() // take nothing more
+		return handle(ctx)
+	})); err != nil {
+		e.t.Fatal(err)
+	}
+	insp := asynq.NewInspector(e.cfg.Redis)
+	defer insp.Close()
+	e.waitFor("task "+id+" to be "+state.String(), 10*time.Second, func() bool {
+		info, err := insp.GetTaskInfo("deliveries", id)
+		return err == nil && info.State == state
+	})
+	return srv
+}
+
+// TestBacklogIsNotSweptAsLost is the bench's throughput scenario in small:
+// one merchant with ten subscriptions and a backlog many times its share
+// of the workers, so that its attempts wait in every state asynq has
+// (pending, deferred over the merchant's share, active in a worker waiting
+// for a slot) for longer than a lease and the grace. The sweeper, every
+// 200 ms meanwhile, re-enqueues none of them, and every delivery is made
+// once.
+func TestBacklogIsNotSweptAsLost(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rcv := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(20 * time.Millisecond) // a receiver's own time, not a wait of the test
+		w.WriteHeader(http.StatusOK)
+	})
+	const subs, events = 10, 20
+	for range subs {
+		e.subscribe("m1", rcv.URL, "*")
+	}
+	d, reg := e.dispatcher(func(c *dispatcher.Config) {
+		c.Concurrency, c.MerchantShare = 4, 0.25 // one attempt of m1 at a time
+		c.SweepInterval, c.SweepGrace = 200*time.Millisecond, 100*time.Millisecond
+	})
+	var dels []store.Delivery
+	for range events {
+		dels = append(dels, e.deliveries(e.publish(d, "m1", "payout.paid").ID)...)
+	}
+	start := time.Now()
+	e.run(d)
+	for _, del := range dels {
+		if got := e.waitSettled(del.ID, 60*time.Second); got.Status != store.DeliverySucceeded || got.AttemptCount != 1 {
+			t.Fatalf("delivery %s: %s after %d attempts, want succeeded after 1", del.ID, got.Status, got.AttemptCount)
+		}
+	}
+	took := time.Since(start)
+	e.waitSwept(reg)
+	sweeps := counterWith(t, reg, "webhookd_tasks_total", "task", dispatcher.TaskSweep)
+	t.Logf("%d deliveries of one merchant at one attempt at a time drained in %v, over %v sweeps",
+		len(dels), took.Round(time.Millisecond), sweeps)
+	if n := counter(t, reg, "webhookd_sweeper_requeued_total"); n != 0 {
+		t.Errorf("the sweeper re-enqueued %v deliveries of a backlog", n)
+	}
+	if n := len(rcv.got()); n != len(dels) {
+		t.Errorf("the receiver got %d requests for %d deliveries", n, len(dels))
 	}
 }

@@ -76,7 +76,7 @@ func newWorker(d *Dispatcher) (*worker, error) {
 		secrets: newSecretCache(cfg.Store, cfg.Sealer), tasks: d.tasks, rates: newDeliveryRates(d.tasks.redis), metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger,
 		slots: newAttemptSlots(cfg.Concurrency, cfg.merchantConcurrency(), cfg.SubscriptionConcurrency, cfg.DeliveryTimeout, cfg.Clock)}
 
-	sweepCfg := sweeperConfig{Store: cfg.Store, Grace: cfg.SweepGrace, LeaseFor: cfg.leaseFor()}
+	sweepCfg := sweeperConfig{Store: cfg.Store, Grace: cfg.SweepGrace}
 	if err := sweepCfg.validate(); err != nil {
 		return nil, err
 	}

@@ -99,12 +99,7 @@ const leaseSQL = `
 // workers' group commit). It returns one LeasedDelivery and one error per
 // request: nil, or ErrNotFound when that attempt is stale or running.
 func (s *Store) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now time.Time, leaseFor time.Duration) ([]LeasedDelivery, []error, error) {
-	ids := make([]uuid.UUID, len(reqs))
-	created := make([]time.Time, len(reqs))
-	numbers := make([]int32, len(reqs))
-	for i, r := range reqs {
-		ids[i], created[i], numbers[i] = r.ID, r.CreatedAt, int32(r.Number)
-	}
+	ids, created, numbers := attemptColumns(reqs)
 	rows, err := s.pool.Query(ctx, leaseSQL,
 		ids, created, numbers, now.Add(leaseFor), now)
 	if err != nil {
@@ -132,6 +127,18 @@ func (s *Store) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now ti
 		}
 	}
 	return out, errs, nil
+}
+
+// attemptColumns are the columns of reqs, as the arrays a statement
+// unnests.
+func attemptColumns(reqs []LeaseRequest) (ids []uuid.UUID, created []time.Time, numbers []int32) {
+	ids = make([]uuid.UUID, len(reqs))
+	created = make([]time.Time, len(reqs))
+	numbers = make([]int32, len(reqs))
+	for i, r := range reqs {
+		ids[i], created[i], numbers[i] = r.ID, r.CreatedAt, int32(r.Number)
+	}
+	return ids, created, numbers
 }
 
 // AttemptRecord is the outcome of one attempt and the state it leaves the
@@ -206,8 +213,7 @@ func (s *Store) DueDeliveries(ctx context.Context, dueBefore, now time.Time, aft
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+deliveryColumns+` FROM deliveries d
-		WHERE status = 'pending' AND next_attempt_at < $1 AND (lease_until IS NULL OR lease_until < $2)
-		  AND (sequence IS NULL OR `+isLineHead+`)
+		WHERE `+isDue+`
 		  AND ($3::timestamptz IS NULL OR (next_attempt_at, id) > ($3, $4::uuid))
 		ORDER BY next_attempt_at, id LIMIT $5`, dueBefore, now, afterAt, afterID, limit)
 	if err != nil {
@@ -218,6 +224,45 @@ func (s *Store) DueDeliveries(ctx context.Context, dueBefore, now time.Time, aft
 		return nil, fmt.Errorf("list due deliveries: %w", err)
 	}
 	return ds, nil
+}
+
+// isDue is the condition, on a delivery row d, that DueDeliveries lists it:
+// pending, its next attempt due before $1, no lease live at $2, and the
+// head of its line if it is ordered.
+const isDue = `d.status = 'pending' AND d.next_attempt_at < $1 AND (d.lease_until IS NULL OR d.lease_until < $2)
+		  AND (d.sequence IS NULL OR ` + isLineHead + `)`
+
+// StillDue returns, in their order, those of ds that DueDeliveries would
+// still list at the same attempt count. The sweeper asks it after it found
+// no task for them in Redis: an attempt made between its page's read and
+// that look took its finished task with it, and is no loss.
+func (s *Store) StillDue(ctx context.Context, ds []Delivery, dueBefore, now time.Time) ([]Delivery, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	reqs := make([]LeaseRequest, len(ds))
+	for i, d := range ds {
+		reqs[i] = LeaseRequest{ID: d.ID, CreatedAt: d.CreatedAt, Number: d.AttemptCount + 1}
+	}
+	ids, created, numbers := attemptColumns(reqs)
+	rows, err := s.pool.Query(ctx, `
+		SELECT r.i FROM deliveries d
+		JOIN unnest($3::uuid[], $4::timestamptz[], $5::int[]) WITH ORDINALITY AS r(id, created_at, number, i)
+			ON d.id = r.id AND d.created_at = r.created_at AND d.attempt_count = r.number - 1
+		WHERE `+isDue+`
+		ORDER BY r.i`, dueBefore, now, ids, created, numbers)
+	if err != nil {
+		return nil, fmt.Errorf("check %d due deliveries: %w", len(ds), err)
+	}
+	idx, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("check %d due deliveries: %w", len(ds), err)
+	}
+	out := make([]Delivery, len(idx))
+	for i, j := range idx {
+		out[i] = ds[j-1]
+	}
+	return out, nil
 }
 
 // DuePosition is a place in the DueDeliveries order.

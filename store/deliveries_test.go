@@ -65,6 +65,50 @@ func TestLeaseIsExclusivePerAttempt(t *testing.T) {
 	}
 }
 
+// TestStillDue: a delivery the sweeper read as due is still due until an
+// attempt is made or a lease taken since; then it is not.
+func TestStillDue(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		// since changes the delivery after the sweeper read it.
+		since func(t *testing.T, s *store.Store, d store.Delivery, now time.Time)
+		want  bool
+	}{
+		{"nothing happened since", func(*testing.T, *store.Store, store.Delivery, time.Time) {}, true},
+		{"a lease was taken since", func(t *testing.T, s *store.Store, d store.Delivery, now time.Time) {
+			if _, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"the attempt was made since, and its retry is due", func(t *testing.T, s *store.Store, d store.Delivery, now time.Time) {
+			l, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RecordAttempt(ctx, store.AttemptRecord{Delivery: l.Delivery, Status: store.DeliveryPending, NextAttemptAt: &now,
+				Attempt: store.Attempt{Number: 1, Status: store.AttemptFailed, Trigger: store.TriggerScheduled, AttemptedAt: now}}); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := storetest.NewStore(t)
+			_, d := newDelivery(t, s, store.Audience{})
+			now := time.Now()
+			read, err := s.DueDeliveries(ctx, now.Add(time.Hour), now, nil, 10)
+			if err != nil || len(read) != 1 {
+				t.Fatalf("DueDeliveries = %v, %v; want the delivery", read, err)
+			}
+			tc.since(t, s, d, now)
+			got, err := s.StillDue(ctx, read, now.Add(time.Hour), now)
+			if err != nil || (len(got) == 1) != tc.want {
+				t.Fatalf("StillDue = %v, %v; want the delivery: %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
 func TestRecordAttempt(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {

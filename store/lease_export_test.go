@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // ExplainedLease is what Postgres did to lease attempts.
@@ -23,12 +21,7 @@ type ExplainedLease struct {
 // ANALYZE, sent as the method sends it, in a transaction rolled back: the
 // leases are not kept.
 func (s *Store) ExplainLeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now time.Time, leaseFor time.Duration) (ExplainedLease, error) {
-	ids := make([]uuid.UUID, len(reqs))
-	created := make([]time.Time, len(reqs))
-	numbers := make([]int32, len(reqs))
-	for i, r := range reqs {
-		ids[i], created[i], numbers[i] = r.ID, r.CreatedAt, int32(r.Number)
-	}
+	ids, created, numbers := attemptColumns(reqs)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return ExplainedLease{}, err
