@@ -38,6 +38,18 @@ func (r *report) addTarget(key string, value any, unit, target string, met bool)
 	r.figures = append(r.figures, figure{key: key, value: value, unit: unit, target: target, met: &met})
 }
 
+// target holds the figure already added under key against a target; met
+// says whether it holds. It reports whether the figure was there.
+func (r *report) target(key, target string, met bool) bool {
+	for i := range r.figures {
+		if r.figures[i].key == key {
+			r.figures[i].target, r.figures[i].met = target, &met
+			return true
+		}
+	}
+	return false
+}
+
 func (r *report) note(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }
