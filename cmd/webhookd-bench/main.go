@@ -15,7 +15,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -265,14 +264,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			r.note("error: %v", err)
 		}
 		b.reports = append(b.reports, r)
-		if cfg.jsonOut {
-			line, err := json.Marshal(r)
-			if err != nil {
-				return fmt.Errorf("encode %s: %w", name, err)
-			}
-			fmt.Fprintf(stdout, "%s\n", line)
-		} else {
-			r.writeHuman(stdout)
+		if err := r.write(stdout, cfg.jsonOut); err != nil {
+			return err
 		}
 	}
 	if !cfg.jsonOut {

@@ -282,6 +282,10 @@ func TestReportJSONKeepsOrderAndTargets(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("not JSON: %v", err)
 	}
+	var line strings.Builder
+	if err := r.write(&line, true); err != nil || line.String() != want+"\n" {
+		t.Fatalf("-json line %q (%v), want the same object, unescaped", line.String(), err)
+	}
 }
 
 // TestCPUPerDelivery checks the per-party figures every delivery scenario

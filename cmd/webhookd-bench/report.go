@@ -127,6 +127,22 @@ func writeJSONValue(b *bytes.Buffer, v any) {
 	b.Write(bytes.TrimRight(out.Bytes(), "\n"))
 }
 
+// write prints the report as one line of JSON or as a table.
+func (r *report) write(w io.Writer, jsonOut bool) error {
+	if !jsonOut {
+		r.writeHuman(w)
+		return nil
+	}
+	// MarshalJSON itself, not json.Marshal, which would compact its output
+	// escaping the targets' "<=" into "\u003c=".
+	line, err := r.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", r.scenario, err)
+	}
+	_, err = fmt.Fprintf(w, "%s\n", line)
+	return err
+}
+
 // writeHuman prints one scenario as an aligned table.
 func (r *report) writeHuman(w io.Writer) {
 	fmt.Fprintf(w, "\n== %s  (%s)\n", r.scenario, r.params)
