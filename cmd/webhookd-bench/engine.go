@@ -182,21 +182,37 @@ func (e *engine) publishBatch(ctx context.Context, evs []event) error {
 	return err
 }
 
-// metrics fetches GET <internal>/metrics and returns the unlabelled samples
-// (process_cpu_seconds_total, process_resident_memory_bytes, ...). Labelled
-// series are summed per metric name, which is what the bench needs of them.
-func (e *engine) metrics(ctx context.Context) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.internal+"/metrics", nil)
+// metrics fetches GET <base>/metrics of each of the engine's internal base
+// URLs (one per process) and returns every metric summed per name, over
+// its labelled series and over the processes: process_cpu_seconds_total,
+// webhookd_sweeper_requeued_total, ... are what the bench needs of them.
+func (e *engine) metrics(ctx context.Context, bases []string) (map[string]float64, error) {
+	total := make(map[string]float64)
+	for _, base := range bases {
+		m, err := e.metricsOf(ctx, base)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range m {
+			total[k] += v
+		}
+	}
+	return total, nil
+}
+
+// metricsOf fetches one process's GET <base>/metrics.
+func (e *engine) metricsOf(ctx context.Context, base string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/metrics", nil)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+		return nil, fmt.Errorf("metrics of %s: %w", base, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("metrics: HTTP %d", resp.StatusCode)
+		return nil, fmt.Errorf("metrics of %s: HTTP %d", base, resp.StatusCode)
 	}
 	return parseMetrics(resp.Body)
 }

@@ -93,7 +93,7 @@ func (b *bench) pendingFootprint(ctx context.Context, r *report, pending, payloa
 	rssBefore, rssOK := b.engineRSS(ctx)
 	deadline := time.Now().Add(b.cfg.duration)
 	pub := b.publish(ctx, publishPlan{events: pending, merchant: func(int) string { return merchant }, payload: payload,
-		batch: b.cfg.batch, run: b.cfg.merchant + "-pend", deadline: deadline, log: f.log, publisher: b.cfg.publishers})
+		batch: b.cfg.batch, run: b.cfg.merchant + "-pend", deadline: deadline, log: f.log, publisher: b.publishers(0)})
 	if pub.firstErr != nil {
 		r.note("pending: %d events failed to publish: %v", pub.failed, pub.firstErr)
 	}
@@ -143,18 +143,20 @@ wait:
 	} else {
 		r.note("engine RSS unknown: no process_resident_memory_bytes in /metrics and no -pid")
 	}
+	n, _ := b.engineProcesses()
+	r.add("engine_processes", n, "processes")
 	return nil
 }
 
-// engineRSS reads the engine's resident memory, from /proc with -pid, else
-// from its process_resident_memory_bytes metric.
+// engineRSS reads the engine's resident memory, summed over its processes:
+// from /proc with -pid, else from their process_resident_memory_bytes.
 func (b *bench) engineRSS(ctx context.Context) (int64, bool) {
-	if b.cfg.pid > 0 {
-		if v, err := pidRSS(b.cfg.pid); err == nil {
+	if len(b.cfg.pids) > 0 {
+		if v, err := pidsRSS(b.cfg.pids); err == nil {
 			return v, true
 		}
 	}
-	m, err := b.eng.metrics(ctx)
+	m, err := b.eng.metrics(ctx, b.cfg.metricsURLs)
 	if err != nil {
 		return 0, false
 	}

@@ -15,7 +15,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +35,37 @@ import (
 // scenarios in the order -scenario all runs them: the ones that leave
 // retrying deliveries behind (footprint's closed port, the hanging
 // receivers of noisy and noisy5) come last so they cannot slow the others.
-var scenarios = []string{"raw", "throughput", "latency", "fanout", "ordered", "footprint", "noisy", "noisy5"}
+var scenarios = []string{"raw", "throughput", "latency", "fanout", "ordered", "single", "footprint", "noisy", "noisy5"}
+
+// ownScenarios run only when named: they need the engine started with
+// settings of their own (see usage), which the bench cannot set.
+var ownScenarios = []string{"retrystorm"}
+
+// usage prints what each scenario needs besides the flags.
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprintf(w, `Usage: webhookd-bench -scenario NAME|all -token TOKEN [flags]
+
+-scenario all runs %s.
+
+single      one merchant, one subscription, 20,000 events of a ~1 KiB payout
+            payload, one event per request from 32 publishers, as fast as the
+            engine accepts them; also reports the sweeper's re-queues (none
+            are expected).
+retrystorm  not in all: 10,000 events to 10 subscriptions whose receivers
+            answer 500 to the first attempt of every delivery and 204 to the
+            second. Start the engine with a 1 s first retry, e.g.
+              WEBHOOKD_RETRY_SCHEDULE=1s,2s,4s,8s,16s webhookd serve
+            The bench cannot set the engine's environment: it probes the
+            first retry delay before the run and refuses if it is over %s.
+
+With several engine processes (webhookd api + webhookd worker ...), give
+every pid to -pid and every internal URL to -metrics.
+
+Flags:
+`, strings.Join(scenarios, ", "), retryProbeLimit)
+	fs.PrintDefaults()
+}
 
 // config is the command line.
 type config struct {
@@ -57,21 +87,26 @@ type config struct {
 	databaseURL   string
 	merchant      string
 	duration      time.Duration
-	pid           int
+	// pids are the engine's processes (one `serve`, or an `api` and its
+	// `worker`s): their CPU and RSS are summed.
+	pids []int
+	// metricsURLs are the internal base URLs whose /metrics are scraped
+	// and summed: every engine process has its own counters.
+	metricsURLs []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("webhookd-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.scenario, "scenario", "all", "scenario: "+strings.Join(scenarios, ", ")+", or all")
+	fs.StringVar(&c.scenario, "scenario", "all", "scenario: "+strings.Join(append(slices.Clone(scenarios), ownScenarios...), ", ")+", or all")
 	fs.IntVar(&c.events, "events", 0, "events to publish (0: the scenario's default)")
 	fs.Float64Var(&c.rate, "rate", 0, "publish rate in events/s for latency, noisy and noisy5 (0: the scenario's default, 500)")
 	fs.IntVar(&c.subscriptions, "subscriptions", 0, "subscriptions (receivers); merchants in noisy and noisy5 (0: the scenario's default)")
 	fs.IntVar(&c.payload, "payload", 0, "payload size in bytes (0: the scenario's default; footprint uses 1024)")
 	fs.IntVar(&c.concurrency, "concurrency", 256, "concurrent senders in the raw scenario (webhookd's default worker concurrency is 256)")
-	fs.IntVar(&c.publishers, "publishers", 8, "concurrent publish requests")
-	fs.IntVar(&c.batch, "batch", 100, "events per publish request in throughput and footprint (1: no batching)")
+	fs.IntVar(&c.publishers, "publishers", 0, fmt.Sprintf("concurrent publish requests (0: the scenario's default, %d; single: %d)", defaultPublishers, singlePublishers))
+	fs.IntVar(&c.batch, "batch", 100, "events per publish request in throughput, ordered, footprint and retrystorm (1: no batching)")
 	fs.IntVar(&c.pending, "pending", 100000, "pending deliveries for the footprint scenario's Redis and RSS figures")
 	fs.IntVar(&c.listeners, "listeners", 1000, "at most this many receiver ports; subscriptions beyond share them")
 	fs.BoolVar(&c.jsonOut, "json", false, "print one JSON object per scenario instead of tables")
@@ -82,23 +117,62 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.databaseURL, "database", envOr("WEBHOOKD_DATABASE_URL", "postgres://127.0.0.1:5432/webhookd?sslmode=disable"), "the engine's Postgres, to check recorded attempts and sizes")
 	fs.StringVar(&c.merchant, "merchant", fmt.Sprintf("bench-%d", time.Now().Unix()), "merchant id prefix, fresh per run so runs do not interfere")
 	fs.DurationVar(&c.duration, "duration", 5*time.Minute, "time cap per scenario (publishing and waiting for deliveries)")
-	fs.IntVar(&c.pid, "pid", 0, "engine pid, for CPU and RSS from /proc when /metrics lacks process_* metrics")
+	pids := fs.String("pid", "", "engine pid, or a comma-separated list of them (an api and its workers), for CPU and RSS from /proc; without it, process_* metrics from -metrics")
+	metricsURLs := fs.String("metrics", "", "comma-separated internal base URLs whose /metrics are summed (default: -internal); with several engine processes list every one's")
+	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.scenario != "all" && !slices.Contains(scenarios, c.scenario) {
+	var err error
+	if c.pids, err = parsePIDs(*pids); err != nil {
+		return c, err
+	}
+	c.metricsURLs = []string{c.internal}
+	if *metricsURLs != "" {
+		c.metricsURLs = splitList(*metricsURLs)
+	}
+	if c.scenario != "all" && !slices.Contains(scenarios, c.scenario) && !slices.Contains(ownScenarios, c.scenario) {
 		return c, fmt.Errorf("unknown -scenario %q", c.scenario)
 	}
 	if c.token == "" && c.scenario != "raw" {
 		return c, errors.New("-token (or WEBHOOKD_INGEST_TOKEN) is required to publish")
 	}
-	if c.events < 0 || c.subscriptions < 0 || c.payload < 0 || c.rate < 0 || c.pending < 0 {
-		return c, errors.New("-events, -subscriptions, -payload, -rate and -pending must not be negative")
+	if c.events < 0 || c.subscriptions < 0 || c.payload < 0 || c.rate < 0 || c.pending < 0 || c.publishers < 0 {
+		return c, errors.New("-events, -subscriptions, -payload, -rate, -pending and -publishers must not be negative")
 	}
-	if c.concurrency < 1 || c.publishers < 1 || c.batch < 1 || c.listeners < 1 || c.duration <= 0 {
-		return c, errors.New("-concurrency, -publishers, -batch, -listeners and -duration must be positive")
+	if c.concurrency < 1 || c.batch < 1 || c.listeners < 1 || c.duration <= 0 {
+		return c, errors.New("-concurrency, -batch, -listeners and -duration must be positive")
 	}
 	return c, nil
+}
+
+// splitList splits a comma-separated flag value, dropping spaces and
+// empty items.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// parsePIDs reads -pid: empty, or distinct positive pids separated by
+// commas. A pid listed twice would count its CPU twice, so it is refused.
+func parsePIDs(s string) ([]int, error) {
+	var pids []int
+	for _, item := range splitList(s) {
+		pid, err := strconv.Atoi(item)
+		if err != nil || pid < 1 {
+			return nil, fmt.Errorf("-pid: %q is not a process id", item)
+		}
+		if slices.Contains(pids, pid) {
+			return nil, fmt.Errorf("-pid: %d listed twice", pid)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
 }
 
 func envOr(name, def string) string {
@@ -127,17 +201,20 @@ func main() {
 
 // bench holds the connections every scenario shares.
 type bench struct {
-	cfg     config
-	eng     *engine
-	db      *pgxpool.Pool
-	rdb     redis.UniversalClient
-	log     io.Writer
-	reports []*report
+	cfg config
+	eng *engine
+	db  *pgxpool.Pool
+	rdb redis.UniversalClient
+	// postmaster is the pid of the Postgres server the engine uses, when it
+	// runs on this machine; 0: every postgres process counts.
+	postmaster int
+	log        io.Writer
+	reports    []*report
 }
 
 func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	b := &bench{cfg: cfg, log: stderr,
-		eng: newEngine(cfg.api, cfg.internal, cfg.token, max(cfg.publishers, 16))}
+		eng: newEngine(cfg.api, cfg.internal, cfg.token, max(cfg.publishers, singlePublishers))}
 	todo := scenarios
 	if cfg.scenario != "all" {
 		todo = []string{cfg.scenario}
@@ -152,6 +229,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			return fmt.Errorf("postgres: %w", err)
 		}
 		b.db = db
+		pid, err := backendPID(ctx, db)
+		if err == nil {
+			b.postmaster, err = postmasterOf(pid)
+		}
+		if err != nil {
+			b.logf("Postgres CPU counts every postgres process on this machine: %v", err)
+		}
 		// The engine's parser: every form WEBHOOKD_REDIS_URL takes. On a
 		// Cluster, INFO (memory, CPU) is one node's.
 		conn, err := producer.ParseRedisURL(cfg.redisURL)
@@ -180,14 +264,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			r.note("error: %v", err)
 		}
 		b.reports = append(b.reports, r)
-		if cfg.jsonOut {
-			line, err := json.Marshal(r)
-			if err != nil {
-				return fmt.Errorf("encode %s: %w", name, err)
-			}
-			fmt.Fprintf(stdout, "%s\n", line)
-		} else {
-			r.writeHuman(stdout)
+		if err := r.write(stdout, cfg.jsonOut); err != nil {
+			return err
 		}
 	}
 	if !cfg.jsonOut {
@@ -225,6 +303,10 @@ func (b *bench) runScenario(ctx context.Context, name string) (*report, error) {
 		return b.ordered(ctx)
 	case "footprint":
 		return b.footprint(ctx)
+	case "single":
+		return b.single(ctx)
+	case "retrystorm":
+		return b.retrystorm(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

@@ -55,7 +55,8 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 
 // cpuSample is the CPU seconds consumed so far by each party of a run.
 type cpuSample struct {
-	// Engine from its process_cpu_seconds_total metric, or /proc/<pid> with -pid.
+	// Engine from its process_cpu_seconds_total metric, or /proc/<pid> with
+	// -pid; summed over its processes.
 	Engine float64
 	// Bench is this process (publishers and receivers), from getrusage.
 	Bench float64
@@ -82,6 +83,31 @@ func (c cpuSample) sub(before cpuSample) cpuSample {
 	}
 }
 
+// cpuShare is a run's CPU milliseconds per delivery, by party. Total is
+// the system's: engine, Postgres and Redis, the bench (load generator and
+// receivers) left out; it is known only when all three are.
+type cpuShare struct {
+	Engine, Postgres, Redis, Total, Bench float64
+	EngineOK, PostgresOK, RedisOK         bool
+}
+
+// perDelivery divides the CPU of a run (a delta from sub) among its
+// deliveries. CPU seconds per 1,000 deliveries are milliseconds per delivery.
+func (c cpuSample) perDelivery(deliveries int64) cpuShare {
+	if deliveries <= 0 {
+		return cpuShare{}
+	}
+	msPer := 1000 / float64(deliveries)
+	s := cpuShare{
+		Engine: c.Engine * msPer, Postgres: c.Postgres * msPer, Redis: c.Redis * msPer, Bench: c.Bench * msPer,
+		EngineOK: c.EngineOK, PostgresOK: c.PostgresOK, RedisOK: c.RedisOK,
+	}
+	if s.EngineOK && s.PostgresOK && s.RedisOK {
+		s.Total = s.Engine + s.Postgres + s.Redis
+	}
+	return s
+}
+
 // selfCPU is this process's user+system CPU seconds.
 func selfCPU() float64 {
 	var ru syscall.Rusage
@@ -94,6 +120,7 @@ func selfCPU() float64 {
 // procStat is what the bench reads of /proc/<pid>/stat.
 type procStat struct {
 	Comm string
+	PPID int
 	// CPU is utime+stime+cutime+cstime in seconds: children that exited and
 	// were reaped (postgres backends) stay counted in their parent.
 	CPU float64
@@ -107,9 +134,13 @@ func parseProcStat(line string) (procStat, error) {
 		return procStat{}, fmt.Errorf("proc stat: malformed %q", line)
 	}
 	fields := strings.Fields(line[end+1:])
-	// fields[0] is state (field 3); utime..cstime are fields 14..17.
+	// fields[0] is state (field 3), fields[1] ppid; utime..cstime are fields 14..17.
 	if len(fields) < 15 {
 		return procStat{}, fmt.Errorf("proc stat: only %d fields", len(fields))
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return procStat{}, fmt.Errorf("proc stat: ppid: %w", err)
 	}
 	var ticks uint64
 	for _, f := range fields[11:15] {
@@ -119,20 +150,44 @@ func parseProcStat(line string) (procStat, error) {
 		}
 		ticks += v
 	}
-	return procStat{Comm: line[open+1 : end], CPU: float64(ticks) / clockTicks}, nil
+	return procStat{Comm: line[open+1 : end], PPID: ppid, CPU: float64(ticks) / clockTicks}, nil
 }
 
-// pidCPU reads one process's CPU seconds.
-func pidCPU(pid int) (float64, error) {
+// readProcStat reads /proc/<pid>/stat.
+func readProcStat(pid int) (procStat, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("cpu of pid %d: %w", pid, err)
+		return procStat{}, fmt.Errorf("stat of pid %d: %w", pid, err)
 	}
-	st, err := parseProcStat(string(b))
-	if err != nil {
-		return 0, err
+	return parseProcStat(string(b))
+}
+
+// sumPIDs adds read(pid) over the engine's processes. One that cannot be
+// read (it exited) fails the whole figure: a partial sum would pass for the
+// engine's.
+func sumPIDs[T int64 | float64](pids []int, read func(int) (T, error)) (T, error) {
+	var total T
+	for _, pid := range pids {
+		v, err := read(pid)
+		if err != nil {
+			return 0, err
+		}
+		total += v
 	}
-	return st.CPU, nil
+	return total, nil
+}
+
+// pidsCPU sums the CPU seconds of the engine's processes.
+func pidsCPU(pids []int) (float64, error) {
+	return sumPIDs(pids, func(pid int) (float64, error) {
+		st, err := readProcStat(pid)
+		return st.CPU, err
+	})
+}
+
+// pidsRSS sums the resident memory of the engine's processes, in bytes.
+func pidsRSS(pids []int) (int64, error) {
+	return sumPIDs(pids, pidRSS)
 }
 
 // pidRSS reads VmRSS of a process, in bytes.
@@ -155,11 +210,31 @@ func pidRSS(pid int) (int64, error) {
 	return 0, fmt.Errorf("rss of pid %d: no VmRSS line", pid)
 }
 
+// postmasterOf returns the postmaster of a backend process: its parent,
+// when that is a postgres process on this machine. It fails when the
+// server runs elsewhere or in another pid namespace (a container).
+func postmasterOf(backend int) (int, error) {
+	st, err := readProcStat(backend)
+	if err != nil {
+		return 0, fmt.Errorf("postmaster: %w", err)
+	}
+	if st.Comm != "postgres" {
+		return 0, fmt.Errorf("postmaster: pid %d is %q, not a postgres backend on this machine", backend, st.Comm)
+	}
+	parent, err := readProcStat(st.PPID)
+	if err != nil || parent.Comm != "postgres" {
+		return 0, fmt.Errorf("postmaster: the parent %d of backend %d is not postgres", st.PPID, backend)
+	}
+	return st.PPID, nil
+}
+
 // postgresCPU sums the CPU of the postgres processes that serve database
 // (their command line names it) plus the cluster-wide background processes
 // (WAL writer, checkpointer, ...), whose work the engine's writes cause.
 // Backends of other databases on the same cluster (test runs) are left out.
-func postgresCPU(database string) (float64, bool) {
+// With postmaster known, only that server's processes (itself and its
+// children) count, so that another cluster on the machine does not.
+func postgresCPU(database string, postmaster int) (float64, bool) {
 	dirs, err := filepath.Glob("/proc/[0-9]*")
 	if err != nil {
 		return 0, false
@@ -175,6 +250,9 @@ func postgresCPU(database string) (float64, bool) {
 		if err != nil || st.Comm != "postgres" {
 			continue
 		}
+		if postmaster > 0 && !isOwnPostgres(dir, st.PPID, postmaster) {
+			continue
+		}
 		cmd, err := os.ReadFile(dir + "/cmdline")
 		if err != nil {
 			continue
@@ -185,6 +263,12 @@ func postgresCPU(database string) (float64, bool) {
 		}
 	}
 	return total, found
+}
+
+// isOwnPostgres tells whether the process at dir (/proc/<pid>), whose
+// parent is ppid, is the postmaster or one of its children.
+func isOwnPostgres(dir string, ppid, postmaster int) bool {
+	return ppid == postmaster || filepath.Base(dir) == strconv.Itoa(postmaster)
 }
 
 // isPostgresOf tells whether a postgres process command line belongs to the

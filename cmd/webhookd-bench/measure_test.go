@@ -80,8 +80,8 @@ func TestParseProcStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Comm != "odd) name)" || st.CPU != 2.1 {
-		t.Fatalf("got %+v, want comm %q and 2.1 CPU s", st, "odd) name)")
+	if st.Comm != "odd) name)" || st.PPID != 1 || st.CPU != 2.1 {
+		t.Fatalf("got %+v, want comm %q, ppid 1 and 2.1 CPU s", st, "odd) name)")
 	}
 	if _, err := parseProcStat("no parens here"); err == nil {
 		t.Error("malformed line accepted")
@@ -145,22 +145,30 @@ func TestRedisFigures(t *testing.T) {
 	}
 }
 
+// benchDatabase is a fresh database of the engine's schema and the bench's
+// pool on it, closed when the test ends.
+func benchDatabase(t *testing.T) (string, *pgxpool.Pool) {
+	t.Helper()
+	url := storetest.NewDatabase(t)
+	db, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return url, db
+}
+
 // TestDatabaseFigures checks the measurement queries against the real
 // schema: an event with one delivery and one succeeded attempt is counted,
 // and the tables it lands in grow.
 func TestDatabaseFigures(t *testing.T) {
 	ctx := context.Background()
-	url := storetest.NewDatabase(t)
+	url, db := benchDatabase(t)
 	st, err := store.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	db, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 
 	before, err := tableSizes(ctx, db)
 	if err != nil {
@@ -273,5 +281,101 @@ func TestReportJSONKeepsOrderAndTargets(t *testing.T) {
 	var back map[string]any
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("not JSON: %v", err)
+	}
+	var line strings.Builder
+	if err := r.write(&line, true); err != nil || line.String() != want+"\n" {
+		t.Fatalf("-json line %q (%v), want the same object, unescaped", line.String(), err)
+	}
+}
+
+// TestCPUPerDelivery checks the per-party figures every delivery scenario
+// reports: the delta of two samples, in CPU ms per delivery, and a total
+// over engine, Postgres and Redis only when all three are known.
+func TestCPUPerDelivery(t *testing.T) {
+	before := cpuSample{Engine: 10, Bench: 1, Postgres: 20, Redis: 3, Machine: 100, EngineOK: true, PostgresOK: true, RedisOK: true}
+	after := cpuSample{Engine: 12, Bench: 1.5, Postgres: 23, Redis: 3.5, Machine: 110, EngineOK: true, PostgresOK: true, RedisOK: true}
+	noRedis := after
+	noRedis.RedisOK = false
+	for _, tc := range []struct {
+		name       string
+		after      cpuSample
+		deliveries int64
+		want       cpuShare
+	}{
+		{"every party known", after, 1000,
+			cpuShare{Engine: 2, Postgres: 3, Redis: 0.5, Total: 5.5, Bench: 0.5, EngineOK: true, PostgresOK: true, RedisOK: true}},
+		{"twice the deliveries, half the share", after, 2000,
+			cpuShare{Engine: 1, Postgres: 1.5, Redis: 0.25, Total: 2.75, Bench: 0.25, EngineOK: true, PostgresOK: true, RedisOK: true}},
+		{"Redis unknown: no total", noRedis, 1000,
+			cpuShare{Engine: 2, Postgres: 3, Redis: 0.5, Bench: 0.5, EngineOK: true, PostgresOK: true}},
+		{"no deliveries: nothing to share", after, 0, cpuShare{}},
+	} {
+		if got := tc.after.sub(before).perDelivery(tc.deliveries); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestEngineProcessesSum(t *testing.T) {
+	self := os.Getpid()
+	if rss, err := pidsRSS([]int{self}); err != nil || rss <= 0 {
+		t.Errorf("RSS of this process: %d, %v", rss, err)
+	}
+	if _, err := pidsCPU([]int{self}); err != nil {
+		t.Errorf("CPU of this process: %v", err)
+	}
+	// A process that is gone fails the figure rather than shrinking it.
+	if _, err := pidsCPU([]int{self, 0}); err == nil {
+		t.Error("CPU summed without pid 0")
+	}
+	if _, err := pidsRSS([]int{self, 0}); err == nil {
+		t.Error("RSS summed without pid 0")
+	}
+}
+
+// TestPostgresOfThisServer finds the postmaster behind one of the bench's
+// connections and sums its processes' CPU.
+func TestPostgresOfThisServer(t *testing.T) {
+	ctx := context.Background()
+	_, db := benchDatabase(t)
+	backend, err := backendPID(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	postmaster, err := postmasterOf(backend)
+	if err != nil {
+		t.Fatalf("the tests' Postgres runs on this machine: %v", err)
+	}
+	if st, err := readProcStat(backend); err != nil || st.PPID != postmaster {
+		t.Errorf("backend %d: %+v, %v; want a child of %d", backend, st, err, postmaster)
+	}
+	if _, err := postmasterOf(os.Getpid()); err == nil {
+		t.Error("this test process taken for a postgres backend")
+	}
+	database := db.Config().ConnConfig.Database
+	if _, ok := postgresCPU(database, postmaster); !ok {
+		t.Error("no CPU read of the postmaster's processes")
+	}
+	if _, ok := postgresCPU(database, os.Getpid()); ok {
+		t.Error("postgres processes counted under a postmaster that is not one")
+	}
+}
+
+func TestReportTargetOnExistingFigure(t *testing.T) {
+	r := &report{scenario: "single"}
+	r.add("sweeper_requeued", int64(0), "deliveries")
+	if !r.target("sweeper_requeued", "= 0", true) {
+		t.Fatal("figure not found")
+	}
+	if r.target("absent", "= 0", true) {
+		t.Error("target set on a figure never added")
+	}
+	b, err := r.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"scenario":"single","params":"","sweeper_requeued":0,"targets":{"sweeper_requeued":{"met":true,"target":"= 0","unit":"deliveries"}}}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
 	}
 }

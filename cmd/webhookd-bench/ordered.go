@@ -27,7 +27,7 @@ func (b *bench) ordered(ctx context.Context) (*report, error) {
 	events := orDefault(b.cfg.events, orderedEvents)
 	payload := orDefault(b.cfg.payload, defaultPayload)
 	r := &report{scenario: "ordered", params: fmt.Sprintf("%d events over %d keys × %d ordered subscriptions, %d B payload, batches of %d, %d publishers",
-		events, orderedKeys, subs, payload, b.cfg.batch, b.cfg.publishers)}
+		events, orderedKeys, subs, payload, b.cfg.batch, b.publishers(0))}
 	res, err := b.deliver(ctx, deliveryRun{name: "ordered", merchants: []string{b.cfg.merchant + "-ord"},
 		subs: subs, events: events, batch: b.cfg.batch, payload: payload, orderKeys: orderedKeys,
 		prepare: b.orderFleet})

@@ -95,3 +95,13 @@ func pendingDeliveries(ctx context.Context, db *pgxpool.Pool, merchant string) (
 	}
 	return n, nil
 }
+
+// backendPID is the server process of one of the bench's connections, to
+// find the postmaster whose processes' CPU is the database's.
+func backendPID(ctx context.Context, db *pgxpool.Pool) (int, error) {
+	var pid int
+	if err := db.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		return 0, fmt.Errorf("backend pid: %w", err)
+	}
+	return pid, nil
+}

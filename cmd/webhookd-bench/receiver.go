@@ -57,10 +57,29 @@ type endpoint struct {
 	hang bool
 
 	verifier atomic.Pointer[signer.Verifier]
+	// failFirst makes the endpoint answer 500 to the first attempt of
+	// every delivery and accept the next (the retrystorm scenario).
+	failFirst atomic.Bool
 
 	mu        sync.Mutex
 	seen      map[string]struct{}
 	latencies []time.Duration
+	// tried holds, at a failFirst endpoint, when each delivery's refused
+	// first attempt arrived; retryGaps how long each retry came after it.
+	tried     map[string]time.Time
+	retryGaps []time.Duration
+}
+
+// firstTry records an attempt of delivery id arriving at a failFirst
+// endpoint and tells whether it is the delivery's first, the one refused.
+func (ep *endpoint) firstTry(id string, at time.Time) bool {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if _, ok := ep.tried[id]; ok {
+		return false
+	}
+	ep.tried[id] = at
+	return true
 }
 
 // endpointCounts are one endpoint's or one group's totals.
@@ -77,6 +96,8 @@ type endpointCounts struct {
 	BadSignatures int64
 	// Unknown: valid deliveries of an event the bench did not publish in this run.
 	Unknown int64
+	// FirstFails: first attempts a failFirst endpoint refused with 500.
+	FirstFails int64
 }
 
 // receivers is a set of webhook endpoints served over plain HTTP on
@@ -92,10 +113,11 @@ type receivers struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 
-	unique, duplicates, hangRetries, bad, unknown atomic.Int64
-	healthyUnique                                 atomic.Int64
-	lastArrival                                   atomic.Int64 // UnixNano of the last healthy unique arrival
-	bodies                                        sync.Pool
+	unique, duplicates, hangRetries, bad, unknown, firstFails atomic.Int64
+	healthyUnique                                             atomic.Int64
+	firstArrival                                              atomic.Int64 // UnixNano of the first healthy unique arrival
+	lastArrival                                               atomic.Int64 // UnixNano of the last healthy unique arrival
+	bodies                                                    sync.Pool
 }
 
 // startReceivers opens n endpoints, the first `hanging` of which hold every
@@ -125,9 +147,10 @@ func startReceivers(n, hanging, maxListeners int, log *publishLog) (*receivers, 
 	for i := range n {
 		ln := rs.listeners[i%len(rs.listeners)]
 		rs.endpoints = append(rs.endpoints, &endpoint{
-			url:  fmt.Sprintf("http://%s/e/%d", ln.Addr(), i),
-			hang: i < hanging,
-			seen: make(map[string]struct{}),
+			url:   fmt.Sprintf("http://%s/e/%d", ln.Addr(), i),
+			hang:  i < hanging,
+			seen:  make(map[string]struct{}),
+			tried: make(map[string]time.Time),
 		})
 	}
 	return rs, nil
@@ -141,6 +164,12 @@ func (rs *receivers) setSecret(i int, secret string) error {
 	}
 	rs.endpoints[i].verifier.Store(v)
 	return nil
+}
+
+// refuseFirst makes endpoint i answer 500 to the first attempt of each
+// delivery and accept the second.
+func (rs *receivers) refuseFirst(i int) {
+	rs.endpoints[i].failFirst.Store(true)
 }
 
 // ServeHTTP verifies, deduplicates and timestamps one delivery.
@@ -180,6 +209,11 @@ func (rs *receivers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// hang into a success.
 		panic(http.ErrAbortHandler)
 	}
+	if ep.failFirst.Load() && ep.firstTry(id, arrived) {
+		rs.firstFails.Add(1)
+		http.Error(w, "the first attempt of every delivery fails", http.StatusInternalServerError)
+		return
+	}
 	rs.note(ep, id, arrived, true)
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -194,6 +228,9 @@ func (rs *receivers) note(ep *endpoint, id string, arrived time.Time, healthy bo
 		if known {
 			ep.latencies = append(ep.latencies, arrived.Sub(sent))
 		}
+		if first, ok := ep.tried[id]; ok && healthy {
+			ep.retryGaps = append(ep.retryGaps, arrived.Sub(first))
+		}
 	}
 	ep.mu.Unlock()
 	switch {
@@ -207,6 +244,7 @@ func (rs *receivers) note(ep *endpoint, id string, arrived time.Time, healthy bo
 		rs.unique.Add(1)
 		if healthy {
 			rs.healthyUnique.Add(1)
+			storeMin(&rs.firstArrival, arrived.UnixNano())
 			storeMax(&rs.lastArrival, arrived.UnixNano())
 		}
 	}
@@ -217,6 +255,16 @@ func storeMax(a *atomic.Int64, v int64) {
 	for {
 		cur := a.Load()
 		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// storeMin lowers a to v unless it already holds less; 0 is unset.
+func storeMin(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if (cur != 0 && cur <= v) || a.CompareAndSwap(cur, v) {
 			return
 		}
 	}
@@ -251,7 +299,20 @@ func (rs *receivers) counts() endpointCounts {
 		HangRetries:   rs.hangRetries.Load(),
 		BadSignatures: rs.bad.Load(),
 		Unknown:       rs.unknown.Load(),
+		FirstFails:    rs.firstFails.Load(),
 	}
+}
+
+// retryGaps returns, over the failFirst endpoints, how long after each
+// refused first attempt its delivery's accepted retry arrived, unsorted.
+func (rs *receivers) retryGaps() []time.Duration {
+	var out []time.Duration
+	for _, ep := range rs.endpoints {
+		ep.mu.Lock()
+		out = append(out, ep.retryGaps...)
+		ep.mu.Unlock()
+	}
+	return out
 }
 
 // latencies returns the first-arrival latencies of the healthy (or, with

@@ -44,6 +44,35 @@ func post(t *testing.T, client *http.Client, url, id string, ts time.Time, body 
 	return resp.StatusCode, nil
 }
 
+// receiverStep is one delivery posted to the receivers, and what they must
+// answer and count after it.
+type receiverStep struct {
+	name       string
+	url, id    string
+	ts         time.Time
+	keys       []signer.Key
+	wantStatus int
+	want       endpointCounts
+}
+
+// postSteps posts each step's delivery in turn and checks the answer and
+// the receivers' totals after it.
+func postSteps(t *testing.T, rcv *receivers, body []byte, steps []receiverStep) {
+	t.Helper()
+	for _, s := range steps {
+		status, err := post(t, http.DefaultClient, s.url, s.id, s.ts, body, s.keys...)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if status != s.wantStatus {
+			t.Errorf("%s: status %d, want %d", s.name, status, s.wantStatus)
+		}
+		if got := rcv.counts(); got != s.want {
+			t.Errorf("%s: counts %+v, want %+v", s.name, got, s.want)
+		}
+	}
+}
+
 func TestReceiverVerifiesDeduplicatesAndTimestamps(t *testing.T) {
 	log := newPublishLog(8)
 	rcv, err := startReceivers(2, 0, 2, log)
@@ -61,14 +90,7 @@ func TestReceiverVerifiesDeduplicatesAndTimestamps(t *testing.T) {
 	body := []byte(`{"id":"x","payload":{}}`)
 	url0, url1 := rcv.endpoints[0].url, rcv.endpoints[1].url
 
-	steps := []struct {
-		name       string
-		url, id    string
-		ts         time.Time
-		keys       []signer.Key
-		wantStatus int
-		want       endpointCounts
-	}{
+	postSteps(t, rcv, body, []receiverStep{
 		{"valid first arrival", url0, known, time.Now(), []signer.Key{key}, 204, endpointCounts{Unique: 1}},
 		{"same webhook-id again", url0, known, time.Now(), []signer.Key{key}, 204, endpointCounts{Unique: 1, Duplicates: 1}},
 		{"wrong key", url0, known, time.Now(), []signer.Key{otherKey}, 400, endpointCounts{Unique: 1, Duplicates: 1, BadSignatures: 1}},
@@ -76,19 +98,7 @@ func TestReceiverVerifiesDeduplicatesAndTimestamps(t *testing.T) {
 		{"stale timestamp", url0, known, time.Now().Add(-time.Hour), []signer.Key{key}, 400, endpointCounts{Unique: 1, Duplicates: 1, BadSignatures: 3}},
 		{"endpoint without secret yet", url1, known, time.Now(), []signer.Key{key}, 400, endpointCounts{Unique: 1, Duplicates: 1, BadSignatures: 4}},
 		{"event not published by this run", url0, unknown, time.Now(), []signer.Key{key}, 204, endpointCounts{Unique: 1, Duplicates: 1, BadSignatures: 4, Unknown: 1}},
-	}
-	for _, s := range steps {
-		status, err := post(t, http.DefaultClient, s.url, s.id, s.ts, body, s.keys...)
-		if err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
-		if status != s.wantStatus {
-			t.Errorf("%s: status %d, want %d", s.name, status, s.wantStatus)
-		}
-		if got := rcv.counts(); got != s.want {
-			t.Errorf("%s: counts %+v, want %+v", s.name, got, s.want)
-		}
-	}
+	})
 	lat := rcv.latencies(false)
 	if len(lat) != 1 || lat[0] < 30*time.Millisecond || lat[0] > 10*time.Second {
 		t.Errorf("latencies %v, want one of at least 30ms", lat)
@@ -101,18 +111,27 @@ func TestReceiverVerifiesDeduplicatesAndTimestamps(t *testing.T) {
 	}
 }
 
-func TestHangingReceiverNeverAnswers(t *testing.T) {
-	log := newPublishLog(2)
-	rcv, err := startReceivers(2, 1, 2, log)
+// armedReceivers starts n receivers on their own ports, the first hanging
+// ones hanging, all verifying with one secret, whose key it returns. The
+// caller closes them.
+func armedReceivers(t *testing.T, n, hanging int, log *publishLog) (*receivers, signer.Key) {
+	t.Helper()
+	rcv, err := startReceivers(n, hanging, n, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	secret, key := mustSecret(t)
-	for i := range 2 {
+	for i := range n {
 		if err := rcv.setSecret(i, secret); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return rcv, key
+}
+
+func TestHangingReceiverNeverAnswers(t *testing.T) {
+	log := newPublishLog(2)
+	rcv, key := armedReceivers(t, 2, 1, log)
 	id := uuid.NewString()
 	log.record(id, time.Now())
 	body := []byte(`{}`)
@@ -179,5 +198,36 @@ func TestWaitHealthyHonoursContext(t *testing.T) {
 	rcv.healthyUnique.Add(1)
 	if !rcv.waitHealthy(context.Background(), 1) {
 		t.Fatal("waitHealthy missed a reached count")
+	}
+}
+
+// TestFailFirstReceiver checks retrystorm's receivers: the first attempt of
+// each delivery is refused with 500, the second accepted, and a third is a
+// duplicate; endpoints not armed accept first attempts.
+func TestFailFirstReceiver(t *testing.T) {
+	log := newPublishLog(4)
+	rcv, key := armedReceivers(t, 2, 0, log)
+	defer rcv.close()
+	rcv.refuseFirst(0)
+	a, b, c := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	for _, id := range []string{a, b, c} {
+		log.record(id, time.Now())
+	}
+	body := []byte(`{}`)
+	failing, plain := rcv.endpoints[0].url, rcv.endpoints[1].url
+	keys := []signer.Key{key}
+	postSteps(t, rcv, body, []receiverStep{
+		{"first attempt of a", failing, a, time.Now(), keys, 500, endpointCounts{FirstFails: 1}},
+		{"retry of a", failing, a, time.Now(), keys, 204, endpointCounts{Unique: 1, FirstFails: 1}},
+		{"a third time", failing, a, time.Now(), keys, 204, endpointCounts{Unique: 1, Duplicates: 1, FirstFails: 1}},
+		{"first attempt of b", failing, b, time.Now(), keys, 500, endpointCounts{Unique: 1, Duplicates: 1, FirstFails: 2}},
+		{"first attempt of c, not armed", plain, c, time.Now(), keys, 204, endpointCounts{Unique: 2, Duplicates: 1, FirstFails: 2}},
+	})
+	if gaps := rcv.retryGaps(); len(gaps) != 1 || gaps[0] < 0 {
+		t.Errorf("retry gaps %v, want one: a's", gaps)
+	}
+	first, last := rcv.firstArrival.Load(), rcv.lastArrival.Load()
+	if first == 0 || last < first {
+		t.Errorf("arrivals first %d, last %d", first, last)
 	}
 }

@@ -38,6 +38,18 @@ func (r *report) addTarget(key string, value any, unit, target string, met bool)
 	r.figures = append(r.figures, figure{key: key, value: value, unit: unit, target: target, met: &met})
 }
 
+// target holds the figure already added under key against a target; met
+// says whether it holds. It reports whether the figure was there.
+func (r *report) target(key, target string, met bool) bool {
+	for i := range r.figures {
+		if r.figures[i].key == key {
+			r.figures[i].target, r.figures[i].met = target, &met
+			return true
+		}
+	}
+	return false
+}
+
 func (r *report) note(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }
@@ -113,6 +125,22 @@ func writeJSONValue(b *bytes.Buffer, v any) {
 		_ = enc.Encode(fmt.Sprint(v)) // a string always encodes
 	}
 	b.Write(bytes.TrimRight(out.Bytes(), "\n"))
+}
+
+// write prints the report as one line of JSON or as a table.
+func (r *report) write(w io.Writer, jsonOut bool) error {
+	if !jsonOut {
+		r.writeHuman(w)
+		return nil
+	}
+	// MarshalJSON itself, not json.Marshal, which would compact its output
+	// escaping the targets' "<=" into "\u003c=".
+	line, err := r.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", r.scenario, err)
+	}
+	_, err = fmt.Fprintf(w, "%s\n", line)
+	return err
 }
 
 // writeHuman prints one scenario as an aligned table.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -31,6 +32,10 @@ const (
 	fanoutSubs           = 1000
 	footprintEvents      = 10000
 	subscriptionCreators = 16
+	defaultPublishers    = 8
+	// sweeperRequeuedMetric counts the deliveries the engine's sweeper found
+	// overdue without a task and enqueued again.
+	sweeperRequeuedMetric = "webhookd_sweeper_requeued_total"
 )
 
 // fleet is the receivers and the engine-side merchants and subscriptions of
@@ -201,6 +206,8 @@ type publishPlan struct {
 	// orderKeys, when positive, gives each event payload.key, one of that
 	// many keys in turn (the ordered scenario).
 	orderKeys int
+	// payloadOf, when set, builds the payloads instead of payloadFor.
+	payloadOf func(run string, seq, size int) json.RawMessage
 }
 
 // publishStats is the publish side of a run.
@@ -234,9 +241,14 @@ func (b *bench) publish(ctx context.Context, p publishPlan) publishStats {
 			for j := range jobs {
 				evs := make([]event, 0, j.to-j.from)
 				for i := j.from; i < j.to; i++ {
-					payload := payloadFor(p.run, i, p.payload)
-					if p.orderKeys > 0 {
+					var payload json.RawMessage
+					switch {
+					case p.orderKeys > 0:
 						payload = keyedPayloadFor(p.run, i, p.payload, i%p.orderKeys)
+					case p.payloadOf != nil:
+						payload = p.payloadOf(p.run, i, p.payload)
+					default:
+						payload = payloadFor(p.run, i, p.payload)
 					}
 					evs = append(evs, event{ID: ids[i], MerchantID: p.merchant(i), Type: benchEventType, Payload: payload})
 				}
@@ -331,6 +343,13 @@ type deliveryRun struct {
 	batch     int
 	payload   int
 	orderKeys int // see publishPlan
+	// publishers is the scenario's default of -publishers (0: defaultPublishers).
+	publishers int
+	// payloadOf: see publishPlan.
+	payloadOf func(run string, seq, size int) json.RawMessage
+	// failFirst makes every receiver refuse the first attempt of each
+	// delivery (retrystorm).
+	failFirst bool
 	// prepare, when set, runs on the fleet before publishing (the ordered
 	// scenario turns ordering on).
 	prepare func(context.Context, *fleet) error
@@ -338,18 +357,24 @@ type deliveryRun struct {
 
 // deliveryResult is what a deliveryRun measured.
 type deliveryResult struct {
-	pub         publishStats
-	expected    int64 // healthy deliveries that should complete
-	received    int64
-	recorded    int64
-	lastArrival time.Time
-	recordedAt  time.Time
-	complete    bool
-	latency     latencySummary
-	hangLatency latencySummary
-	counts      endpointCounts
-	cpu         cpuSample
-	cpuOK       bool
+	pub          publishStats
+	expected     int64 // healthy deliveries that should complete
+	received     int64
+	recorded     int64
+	firstArrival time.Time
+	lastArrival  time.Time
+	recordedAt   time.Time
+	complete     bool
+	latency      latencySummary
+	hangLatency  latencySummary
+	counts       endpointCounts
+	cpu          cpuSample
+	cpuOK        bool
+	retryGaps    latencySummary // failFirst: refused first attempt to accepted retry
+	// requeued is the growth of webhookd_sweeper_requeued_total over the
+	// run, summed over -metrics; requeuedOK says it could be read.
+	requeued   int64
+	requeuedOK bool
 }
 
 func (b *bench) deliver(ctx context.Context, d deliveryRun) (*deliveryResult, error) {
@@ -367,13 +392,19 @@ func (b *bench) deliver(ctx context.Context, d deliveryRun) (*deliveryResult, er
 			return nil, err
 		}
 	}
+	if d.failFirst {
+		for i := range f.rcv.endpoints {
+			f.rcv.refuseFirst(i)
+		}
+	}
 	healthyPer := f.healthyPerMerchant()
 	merchantOf := func(i int) string { return d.merchants[i%len(d.merchants)] }
+	requeuedBefore, requeuedErr := b.sweeperRequeued(ctx)
 	cpuBefore, cpuErr := b.sampleCPU(ctx)
 	deadline := time.Now().Add(b.cfg.duration)
 	pub := b.publish(ctx, publishPlan{events: d.events, merchant: merchantOf, payload: d.payload, rate: d.rate,
-		batch: d.batch, run: b.cfg.merchant + "-" + d.name, deadline: deadline, log: f.log, publisher: b.cfg.publishers,
-		orderKeys: d.orderKeys})
+		batch: d.batch, run: b.cfg.merchant + "-" + d.name, deadline: deadline, log: f.log, publisher: b.publishers(d.publishers),
+		orderKeys: d.orderKeys, payloadOf: d.payloadOf})
 	res := &deliveryResult{pub: pub}
 	if pub.firstErr != nil {
 		b.logf("%s: %d events failed to publish: %v", d.name, pub.failed, pub.firstErr)
@@ -389,6 +420,9 @@ func (b *bench) deliver(ctx context.Context, d deliveryRun) (*deliveryResult, er
 	waitCtx, cancel := context.WithDeadline(ctx, deadline.Add(30*time.Second))
 	defer cancel()
 	res.complete = f.rcv.waitHealthy(waitCtx, res.expected)
+	if fa := f.rcv.firstArrival.Load(); fa > 0 {
+		res.firstArrival = time.Unix(0, fa)
+	}
 	if la := f.rcv.lastArrival.Load(); la > 0 {
 		res.lastArrival = time.Unix(0, la)
 	}
@@ -414,6 +448,13 @@ func (b *bench) deliver(ctx context.Context, d deliveryRun) (*deliveryResult, er
 			res.cpu, res.cpuOK = after.sub(cpuBefore), true
 		}
 	}
+	if requeuedErr == nil {
+		if after, err := b.sweeperRequeued(ctx); err == nil {
+			// A counter: whole deliveries, carried as a float by the text format.
+			res.requeued, res.requeuedOK = int64(math.Round(after-requeuedBefore)), true
+		}
+	}
+	res.retryGaps = summarize(f.rcv.retryGaps())
 	res.latency = summarize(f.rcv.latencies(false))
 	res.hangLatency = summarize(f.rcv.latencies(true))
 	res.counts = f.rcv.counts()
@@ -423,24 +464,75 @@ func (b *bench) deliver(ctx context.Context, d deliveryRun) (*deliveryResult, er
 // sampleCPU reads every party's CPU counter once.
 func (b *bench) sampleCPU(ctx context.Context) (cpuSample, error) {
 	s := cpuSample{Bench: selfCPU(), Machine: machineBusy()}
-	if b.cfg.pid > 0 {
-		if v, err := pidCPU(b.cfg.pid); err == nil {
+	if len(b.cfg.pids) > 0 {
+		if v, err := pidsCPU(b.cfg.pids); err == nil {
 			s.Engine, s.EngineOK = v, true
 		}
 	}
 	if !s.EngineOK {
-		m, err := b.eng.metrics(ctx)
+		m, err := b.eng.metrics(ctx, b.cfg.metricsURLs)
 		if err == nil {
 			s.Engine, s.EngineOK = m["process_cpu_seconds_total"]
 		}
 	}
 	if b.db != nil {
-		s.Postgres, s.PostgresOK = postgresCPU(b.db.Config().ConnConfig.Database)
+		s.Postgres, s.PostgresOK = postgresCPU(b.db.Config().ConnConfig.Database, b.postmaster)
 	}
 	if b.rdb != nil {
 		s.Redis, s.RedisOK = redisCPU(ctx, b.rdb)
 	}
 	return s, nil
+}
+
+// sweeperRequeued reads webhookd_sweeper_requeued_total, summed over the
+// engine's processes (-metrics).
+func (b *bench) sweeperRequeued(ctx context.Context) (float64, error) {
+	m, err := b.eng.metrics(ctx, b.cfg.metricsURLs)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := m[sweeperRequeuedMetric]
+	if !ok {
+		return 0, fmt.Errorf("no %s in /metrics", sweeperRequeuedMetric)
+	}
+	return v, nil
+}
+
+// engineProcesses says how many engine processes the engine figures sum,
+// and where they come from.
+func (b *bench) engineProcesses() (int, string) {
+	if len(b.cfg.pids) > 0 {
+		return len(b.cfg.pids), "/proc of -pid"
+	}
+	return len(b.cfg.metricsURLs), "process_cpu_seconds_total of -metrics"
+}
+
+// reportCPU adds the CPU milliseconds per delivery of each party over a
+// run's measured window (cpu, a delta) and in total.
+func (b *bench) reportCPU(r *report, cpu cpuSample, deliveries int64) {
+	n, source := b.engineProcesses()
+	r.add("engine_processes", n, "processes")
+	if deliveries > 0 {
+		s := cpu.perDelivery(deliveries)
+		if s.EngineOK {
+			r.add("cpu_engine_ms_per_delivery", s.Engine, "CPU ms")
+		} else {
+			r.note("engine CPU unknown: no -pid and no process_cpu_seconds_total in /metrics")
+		}
+		if s.PostgresOK {
+			r.add("cpu_postgres_ms_per_delivery", s.Postgres, "CPU ms")
+		}
+		if s.RedisOK {
+			r.add("cpu_redis_ms_per_delivery", s.Redis, "CPU ms")
+		}
+		if s.EngineOK && s.PostgresOK && s.RedisOK {
+			r.add("cpu_total_ms_per_delivery", s.Total, "CPU ms")
+		}
+		r.add("cpu_bench_ms_per_delivery", s.Bench, "CPU ms")
+		r.note("engine CPU from %s (%d process(es)); total is engine + Postgres + Redis, the bench left out", source, n)
+	}
+	r.add("cpu_machine_busy_s", cpu.Machine, "CPU s")
+	r.add("cpu_unattributed_s", cpu.Machine-cpu.Engine-cpu.Bench-cpu.Postgres-cpu.Redis, "CPU s")
 }
 
 // reportDelivery turns a deliveryResult into the figures every delivery
@@ -468,6 +560,11 @@ func (b *bench) reportDelivery(r *report, res *deliveryResult) {
 	if res.counts.Unknown > 0 {
 		r.add("unknown_events", res.counts.Unknown, "requests")
 	}
+	if res.requeuedOK {
+		r.add("sweeper_requeued", res.requeued, "deliveries")
+	} else {
+		r.note("sweeper re-queues unknown: no %s in the /metrics of -metrics", sweeperRequeuedMetric)
+	}
 	e2e := res.recordedAt.Sub(res.pub.start)
 	r.add("end_to_end_s", e2e.Seconds(), "s")
 	if e2e > 0 {
@@ -477,25 +574,8 @@ func (b *bench) reportDelivery(r *report, res *deliveryResult) {
 	r.add("latency_p95_ms", ms(res.latency.P95), "ms")
 	r.add("latency_p99_ms", ms(res.latency.P99), "ms")
 	r.add("latency_max_ms", ms(res.latency.Max), "ms")
-	if res.cpuOK && res.recorded > 0 {
-		per := 1000 / float64(res.recorded)
-		if res.cpu.EngineOK {
-			r.add("cpu_engine_s_per_1k", res.cpu.Engine*per, "CPU s")
-		} else {
-			r.note("engine CPU unknown: no process_cpu_seconds_total in /metrics and no -pid")
-		}
-		r.add("cpu_bench_s_per_1k", res.cpu.Bench*per, "CPU s")
-		if res.cpu.PostgresOK {
-			r.add("cpu_postgres_s_per_1k", res.cpu.Postgres*per, "CPU s")
-		}
-		if res.cpu.RedisOK {
-			r.add("cpu_redis_s_per_1k", res.cpu.Redis*per, "CPU s")
-		}
-	}
 	if res.cpuOK {
-		c := res.cpu
-		r.add("cpu_machine_busy_s", c.Machine, "CPU s")
-		r.add("cpu_unattributed_s", c.Machine-c.Engine-c.Bench-c.Postgres-c.Redis, "CPU s")
+		b.reportCPU(r, res.cpu, res.recorded)
 	}
 	if res.counts.BadSignatures > 0 {
 		r.note("%d deliveries failed signature verification", res.counts.BadSignatures)
@@ -505,14 +585,23 @@ func (b *bench) reportDelivery(r *report, res *deliveryResult) {
 	}
 }
 
-func (b *bench) throughput(ctx context.Context) (*report, error) {
-	subs := orDefault(b.cfg.subscriptions, throughputSubs)
-	events := orDefault(b.cfg.events, throughputEvents)
+// batchedLoad is the load of throughput and retrystorm: events published
+// in batches as fast as the engine accepts them, each delivered to every
+// one of subs subscriptions of one merchant; and its description.
+func (b *bench) batchedLoad(name, merchantSuffix string, events, subs int) (deliveryRun, string) {
+	events = orDefault(b.cfg.events, events)
+	subs = orDefault(b.cfg.subscriptions, subs)
 	payload := orDefault(b.cfg.payload, defaultPayload)
-	r := &report{scenario: "throughput", params: fmt.Sprintf("%d events × %d subscriptions, %d B payload, batches of %d, %d publishers",
-		events, subs, payload, b.cfg.batch, b.cfg.publishers)}
-	res, err := b.deliver(ctx, deliveryRun{name: "throughput", merchants: []string{b.cfg.merchant + "-tp"},
-		subs: subs, events: events, batch: b.cfg.batch, payload: payload})
+	return deliveryRun{name: name, merchants: []string{b.cfg.merchant + merchantSuffix},
+			subs: subs, events: events, batch: b.cfg.batch, payload: payload},
+		fmt.Sprintf("%d events × %d subscriptions, %d B payload, batches of %d, %d publishers",
+			events, subs, payload, b.cfg.batch, b.publishers(0))
+}
+
+func (b *bench) throughput(ctx context.Context) (*report, error) {
+	load, params := b.batchedLoad("throughput", "-tp", throughputEvents, throughputSubs)
+	r := &report{scenario: "throughput", params: params}
+	res, err := b.deliver(ctx, load)
 	if err != nil {
 		return r, err
 	}
@@ -657,6 +746,12 @@ func (b *bench) fanout(ctx context.Context) (*report, error) {
 	e2e := res.recordedAt.Sub(res.pub.start).Seconds()
 	r.addTarget("all_recorded_s", e2e, "s", "<= 2", e2e <= 2 && res.complete && subs >= 1000)
 	return r, nil
+}
+
+// publishers is -publishers, else the scenario's default def, else
+// defaultPublishers.
+func (b *bench) publishers(def int) int {
+	return orDefault(b.cfg.publishers, orDefault(def, defaultPublishers))
 }
 
 // find returns the report of an earlier scenario in this run.

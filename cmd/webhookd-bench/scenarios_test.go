@@ -86,6 +86,85 @@ func TestParseFlagsScenarios(t *testing.T) {
 	if _, err := parseFlags([]string{"-scenario", "noisy6", "-token", "t"}, io.Discard); err == nil {
 		t.Error("-scenario noisy6 accepted")
 	}
+	// retrystorm needs the engine started for it: it runs only when named.
+	if c, err := parseFlags([]string{"-scenario", "retrystorm", "-token", "t"}, io.Discard); err != nil || c.scenario != "retrystorm" {
+		t.Errorf("-scenario retrystorm: %+v, %v", c, err)
+	}
+	if slices.Contains(scenarios, "retrystorm") || !slices.Contains(scenarios, "single") {
+		t.Errorf("scenarios %v: want single in all and retrystorm not", scenarios)
+	}
+}
+
+func TestParseFlagsEngineProcesses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		pids    []int
+		metrics []string
+		wantErr bool
+	}{
+		{"none: /metrics of -internal", nil, nil, []string{"http://127.0.0.1:8081"}, false},
+		{"one serve process", []string{"-pid", "4242"}, []int{4242}, []string{"http://127.0.0.1:8081"}, false},
+		{"an api and three workers", []string{"-pid", "10, 11,12,13", "-internal", "http://h:1",
+			"-metrics", "http://h:1,http://h:2, http://h:3,http://h:4"},
+			[]int{10, 11, 12, 13}, []string{"http://h:1", "http://h:2", "http://h:3", "http://h:4"}, false},
+		{"empty items dropped", []string{"-pid", "10,,11,"}, []int{10, 11}, []string{"http://127.0.0.1:8081"}, false},
+		{"a pid twice would count twice", []string{"-pid", "10,10"}, nil, nil, true},
+		{"not a number", []string{"-pid", "api"}, nil, nil, true},
+		{"not a process id", []string{"-pid", "0"}, nil, nil, true},
+		{"negative", []string{"-pid", "-3"}, nil, nil, true},
+	} {
+		c, err := parseFlags(append([]string{"-token", "t"}, tc.args...), io.Discard)
+		if tc.wantErr {
+			if err == nil {
+				t.Errorf("%s: accepted, pids %v", tc.name, c.pids)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(c.pids, tc.pids) || !slices.Equal(c.metricsURLs, tc.metrics) {
+			t.Errorf("%s: pids %v, metrics %v, %v; want %v, %v", tc.name, c.pids, c.metricsURLs, err, tc.pids, tc.metrics)
+		}
+	}
+}
+
+func TestPublishersDefaultPerScenario(t *testing.T) {
+	for _, tc := range []struct {
+		flag, scenarioDefault, want int
+	}{
+		{0, 0, defaultPublishers},
+		{0, singlePublishers, 32},
+		{4, singlePublishers, 4},
+		{4, 0, 4},
+	} {
+		b := &bench{cfg: config{publishers: tc.flag}}
+		if got := b.publishers(tc.scenarioDefault); got != tc.want {
+			t.Errorf("-publishers %d, scenario default %d: %d, want %d", tc.flag, tc.scenarioDefault, got, tc.want)
+		}
+	}
+}
+
+// TestPayoutPayload checks single's payload: the catalogue's payout.paid
+// example, unique per event, padded to the size asked for.
+func TestPayoutPayload(t *testing.T) {
+	for _, size := range []int{1024, 2000, 10} {
+		p := payoutPayload("run", 7, size)
+		var v struct {
+			Type, Status, Reference string
+			Metadata                map[string]string
+		}
+		if err := json.Unmarshal(p, &v); err != nil {
+			t.Fatalf("size %d: %s: %v", size, p, err)
+		}
+		if v.Type != "payout" || v.Status != "paid" || v.Reference != "Invoice run-7" || v.Metadata["order_id"] != "A-7" {
+			t.Errorf("size %d: %+v", size, v)
+		}
+		if size >= 1024 && len(p) != size {
+			t.Errorf("size %d: %d bytes", size, len(p))
+		}
+		if size < 1024 && v.Metadata["note"] != "" {
+			t.Errorf("size %d: padded below the example's own size: %d bytes", size, len(p))
+		}
+	}
 }
 
 func TestKeyedPayload(t *testing.T) {
