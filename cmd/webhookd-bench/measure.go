@@ -68,8 +68,11 @@ type cpuSample struct {
 	// Machine is the busy time of all CPUs (/proc/stat), so that work by
 	// anything else on the machine during a run shows up in the report.
 	Machine float64
+	// WAL is the Postgres cluster's write-ahead log position in bytes:
+	// what the run wrote to it, the figure replication and backups carry.
+	WAL float64
 	// OK flags which figures could be read.
-	EngineOK, PostgresOK, RedisOK bool
+	EngineOK, PostgresOK, RedisOK, WALOK bool
 }
 
 // sub returns c - before, field by field.
@@ -77,9 +80,9 @@ func (c cpuSample) sub(before cpuSample) cpuSample {
 	return cpuSample{
 		Engine: c.Engine - before.Engine, Bench: c.Bench - before.Bench,
 		Postgres: c.Postgres - before.Postgres, Redis: c.Redis - before.Redis,
-		Machine:  c.Machine - before.Machine,
+		Machine: c.Machine - before.Machine, WAL: c.WAL - before.WAL,
 		EngineOK: c.EngineOK && before.EngineOK, PostgresOK: c.PostgresOK && before.PostgresOK,
-		RedisOK: c.RedisOK && before.RedisOK,
+		RedisOK: c.RedisOK && before.RedisOK, WALOK: c.WALOK && before.WALOK,
 	}
 }
 

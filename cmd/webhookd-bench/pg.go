@@ -105,3 +105,11 @@ func backendPID(ctx context.Context, db *pgxpool.Pool) (int, error) {
 	}
 	return pid, nil
 }
+
+// walPosition is the cluster's current write-ahead log position in bytes,
+// for the WAL a run writes (cluster-wide: run the bench on a quiet server).
+func walPosition(ctx context.Context, db *pgxpool.Pool) (float64, bool) {
+	var pos float64
+	err := db.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8`).Scan(&pos)
+	return pos, err == nil
+}

@@ -477,6 +477,7 @@ func (b *bench) sampleCPU(ctx context.Context) (cpuSample, error) {
 	}
 	if b.db != nil {
 		s.Postgres, s.PostgresOK = postgresCPU(b.db.Config().ConnConfig.Database, b.postmaster)
+		s.WAL, s.WALOK = walPosition(ctx, b.db)
 	}
 	if b.rdb != nil {
 		s.Redis, s.RedisOK = redisCPU(ctx, b.rdb)
@@ -529,6 +530,9 @@ func (b *bench) reportCPU(r *report, cpu cpuSample, deliveries int64) {
 			r.add("cpu_total_ms_per_delivery", s.Total, "CPU ms")
 		}
 		r.add("cpu_bench_ms_per_delivery", s.Bench, "CPU ms")
+		if cpu.WALOK {
+			r.add("pg_wal_bytes_per_delivery", cpu.WAL/float64(deliveries), "B")
+		}
 		r.note("engine CPU from %s (%d process(es)); total is engine + Postgres + Redis, the bench left out", source, n)
 	}
 	r.add("cpu_machine_busy_s", cpu.Machine, "CPU s")
