@@ -28,7 +28,7 @@ func (b *bench) footprint(ctx context.Context) (*report, error) {
 	}
 	merchant := b.cfg.merchant + "-fp"
 	res, err := b.deliver(ctx, deliveryRun{name: "footprint", merchants: []string{merchant}, subs: 1,
-		events: events, batch: b.cfg.batch, payload: payload})
+		events: events, batch: b.cfg.batch, payload: payload, payloadOf: payoutPayload})
 	if err != nil {
 		return r, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 
@@ -45,8 +46,11 @@ func (b *bench) single(ctx context.Context) (*report, error) {
 }
 
 // payoutPayload is the catalogue's payout.paid example (what merchants are
-// shown, docs/events.md) made unique per event and padded through its
-// metadata to about size bytes: a realistic payload rather than padding.
+// shown, docs/events.md) made unique per event and filled up through its
+// metadata to about size bytes with varied values, as merchants attach
+// them (order and invoice ids, customer references, descriptions): a
+// realistic payload rather than padding, so that any compression or
+// encoding is measured on what it would meet.
 func payoutPayload(run string, seq, size int) json.RawMessage {
 	var p map[string]any
 	if err := json.Unmarshal(catalogue.For([]string{benchEventType})[0].Example, &p); err != nil {
@@ -57,10 +61,51 @@ func payoutPayload(run string, seq, size int) json.RawMessage {
 	meta := map[string]string{"order_id": "A-" + n, "bench": run}
 	p["metadata"] = meta
 	b, _ := json.Marshal(p) // a map of JSON values always marshals
-	// The note's key, quotes and comma take len(`,"note":""`) bytes.
-	if pad := size - len(b) - len(`,"note":""`); pad > 0 {
-		meta["note"] = strings.Repeat("x", pad)
+	rng := rand.New(rand.NewPCG(uint64(seq), 0x9e3779b97f4a7c15))
+	// Entries while they fit, then a memo of the exact length left: its
+	// key, quotes and comma take len(`,"memo":""`) bytes, and it holds at
+	// least a letter.
+	const memoCost = len(`,"memo":"x"`)
+	for i := 0; ; i++ {
+		key, value := metadataEntry(rng, i)
+		meta[key] = value
+		grown, _ := json.Marshal(p)
+		if len(grown) > size-memoCost {
+			delete(meta, key)
+			break
+		}
+		b = grown
+	}
+	if rest := size - len(b) - len(`,"memo":""`); rest > 0 {
+		memo := ""
+		for len(memo) < rest {
+			memo += metadataWord(rng) + " "
+		}
+		meta["memo"] = memo[:rest]
 		b, _ = json.Marshal(p)
 	}
 	return b
+}
+
+// metadataWord is a word of a payout's descriptions.
+func metadataWord(rng *rand.Rand) string {
+	words := []string{"consulting", "services", "november", "retainer", "hosting", "licence", "support", "invoice",
+		"quarterly", "settlement", "refund", "supplier", "logistics", "warehouse", "berlin", "lyon", "amsterdam", "payroll"}
+	return words[rng.IntN(len(words))]
+}
+
+// metadataEntry is the i-th metadata pair of a payout, its values drawn
+// from rng.
+func metadataEntry(rng *rand.Rand, i int) (key, value string) {
+	word := func() string { return metadataWord(rng) }
+	switch i % 4 {
+	case 0:
+		return "invoice_" + strconv.Itoa(i), fmt.Sprintf("INV-%d-%06d", 2024+rng.IntN(3), rng.IntN(1000000))
+	case 1:
+		return "customer_" + strconv.Itoa(i), fmt.Sprintf("cus_%016x", rng.Uint64())
+	case 2:
+		return "description_" + strconv.Itoa(i), word() + " " + word() + " " + word() + " " + strconv.Itoa(rng.IntN(10000))
+	default:
+		return "cost_centre_" + strconv.Itoa(i), fmt.Sprintf("CC-%s-%04d", strings.ToUpper(word()[:3]), rng.IntN(10000))
+	}
 }
