@@ -104,10 +104,11 @@ func errUpstream(message string) *Error {
 
 // unreachable tells whether err is a backing service that could not be
 // reached or did not answer in time (a dial error, a timeout, a closed
-// client), rather than one that answered with an error.
+// client, a Postgres connection cut by a restart of the server or its
+// pooler), rather than one that answered with an error.
 func unreachable(err error) bool {
 	var netErr net.Error // context.DeadlineExceeded is one too
-	return errors.As(err, &netErr) || errors.Is(err, redis.ErrClosed)
+	return errors.As(err, &netErr) || errors.Is(err, redis.ErrClosed) || store.ConnectionLost(err)
 }
 
 func errInsufficientScope(scopes ...string) *Error {

@@ -157,6 +157,15 @@ func preparesStatements(cfg *pgx.ConnConfig) bool {
 	return cfg.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
 }
 
+// ConnectionLost reports whether err is a statement that met a pooled
+// connection which Postgres, or the PgBouncer in front of it, had cut (a
+// restart of either). pgx then closes the connection and reports "conn
+// closed", hiding the read error, so the error is neither a net.Error nor
+// a server's answer. The pool opens a new connection for the next
+// statement: like a server that could not be reached, the same request
+// succeeds once the server is back.
+func ConnectionLost(err error) bool { return errors.Is(err, pgconn.ErrConnClosed) }
+
 func notFound(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNotFound

@@ -10,31 +10,33 @@ import (
 	"github.com/webhookd/webhookd/store/storetest"
 )
 
-// haDatabaseURL is the database URL every process of the highly available
-// deployment tests gets: one place to route it through a connection pooler.
-func haDatabaseURL(t *testing.T) string {
-	t.Helper()
-	return storetest.NewDatabase(t)
-}
-
 // haDeployment is webhookd as deployed for high availability: two api
-// processes and three worker processes on one Redis URL.
+// processes and three worker processes on one Redis URL, all reaching
+// Postgres through one PgBouncer in transaction mode.
 type haDeployment struct {
 	*faultRun
 	apis, workers []*process
+	// bouncer is the pooler between every process and Postgres; the
+	// test's own checks read the database directly (faultRun.dbURL), so
+	// that they do not depend on what the test restarts.
+	bouncer *storetest.PgBouncer
 }
 
 // newHADeployment starts two api and three worker processes on redisURL
-// and a fresh database, with the fault tests' three subscriptions.
+// and a fresh database behind a private PgBouncer (pool_mode =
+// transaction, and the URL setting docs/postgres.md prescribes for it),
+// with the fault tests' three subscriptions. The api processes apply the
+// migrations through the pooler, as docs/postgres.md says they can.
 func newHADeployment(t *testing.T, redisURL string, timeout time.Duration) *haDeployment {
 	t.Helper()
-	f := &faultRun{t: t, seen: map[string]*receipt{}, dbURL: haDatabaseURL(t)}
-	f.e = newEngineOn(t, f.dbURL, "WEBHOOKD_RETRY_SCHEDULE="+faultSchedule,
+	f := &faultRun{t: t, seen: map[string]*receipt{}, dbURL: storetest.NewDatabase(t)}
+	bouncer := storetest.NewPgBouncer(t, f.dbURL)
+	f.e = newEngineOn(t, bouncer.URL(), "WEBHOOKD_RETRY_SCHEDULE="+faultSchedule,
 		"WEBHOOKD_DELIVERY_TIMEOUT="+timeout.String(), "WEBHOOKD_SWEEP_INTERVAL=1s",
 		"WEBHOOKD_WORKER_CONCURRENCY=20",
 		// The engine's private Redis stays unused: a later setting wins.
 		"WEBHOOKD_REDIS_URL="+redisURL)
-	d := &haDeployment{faultRun: f}
+	d := &haDeployment{faultRun: f, bouncer: bouncer}
 	d.apis = append(d.apis, f.e.spawn("api", f.e.internal))
 	d.apis = append(d.apis, f.e.spawn("api", freeAddr(t), "WEBHOOKD_LISTEN="+freeAddr(t)))
 	for range 3 {
@@ -127,25 +129,75 @@ func (d *haDeployment) watchReadiness(ps []*process, stop <-chan struct{}) <-cha
 	return out
 }
 
+// publisherCounts is a snapshot of the publisher's counters.
+type publisherCounts struct {
+	// published is every event the publisher started on, accepted those
+	// the engine took, retried those that had to be sent again.
+	published, accepted, retried int
+}
+
+// publishing reads the publisher's counters.
+func (d *haDeployment) publishing() publisherCounts {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return publisherCounts{published: d.published, accepted: len(d.accepted), retried: d.retried}
+}
+
+// waitDeliveryAfter waits until an event the engine accepted after its
+// first n has reached a subscription: the proof that events are stored
+// and delivered again, not only that attempts already under way went on.
+func (d *haDeployment) waitDeliveryAfter(n int, within time.Duration) {
+	d.t.Helper()
+	start := time.Now()
+	for {
+		if d.deliveredAfter(n) {
+			return
+		}
+		if time.Since(start) > within {
+			d.t.Fatalf("no event accepted after the first %d reached a subscription within %s\napi logs:\n%s\nworker logs:\n%s",
+				n, within, tail(d.api.logs), tail(d.worker.logs))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// deliveredAfter reports whether a receiver took an event accepted after
+// the first n.
+func (d *haDeployment) deliveredAfter(n int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, ev := range d.accepted[min(n, len(d.accepted)):] {
+		for _, s := range d.subs {
+			if r := d.seen[s.path+" "+ev.id]; r != nil && r.accepted > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // report logs the delivery summary line of a run.
 func (d *haDeployment) report(name string, v verification, took time.Duration) {
-	d.mu.Lock()
-	retried := d.retried
-	d.mu.Unlock()
+	retried := d.publishing().retried
 	d.t.Logf("REPORT %s: published %d events through %d api processes (%d deliveries, %d publishes retried); delivered %d/%d;"+
 		" attempts %d; receiver requests %d (%d cut off); duplicates %d (%.2f%%); all delivered %s after the first publish",
 		name, v.events, len(d.apis), v.deliveries, retried, v.deliveries, v.deliveries, v.attempts, v.requests, v.interrupted,
 		v.duplicates, 100*float64(v.duplicates)/float64(v.deliveries), took.Round(time.Millisecond))
 }
 
+// pgbouncerOutage is how long the HA test keeps PgBouncer down: long
+// enough that every process's readiness check meets the outage.
+const pgbouncerOutage = time.Second
+
 // TestRedisHighAvailability runs the deployment of two api and three worker
 // processes on Redis with Sentinel (a master, a replica, three Sentinels)
-// while events are published steadily through both api processes: one
-// worker is killed, then the Redis master, and Sentinel promotes the
-// replica. Every accepted event must still reach every matching
-// subscription, no attempt number be recorded twice, and every live
-// process be ready again without a restart. Then the same run, without
-// faults, on a Redis Cluster of three masters.
+// and Postgres behind PgBouncer in transaction mode, while events are
+// published steadily through both api processes: one worker is killed,
+// then the Redis master, and Sentinel promotes the replica, then PgBouncer
+// is killed and started again on the same port. Every accepted event must
+// still reach every matching subscription, no attempt number be recorded
+// twice, and every live process be ready again without a restart. Then
+// the same run, without faults, on a Redis Cluster of three masters.
 //
 // Redis replicates asynchronously: what the master took in its last
 // moments may be missing on the replica, tasks included. Postgres is the
@@ -161,9 +213,12 @@ func TestRedisHighAvailability(t *testing.T) {
 		sentinel := storetest.NewSentinel(t)
 		d := newHADeployment(t, sentinel.URL(), timeout)
 
-		done := make(chan struct{})
+		// Events are published until a second after the last fault is
+		// over, so that every fault strikes while events come in, whatever
+		// each took, and the engine is seen taking them in after it.
+		stop, done := make(chan struct{}), make(chan struct{})
 		start := time.Now()
-		go d.publishEvents(events, gap, nil, done)
+		go d.publishEvents(-1, gap, stop, done)
 
 		time.Sleep(time.Second)
 		killed := d.workers[0]
@@ -174,29 +229,54 @@ func TestRedisHighAvailability(t *testing.T) {
 			struck.Sub(start).Round(time.Millisecond), ready.Round(time.Millisecond))
 
 		time.Sleep(time.Second)
-		d.mu.Lock()
-		retriedBefore := d.retried
-		d.mu.Unlock()
+		before := d.publishing()
 		struck = time.Now()
 		watched := make(chan struct{})
 		notReady := d.watchReadiness(d.live(killed), watched)
 		failover := sentinel.KillMaster()
 		ready = d.waitAllReady(d.live(killed), 60*time.Second)
 		close(watched)
-		d.mu.Lock()
-		retried := d.retried - retriedBefore
-		d.mu.Unlock()
 		t.Logf("REPORT sentinel master SIGKILL: killed %s into publishing; replica promoted %s after; %d of %d live processes reported not-ready meanwhile;"+
 			" every live process ready %s after the promotion without a restart; %d publishes retried meanwhile",
 			struck.Sub(start).Round(time.Millisecond), failover.Round(time.Millisecond), len(<-notReady), len(d.live(killed)),
-			ready.Round(time.Millisecond), retried)
+			ready.Round(time.Millisecond), d.publishing().retried-before.retried)
 
+		// PgBouncer dies, as a crash would, cutting every connection of
+		// every process, and comes back on the same port: each process's
+		// pool must drop its dead connections and open new ones.
+		time.Sleep(time.Second)
+		before = d.publishing()
+		struck = time.Now()
+		watched = make(chan struct{})
+		notReady = d.watchReadiness(d.live(killed), watched)
+		d.bouncer.Stop()
+		time.Sleep(pgbouncerOutage)
+		d.bouncer.Start()
+		back, acceptedBack := time.Now(), d.publishing().accepted
+		ready = d.waitAllReady(d.live(killed), 60*time.Second)
+		close(watched)
+		d.waitDeliveryAfter(acceptedBack, 60*time.Second)
+		resumed := time.Since(back)
+		sawNotReady := <-notReady
+		for _, p := range d.live(killed) {
+			if !sawNotReady[p] {
+				t.Errorf("%s %s never reported not-ready while PgBouncer was down", p.cmd.Args[1], p.internal)
+			}
+		}
+		t.Logf("REPORT sentinel PgBouncer restart: killed %s into publishing, started again on the same port %s later;"+
+			" %d of %d live processes reported not-ready meanwhile; every live process ready %s after PgBouncer was back without a restart;"+
+			" the first event accepted after it delivered %s after it was back; %d publishes retried meanwhile",
+			struck.Sub(start).Round(time.Millisecond), back.Sub(struck).Round(time.Millisecond), len(sawNotReady), len(d.live(killed)),
+			ready.Round(time.Millisecond), resumed.Round(time.Millisecond), d.publishing().retried-before.retried)
+
+		time.Sleep(time.Second)
+		close(stop)
 		<-done
-		if len(d.accepted) != events {
-			t.Errorf("%d of %d events were accepted; the publisher retries each for a minute", len(d.accepted), events)
+		if p := d.publishing(); p.accepted != p.published {
+			t.Errorf("%d of %d events were accepted; the publisher retries each for a minute", p.accepted, p.published)
 		}
 		v := d.verify(90*time.Second, true)
-		d.report("sentinel (worker and master killed)", v, time.Since(start)-v.checking)
+		d.report("sentinel (worker, Redis master and PgBouncer killed)", v, time.Since(start)-v.checking)
 		// The processes worked on the Sentinels' Redis, not on another.
 		promoted := sentinel.Replica.Client()
 		defer promoted.Close()
