@@ -157,21 +157,21 @@ func (s *Store) CreateEvents(ctx context.Context, writes []EventWrite, group []b
 		out[0].Event, out[0].Deliveries, out[0].Created, errs[0] = s.createEvent(ctx, w.Event, w.To, group)
 		return out, errs, nil
 	}
+	// One pipelined batch, which Postgres runs as one implicit transaction
+	// (no BEGIN, no COMMIT: one round trip), committed once its last
+	// statement ran. The events go in the order given, each its own
+	// statement, so that ordered subscriptions' keys take their sequences
+	// in that order, as they would one publish after another.
 	out := make([]EventWritten, len(writes))
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		// One pipelined batch: the events go in the order given, each its
-		// own statement, so that ordered subscriptions' keys take their
-		// sequences in that order as they would one publish after another.
-		var b pgx.Batch
-		for i, w := range writes {
-			b.Queue(createEventSQL, createEventArgs(w.Event, w.To, group)...).Query(func(rows pgx.Rows) error {
-				deliveries, wrote, err := scanCreatedEvent(rows)
-				out[i] = EventWritten{Event: w.Event, Deliveries: deliveries, Created: wrote}
-				return err
-			})
-		}
-		return tx.SendBatch(ctx, &b).Close()
-	})
+	var b pgx.Batch
+	for i, w := range writes {
+		b.Queue(createEventSQL, createEventArgs(w.Event, w.To, group)...).Query(func(rows pgx.Rows) error {
+			deliveries, wrote, err := scanCreatedEvent(rows)
+			out[i] = EventWritten{Event: w.Event, Deliveries: deliveries, Created: wrote}
+			return err
+		})
+	}
+	err := s.pool.SendBatch(ctx, &b).Close()
 	if _, refused := errors.AsType[*pgconn.PgError](err); refused {
 		return s.createEventsOneByOne(ctx, writes, group)
 	}
