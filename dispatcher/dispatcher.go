@@ -245,8 +245,8 @@ func (c *Config) senderConfig() senderConfig {
 }
 
 // Dispatcher is the pipeline as the processes see it: the API role
-// publishes and redelivers through it (New builds only the Publisher and
-// the Redeliverer, no group commits; the endpoint check's HTTP client is
+// publishes and redelivers through it (New builds only the Publisher, with
+// its group commit of publishes, and the Redeliverer; the endpoint check's HTTP client is
 // built at the first check), and the worker role calls Run, which builds
 // the workers.
 type Dispatcher struct {
@@ -332,5 +332,9 @@ func (d *Dispatcher) Recover(ctx context.Context, merchantID string, subscriptio
 	return d.redeliver.Recover(ctx, merchantID, subscriptionID, since)
 }
 
-// Close closes the asynq client.
-func (d *Dispatcher) Close() error { return d.tasks.close() }
+// Close writes the publishes waiting for their group, then closes the
+// asynq client their first attempts are enqueued with.
+func (d *Dispatcher) Close() error {
+	d.publisher.close()
+	return d.tasks.close()
+}

@@ -28,6 +28,8 @@ type metrics struct {
 	deliveriesFailed prometheus.Counter
 	retriesScheduled prometheus.Counter
 	sweeperRequeued  prometheus.Counter
+	publishesWaiting prometheus.Gauge
+	publishGroups    prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -77,12 +79,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "webhookd_sweeper_requeued_total",
 			Help: "Overdue deliveries the sweeper found without a live task and enqueued again.",
 		}),
+		publishesWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "webhookd_publishes_waiting",
+			Help: "Publishes waiting for the commit of their group: queued, or being written.",
+		}),
+		publishGroups: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "webhookd_publish_group_size",
+			Help: "Publishes written together in one transaction (group commit).",
+			// 1 to maxBatch.
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 500},
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.eventsIngested, m.eventsRefused, m.tasks, m.deferred, m.attempts, m.attemptDuration, m.deliveryLatency,
-		m.deliveriesFailed, m.retriesScheduled, m.sweeperRequeued} {
+	for _, c := range []prometheus.Collector{m.eventsIngested, m.eventsRefused, m.tasks, m.deferred, m.attempts, m.attemptDuration,
+		m.deliveryLatency, m.deliveriesFailed, m.retriesScheduled, m.sweeperRequeued, m.publishesWaiting, m.publishGroups} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register dispatcher metrics: %w", err)
 		}

@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,6 +93,24 @@ type Publisher struct {
 	metrics *metrics
 	clock   Clock
 	logger  *slog.Logger
+	// groups is the group commit of publishes: the publishes that arrive
+	// while a group is being written share the next one's merchant read,
+	// transaction and commit.
+	groups *batcher[publishRequest, published]
+}
+
+// publishRequest is one publish waiting for its group.
+type publishRequest struct {
+	event store.NewEvent
+	to    store.Audience
+}
+
+// published is what one publish of a group wrote: created false when the
+// event id was already stored (then the stored event and no deliveries).
+type published struct {
+	event      store.Event
+	deliveries []store.Delivery
+	created    bool
 }
 
 func newPublisher(cfg publisherConfig, tasks *enqueuer, m *metrics, clock Clock, logger *slog.Logger) (*Publisher, error) {
@@ -102,8 +121,13 @@ func newPublisher(cfg publisherConfig, tasks *enqueuer, m *metrics, clock Clock,
 	if err != nil {
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
-	return &Publisher{cfg: cfg, filters: filter.NewCache(compiler), tasks: tasks, metrics: m, clock: clock, logger: logger}, nil
+	p := &Publisher{cfg: cfg, filters: filter.NewCache(compiler), tasks: tasks, metrics: m, clock: clock, logger: logger}
+	p.groups = newBatcher(p.writeGroup)
+	return p, nil
 }
+
+// close writes the publishes queued and stops the group writer.
+func (p *Publisher) close() { p.groups.close() }
 
 // EventTypes is the catalogue producers may publish and subscriptions may
 // name.
@@ -157,10 +181,11 @@ func quote(s string) string {
 }
 
 // Publish checks e (Check), then stores the event and one pending delivery
-// per matching enabled subscription in one transaction, and enqueues their
-// first attempts. created is false when the event id was already stored:
-// then nothing new is written or enqueued and the stored event is
-// returned.
+// per matching enabled subscription in one transaction, which it shares
+// with the publishes that arrive while the one before is being written
+// (group commit), and enqueues their first attempts. created is false
+// when the event id was already stored: then nothing new is written or
+// enqueued and the stored event is returned.
 //
 // Once Publish returns, the event is durable: if enqueueing fails (Redis
 // down), the sweeper enqueues the deliveries later, so that is logged, not
@@ -179,33 +204,109 @@ func (p *Publisher) Publish(ctx context.Context, e producer.Event) (store.Event,
 }
 
 // publish stores an event that passed the rules for any audience;
-// send_test_event uses it with one subscription and Test set.
+// send_test_event uses it with one subscription and Test set. It waits for
+// the group the event is written with: once it returns without an error,
+// the event is committed.
 func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audience) (store.Event, []store.Delivery, bool, error) {
-	ev, filtered, err := p.newEvent(ctx, e)
-	if err != nil {
-		return store.Event{}, nil, false, err
-	}
-	if to.SubscriptionID == nil && len(filtered) > 0 {
-		if to.Matched, err = p.matchFilters(ctx, ev, filtered); err != nil {
-			return store.Event{}, nil, false, err
+	p.metrics.publishesWaiting.Inc()
+	defer p.metrics.publishesWaiting.Dec()
+	out, err := p.groups.do(ctx, publishRequest{event: e, to: to})
+	return out.event, out.deliveries, out.created, err
+}
+
+// writeGroup writes a group of publishes (group commit): one read of their
+// merchants and filters, one transaction for their events and deliveries,
+// then the enqueue of their first attempts. A publish refused (an id taken
+// by another merchant, say) fails alone.
+func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]published, []error, error) {
+	p.metrics.publishGroups.Observe(float64(len(reqs)))
+	keys := make([]store.MerchantEventType, 0, len(reqs))
+	for _, r := range reqs {
+		if k := (store.MerchantEventType{MerchantID: r.event.MerchantID, EventType: r.event.Type}); !slices.Contains(keys, k) {
+			keys = append(keys, k)
 		}
 	}
-	ev, deliveries, created, err := p.cfg.Store.CreateEvent(ctx, ev, to)
+	merchants, failed, err := p.merchants(ctx, keys)
 	if err != nil {
-		return store.Event{}, nil, false, err
+		return nil, nil, err
 	}
-	if !created {
-		return ev, nil, false, nil
+	out, errs := make([]published, len(reqs)), make([]error, len(reqs))
+	writes := make([]store.EventWrite, 0, len(reqs))
+	at := make([]int, 0, len(reqs)) // the request of each write
+	for i, r := range reqs {
+		k := store.MerchantEventType{MerchantID: r.event.MerchantID, EventType: r.event.Type}
+		if errs[i] = failed[k]; errs[i] != nil {
+			continue
+		}
+		mf := merchants[k]
+		ev, err := p.eventOf(r.event, mf.Merchant)
+		if err == nil && r.to.SubscriptionID == nil && len(mf.Filters) > 0 {
+			r.to.Matched, err = p.matchFilters(ctx, ev, mf.Filters)
+		}
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		writes = append(writes, store.EventWrite{Event: ev, To: r.to})
+		at = append(at, i)
 	}
-	p.metrics.eventsIngested.WithLabelValues(ev.Type).Inc()
-	// Skipped deliveries (disabled subscriptions) wait for recover and
-	// ordered ones behind their key's head wait for it: neither is due.
-	if _, err := p.tasks.firstAttempts(ctx, ev.ID, dueNow(deliveries), ev.CreatedAt); err != nil {
-		p.logger.WarnContext(ctx, "enqueue first attempts; the sweeper will retry", "event_id", ev.ID, "error", err)
+	if len(writes) == 0 {
+		return out, errs, nil
 	}
-	p.logger.InfoContext(ctx, "event stored", "event_id", ev.ID, "type", ev.Type, "merchant_id", ev.MerchantID,
-		"deliveries", len(deliveries))
-	return ev, deliveries, true, nil
+	group, err := store.NewGroup()
+	if err != nil {
+		return nil, nil, err
+	}
+	written, werrs, err := p.cfg.Store.CreateEvents(ctx, writes, group)
+	if err != nil {
+		return nil, nil, err
+	}
+	var created []store.EventWritten
+	for j, w := range written {
+		i := at[j]
+		out[i], errs[i] = published{event: w.Event, deliveries: w.Deliveries, created: w.Created}, werrs[j]
+		if werrs[j] == nil && w.Created {
+			created = append(created, w)
+			p.metrics.eventsIngested.WithLabelValues(w.Event.Type).Inc()
+			p.logger.InfoContext(ctx, "event stored", "event_id", w.Event.ID, "type", w.Event.Type, "merchant_id", w.Event.MerchantID,
+				"deliveries", len(w.Deliveries))
+		}
+	}
+	p.enqueueFirstAttempts(ctx, created)
+	return out, errs, nil
+}
+
+// enqueueFirstAttempts enqueues the first attempts of the events a group
+// created: one event's as its own first-attempts task (or its lone
+// delivery's attempt task), several events' as the group's one task. A
+// failure is logged, not returned: the events are durable, and the sweeper
+// enqueues their deliveries later.
+func (p *Publisher) enqueueFirstAttempts(ctx context.Context, created []store.EventWritten) {
+	if len(created) == 1 {
+		ev := created[0].Event
+		// Skipped deliveries (disabled subscriptions) wait for recover and
+		// ordered ones behind their key's head wait for it: neither is due.
+		if _, err := p.tasks.firstAttempts(ctx, ev.ID, dueNow(created[0].Deliveries), ev.CreatedAt); err != nil {
+			p.logger.WarnContext(ctx, "enqueue first attempts; the sweeper will retry", "event_id", ev.ID, "error", err)
+		}
+		return
+	}
+	var attempts []attemptTask
+	var due time.Time
+	for _, w := range created {
+		for _, del := range dueNow(w.Deliveries) {
+			attempts = append(attempts, scheduledAttempt(del, 1, w.Event.CreatedAt))
+		}
+		// The task is due when its latest event is: every event was created
+		// before the group was written, so at once on the clock they share.
+		if w.Event.CreatedAt.After(due) {
+			due = w.Event.CreatedAt
+		}
+	}
+	if _, err := p.tasks.groupFirstAttempts(ctx, attempts, due); err != nil {
+		p.logger.WarnContext(ctx, "enqueue first attempts of a commit group; the sweeper will retry", "events", len(created),
+			"attempts", len(attempts), "error", err)
+	}
 }
 
 // dueNow leaves out the deliveries with no due time: ordered ones that wait
@@ -215,19 +316,25 @@ func dueNow(deliveries []store.Delivery) []store.Delivery {
 	return slices.DeleteFunc(slices.Clone(deliveries), func(d store.Delivery) bool { return d.NextAttemptAt == nil })
 }
 
-// newEvent fixes everything about the stored event: its id, its
-// api_version (the producer's, or the merchant's pinned one, creating the
-// merchant pinned to the default version if webhookd has not seen it), its
-// creation instant and its envelope bytes. It also returns the filters a
-// fan-out of the event must evaluate, read with the merchant.
+// newEvent is eventOf e's merchant, read (or created) for it alone, with
+// the filters a fan-out of the event must evaluate.
 func (p *Publisher) newEvent(ctx context.Context, e store.NewEvent) (store.Event, []store.FilteredSubscription, error) {
-	payload, err := compactObject(e.Payload)
-	if err != nil {
+	k := store.MerchantEventType{MerchantID: e.MerchantID, EventType: e.Type}
+	found, failed, err := p.merchants(ctx, []store.MerchantEventType{k})
+	if err = cmp.Or(err, failed[k]); err != nil {
 		return store.Event{}, nil, err
 	}
-	m, filtered, err := p.merchant(ctx, e.MerchantID, e.Type)
+	ev, err := p.eventOf(e, found[k].Merchant)
+	return ev, found[k].Filters, err
+}
+
+// eventOf fixes everything about the stored event of merchant m: its id,
+// its api_version (the producer's, or the merchant's pinned one), its
+// creation instant and its envelope bytes.
+func (p *Publisher) eventOf(e store.NewEvent, m store.Merchant) (store.Event, error) {
+	payload, err := compactObject(e.Payload)
 	if err != nil {
-		return store.Event{}, nil, err
+		return store.Event{}, err
 	}
 	version := e.APIVersion
 	if version == "" {
@@ -244,27 +351,40 @@ func (p *Publisher) newEvent(ctx context.Context, e store.NewEvent) (store.Event
 	if e.ID != nil {
 		id = *e.ID
 	} else if id, err = uuidV7At(now); err != nil {
-		return store.Event{}, nil, err
+		return store.Event{}, err
 	}
 	body, err := envelope(id, e.Type, version, payload, now)
 	if err != nil {
-		return store.Event{}, nil, err
+		return store.Event{}, err
 	}
-	return store.Event{ID: id, MerchantID: e.MerchantID, Type: e.Type, APIVersion: version, Body: body, CreatedAt: now}, filtered, nil
+	return store.Event{ID: id, MerchantID: e.MerchantID, Type: e.Type, APIVersion: version, Body: body, CreatedAt: now}, nil
 }
 
-// merchant returns the merchant, with the filters of its subscriptions an
-// event of eventType must pass, creating it pinned to the default version
-// when webhookd has not seen it (then it has no subscription). It reads
+// merchants reads the merchants of a group's publishes (keys), each with
+// the filters of its subscriptions an event of the publish's type must
+// pass, in one statement. A merchant webhookd has not seen is created
+// pinned to the default version (then it has no subscription); one that
+// cannot be is in failed, so that its publishes fail alone. It reads
 // first: an upsert on every publish would write (and lock) the merchant's
 // row for nothing.
-func (p *Publisher) merchant(ctx context.Context, id, eventType string) (store.Merchant, []store.FilteredSubscription, error) {
-	m, filtered, err := p.cfg.Store.MerchantWithFilters(ctx, id, eventType)
-	if errors.Is(err, store.ErrNotFound) {
-		m, err := p.cfg.Store.EnsureMerchant(ctx, id, p.cfg.DefaultAPIVersion)
-		return m, nil, err
+func (p *Publisher) merchants(ctx context.Context, keys []store.MerchantEventType) (found map[store.MerchantEventType]store.MerchantFilters, failed map[store.MerchantEventType]error, err error) {
+	found, err = p.cfg.Store.MerchantsWithFilters(ctx, keys)
+	if err != nil {
+		return nil, nil, err
 	}
-	return m, filtered, err
+	failed = map[store.MerchantEventType]error{}
+	for _, k := range keys {
+		if _, ok := found[k]; ok {
+			continue
+		}
+		m, err := p.cfg.Store.EnsureMerchant(ctx, k.MerchantID, p.cfg.DefaultAPIVersion)
+		if err != nil {
+			failed[k] = err
+			continue
+		}
+		found[k] = store.MerchantFilters{Merchant: m}
+	}
+	return found, failed, nil
 }
 
 // testPayload is the payload of a ping.test event (DESIGN.md).

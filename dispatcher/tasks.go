@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,7 +28,10 @@ const (
 	// the queue's work (an enqueue, a dequeue and an acknowledgement, each
 	// a Redis script) by the event's fan-out; the attempts run inside it,
 	// each with its own lease and record as if it had its own task.
-	// Retries and manual attempts keep one task per attempt.
+	// Retries and manual attempts keep one task per attempt. The events
+	// of one commit group (several publishes written in one transaction)
+	// share one such task too: what one event's fan-out saves, a group
+	// saves at fan-out 1.
 	TaskFirstAttempts = "webhookd:first_attempts"
 	// TaskSweep is the periodic sweep.
 	TaskSweep = "webhookd:sweep"
@@ -83,6 +87,8 @@ func scheduledAttempt(del store.Delivery, number int, due time.Time) attemptTask
 
 // firstAttemptsTask is the payload of TaskFirstAttempts.
 type firstAttemptsTask struct {
+	// EventID is the event whose first attempts these are; zero for a
+	// commit group's task, which holds several events'.
 	EventID  uuid.UUID     `json:"e"`
 	Attempts []attemptTask `json:"a"`
 }
@@ -98,6 +104,15 @@ func attemptTaskID(id uuid.UUID, number int) string {
 // firstAttemptsTaskID names an event's first-attempts task, so that the
 // sweeper's re-enqueue is refused while the task exists.
 func firstAttemptsTaskID(eventID uuid.UUID) string { return "f:" + eventID.String() }
+
+// groupTaskID names the first-attempts task of the commit group whose
+// deliveries' ids end like deliveryID (store.DeliveryGroup): "g:" and
+// those bytes in hex. The sweeper finds from any of its deliveries whether
+// a group's task still exists; a delivery written outside a group names a
+// task that never exists.
+func groupTaskID(deliveryID uuid.UUID) string {
+	return "g:" + hex.EncodeToString(store.DeliveryGroup(deliveryID))
+}
 
 // manualTaskID names the task of one redeliver call: unique per call, so
 // that two calls make two attempts.
@@ -175,6 +190,21 @@ func (q *enqueuer) firstAttempts(ctx context.Context, eventID uuid.UUID, deliver
 	}
 	return q.enqueue(ctx, asynq.NewTask(TaskFirstAttempts, payload), firstAttemptsTaskID(eventID), due,
 		"first attempts of event "+eventID.String())
+}
+
+// groupFirstAttempts enqueues the first attempts of the deliveries of one
+// commit group, several events', as one TaskFirstAttempts named after the
+// group (groupTaskID), due at due.
+func (q *enqueuer) groupFirstAttempts(ctx context.Context, attempts []attemptTask, due time.Time) (bool, error) {
+	if len(attempts) == 0 {
+		return false, nil
+	}
+	payload, err := json.Marshal(firstAttemptsTask{Attempts: attempts})
+	if err != nil {
+		return false, fmt.Errorf("encode first attempts of a commit group: %w", err)
+	}
+	id := groupTaskID(attempts[0].DeliveryID)
+	return q.enqueue(ctx, asynq.NewTask(TaskFirstAttempts, payload), id, due, "first attempts of commit group "+id)
 }
 
 // enqueue puts one delivery task on the deliveries queue.

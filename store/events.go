@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // NewEvent is an event as a producer publishes it.
@@ -63,14 +65,147 @@ const maxOrderingKeyValue = "256"
 // false and no deliveries. The same id from another merchant is
 // ErrConflict.
 func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, []Delivery, bool, error) {
-	// One statement, so one round trip and one implicit transaction: the
-	// id guard, the event, and the fan-out, each step running only if the
-	// one before wrote. The delivery id is a UUIDv7 built from the event's
-	// millisecond timestamp and gen_random_uuid's random bits (the version
-	// nibble turned from 4 into 7), so id and created_at agree without a
-	// round trip per subscription. The outer join returns one row even when
-	// no subscription matches, to carry the created flag.
-	rows, err := s.pool.Query(ctx, `
+	return s.createEvent(ctx, e, to, nil)
+}
+
+// createEvent is CreateEvent with the deliveries' ids marked with group
+// (nil: not).
+func (s *Store) createEvent(ctx context.Context, e Event, to Audience, group []byte) (Event, []Delivery, bool, error) {
+	rows, err := s.pool.Query(ctx, createEventSQL, createEventArgs(e, to, group)...)
+	if err != nil {
+		return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
+	}
+	deliveries, wrote, err := scanCreatedEvent(rows)
+	if err != nil {
+		return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
+	}
+	if !wrote {
+		stored, err := s.storedEvent(ctx, e)
+		return stored, nil, false, err
+	}
+	return e, deliveries, true, nil
+}
+
+// storedEvent is the event already stored under e's id, which a publish of
+// e leaves as it is; the same id from another merchant is ErrConflict.
+func (s *Store) storedEvent(ctx context.Context, e Event) (Event, error) {
+	stored, err := s.EventByID(ctx, e.ID)
+	if err != nil {
+		return Event{}, err
+	}
+	if stored.MerchantID != e.MerchantID {
+		return Event{}, fmt.Errorf("create event %s: id taken by another merchant: %w", e.ID, ErrConflict)
+	}
+	return stored, nil
+}
+
+// EventWrite is one event of a CreateEvents group, as CreateEvent takes it.
+type EventWrite struct {
+	Event Event
+	To    Audience
+}
+
+// EventWritten is what CreateEvent returns, for one event of a group.
+type EventWritten struct {
+	// Event is the event as stored: the one written, or the one already
+	// stored under its id (Created false).
+	Event Event
+	// Deliveries are the deliveries created with it.
+	Deliveries []Delivery
+	// Created is false when the id was already stored.
+	Created bool
+}
+
+// GroupSize is how many bytes end the id of every delivery CreateEvents
+// writes for one group: the group's own, so that the delivery's id tells
+// which group it was written with (DeliveryGroup) and the first attempts of
+// a group can share one task that the sweeper can name.
+const GroupSize = 5
+
+// NewGroup makes a commit group's bytes for CreateEvents.
+func NewGroup() ([]byte, error) {
+	g := make([]byte, GroupSize)
+	if _, err := rand.Read(g); err != nil {
+		return nil, fmt.Errorf("new commit group: %w", err)
+	}
+	return g, nil
+}
+
+// DeliveryGroup is the commit group a delivery id carries: its last
+// GroupSize bytes. A delivery written alone carries random bytes there,
+// the group of no other delivery.
+func DeliveryGroup(id uuid.UUID) []byte { return id[len(id)-GroupSize:] }
+
+// CreateEvents is CreateEvent for a group of events that commit together
+// (group commit): one transaction, one round trip for every statement and
+// one commit for the group, so that a burst of single-event publishes costs
+// Postgres one WAL flush rather than one each. It returns one result and
+// one error per write. Nothing is durable before it returns; then every
+// write without an error is. Every delivery id ends with group (NewGroup);
+// the rest of its random bits (34) keep the ids of one group's deliveries
+// of one millisecond apart.
+//
+// A statement that fails aborts the group's transaction, so then each
+// write is tried again in a transaction of its own: one bad event fails
+// alone. An error of the connection or the commit fails the whole group
+// (err), as it would each write alone.
+func (s *Store) CreateEvents(ctx context.Context, writes []EventWrite, group []byte) ([]EventWritten, []error, error) {
+	if len(writes) == 1 {
+		// No transaction to share: one implicit transaction, one round trip.
+		out, errs := make([]EventWritten, 1), make([]error, 1)
+		w := writes[0]
+		out[0].Event, out[0].Deliveries, out[0].Created, errs[0] = s.createEvent(ctx, w.Event, w.To, group)
+		return out, errs, nil
+	}
+	// One pipelined batch, which Postgres runs as one implicit transaction
+	// (no BEGIN, no COMMIT: one round trip), committed once its last
+	// statement ran. The events go in the order given, each its own
+	// statement, so that ordered subscriptions' keys take their sequences
+	// in that order, as they would one publish after another.
+	out := make([]EventWritten, len(writes))
+	var b pgx.Batch
+	for i, w := range writes {
+		b.Queue(createEventSQL, createEventArgs(w.Event, w.To, group)...).Query(func(rows pgx.Rows) error {
+			deliveries, wrote, err := scanCreatedEvent(rows)
+			out[i] = EventWritten{Event: w.Event, Deliveries: deliveries, Created: wrote}
+			return err
+		})
+	}
+	err := s.pool.SendBatch(ctx, &b).Close()
+	if _, refused := errors.AsType[*pgconn.PgError](err); refused {
+		return s.createEventsOneByOne(ctx, writes, group)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("create %d events: %w", len(writes), err)
+	}
+	errs := make([]error, len(writes))
+	for i, w := range writes {
+		if !out[i].Created {
+			out[i].Event, errs[i] = s.storedEvent(ctx, w.Event)
+		}
+	}
+	return out, errs, nil
+}
+
+// createEventsOneByOne writes each event in its own transaction, after a
+// group's transaction was refused.
+func (s *Store) createEventsOneByOne(ctx context.Context, writes []EventWrite, group []byte) ([]EventWritten, []error, error) {
+	out, errs := make([]EventWritten, len(writes)), make([]error, len(writes))
+	for i, w := range writes {
+		out[i].Event, out[i].Deliveries, out[i].Created, errs[i] = s.createEvent(ctx, w.Event, w.To, group)
+	}
+	return out, errs, nil
+}
+
+// One statement per event, so one round trip: the id guard, the event,
+// and the fan-out, each step running only if the one before wrote. The
+// delivery id is a UUIDv7 built from the event's millisecond timestamp and
+// gen_random_uuid's random bits (the version nibble turned from 4 into 7),
+// so id and created_at agree without a round trip per subscription; its
+// last GroupSize bytes are the commit group's ($11) when it has one. The
+// outer join returns one row even when no subscription matches, to carry
+// the created flag.
+const createEventSQL = `
 		WITH g AS (
 			INSERT INTO event_ids (id, created_at) VALUES ($2, $3) ON CONFLICT DO NOTHING RETURNING id
 		), e AS (
@@ -80,9 +215,9 @@ func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, [
 			-- A fan-out reaches disabled endpoints too, to record their
 			-- deliveries as skipped. The key value orders the delivery only if
 			-- it is not skipped and can be sent as a header: at most
-			-- `+maxOrderingKeyValue+` characters, no control character.
+			-- ` + maxOrderingKeyValue + ` characters, no control character.
 			SELECT s.id, s.merchant_id, s.rate_limit, sk.skip,
-				CASE WHEN length(o.v) <= `+maxOrderingKeyValue+` AND o.v !~ '[[:cntrl:]]' THEN o.v END AS okey
+				CASE WHEN length(o.v) <= ` + maxOrderingKeyValue + ` AND o.v !~ '[[:cntrl:]]' THEN o.v END AS okey
 			FROM subscriptions s CROSS JOIN e
 			CROSS JOIN LATERAL (SELECT $7::uuid IS NULL AND s.status = 'disabled' AS skip) sk
 			LEFT JOIN LATERAL (
@@ -106,8 +241,10 @@ func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, [
 		), d AS (
 			INSERT INTO deliveries (id, merchant_id, event_id, event_created_at, event_type, subscription_id,
 				status, test, attempt_count, next_attempt_at, created_at, updated_at, ordering_key, sequence)
-			SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
-					PLACING substring(int8send($1::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid,
+			SELECT encode(set_bit(set_bit(overlay(overlay(uuid_send(gen_random_uuid())
+					PLACING substring(int8send($1::bigint) FROM 3) FROM 1 FOR 6)
+					PLACING coalesce($11::bytea, substring(uuid_send(gen_random_uuid()) FROM 12 FOR 5)) FROM 12 FOR 5),
+					52, 1), 53, 1), 'hex')::uuid,
 				t.merchant_id, e.id, $3, $4, t.id,
 				CASE WHEN t.skip THEN 'skipped' ELSE 'pending' END, $5, 0,
 				-- A skipped delivery is due never; an ordered delivery behind
@@ -116,13 +253,20 @@ func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, [
 				CASE WHEN NOT t.skip AND (k.last IS NULL OR k.last = k.head) THEN $3::timestamptz END,
 				$3, $3, k.key, k.last
 			FROM t CROSS JOIN e LEFT JOIN k ON k.subscription_id = t.id
-			RETURNING `+deliveryColumns+`, ordering_key, sequence
+			RETURNING ` + deliveryColumns + `, ordering_key, sequence
 		)
-		SELECT EXISTS (SELECT 1 FROM g), d.*, t.rate_limit FROM (SELECT 1) one LEFT JOIN d ON true LEFT JOIN t ON t.id = d.subscription_id`,
-		e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body, to.Matched)
-	if err != nil {
-		return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
-	}
+		SELECT EXISTS (SELECT 1 FROM g), d.*, t.rate_limit FROM (SELECT 1) one LEFT JOIN d ON true LEFT JOIN t ON t.id = d.subscription_id`
+
+// createEventArgs are createEventSQL's parameters for e, its audience and
+// its commit group (nil: none).
+func createEventArgs(e Event, to Audience, group []byte) []any {
+	return []any{e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body, to.Matched,
+		group}
+}
+
+// scanCreatedEvent reads createEventSQL's rows: the deliveries created, and
+// whether the event was written (false: its id was already stored).
+func scanCreatedEvent(rows pgx.Rows) ([]Delivery, bool, error) {
 	var deliveries []Delivery
 	var wrote bool
 	for rows.Next() {
@@ -140,7 +284,7 @@ func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, [
 		if err := rows.Scan(&wrote, &id, &merchant, &eventID, &eventAt, &eventType, &subID,
 			&status, &test, &attempts, &next, &created, &updated, &orderingKey, &sequence, &rateLimit); err != nil {
 			rows.Close()
-			return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
+			return nil, false, err
 		}
 		if id != nil {
 			deliveries = append(deliveries, Delivery{ID: *id, MerchantID: *merchant, EventID: *eventID,
@@ -149,20 +293,7 @@ func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, [
 				OrderingKey: orderingKey, Sequence: sequence, RateLimit: deref(rateLimit)})
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
-	}
-	if !wrote {
-		stored, err := s.EventByID(ctx, e.ID)
-		if err != nil {
-			return Event{}, nil, false, err
-		}
-		if stored.MerchantID != e.MerchantID {
-			return Event{}, nil, false, fmt.Errorf("create event %s: id taken by another merchant: %w", e.ID, ErrConflict)
-		}
-		return stored, nil, false, nil
-	}
-	return e, deliveries, true, nil
+	return deliveries, wrote, rows.Err()
 }
 
 // EventByID returns a stored event, whatever its merchant; callers that

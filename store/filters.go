@@ -26,31 +26,76 @@ type FilteredSubscription struct {
 // cost no extra round trip, and subscriptions without a filter are not
 // read at all: the fan-out statement selects them itself.
 func (s *Store) MerchantWithFilters(ctx context.Context, id, eventType string) (Merchant, []FilteredSubscription, error) {
-	var (
-		m        Merchant
-		ids      []uuid.UUID
-		versions []time.Time
-		exprs    []string
-	)
-	err := s.pool.QueryRow(ctx, `
-		SELECT `+merchantColumns+`, f.ids, f.versions, f.exprs
-		FROM merchants m, LATERAL (
+	key := MerchantEventType{MerchantID: id, EventType: eventType}
+	found, err := s.MerchantsWithFilters(ctx, []MerchantEventType{key})
+	if err != nil {
+		return Merchant{}, nil, err
+	}
+	mf, ok := found[key]
+	if !ok {
+		return Merchant{}, nil, fmt.Errorf("get merchant %s with filters: %w", id, ErrNotFound)
+	}
+	return mf.Merchant, mf.Filters, nil
+}
+
+// MerchantEventType names a merchant and the type of an event it publishes.
+type MerchantEventType struct {
+	MerchantID string
+	EventType  string
+}
+
+// MerchantFilters is a merchant with the filters an event of one type must
+// pass (see MerchantWithFilters).
+type MerchantFilters struct {
+	Merchant Merchant
+	Filters  []FilteredSubscription
+}
+
+// MerchantsWithFilters is MerchantWithFilters for every pair of keys in one
+// statement, so that a group of publishes reads its merchants in one round
+// trip. A merchant not found is absent from the map.
+func (s *Store) MerchantsWithFilters(ctx context.Context, keys []MerchantEventType) (map[MerchantEventType]MerchantFilters, error) {
+	ids, types := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		ids[i], types[i] = k.MerchantID, k.EventType
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT q.type, `+qualified("m", merchantColumns)+`, f.ids, f.versions, f.exprs
+		FROM unnest($1::text[], $2::text[]) AS q (id, type)
+		JOIN merchants m ON m.id = q.id
+		CROSS JOIN LATERAL (
 			SELECT array_agg(s.id) AS ids, array_agg(s.updated_at) AS versions, array_agg(s.filter) AS exprs
 			FROM subscriptions s
 			WHERE s.merchant_id = m.id AND s.deleted_at IS NULL AND s.filter IS NOT NULL
 			  AND (s.status = 'enabled' OR (s.status = 'disabled' AND s.kind = 'endpoint'))
-			  AND s.events && ARRAY[$2::text, '*']) f
-		WHERE m.id = $1`, id, eventType).
-		Scan(&m.ID, &m.APIVersion, &m.NotificationEmail, &m.PortalAccentColor, &m.PortalLogoURL, &m.CreatedAt, &m.UpdatedAt,
-			&ids, &versions, &exprs)
+			  AND s.events && ARRAY[q.type, '*']) f`, ids, types)
 	if err != nil {
-		return Merchant{}, nil, fmt.Errorf("get merchant %s with filters: %w", id, notFound(err))
+		return nil, fmt.Errorf("get %d merchants with filters: %w", len(keys), err)
 	}
-	filters := make([]FilteredSubscription, len(ids))
-	for i := range ids {
-		filters[i] = FilteredSubscription{ID: ids[i], Version: versions[i], Filter: exprs[i]}
+	defer rows.Close()
+	found := make(map[MerchantEventType]MerchantFilters, len(keys))
+	for rows.Next() {
+		var (
+			m         Merchant
+			eventType string
+			subs      []uuid.UUID
+			versions  []time.Time
+			exprs     []string
+		)
+		if err := rows.Scan(&eventType, &m.ID, &m.APIVersion, &m.NotificationEmail, &m.PortalAccentColor, &m.PortalLogoURL,
+			&m.CreatedAt, &m.UpdatedAt, &subs, &versions, &exprs); err != nil {
+			return nil, fmt.Errorf("get %d merchants with filters: %w", len(keys), err)
+		}
+		filters := make([]FilteredSubscription, len(subs))
+		for i := range subs {
+			filters[i] = FilteredSubscription{ID: subs[i], Version: versions[i], Filter: exprs[i]}
+		}
+		found[MerchantEventType{MerchantID: m.ID, EventType: eventType}] = MerchantFilters{Merchant: m, Filters: filters}
 	}
-	return m, filters, nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("get %d merchants with filters: %w", len(keys), err)
+	}
+	return found, nil
 }
 
 // AutoDisabled is a subscription that DisableFailingSubscriptions disabled,

@@ -1,0 +1,283 @@
+package dispatcher_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/invalid"
+	"github.com/webhookd/webhookd/producer"
+	"github.com/webhookd/webhookd/store"
+)
+
+// publishOutcome is what one Publish answered, and whether its event was
+// readable from another connection when it did.
+type publishOutcome struct {
+	event   store.Event
+	created bool
+	err     error
+	visible bool
+}
+
+// publishTogether publishes events concurrently as one group commit: it
+// holds the group writer on an earlier publish (an uncommitted insert of
+// that event's id in another transaction makes the writer's statement
+// wait), queues every event behind it, checks that none is answered while
+// the writer waits, then lets the writer go. The events' group is the next
+// one. Each answer records whether its event was already committed.
+func (e *env) publishTogether(d *dispatcher.Dispatcher, reg *prometheus.Registry, events []producer.Event) []publishOutcome {
+	e.t.Helper()
+	ctx := context.Background()
+	held := uuid.New()
+	tx, err := e.store.Pool().Begin(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `INSERT INTO event_ids (id, created_at) VALUES ($1, now())`, held); err != nil {
+		e.t.Fatal(err)
+	}
+	blocked := make(chan error, 1)
+	go func() {
+		_, _, err := d.Publish(ctx, producer.Event{ID: held.String(), MerchantID: "blocker", Type: "payout.paid",
+			Payload: json.RawMessage(`{}`)})
+		blocked <- err
+	}()
+	e.waitFor("the group writer to wait on the held id", 10*time.Second, func() bool {
+		var waiting bool
+		err := e.store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO event_ids%')`).Scan(&waiting)
+		return err == nil && waiting
+	})
+
+	out := make([]publishOutcome, len(events))
+	answered := make(chan int, len(events))
+	for i, ev := range events {
+		go func() {
+			stored, created, err := d.Publish(ctx, ev)
+			out[i] = publishOutcome{event: stored, created: created, err: err}
+			if err == nil {
+				_, gerr := e.store.EventByID(ctx, stored.ID)
+				out[i].visible = gerr == nil
+			}
+			answered <- i
+		}()
+	}
+	e.waitFor("every publish to queue behind the writer", 10*time.Second, func() bool {
+		return gauge(e.t, reg, "webhookd_publishes_waiting") == float64(len(events)+1)
+	})
+	if n := len(answered); n > 0 {
+		e.t.Fatalf("%d publishes answered while their group could not be written", n)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := <-blocked; err != nil {
+		e.t.Fatalf("the held publish: %v", err)
+	}
+	for range events {
+		<-answered
+	}
+	return out
+}
+
+// gauge reads a gauge of reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
+}
+
+// transactions counts the transactions that wrote the events.
+func (e *env) transactions(events []store.Event) int {
+	e.t.Helper()
+	ids := make([]uuid.UUID, len(events))
+	for i, ev := range events {
+		ids[i] = ev.ID
+	}
+	var n int
+	if err := e.store.Pool().QueryRow(context.Background(),
+		`SELECT count(DISTINCT xmin::text) FROM event_ids WHERE id = ANY($1)`, ids).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// TestConcurrentPublishesShareOneCommit: single-event publishes that
+// arrive while a group is being written are written together, in one
+// transaction, and each is answered only once that transaction committed.
+// Their first attempts share one task, named after the group that every
+// delivery id carries, and are all made.
+func TestConcurrentPublishesShareOneCommit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rcv := newReceiver(t, answer(http.StatusOK))
+	e.subscribe("m1", rcv.URL, "payout.paid")
+	d, reg := e.dispatcher()
+	events := make([]producer.Event, 20)
+	for i := range events {
+		// Two merchants, one new to webhookd: a group reads (or creates)
+		// several merchants at once.
+		events[i] = producer.Event{MerchantID: fmt.Sprintf("m%d", 1+i%2), Type: "payout.paid",
+			Payload: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}
+	}
+	out := e.publishTogether(d, reg, events)
+	stored := make([]store.Event, len(out))
+	var deliveries []store.Delivery
+	for i, o := range out {
+		if o.err != nil || !o.created {
+			t.Fatalf("publish %d = %v, created %v", i, o.err, o.created)
+		}
+		if !o.visible {
+			t.Errorf("publish %d was answered before its event was committed", i)
+		}
+		stored[i] = o.event
+		dels := e.deliveries(o.event.ID)
+		if want := 1 - i%2; len(dels) != want {
+			t.Errorf("event of merchant %s has %d deliveries, want %d", events[i].MerchantID, len(dels), want)
+		}
+		deliveries = append(deliveries, dels...)
+	}
+	if n := e.transactions(stored); n != 1 {
+		t.Errorf("%d publishes committed in %d transactions, want 1", len(stored), n)
+	}
+
+	insp := asynq.NewInspector(e.cfg.Redis)
+	defer insp.Close()
+	tasks, err := insp.ListPendingTasks("deliveries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := "g:" + hex.EncodeToString(store.DeliveryGroup(deliveries[0].ID))
+	if len(tasks) != 1 || tasks[0].ID != group || tasks[0].Type != dispatcher.TaskFirstAttempts {
+		t.Fatalf("pending tasks %v, want one %s task %s", taskIDs(tasks), dispatcher.TaskFirstAttempts, group)
+	}
+	var payload struct {
+		Attempts []struct {
+			DeliveryID uuid.UUID `json:"d"`
+		} `json:"a"`
+	}
+	if err := json.Unmarshal(tasks[0].Payload, &payload); err != nil {
+		t.Fatal(err)
+	}
+	inTask := map[uuid.UUID]bool{}
+	for _, a := range payload.Attempts {
+		inTask[a.DeliveryID] = true
+	}
+	for _, del := range deliveries {
+		if !inTask[del.ID] || !bytes.Equal(store.DeliveryGroup(del.ID), store.DeliveryGroup(deliveries[0].ID)) {
+			t.Errorf("delivery %s: in the group's task %v, want it there and its id ending like the group's", del.ID, inTask[del.ID])
+		}
+	}
+	if len(payload.Attempts) != len(deliveries) {
+		t.Errorf("the group's task holds %d attempts, want %d", len(payload.Attempts), len(deliveries))
+	}
+
+	e.run(d)
+	e.waitFor("every delivery", 10*time.Second, func() bool { return len(rcv.got()) == len(deliveries) })
+	e.waitIdle()
+	if got := len(rcv.got()); got != len(deliveries) {
+		t.Errorf("the receiver got %d deliveries, want %d", got, len(deliveries))
+	}
+}
+
+// taskIDs lists the ids of tasks.
+func taskIDs(tasks []*asynq.TaskInfo) []string {
+	ids := make([]string, len(tasks))
+	for i, task := range tasks {
+		ids[i] = task.ID
+	}
+	return ids
+}
+
+// TestPublishGroupKeepsEachPublishsAnswer: within one group, each publish
+// gets the answer it would get alone. A re-published id is stored once and
+// delivered once, inside one group and across groups; an id taken by
+// another merchant and an event Postgres refuses fail alone.
+func TestPublishGroupKeepsEachPublishsAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sub, _ := e.subscribe("m1", "http://127.0.0.1:9/", "payout.paid")
+	// Ordered on "k": the fan-out reads the key with Postgres's jsonb,
+	// which refuses a \u0000 that JSON allows.
+	key := "k"
+	if _, err := e.store.UpdateSubscription(context.Background(), "m1", sub.ID,
+		store.SubscriptionUpdate{SetOrderingKey: true, OrderingKey: &key}); err != nil {
+		t.Fatal(err)
+	}
+	d, reg := e.dispatcher()
+	others := e.publish(d, "m2", "payout.paid")
+
+	twice := uuid.NewString()
+	event := func(id, merchant, payload string) producer.Event {
+		return producer.Event{ID: id, MerchantID: merchant, Type: "payout.paid", Payload: json.RawMessage(payload)}
+	}
+	cases := []struct {
+		name    string
+		event   producer.Event
+		wantErr func(error) bool // nil: no error
+	}{
+		{"a new event", event(twice, "m1", `{"k": "a"}`), nil},
+		{"the same id again, in the same group", event(twice, "m1", `{"k": "a"}`), nil},
+		{"another merchant's event id", event(others.ID.String(), "m1", `{"k": "b"}`),
+			func(err error) bool { return errors.Is(err, store.ErrConflict) }},
+		{"an event Postgres refuses", event(uuid.NewString(), "m1", `{"k": "\u0000"}`),
+			func(err error) bool { return err != nil && invalid.As(err) == nil }},
+		{"another new event", event(uuid.NewString(), "m1", `{"k": "c"}`), nil},
+	}
+	events := make([]producer.Event, len(cases))
+	for i, tc := range cases {
+		events[i] = tc.event
+	}
+	out := e.publishTogether(d, reg, events)
+	for i, tc := range cases {
+		o := out[i]
+		switch {
+		case tc.wantErr == nil && o.err != nil:
+			t.Errorf("%s: %v", tc.name, o.err)
+		case tc.wantErr != nil && !tc.wantErr(o.err):
+			t.Errorf("%s: error %v", tc.name, o.err)
+		case tc.wantErr == nil && !o.visible:
+			t.Errorf("%s: answered before its event was committed", tc.name)
+		}
+	}
+	if out[0].created == out[1].created || out[0].event.ID != out[1].event.ID || string(out[0].event.Body) != string(out[1].event.Body) {
+		t.Errorf("the id published twice in one group: created %v and %v, events %s and %s, want one created and the same event",
+			out[0].created, out[1].created, out[0].event.Body, out[1].event.Body)
+	}
+	if !out[4].created {
+		t.Errorf("the other new event was not created")
+	}
+
+	// Across groups: the same answer as the second publish, nothing new.
+	again, created, err := d.Publish(context.Background(), events[0])
+	if err != nil || created || string(again.Body) != string(out[0].event.Body) {
+		t.Errorf("re-publish in a later group = %v, created %v, body %s; want the stored event", err, created, again.Body)
+	}
+	if n := len(e.deliveries(uuid.MustParse(twice))); n != 1 {
+		t.Errorf("the id published three times has %d deliveries, want 1", n)
+	}
+	if _, err := e.store.EventByID(context.Background(), uuid.MustParse(cases[3].event.ID)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused event: %v, want it not stored", err)
+	}
+}
