@@ -110,7 +110,7 @@ func (s *sweeper) sweepPage(ctx context.Context, due []store.Delivery, now time.
 	}
 	orphans := slices.DeleteFunc(slices.Clone(due), func(del store.Delivery) bool {
 		return holds[attemptTaskID(del.ID, del.AttemptCount+1)] == liveTask ||
-			(del.AttemptCount == 0 && holds[firstAttemptsTaskID(del.EventID)] == liveTask)
+			(del.AttemptCount == 0 && (holds[firstAttemptsTaskID(del.EventID)] == liveTask || holds[groupTaskID(del.ID)] == liveTask))
 	})
 	if orphans, err = s.cfg.Store.StillDue(ctx, orphans, now.Add(-s.cfg.Grace), now.Add(-s.cfg.Grace)); err != nil {
 		return 0, err
@@ -142,16 +142,21 @@ func (s *sweeper) sweepPage(ctx context.Context, due []store.Delivery, now time.
 }
 
 // pageTaskIDs are the ids of the tasks that would make the next attempts of
-// dels: each attempt's own, and for first attempts their event's
-// first-attempts task too.
+// dels: each attempt's own, and for first attempts the first-attempts
+// tasks of their event and of their commit group too.
 func pageTaskIDs(dels []store.Delivery) []string {
 	ids := make([]string, 0, len(dels)+1)
-	events := map[uuid.UUID]bool{}
+	seen := map[string]bool{}
 	for _, del := range dels {
 		ids = append(ids, attemptTaskID(del.ID, del.AttemptCount+1))
-		if del.AttemptCount == 0 && !events[del.EventID] {
-			events[del.EventID] = true
-			ids = append(ids, firstAttemptsTaskID(del.EventID))
+		if del.AttemptCount > 0 {
+			continue
+		}
+		for _, id := range []string{firstAttemptsTaskID(del.EventID), groupTaskID(del.ID)} {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
 		}
 	}
 	return ids
@@ -236,7 +241,7 @@ func (s *sweeper) requeueFirstAttempts(ctx context.Context, eventID uuid.UUID, d
 	eventTask := firstAttemptsTaskID(eventID)
 	var together, alone []store.Delivery
 	for _, del := range dels {
-		if holds[attemptTaskID(del.ID, 1)] != noTask || holds[eventTask] == deadTask {
+		if holds[attemptTaskID(del.ID, 1)] != noTask || holds[eventTask] == deadTask || holds[groupTaskID(del.ID)] == deadTask {
 			alone = append(alone, del)
 		} else {
 			together = append(together, del)

@@ -1,6 +1,10 @@
 package dispatcher
 
-import "context"
+import (
+	"context"
+
+	"github.com/google/uuid"
+)
 
 // SweepOnce runs one sweep of d's sweeper, as its periodic task does, and
 // returns how many attempts it enqueued again: a test counts them without
@@ -14,3 +18,7 @@ func SweepOnce(ctx context.Context, d *Dispatcher) (int, error) {
 	defer w.close()
 	return w.sweeper.sweep(ctx)
 }
+
+// GroupTaskID is the id of the first-attempts task of the commit group a
+// delivery was written in.
+func GroupTaskID(deliveryID uuid.UUID) string { return groupTaskID(deliveryID) }

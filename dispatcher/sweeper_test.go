@@ -443,6 +443,16 @@ func TestSweepLeavesWaitingTasksAlone(t *testing.T) {
 			}
 			return dels
 		}},
+		{"first attempts in their commit group's task, pending", 3, func(e *env, id string, dels []store.Delivery) []store.Delivery {
+			e.moveTask(id, dispatcher.GroupTaskID(dels[0].ID))
+			return dels
+		}},
+		{"first attempts in their commit group's task, active in a live worker", 3, func(e *env, id string, dels []store.Delivery) []store.Delivery {
+			group := dispatcher.GroupTaskID(dels[0].ID)
+			e.moveTask(id, group)
+			e.holdTask(group)
+			return dels
+		}},
 		{"second attempt's task deferred (asynq's retry set)", 1, func(e *env, id string, dels []store.Delivery) []store.Delivery {
 			e.deleteTask(id)
 			del := e.failFirstAttempt(dels[0])
@@ -521,23 +531,30 @@ func (e *env) deleteTask(id string) {
 	}
 }
 
+// moveTask enqueues the task of id from again as id to, with opts: as
+// when an event's first attempts were enqueued with its commit group's.
+func (e *env) moveTask(from, to string, opts ...asynq.Option) {
+	e.t.Helper()
+	insp := asynq.NewInspector(e.cfg.Redis)
+	defer insp.Close()
+	info, err := insp.GetTaskInfo("deliveries", from)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.deleteTask(from)
+	client := asynq.NewClient(e.cfg.Redis)
+	defer client.Close()
+	opts = append([]asynq.Option{asynq.Queue("deliveries"), asynq.TaskID(to)}, opts...)
+	if _, err := client.Enqueue(asynq.NewTask(info.Type, info.Payload), opts...); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // rescheduleTask puts the task of that id off until in from now, as a
 // scheduled task.
 func (e *env) rescheduleTask(id string, in time.Duration) {
 	e.t.Helper()
-	insp := asynq.NewInspector(e.cfg.Redis)
-	defer insp.Close()
-	info, err := insp.GetTaskInfo("deliveries", id)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.deleteTask(id)
-	client := asynq.NewClient(e.cfg.Redis)
-	defer client.Close()
-	if _, err := client.Enqueue(asynq.NewTask(info.Type, info.Payload), asynq.Queue("deliveries"), asynq.TaskID(id),
-		asynq.ProcessIn(in)); err != nil {
-		e.t.Fatal(err)
-	}
+	e.moveTask(id, id, asynq.ProcessIn(in))
 }
 
 // enqueueAttempt enqueues the task of attempt number of del, with opts, as
