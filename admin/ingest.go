@@ -24,6 +24,9 @@ type Publisher interface {
 	// transaction and schedules them; created is false when the event id
 	// already existed.
 	Publish(ctx context.Context, e producer.Event) (ev store.Event, created bool, err error)
+	// PublishAll is Publish for several events, in their order, written
+	// together: one event, created flag and error per event.
+	PublishAll(ctx context.Context, es []producer.Event) (evs []store.Event, created []bool, errs []error)
 	// Redeliver enqueues one immediate manual attempt of a delivery, which
 	// a worker makes and appends to its attempts.
 	Redeliver(ctx context.Context, merchantID string, deliveryID uuid.UUID) (store.Delivery, error)
@@ -101,11 +104,11 @@ func (s *Server) ingestEvent(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ingestBatch publishes up to maxBatchEvents events: all are checked
-// before any is published, then each is published in order. The answer is
-// 202 if any event was new and 200 if all were already published; data
-// lists the events in request order. A failure part-way answers the error:
-// the events before it are stored, and retrying the batch is safe because
-// publishing is idempotent on the id.
+// before any is published, then all are published together, in order (one
+// group commit). The answer is 202 if any event was new and 200 if all were
+// already published; data lists the events in request order. A failure
+// answers the first event's error: the other events may be stored, and
+// retrying the batch is safe because publishing is idempotent on the id.
 func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Events []ingestRequest `json:"events"`
@@ -132,12 +135,14 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	status := http.StatusOK
 	data := make([]eventJSON, 0, len(events))
-	for _, e := range events {
-		ev, created, err := s.cfg.Publisher.Publish(r.Context(), e)
+	evs, created, errs := s.cfg.Publisher.PublishAll(r.Context(), events)
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
-		if created {
+	}
+	for i, ev := range evs {
+		if created[i] {
 			status = http.StatusAccepted
 		}
 		data = append(data, eventView(ev))

@@ -70,6 +70,38 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
 	return out.res, out.err
 }
 
+// doAll is do for several requests, queued in their order without waiting
+// for one another, so that they share a batch (or follow one another in
+// consecutive ones). It returns one result and one error per request; a
+// request ctx ended before it was queued gets ctx's error, and those
+// queued before are written and waited for all the same.
+func (b *batcher[Req, Res]) doAll(ctx context.Context, reqs []Req) ([]Res, []error) {
+	out := make([]Res, len(reqs))
+	errs := make([]error, len(reqs))
+	queued := make([]chan batchResult[Res], 0, len(reqs))
+	for i, req := range reqs {
+		r := batchRequest[Req, Res]{req: req, result: make(chan batchResult[Res], 1)}
+		select {
+		case b.queue <- r:
+			queued = append(queued, r.result)
+			continue
+		case <-b.stop:
+			errs[i] = errBatcherClosed
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+		}
+		for j := i + 1; j < len(reqs); j++ {
+			errs[j] = errs[i]
+		}
+		break
+	}
+	for i, result := range queued {
+		got := <-result
+		out[i], errs[i] = got.res, got.err
+	}
+	return out, errs
+}
+
 // close stops accepting requests, writes what is queued and returns.
 func (b *batcher[Req, Res]) close() {
 	b.once.Do(func() { close(b.stop) })

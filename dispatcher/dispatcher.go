@@ -317,6 +317,11 @@ func (d *Dispatcher) Publish(ctx context.Context, e producer.Event) (store.Event
 	return d.publisher.Publish(ctx, e)
 }
 
+// PublishAll is Publisher.PublishAll.
+func (d *Dispatcher) PublishAll(ctx context.Context, es []producer.Event) ([]store.Event, []bool, []error) {
+	return d.publisher.PublishAll(ctx, es)
+}
+
 // SendTestEvent is Publisher.SendTestEvent.
 func (d *Dispatcher) SendTestEvent(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (store.Delivery, error) {
 	return d.publisher.SendTestEvent(ctx, merchantID, subscriptionID)

@@ -203,6 +203,35 @@ func (p *Publisher) Publish(ctx context.Context, e producer.Event) (store.Event,
 	return ev, created, err
 }
 
+// PublishAll is Publish for several events, in their order: they are
+// written in one group commit (or consecutive ones) rather than one after
+// another. It returns one event, one created flag and one error per event;
+// an event refused (an id another merchant holds, say) fails alone.
+func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) ([]store.Event, []bool, []error) {
+	evs, created, errs := make([]store.Event, len(es)), make([]bool, len(es)), make([]error, len(es))
+	reqs := make([]publishRequest, 0, len(es))
+	at := make([]int, 0, len(es))
+	for i, e := range es {
+		if errs[i] = p.Check(e); errs[i] != nil {
+			continue
+		}
+		ne := store.NewEvent{MerchantID: e.MerchantID, Type: e.Type, Payload: e.Payload, APIVersion: e.APIVersion}
+		if e.ID != "" {
+			id := uuid.MustParse(e.ID) // Check parsed it
+			ne.ID = &id
+		}
+		reqs = append(reqs, publishRequest{event: ne})
+		at = append(at, i)
+	}
+	p.metrics.publishesWaiting.Add(float64(len(reqs)))
+	defer p.metrics.publishesWaiting.Sub(float64(len(reqs)))
+	out, outErrs := p.groups.doAll(ctx, reqs)
+	for k, i := range at {
+		evs[i], created[i], errs[i] = out[k].event, out[k].created, outErrs[k]
+	}
+	return evs, created, errs
+}
+
 // publish stores an event that passed the rules for any audience;
 // send_test_event uses it with one subscription and Test set. It waits for
 // the group the event is written with: once it returns without an error,

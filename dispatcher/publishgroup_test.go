@@ -281,3 +281,48 @@ func TestPublishGroupKeepsEachPublishsAnswer(t *testing.T) {
 		t.Errorf("the refused event: %v, want it not stored", err)
 	}
 }
+
+// TestPublishAllWritesTogetherInOrder: a batch of events is queued for the
+// group writer at once, so that it commits in one transaction (or a few,
+// when the writer took the first event before the rest were queued), not
+// one per event; each event gets its own answer, in the batch's order, and
+// one refused (an id another merchant holds) fails alone.
+func TestPublishAllWritesTogetherInOrder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rcv := newReceiver(t, answer(http.StatusOK))
+	e.subscribe("m1", rcv.URL, "payout.paid")
+	d, _ := e.dispatcher()
+	ctx := context.Background()
+	taken, _, err := d.Publish(ctx, producer.Event{MerchantID: "m2", Type: "payout.paid", Payload: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const refused = 7
+	events := make([]producer.Event, 30)
+	for i := range events {
+		events[i] = producer.Event{ID: uuid.NewString(), MerchantID: "m1", Type: "payout.paid",
+			Payload: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}
+	}
+	events[refused].ID = taken.ID.String()
+
+	stored, created, errs := d.PublishAll(ctx, events)
+	var written []store.Event
+	for i := range events {
+		if i == refused {
+			if !errors.Is(errs[i], store.ErrConflict) {
+				t.Errorf("event %d, whose id another merchant holds: %v, want a conflict", i, errs[i])
+			}
+			continue
+		}
+		if errs[i] != nil || !created[i] || stored[i].ID.String() != events[i].ID {
+			t.Fatalf("event %d: %v, created %v, id %s; want event %s created", i, errs[i], created[i], stored[i].ID, events[i].ID)
+		}
+		written = append(written, stored[i])
+	}
+	if n := e.transactions(written); n > 3 {
+		t.Errorf("a batch of %d events committed in %d transactions, want one (or a few)", len(written), n)
+	}
+	e.run(d)
+	e.waitFor("every delivery", 10*time.Second, func() bool { return len(rcv.got()) == len(written) })
+}
