@@ -209,8 +209,11 @@ func TestRateLimitAcrossWorkers(t *testing.T) {
 	if inWindow < want*9/10 || inWindow > want*11/10 {
 		t.Errorf("%d deliveries in %v at %d/s, want %d ± 10 %%", inWindow, window, rate, want)
 	}
-	// No second ever holds more than the limit (one more for the clock
-	// edges of a request in flight).
+	// No second ever holds more than the limit, give or take the requests
+	// in flight at its edges: the receiver times arrivals, and on a loaded
+	// machine a request let out on its turn can arrive a few hundred
+	// milliseconds late, next to the one after it. A burst the limiter let
+	// through would show as twice the limit.
 	for i := range seen {
 		n := 0
 		for _, b := range seen[i:] {
@@ -218,7 +221,7 @@ func TestRateLimitAcrossWorkers(t *testing.T) {
 				n++
 			}
 		}
-		if n > rate+1 {
+		if n > rate+2 {
 			t.Errorf("%d deliveries within one second from %v", n, seen[i].at)
 			break
 		}
