@@ -176,8 +176,12 @@ func TestHangingReceiverDoesNotStallOthers(t *testing.T) {
 		"all healthy delivered %v after start (slowest %v); the hanging receiver had %d requests by then",
 		slowEvents, time.Second, healthySubs, took.Round(time.Millisecond), slowest.Round(time.Millisecond), len(hang.got()))
 	// Without the cap the 8 workers would each hang a full second per slow
-	// delivery: 40/8 = 5 s before the first healthy one.
-	if took > 1500*time.Millisecond {
+	// delivery: 40/8 = 5 s before the first healthy one. With it, about
+	// 0.2 s; on a loaded machine a healthy attempt over its merchant's share
+	// of 2 may be deferred, and asynq keeps a deferred task's time in whole
+	// seconds, so it can come back up to a second later, once or twice (2 s
+	// seen in CI).
+	if took > 3*time.Second {
 		t.Fatalf("healthy deliveries took %v behind a hanging receiver", took)
 	}
 	// The receiver answers before the attempt is recorded: the outcomes
