@@ -4,7 +4,8 @@
 // event and tells a handler whether a payout or return event is older than
 // what it already knows.
 //
-// The package imports only the standard library. Shared duplicate stores
+// The package imports only the standard library and package signer, whose
+// signature check it shares with webhookd. Shared duplicate stores
 // live in sub-packages so that a program pays only for the client it uses:
 // receiver/redisdedup (go-redis) and receiver/pgdedup (pgx).
 //

@@ -11,15 +11,18 @@ import (
 )
 
 // TestImports keeps the packages merchants import small: receiver uses the
-// standard library alone, redisdedup adds go-redis and pgdedup adds pgx,
-// and none uses another webhookd package. Test files may.
+// standard library and package signer, whose verification it shares with
+// webhookd's own checks (signer itself uses the standard library alone);
+// redisdedup adds go-redis and pgdedup adds pgx; none uses another webhookd
+// package. Test files may.
 func TestImports(t *testing.T) {
 	t.Parallel()
-	const self = "github.com/webhookd/webhookd/receiver"
+	const self, signer = "github.com/webhookd/webhookd/receiver", "github.com/webhookd/webhookd/signer"
 	allowed := map[string][]string{
-		".":          nil,
-		"redisdedup": {self, "github.com/redis/go-redis/v9"},
-		"pgdedup":    {self, "github.com/jackc/pgx/v5"},
+		".":          {signer},
+		"../signer":  nil,
+		"redisdedup": {self, signer, "github.com/redis/go-redis/v9"},
+		"pgdedup":    {self, signer, "github.com/jackc/pgx/v5"},
 	}
 	for dir, extra := range allowed {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))

@@ -1,41 +1,31 @@
 package receiver
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/webhookd/webhookd/signer"
 )
 
 // Names of the Standard Webhooks headers every delivery carries.
 const (
-	HeaderID        = "webhook-id"
-	HeaderTimestamp = "webhook-timestamp"
-	HeaderSignature = "webhook-signature"
+	HeaderID        = signer.HeaderID
+	HeaderTimestamp = signer.HeaderTimestamp
+	HeaderSignature = signer.HeaderSignature
 )
 
 // SecretPrefix starts every signing secret webhookd issues; the rest of the
 // secret is the standard base64 encoding of the HMAC key.
-const SecretPrefix = "whsec_"
+const SecretPrefix = signer.SecretPrefix
 
 // DefaultTolerance is how far a delivery's timestamp may be from the
 // receiver's clock, in either direction, when [VerifierConfig.Tolerance] is
 // zero. It bounds how long a captured request can be replayed while allowing
 // for modest clock skew.
-const DefaultTolerance = 5 * time.Minute
-
-// signatureVersion tags an HMAC-SHA256 signature. Values of other versions
-// may appear in webhook-signature and are skipped.
-const signatureVersion = "v1"
-
-// maxTimestampDigits keeps the timestamp well inside int64 and refuses an
-// absurdly long header before parsing it.
-const maxTimestampDigits = 15
+const DefaultTolerance = signer.DefaultTolerance
 
 // Errors of [Verifier.Verify] and [NewVerifier]. Verify wraps them with
 // detail: test with [errors.Is]. A receiver answers every Verify error with a
@@ -135,9 +125,10 @@ func (c VerifierConfig) validate() error {
 // Verifier checks the signature and timestamp of deliveries. It is
 // immutable and safe for concurrent use.
 type Verifier struct {
-	keys      [][]byte
-	tolerance time.Duration
-	now       func() time.Time
+	// signatures matches webhook-signature against the secrets' keys.
+	signatures signer.Verifier
+	tolerance  time.Duration
+	now        func() time.Time
 }
 
 // NewVerifier returns a Verifier for cfg. It refuses a secret that is not
@@ -159,27 +150,19 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		if err != nil {
 			return nil, fmt.Errorf("secret #%d: %w", i+1, err)
 		}
-		v.keys = append(v.keys, k)
+		v.signatures.Keys = append(v.signatures.Keys, k)
 	}
 	return v, nil
 }
 
-// parseSecret decodes a "whsec_…" secret into its HMAC key. The prefix is
-// required: every secret webhookd issues has it, so a value without it is
-// almost certainly the wrong string (an API key, a truncated paste).
-func parseSecret(s string) ([]byte, error) {
-	raw, ok := strings.CutPrefix(strings.TrimSpace(s), SecretPrefix)
-	if !ok {
-		return nil, fmt.Errorf("%w: missing %q prefix", ErrInvalidSecret, SecretPrefix)
-	}
-	key, err := base64.StdEncoding.DecodeString(raw)
+// parseSecret decodes a "whsec_…" secret (surrounding spaces of a paste
+// ignored) into its HMAC key, as package signer does: the prefix is
+// required, and an empty key refused, since an HMAC under it is a value
+// anyone can compute. Error messages never quote a secret.
+func parseSecret(s string) (signer.Key, error) {
+	key, err := signer.ParseSecret(strings.TrimSpace(s))
 	if err != nil {
-		// The base64 error carries only an offset, never the input.
-		return nil, fmt.Errorf("%w: key is not standard base64: %w", ErrInvalidSecret, err)
-	}
-	if len(key) == 0 {
-		// An HMAC under an empty key is a value anyone can compute.
-		return nil, fmt.Errorf("%w: empty key after %q", ErrInvalidSecret, SecretPrefix)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSecret, err)
 	}
 	return key, nil
 }
@@ -192,7 +175,7 @@ func parseSecret(s string) ([]byte, error) {
 // clock and some "v1," value of webhook-signature is the HMAC-SHA256 of
 // "{webhook-id}.{webhook-timestamp}.{body}" under one of the secrets.
 func (v *Verifier) Verify(h http.Header, body []byte) error {
-	return v.VerifyValues(header(h, HeaderID), header(h, HeaderTimestamp), header(h, HeaderSignature), body)
+	return v.VerifyValues(signer.HeaderValue(h, HeaderID), signer.HeaderValue(h, HeaderTimestamp), signer.HeaderValue(h, HeaderSignature), body)
 }
 
 // VerifyValues is [Verifier.Verify] for callers that hold the three header
@@ -206,76 +189,17 @@ func (v *Verifier) VerifyValues(id, timestamp, signature string, body []byte) er
 	case signature == "":
 		return &MissingHeaderError{Header: HeaderSignature}
 	}
-	ts, err := parseTimestamp(timestamp)
+	ts, err := signer.ParseTimestamp(timestamp)
 	if err != nil {
-		return err
+		// signer's message says what is wrong without quoting a long header.
+		return fmt.Errorf("%w: %w", ErrInvalidTimestamp, err)
 	}
 	now := v.now()
 	if age := now.Sub(ts); age > v.tolerance || age < -v.tolerance {
 		return &TimestampError{Timestamp: ts, Now: now, Tolerance: v.tolerance}
 	}
-
-	// The timestamp is canonical decimal (see parseTimestamp), so the
-	// header text is exactly what the sender formatted and signed.
-	var enc [44]byte // base64 of a SHA-256 digest
-	for _, key := range v.keys {
-		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte(id))
-		mac.Write([]byte{'.'})
-		mac.Write([]byte(timestamp))
-		mac.Write([]byte{'.'})
-		mac.Write(body)
-		base64.StdEncoding.Encode(enc[:], mac.Sum(nil))
-		// Every value is compared, whatever comes before it: senders may
-		// add versions this package does not know.
-		for _, field := range strings.Fields(signature) {
-			version, sig, ok := strings.Cut(field, ",")
-			if !ok || version != signatureVersion {
-				continue
-			}
-			// hmac.Equal takes the same time whichever byte differs, so
-			// timing tells a forger nothing about how close a guess was.
-			if hmac.Equal([]byte(sig), enc[:]) {
-				return nil
-			}
-		}
+	if err := v.signatures.MatchSignature(id, timestamp, signature, body); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoMatchingSignature, err)
 	}
-	return ErrNoMatchingSignature
-}
-
-// header reads a header by its canonical name and falls back to the exact
-// lower-case key, for maps built by hand (http.Header{"webhook-id": …})
-// that [http.Header.Get] would miss.
-func header(h http.Header, name string) string {
-	if v := h.Get(name); v != "" {
-		return v
-	}
-	if vs := h[name]; len(vs) > 0 {
-		return vs[0]
-	}
-	return ""
-}
-
-// parseTimestamp accepts Unix seconds written as plain decimal digits, with
-// no sign, no leading zero and no space. Being this strict means the header
-// text is the one form the sender signed, so it can be fed to the MAC as is:
-// "+1", "01" and "1" are one number but three different signed contents.
-func parseTimestamp(s string) (time.Time, error) {
-	if len(s) > maxTimestampDigits {
-		// Not quoted: the header is the sender's and may be huge.
-		return time.Time{}, fmt.Errorf("%w: longer than %d digits", ErrInvalidTimestamp, maxTimestampDigits)
-	}
-	if len(s) > 1 && s[0] == '0' {
-		return time.Time{}, fmt.Errorf("%w: %q is not Unix seconds", ErrInvalidTimestamp, s)
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return time.Time{}, fmt.Errorf("%w: %q is not Unix seconds", ErrInvalidTimestamp, s)
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %w", ErrInvalidTimestamp, err)
-	}
-	return time.Unix(n, 0), nil
+	return nil
 }

@@ -72,7 +72,7 @@ func NewVerifier(secrets ...string) (*Verifier, error) {
 // "v1," value of webhook-signature is the HMAC of the content under one of
 // the keys. Values of other versions are ignored, as the specification asks.
 func (v *Verifier) Verify(h http.Header, body []byte, now time.Time) error {
-	return v.VerifyValues(header(h, HeaderID), header(h, HeaderTimestamp), header(h, HeaderSignature), body, now)
+	return v.VerifyValues(HeaderValue(h, HeaderID), HeaderValue(h, HeaderTimestamp), HeaderValue(h, HeaderSignature), body, now)
 }
 
 // VerifyValues is [Verifier.Verify] for callers that do not hold an
@@ -89,7 +89,7 @@ func (v *Verifier) VerifyValues(id, timestamp, signature string, body []byte, no
 	case signature == "":
 		return fmt.Errorf("%w: %s", ErrMissingHeader, HeaderSignature)
 	}
-	ts, err := parseTimestamp(timestamp)
+	ts, err := ParseTimestamp(timestamp)
 	if err != nil {
 		return err
 	}
@@ -103,9 +103,25 @@ func (v *Verifier) VerifyValues(id, timestamp, signature string, body []byte, no
 		return fmt.Errorf("%w: timestamp %s is %s from now, tolerance %s",
 			ErrTimestampOutOfRange, timestamp, age.Round(time.Second), tol)
 	}
+	return v.match(id, timestamp, signature, body)
+}
 
-	// The timestamp is canonical decimal (see parseTimestamp), so the header
-	// text is exactly what the sender formatted and signed.
+// MatchSignature is the signature half of [Verifier.VerifyValues]: nil when
+// some "v1," value of signature is the HMAC of the content under one of the
+// keys, else [ErrNoMatchingSignature]. It checks neither the headers'
+// presence nor the timestamp's age (a caller with its own rules for those,
+// such as package receiver, checks them first); timestamp must be the
+// header's text, which [ParseTimestamp] accepts only in the canonical form
+// the sender signed.
+func (v *Verifier) MatchSignature(id, timestamp, signature string, body []byte) error {
+	if err := v.checkKeys(); err != nil {
+		return err
+	}
+	return v.match(id, timestamp, signature, body)
+}
+
+// match is MatchSignature on keys already checked.
+func (v *Verifier) match(id, timestamp, signature string, body []byte) error {
 	scratch := make([]byte, 0, len(id)+len(timestamp)+2+sha256.Size)
 	scratch = append(scratch, id...)
 	scratch = append(scratch, '.')
@@ -152,10 +168,10 @@ func (v *Verifier) checkKeys() error {
 	return nil
 }
 
-// header reads a header by its canonical name and falls back to the exact
-// lower-case key, for maps built by hand (http.Header{"webhook-id": …}) that
-// [http.Header.Get] would miss.
-func header(h http.Header, name string) string {
+// HeaderValue reads a header by its canonical name and falls back to the
+// exact lower-case key, for maps built by hand (http.Header{"webhook-id": …})
+// that [http.Header.Get] would miss.
+func HeaderValue(h http.Header, name string) string {
 	if v := h.Get(name); v != "" {
 		return v
 	}
@@ -165,12 +181,13 @@ func header(h http.Header, name string) string {
 	return ""
 }
 
-// parseTimestamp accepts Unix seconds written as plain decimal digits with
+// ParseTimestamp reads a webhook-timestamp header. It accepts Unix seconds
+// written as plain decimal digits with
 // no sign, no leading zero and no spaces. Being this strict means the header
 // text is the canonical form the sender signed, so it can be fed to the MAC
 // as is; anything looser would be ambiguous ("+1", "01" and "1" are one
 // number but three different signed contents).
-func parseTimestamp(s string) (time.Time, error) {
+func ParseTimestamp(s string) (time.Time, error) {
 	if len(s) > maxTimestampDigits {
 		// Not quoted: the header is attacker-controlled and may be huge.
 		return time.Time{}, fmt.Errorf("%w: longer than %d digits", ErrInvalidTimestamp, maxTimestampDigits)
