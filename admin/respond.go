@@ -93,6 +93,16 @@ func decodeJSON(r *http.Request, v any) error {
 	return decodeBody(requestBody(r), v)
 }
 
+// decodeNoFields reads the body of an action that takes no fields: it may
+// be absent; when sent it must be an empty object.
+func decodeNoFields(r *http.Request) error {
+	if len(requestBody(r)) == 0 {
+		return nil
+	}
+	var none struct{}
+	return decodeJSON(r, &none)
+}
+
 // decodeBody decodes body strictly into v, a pointer to a struct: the body
 // must be one UTF-8 JSON object whose keys are v's json names exactly
 // (encoding/json alone would take "URL" for "url" and replace invalid UTF-8

@@ -227,12 +227,8 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The body is optional; when sent it must be an empty object.
-	if len(requestBody(r)) > 0 {
-		var none struct{}
-		if err := decodeJSON(r, &none); err != nil {
-			return err
-		}
+	if err := decodeNoFields(r); err != nil {
+		return err
 	}
 	sub, secret, err := s.subscriptions.RotateSecret(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {

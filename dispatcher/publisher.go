@@ -194,13 +194,18 @@ func (p *Publisher) Publish(ctx context.Context, e producer.Event) (store.Event,
 	if err := p.Check(e); err != nil {
 		return store.Event{}, false, err
 	}
+	ev, _, created, err := p.publish(ctx, newEventOf(e), store.Audience{})
+	return ev, created, err
+}
+
+// newEventOf is the event to store for e, which passed Check.
+func newEventOf(e producer.Event) store.NewEvent {
 	ne := store.NewEvent{MerchantID: e.MerchantID, Type: e.Type, Payload: e.Payload, APIVersion: e.APIVersion}
 	if e.ID != "" {
 		id := uuid.MustParse(e.ID) // Check parsed it
 		ne.ID = &id
 	}
-	ev, _, created, err := p.publish(ctx, ne, store.Audience{})
-	return ev, created, err
+	return ne
 }
 
 // PublishAll is Publish for several events, in their order: they are
@@ -215,12 +220,7 @@ func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) ([]stor
 		if errs[i] = p.Check(e); errs[i] != nil {
 			continue
 		}
-		ne := store.NewEvent{MerchantID: e.MerchantID, Type: e.Type, Payload: e.Payload, APIVersion: e.APIVersion}
-		if e.ID != "" {
-			id := uuid.MustParse(e.ID) // Check parsed it
-			ne.ID = &id
-		}
-		reqs = append(reqs, publishRequest{event: ne})
+		reqs = append(reqs, publishRequest{event: newEventOf(e)})
 		at = append(at, i)
 	}
 	p.metrics.publishesWaiting.Add(float64(len(reqs)))

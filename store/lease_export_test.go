@@ -43,13 +43,5 @@ func (s *Store) ExplainLeaseDeliveries(ctx context.Context, reqs []LeaseRequest,
 // too: ANDed with another index, a bitmap scan can read a whole index and
 // still return one row.
 func (n planNode) rowsRead() int {
-	total := 0
-	switch n.NodeType {
-	case "Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Bitmap Index Scan":
-		total = int((n.ActualRows + n.RemovedByFilter + n.RemovedByCheck) * n.ActualLoops)
-	}
-	for _, c := range n.Plans {
-		total += c.rowsRead()
-	}
-	return total
+	return n.rowsOf("Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Bitmap Index Scan")
 }

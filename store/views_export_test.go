@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // This file lets the external tests see what Postgres does for the exact
@@ -66,13 +67,18 @@ type planNode struct {
 // rowsExamined sums, over the nodes that read a table, the rows they
 // returned and the rows their filters threw away.
 func (n planNode) rowsExamined() int {
+	return n.rowsOf("Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Heap Scan")
+}
+
+// rowsOf sums, over the nodes of the given types, the rows they returned
+// and the rows their filters threw away.
+func (n planNode) rowsOf(nodeTypes ...string) int {
 	total := 0
-	switch n.NodeType {
-	case "Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Heap Scan":
+	if slices.Contains(nodeTypes, n.NodeType) {
 		total = int((n.ActualRows + n.RemovedByFilter + n.RemovedByCheck) * n.ActualLoops)
 	}
 	for _, c := range n.Plans {
-		total += c.rowsExamined()
+		total += c.rowsOf(nodeTypes...)
 	}
 	return total
 }

@@ -85,19 +85,7 @@ func NewDatabaseOn(t testing.TB, adminURL string) string {
 	if err != nil {
 		t.Fatalf("storetest: create database: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, adminURL)
-		if err != nil {
-			t.Errorf("storetest: drop %s: %v", name, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
-			t.Errorf("storetest: drop %s: %v", name, err)
-		}
-	})
+	dropAtCleanup(t, adminURL, name)
 	u := withDatabase(t, adminURL, name)
 	s, err := store.Open(ctx, u)
 	if err != nil {
@@ -132,6 +120,13 @@ func NewEmptyDatabase(t testing.TB) string {
 	if _, err := admin.Exec(ctx, `CREATE DATABASE `+name); err != nil {
 		t.Fatalf("storetest: create database: %v", err)
 	}
+	dropAtCleanup(t, adminURL, name)
+	return withDatabase(t, adminURL, name)
+}
+
+// dropAtCleanup drops the database name of the server at adminURL when the
+// test ends, whatever sessions still hold it.
+func dropAtCleanup(t testing.TB, adminURL, name string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -145,7 +140,6 @@ func NewEmptyDatabase(t testing.TB) string {
 			t.Errorf("storetest: drop %s: %v", name, err)
 		}
 	})
-	return withDatabase(t, adminURL, name)
 }
 
 // NewStore opens a Store on a fresh database and closes it when the test
