@@ -31,17 +31,8 @@ func listen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	events := fs.String("events", "", "comma-separated event types to receive (default: every type)")
 	printSecret := fs.Bool("print-secret", false, "print the signing secret and exit")
 	skipVerify := fs.Bool("skip-verify", false, "do not verify the TLS certificate of an https --forward-to")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseKeyedFlags(fs, args, key); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("listen: unexpected argument %q", fs.Arg(0))
-	}
-	if *key == "" {
-		return errors.New("listen: --api-key is required")
 	}
 	c := &listener.Client{API: *api, APIKey: *key, ForwardTo: *forwardTo, Events: splitList(*events),
 		SkipVerify: *skipVerify, Out: stdout, Log: stderr}
@@ -71,4 +62,23 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseKeyedFlags parses the flags of a command that acts with a merchant's
+// API key (listen, trigger): help asked for is (true, nil); a stray
+// argument or no --api-key is an error that names the command.
+func parseKeyedFlags(fs *flag.FlagSet, args []string, key *string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, err
+	}
+	if fs.NArg() > 0 {
+		return false, fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	if *key == "" {
+		return false, fmt.Errorf("%s: --api-key is required", fs.Name())
+	}
+	return false, nil
 }

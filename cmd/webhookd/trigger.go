@@ -34,17 +34,8 @@ func trigger(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errors.New("trigger: an event type is required, e.g. webhookd trigger payout.paid")
 	}
 	typ := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseKeyedFlags(fs, args[1:], key); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("trigger: unexpected argument %q", fs.Arg(0))
-	}
-	if *key == "" {
-		return errors.New("trigger: --api-key is required")
 	}
 	id, err := listener.TriggerEvent(ctx, &http.Client{Timeout: 30 * time.Second}, *api, *key, typ)
 	if err != nil {
