@@ -24,8 +24,9 @@ type Publisher interface {
 	// transaction and schedules them; created is false when the event id
 	// already existed.
 	Publish(ctx context.Context, e producer.Event) (ev store.Event, created bool, err error)
-	// PublishAll is Publish for several events, in their order, written
-	// together: one event, created flag and error per event.
+	// PublishAll is Publish for a batch, in its order, written together:
+	// every event is checked first, and if any breaks a rule none is
+	// published; one event, created flag and error per event.
 	PublishAll(ctx context.Context, es []producer.Event) (evs []store.Event, created []bool, errs []error)
 	// Redeliver enqueues one immediate manual attempt of a delivery, which
 	// a worker makes and appends to its attempts.
@@ -125,18 +126,19 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) error {
 	events := make([]producer.Event, len(req.Events))
 	for i, in := range req.Events {
 		e, err := in.event()
-		if err == nil {
-			err = s.cfg.Publisher.Check(e)
-		}
 		if bad := invalid.As(err); bad != nil {
 			return bad.Within(fmt.Sprintf("events[%d].", i))
 		}
 		events[i] = e
 	}
+	// PublishAll checks every event before it publishes any.
 	status := http.StatusOK
 	data := make([]eventJSON, 0, len(events))
 	evs, created, errs := s.cfg.Publisher.PublishAll(r.Context(), events)
-	for _, err := range errs {
+	for i, err := range errs {
+		if bad := invalid.As(err); bad != nil {
+			return bad.Within(fmt.Sprintf("events[%d].", i))
+		}
 		if err != nil {
 			return err
 		}

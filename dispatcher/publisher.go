@@ -208,26 +208,31 @@ func newEventOf(e producer.Event) store.NewEvent {
 	return ne
 }
 
-// PublishAll is Publish for several events, in their order: they are
+// PublishAll is Publish for a batch of events, in their order: they are
 // written in one group commit (or consecutive ones) rather than one after
-// another. It returns one event, one created flag and one error per event;
-// an event refused (an id another merchant holds, say) fails alone.
-func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) ([]store.Event, []bool, []error) {
-	evs, created, errs := make([]store.Event, len(es)), make([]bool, len(es)), make([]error, len(es))
-	reqs := make([]publishRequest, 0, len(es))
-	at := make([]int, 0, len(es))
+// another. Every event is checked first, and if any breaks a rule none is
+// published: errs holds the *invalid.Error of each that did. Otherwise it
+// returns one event, one created flag and one error per event; an event
+// the store refuses (an id another merchant holds, say) fails alone.
+func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) (evs []store.Event, created []bool, errs []error) {
+	evs, created, errs = make([]store.Event, len(es)), make([]bool, len(es)), make([]error, len(es))
+	refused := false
 	for i, e := range es {
-		if errs[i] = p.Check(e); errs[i] != nil {
-			continue
-		}
-		reqs = append(reqs, publishRequest{event: newEventOf(e)})
-		at = append(at, i)
+		errs[i] = p.Check(e)
+		refused = refused || errs[i] != nil
+	}
+	if refused {
+		return evs, created, errs
+	}
+	reqs := make([]publishRequest, len(es))
+	for i, e := range es {
+		reqs[i] = publishRequest{event: newEventOf(e)}
 	}
 	p.metrics.publishesWaiting.Add(float64(len(reqs)))
 	defer p.metrics.publishesWaiting.Sub(float64(len(reqs)))
 	out, outErrs := p.groups.doAll(ctx, reqs)
-	for k, i := range at {
-		evs[i], created[i], errs[i] = out[k].event, out[k].created, outErrs[k]
+	for i := range out {
+		evs[i], created[i], errs[i] = out[i].event, out[i].created, outErrs[i]
 	}
 	return evs, created, errs
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -305,6 +306,21 @@ func TestPublishAllWritesTogetherInOrder(t *testing.T) {
 			Payload: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}
 	}
 	events[refused].ID = taken.ID.String()
+
+	// One event that breaks a rule refuses the batch: none is published.
+	bad := slices.Clone(events)
+	bad[3].Type = "payout.unknown"
+	_, _, badErrs := d.PublishAll(ctx, bad)
+	for i, err := range badErrs {
+		if (i == 3) != (invalid.As(err) != nil) {
+			t.Fatalf("batch with event 3 unknown: event %d: %v", i, err)
+		}
+	}
+	for i, ev := range bad {
+		if _, err := e.store.EventByID(ctx, uuid.MustParse(ev.ID)); err == nil && i != refused {
+			t.Fatalf("event %s of a refused batch was stored", ev.ID)
+		}
+	}
 
 	stored, created, errs := d.PublishAll(ctx, events)
 	var written []store.Event
