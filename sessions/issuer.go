@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/webhookd/webhookd/invalid"
 	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/store"
@@ -26,6 +28,9 @@ type Request struct {
 	TTLSeconds *int64
 	// Branding overrides the merchant's settings for this session.
 	Branding merchants.Branding
+	// APIKeyID is the key minting the session (POST /v1/portal_sessions),
+	// which the session ends with; uuid.Nil when the core API mints it.
+	APIKeyID uuid.UUID
 }
 
 // Store is what an Issuer needs of the database.
@@ -75,7 +80,8 @@ func (i *Issuer) Issue(ctx context.Context, merchantID string, r Request) (strin
 		return "", store.PortalSession{}, err
 	}
 	s, err := i.store.CreatePortalSession(ctx, store.NewPortalSession{MerchantID: merchantID, Environment: i.environment,
-		Token: token, Capabilities: caps, AccentColor: r.Branding.AccentColor, LogoURL: r.Branding.LogoURL, TTL: ttl})
+		Token: token, Capabilities: caps, AccentColor: r.Branding.AccentColor, LogoURL: r.Branding.LogoURL, TTL: ttl,
+		APIKeyID: r.APIKeyID})
 	if err != nil {
 		return "", store.PortalSession{}, err
 	}

@@ -77,6 +77,59 @@ func (s *Store) RevokeAPIKey(ctx context.Context, merchantID string, id uuid.UUI
 	return k, nil
 }
 
+// EndedGrants is what EndAPIKeyGrants ended of a key.
+type EndedGrants struct {
+	// Sessions is how many live portal sessions it revoked.
+	Sessions int64
+	// Listeners are the listeners it ended: the API processes holding their
+	// connections must close them.
+	Listeners []uuid.UUID
+}
+
+// EndAPIKeyGrants ends what key id of the merchant opened, provided the key
+// no longer works at now (revoked, or its roll's overlap over): its live
+// portal sessions are revoked, and its live listeners ended, each of their
+// pending deliveries that no attempt holds failed with error reason, as
+// EndListener does. A key that still works, or none, ends nothing; so does
+// a second call. Lookups refuse what a dead key opened whether or not this
+// has run (PortalSessionByHash, ListenerLive, ExtendListener): this records
+// it, stops the deliveries, and names the connections to close.
+func (s *Store) EndAPIKeyGrants(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, reason string) (EndedGrants, error) {
+	var g EndedGrants
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE portal_sessions p SET revoked_at = $2
+			FROM api_keys k WHERE k.id = p.api_key_id
+			  AND p.merchant_id = $1 AND p.api_key_id = $3 AND p.revoked_at IS NULL AND p.expires_at > $2
+			  AND NOT `+keyUsableAt, merchantID, now, id)
+		if err != nil {
+			return err
+		}
+		g.Sessions = tag.RowsAffected()
+		rows, err := tx.Query(ctx, `UPDATE subscriptions l SET deleted_at = $2, updated_at = $2, expires_at = least(l.expires_at, $2)
+			FROM api_keys k WHERE k.id = l.api_key_id
+			  AND l.merchant_id = $1 AND l.api_key_id = $3 AND l.kind = 'listener' AND l.deleted_at IS NULL
+			  AND NOT `+keyUsableAt+`
+			RETURNING l.id`, merchantID, now, id)
+		if err != nil {
+			return err
+		}
+		g.Listeners, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		return err
+	})
+	if err != nil {
+		return EndedGrants{}, fmt.Errorf("end what api key %s of %s opened: %w", id, merchantID, err)
+	}
+	// The deliveries after the listeners' transaction, as EndListener
+	// does, for the same lock order. Should this fail, a worker stops each
+	// of them at its next attempt: the listener has ended.
+	for _, l := range g.Listeners {
+		if err := s.stopListenerDeliveries(ctx, merchantID, l, now, reason); err != nil {
+			return g, err
+		}
+	}
+	return g, nil
+}
+
 // RollAPIKey gives a key of the merchant a successor, newKey, with the same
 // environment and scopes, and makes the old key expire at expiresAt; both
 // in one transaction. A key that is revoked, expired or already rolled is

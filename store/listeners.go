@@ -47,7 +47,13 @@ type NewListener struct {
 type Listener struct {
 	Subscription
 	ExpiresAt time.Time
+	// APIKeyID is the key that opened the listener (BindListener), which
+	// it ends with; uuid.Nil until bound.
+	APIKeyID uuid.UUID
 }
+
+// listenerColumns are the columns scanListener reads, in its order.
+const listenerColumns = subscriptionColumns + `, expires_at, api_key_id`
 
 // CreateListener stores an enabled listener subscription and its signing
 // secret, already sealed, in one transaction. Listeners never count
@@ -79,7 +85,7 @@ func (s *Store) CreateListener(ctx context.Context, n NewListener, sealedSecret 
 		row := tx.QueryRow(ctx, `
 			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at, kind, expires_at)
 			VALUES ($1, $2, $3, $4, NULL, $5, '{}', $6, $6, 'listener', $7)
-			RETURNING `+subscriptionColumns+`, expires_at`,
+			RETURNING `+listenerColumns,
 			id, n.MerchantID, ListenerURLPrefix+id.String(), n.Events, SubscriptionEnabled, now, n.ExpiresAt)
 		var err error
 		l, err = scanListener(row)
@@ -96,12 +102,16 @@ func (s *Store) CreateListener(ctx context.Context, n NewListener, sealedSecret 
 
 func scanListener(row pgx.Row) (Listener, error) {
 	var l Listener
+	var keyID *uuid.UUID
 	s := &l.Subscription
 	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &l.ExpiresAt)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &l.ExpiresAt, &keyID)
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
+	}
+	if keyID != nil {
+		l.APIKeyID = *keyID
 	}
 	return l, err
 }
@@ -110,7 +120,7 @@ func scanListener(row pgx.Row) (Listener, error) {
 // and whose expiry is after now. Another merchant's, an ended or an expired
 // one is ErrNotFound: a command that reconnects too late gets a new one.
 func (s *Store) GetListener(ctx context.Context, merchantID string, id uuid.UUID) (Listener, error) {
-	l, err := scanListener(s.pool.QueryRow(ctx, `SELECT `+subscriptionColumns+`, expires_at FROM subscriptions
+	l, err := scanListener(s.pool.QueryRow(ctx, `SELECT `+listenerColumns+` FROM subscriptions
 		WHERE merchant_id = $1 AND id = $2 AND kind = 'listener' AND deleted_at IS NULL AND expires_at > $3`,
 		merchantID, id, s.Now()))
 	if err != nil {
@@ -120,15 +130,73 @@ func (s *Store) GetListener(ctx context.Context, merchantID string, id uuid.UUID
 }
 
 // ExtendListener moves a live listener's expiry to expiresAt (never back).
-// An ended listener is ErrNotFound: its connection must stop relaying.
+// An ended listener, or one whose API key no longer works (revoked, or its
+// roll's overlap over), is ErrNotFound: its connection must stop relaying,
+// and without heartbeats it ends after its grace.
 func (s *Store) ExtendListener(ctx context.Context, id uuid.UUID, expiresAt time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE subscriptions SET expires_at = GREATEST(expires_at, $2)
-		WHERE id = $1 AND kind = 'listener' AND deleted_at IS NULL`, id, expiresAt)
+	tag, err := s.pool.Exec(ctx, `UPDATE subscriptions l SET expires_at = GREATEST(l.expires_at, $3)
+		WHERE l.id = $1 AND l.kind = 'listener' AND l.deleted_at IS NULL
+		  AND NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.id = l.api_key_id AND NOT `+keyUsableAt+`)`,
+		id, s.Now(), expiresAt)
 	if err != nil {
 		return fmt.Errorf("extend listener %s: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("extend listener %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// ListenerLive tells whether a listener may still be sent a delivery: it
+// has not ended and the key that opened it still works. The connection
+// asks before each delivery it writes, so that none reaches the command
+// after the key's revocation, even one already relayed.
+func (s *Store) ListenerLive(ctx context.Context, id uuid.UUID) (bool, error) {
+	var live bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions l LEFT JOIN api_keys k ON k.id = l.api_key_id
+		WHERE l.id = $1 AND l.kind = 'listener' AND l.deleted_at IS NULL AND `+keyUsableAt+`)`, id, s.Now()).Scan(&live)
+	if err != nil {
+		return false, fmt.Errorf("listener %s live: %w", id, err)
+	}
+	return live, nil
+}
+
+// BindListener records that API key keyID opened the merchant's live
+// listener, which then ends with the key (EndAPIKeyGrants). The key's row
+// is read under a share lock, so that a revocation either waits for the
+// binding, and then finds the listener to end, or goes first, and then the
+// binding sees it. A key that no longer works (or is another merchant's)
+// is ErrNotFound, and the listener is ended at once: nothing may reach it.
+func (s *Store) BindListener(ctx context.Context, merchantID string, id, keyID uuid.UUID) error {
+	keyEnded := false
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		now := s.Now()
+		var usable bool
+		err := tx.QueryRow(ctx, `SELECT true FROM api_keys k WHERE k.merchant_id = $1 AND k.id = $3 AND `+keyUsableAt+`
+			FOR SHARE`, merchantID, now, keyID).Scan(&usable)
+		if errors.Is(err, pgx.ErrNoRows) {
+			keyEnded = true
+			_, err = tx.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, updated_at = $3, expires_at = least(expires_at, $3)
+				WHERE merchant_id = $1 AND id = $2 AND kind = 'listener' AND deleted_at IS NULL`, merchantID, id, now)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE subscriptions SET api_key_id = $3
+			WHERE merchant_id = $1 AND id = $2 AND kind = 'listener' AND deleted_at IS NULL`, merchantID, id, keyID)
+		if err == nil && tag.RowsAffected() == 0 {
+			err = fmt.Errorf("listener %s: %w", id, ErrNotFound)
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return err
+	case err != nil:
+		return fmt.Errorf("bind listener %s to api key %s: %w", id, keyID, err)
+	case keyEnded:
+		return fmt.Errorf("bind listener %s: api key %s: %w", id, keyID, ErrNotFound)
 	}
 	return nil
 }
@@ -170,7 +238,17 @@ func (s *Store) EndListener(ctx context.Context, merchantID string, id uuid.UUID
 		return false, nil
 	}
 	// A second statement, as DeleteSubscription's, for the same lock
-	// order. The attempt row says why the delivery stopped.
+	// order.
+	if err := s.stopListenerDeliveries(ctx, merchantID, id, now, reason); err != nil {
+		return true, err
+	}
+	return true, nil
+}
+
+// stopListenerDeliveries fails each pending delivery of an ended listener
+// that no attempt holds: a last failed attempt with error reason, which
+// says why it stopped, and nothing more due.
+func (s *Store) stopListenerDeliveries(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, reason string) error {
 	if _, err := s.pool.Exec(ctx, `
 		WITH d AS (
 			UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, attempt_count = attempt_count + 1,
@@ -183,9 +261,9 @@ func (s *Store) EndListener(ctx context.Context, merchantID string, id uuid.UUID
 			duration_ms, response_body, attempted_at)
 		SELECT id, created_at, attempt_count, 'failed', 'scheduled', NULL, $4, 0, '', $3 FROM d`,
 		merchantID, id, now, reason); err != nil {
-		return true, fmt.Errorf("stop deliveries of ended listener %s: %w", id, err)
+		return fmt.Errorf("stop deliveries of ended listener %s: %w", id, err)
 	}
-	return true, nil
+	return nil
 }
 
 // EndExpiredListeners ends every listener whose expiry has passed at now

@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // PortalSession is a stored portal session: only its token's hash is kept.
@@ -18,9 +20,14 @@ type PortalSession struct {
 	// back to the merchant's settings.
 	AccentColor *string
 	LogoURL     *string
-	CreatedAt   time.Time
-	ExpiresAt   time.Time
-	RevokedAt   *time.Time
+	// APIKeyID is the key that minted the session, which ends with it; nil
+	// for a session the core API minted (it belongs to no key).
+	APIKeyID  *uuid.UUID
+	CreatedAt time.Time
+	// ExpiresAt is when the session ends: its TTL, or earlier the end of
+	// its key's roll overlap.
+	ExpiresAt time.Time
+	RevokedAt *time.Time
 }
 
 // NewPortalSession is a session to store; its token is hashed with
@@ -33,16 +40,25 @@ type NewPortalSession struct {
 	AccentColor  *string
 	LogoURL      *string
 	TTL          time.Duration
+	// APIKeyID is the key minting the session (uuid.Nil for the core API's
+	// ingest token): the session ends when that key does.
+	APIKeyID uuid.UUID
 }
 
 // portalSessionColumns is the select list that PortalSessionByHash reads
 // from the session (alias p).
 const portalSessionColumns = `p.id, p.merchant_id, p.environment, p.capabilities, p.accent_color, p.logo_url,
-	p.created_at, p.expires_at, p.revoked_at`
+	p.api_key_id, p.created_at, least(p.expires_at, k.expires_at), p.revoked_at`
+
+// keyUsableAt is the condition, on the API key k (joined to what it
+// opened, NULL when nothing names a key), that the key still works at the
+// instant $2: merchants.KeyUsable in SQL.
+const keyUsableAt = `(k.id IS NULL OR k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $2))`
 
 // CreatePortalSession stores a session of an existing merchant, starting
-// now and ending TTL later. An unknown merchant is ErrNotFound: a session
-// of a merchant webhookd never saw would show an empty portal.
+// now and ending TTL later, or when the key minting it expires if that is
+// sooner (a rolled key). An unknown merchant is ErrNotFound: a session of
+// a merchant webhookd never saw would show an empty portal.
 func (s *Store) CreatePortalSession(ctx context.Context, n NewPortalSession) (PortalSession, error) {
 	now := s.Now()
 	id, err := uuid.NewV7()
@@ -51,21 +67,31 @@ func (s *Store) CreatePortalSession(ctx context.Context, n NewPortalSession) (Po
 	}
 	p := PortalSession{ID: id, MerchantID: n.MerchantID, Environment: n.Environment, Capabilities: n.Capabilities,
 		AccentColor: n.AccentColor, LogoURL: n.LogoURL, CreatedAt: now, ExpiresAt: now.Add(n.TTL)}
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO portal_sessions (id, merchant_id, environment, token_hash, capabilities, accent_color, logo_url, created_at, expires_at)
-		SELECT $1, m.id, $3, $4, $5, $6, $7, $8, $9 FROM merchants m WHERE m.id = $2`,
-		p.ID, n.MerchantID, n.Environment, HashAPIKey(n.Token), n.Capabilities, n.AccentColor, n.LogoURL, p.CreatedAt, p.ExpiresAt)
+	if n.APIKeyID != uuid.Nil {
+		p.APIKeyID = &n.APIKeyID
+	}
+	err = s.pool.QueryRow(ctx, `
+		INSERT INTO portal_sessions (id, merchant_id, environment, token_hash, capabilities, accent_color, logo_url, created_at,
+			expires_at, api_key_id)
+		SELECT $1, m.id, $3, $4, $5, $6, $7, $8, least($9, (SELECT k.expires_at FROM api_keys k WHERE k.id = $10)), $10
+		FROM merchants m WHERE m.id = $2
+		RETURNING expires_at`,
+		p.ID, n.MerchantID, n.Environment, HashAPIKey(n.Token), n.Capabilities, n.AccentColor, n.LogoURL, p.CreatedAt,
+		p.ExpiresAt, p.APIKeyID).Scan(&p.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return PortalSession{}, fmt.Errorf("create portal session: merchant %s: %w", n.MerchantID, ErrNotFound)
+	}
 	if err != nil {
 		return PortalSession{}, fmt.Errorf("create portal session for %s: %w", n.MerchantID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return PortalSession{}, fmt.Errorf("create portal session: merchant %s: %w", n.MerchantID, ErrNotFound)
 	}
 	return p, nil
 }
 
 // PortalSessionByHash finds a session that is live at now (not expired,
-// not revoked), with its merchant. Any other is ErrNotFound.
+// not revoked, and the key that minted it, if one did, neither revoked
+// nor expired), with its merchant. Any other is ErrNotFound. Reading the
+// key on every lookup is what ends a key's sessions with it on every
+// process at once, whatever EndAPIKeyGrants has recorded yet.
 func (s *Store) PortalSessionByHash(ctx context.Context, hash []byte, now time.Time) (PortalSession, Merchant, error) {
 	var p PortalSession
 	var m Merchant
@@ -73,9 +99,10 @@ func (s *Store) PortalSessionByHash(ctx context.Context, hash []byte, now time.T
 		SELECT `+portalSessionColumns+`,
 		       m.id, m.api_version, m.notification_email, m.portal_accent_color, m.portal_logo_url, m.created_at, m.updated_at
 		FROM portal_sessions p JOIN merchants m ON m.id = p.merchant_id
-		WHERE p.token_hash = $1 AND p.revoked_at IS NULL AND p.expires_at > $2`, hash, now).
+		LEFT JOIN api_keys k ON k.id = p.api_key_id
+		WHERE p.token_hash = $1 AND p.revoked_at IS NULL AND p.expires_at > $2 AND `+keyUsableAt, hash, now).
 		Scan(&p.ID, &p.MerchantID, &p.Environment, &p.Capabilities, &p.AccentColor, &p.LogoURL,
-			&p.CreatedAt, &p.ExpiresAt, &p.RevokedAt,
+			&p.APIKeyID, &p.CreatedAt, &p.ExpiresAt, &p.RevokedAt,
 			&m.ID, &m.APIVersion, &m.NotificationEmail, &m.PortalAccentColor, &m.PortalLogoURL, &m.CreatedAt, &m.UpdatedAt)
 	if err != nil {
 		return PortalSession{}, Merchant{}, fmt.Errorf("look up portal session: %w", notFound(err))
