@@ -2,12 +2,14 @@ package admin
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/listener"
 	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/store"
 )
@@ -93,13 +95,45 @@ func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// revokeAPIKey ends a key at once and answers it, revoked.
+// revokeAPIKey ends a key at once, with what it opened, and answers it,
+// revoked.
 func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	k, err := s.keyRing.Revoke(r.Context(), pathParam(r, "id"), pathParam(r, "key_id"))
 	if err != nil {
 		return err
 	}
+	if err := s.endKeyGrants(r.Context(), k.MerchantID, k.ID); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, apiKeyView(k, s.store.Now()))
+	return nil
+}
+
+// endKeyGrants ends what a key that no longer works opened, before the
+// answer: its portal sessions and its listeners (store.EndAPIKeyGrants),
+// and it tells the API processes holding the listeners' connections,
+// whichever they are, to close them. A key still working ends nothing.
+// Every process refuses the key's sessions and stops sending to its
+// listeners from the revocation on, whatever this does (both are read
+// from Postgres): this closes the connections within moments rather than
+// at their next heartbeat.
+func (s *Server) endKeyGrants(ctx context.Context, merchantID string, keyID uuid.UUID) error {
+	ended, err := s.store.EndAPIKeyGrants(ctx, merchantID, keyID, s.store.Now(), listener.ClosedError)
+	if err != nil {
+		return err
+	}
+	if len(ended.Listeners) > 0 && s.cfg.Redis != nil {
+		if err := pushListenerEnd(ctx, s.cfg.Redis, ended.Listeners); err != nil {
+			// The connections close at their next heartbeat instead, and
+			// send nothing meanwhile.
+			s.logger.WarnContext(ctx, "api key ended: tell its listeners' connections", "api_key_id", keyID,
+				"listeners", len(ended.Listeners), "error", err)
+		}
+	}
+	if ended.Sessions > 0 || len(ended.Listeners) > 0 {
+		s.logger.InfoContext(ctx, "api key ended: what it opened ended too", "api_key_id", keyID,
+			"portal_sessions", ended.Sessions, "listeners", len(ended.Listeners))
+	}
 	return nil
 }
 
@@ -117,6 +151,16 @@ func (s *Server) rollAPIKey(w http.ResponseWriter, r *http.Request) error {
 	issued, err := s.keyRing.Roll(r.Context(), pathParam(r, "id"), pathParam(r, "key_id"), req.OverlapSeconds)
 	if err != nil {
 		return err
+	}
+	// A roll with no overlap ends the old key now, like a revocation.
+	if req.OverlapSeconds != nil && *req.OverlapSeconds == 0 {
+		old, err := uuid.Parse(pathParam(r, "key_id")) // Roll has checked it
+		if err != nil {
+			return err
+		}
+		if err := s.endKeyGrants(r.Context(), issued.MerchantID, old); err != nil {
+			return err
+		}
 	}
 	writeJSON(w, http.StatusCreated, issuedKeyJSON{apiKeyJSON: apiKeyView(issued.APIKey, s.store.Now()), Key: issued.Key})
 	return nil

@@ -67,11 +67,15 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if resumeID != uuid.Nil {
-		// A listener that ended, or another merchant's, is not resumed: a
-		// new one is opened, and the ready message names it.
+		// A listener that ended, another merchant's, or one another key
+		// opened (it ends with that key) is not resumed: a new one is
+		// opened, and the ready message names it.
 		l, err = s.store.GetListener(ctx, p.Merchant.ID, resumeID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
+		}
+		if l.APIKeyID != p.Key.ID {
+			l = store.Listener{}
 		}
 	}
 	if l.ID == uuid.Nil {
@@ -79,6 +83,17 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
+		// Tied to the key, so that it ends when the key does. A key
+		// revoked since this request was authenticated ends the listener
+		// at once, and the request is refused as the key now is.
+		err = s.store.BindListener(ctx, p.Merchant.ID, l.ID, p.Key.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return errAuthentication
+		}
+		if err != nil {
+			return err
+		}
+		l.APIKeyID = p.Key.ID
 	}
 	conn, err := websocket.Accept(w, r, nil)
 	if err != nil {

@@ -33,6 +33,39 @@ type listenerStore interface {
 	ExtendListener(ctx context.Context, id uuid.UUID, expiresAt time.Time) error
 	// EndListener ends the listener if its expiry has passed at now.
 	EndListener(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, reason string) (bool, error)
+	// ListenerLive tells whether the listener may still be sent a
+	// delivery: not ended, and its API key still works.
+	ListenerLive(ctx context.Context, id uuid.UUID) (bool, error)
+}
+
+// listenerEndType is the type of the message an API process pushes to the
+// head of a listener's deliveries list when the listener's API key ends
+// (endKeyGrants): whichever process holds the connection pops it next,
+// before any delivery, and closes the connection. The list is the one that
+// process already waits on, so the signal needs nothing more of Redis, and
+// a process that is reconnecting to Redis finds it when it is back.
+const listenerEndType = "end"
+
+// errKeyEnded ends a connection whose listener ended with its API key.
+var errKeyEnded = errors.New("the API key that opened the listener no longer works")
+
+// pushListenerEnd tells the process holding each listener's connection to
+// close it.
+func pushListenerEnd(ctx context.Context, rdb redis.UniversalClient, listeners []uuid.UUID) error {
+	msg, err := json.Marshal(map[string]string{"type": listenerEndType})
+	if err != nil {
+		return err
+	}
+	pipe := rdb.TxPipeline()
+	for _, id := range listeners {
+		key := listener.DeliveriesKey(id)
+		pipe.LPush(ctx, key, msg)
+		// Nobody may be there to take it (the command away within its
+		// grace): the list goes on its own, as a worker's would.
+		pipe.Expire(ctx, key, answerTTL)
+	}
+	_, err = pipe.Exec(ctx)
+	return err
 }
 
 // listenerConn is one listener's WebSocket, on the API process that holds
@@ -75,15 +108,26 @@ func (c *listenerConn) run(ctx context.Context) {
 		return
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return c.heartbeat(gctx) })
-	g.Go(func() error { return c.relayDeliveries(gctx) })
+	g.Go(func() error { return c.closeFor(c.heartbeat(gctx)) })
+	g.Go(func() error { return c.closeFor(c.relayDeliveries(gctx)) })
 	g.Go(func() error { return c.readAnswers(gctx) })
-	err = g.Wait()
-	if errors.Is(err, store.ErrNotFound) {
-		_ = c.conn.Close(websocket.StatusPolicyViolation, "listener ended")
-		return
-	}
+	_ = g.Wait()
 	c.conn.CloseNow()
+}
+
+// closeFor closes the connection with a frame that says why, when err
+// ends the listener: from the goroutine that met it, before the group's
+// context is cancelled, since a read cancelled midway drops the connection
+// with no frame. The command sees the reason, reconnects and is told 401
+// (a key ended) or gets a new listener.
+func (c *listenerConn) closeFor(err error) error {
+	switch {
+	case errors.Is(err, errKeyEnded):
+		_ = c.conn.Close(websocket.StatusPolicyViolation, "api key ended")
+	case errors.Is(err, store.ErrNotFound):
+		_ = c.conn.Close(websocket.StatusPolicyViolation, "listener ended")
+	}
+	return err
 }
 
 // endAfterGrace ends the listener once the grace has passed, unless a
@@ -129,7 +173,12 @@ func (c *listenerConn) heartbeat(ctx context.Context) error {
 	}
 }
 
-// relayDeliveries writes each delivery a worker relays to the socket.
+// relayDeliveries writes each delivery a worker relays to the socket,
+// until the listener's API key ends. Before each write it asks the store
+// whether the listener may still be sent one, so that a delivery relayed
+// before the key's revocation is not written after it, on whichever
+// process; when the store cannot say, the delivery is dropped (its worker
+// records a timeout and retries).
 func (c *listenerConn) relayDeliveries(ctx context.Context) error {
 	key := listener.DeliveriesKey(c.listener.ID)
 	for {
@@ -151,13 +200,30 @@ func (c *listenerConn) relayDeliveries(ctx context.Context) error {
 			continue
 		}
 		var d listener.Delivery
-		if len(popped) != 2 || json.Unmarshal([]byte(popped[1]), &d) != nil || d.ID == "" {
+		if len(popped) != 2 || json.Unmarshal([]byte(popped[1]), &d) != nil {
+			continue
+		}
+		if d.Type == listenerEndType {
+			return fmt.Errorf("listener %s: %w", c.listener.ID, errKeyEnded)
+		}
+		if d.ID == "" {
 			continue
 		}
 		if !c.now().Before(d.Deadline) {
 			// Its worker has stopped waiting (recorded a timeout): the
 			// retry will bring it again.
 			continue
+		}
+		live, err := c.store.ListenerLive(ctx, c.listener.ID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			c.logger.WarnContext(ctx, "listener: check before sending; delivery dropped", "listener_id", c.listener.ID, "error", err)
+			continue
+		}
+		if !live {
+			return fmt.Errorf("listener %s: %w", c.listener.ID, store.ErrNotFound)
 		}
 		c.mu.Lock()
 		c.pending[d.ID] = d.Deadline

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/sessions"
@@ -57,24 +58,28 @@ type currentSessionJSON struct {
 	Environment  string       `json:"environment"`
 }
 
+// createPortalSessionV1 mints a session with the caller's API key, which
+// the session is tied to: it ends when the key is revoked or expires.
 func (s *Server) createPortalSessionV1(w http.ResponseWriter, r *http.Request) error {
-	return s.mintPortalSession(w, r, principalOf(r.Context()).Merchant.ID)
+	p := principalOf(r.Context())
+	return s.mintPortalSession(w, r, p.Merchant.ID, p.Key.ID)
 }
 
 func (s *Server) createPortalSessionInternal(w http.ResponseWriter, r *http.Request) error {
-	return s.mintPortalSession(w, r, pathParam(r, "id"))
+	return s.mintPortalSession(w, r, pathParam(r, "id"), uuid.Nil)
 }
 
 // mintPortalSession issues a session for merchantID from the body (which
 // may be empty: every field has a default) and answers 201 with its link.
-func (s *Server) mintPortalSession(w http.ResponseWriter, r *http.Request, merchantID string) error {
+// keyID is the API key minting it (uuid.Nil for the core API's token).
+func (s *Server) mintPortalSession(w http.ResponseWriter, r *http.Request, merchantID string, keyID uuid.UUID) error {
 	var in portalSessionRequest
 	if len(requestBody(r)) > 0 {
 		if err := decodeJSON(r, &in); err != nil {
 			return err
 		}
 	}
-	req := sessions.Request{Capabilities: in.Capabilities, TTLSeconds: in.TTLSeconds}
+	req := sessions.Request{Capabilities: in.Capabilities, TTLSeconds: in.TTLSeconds, APIKeyID: keyID}
 	if in.Branding != nil {
 		req.Branding = merchants.Branding{AccentColor: in.Branding.AccentColor, LogoURL: in.Branding.LogoURL}
 	}
