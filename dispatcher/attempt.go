@@ -1,24 +1,23 @@
 package dispatcher
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/store"
 )
 
-// throttleWait is how long an attempt waits for its subscription's slot
-// before going back on the queue.
-const throttleWait = 100 * time.Millisecond
+// busyWait is how long a manual attempt goes back to the schedule for
+// while another attempt of its delivery runs.
+const busyWait = 100 * time.Millisecond
 
 // enqueueTimeout bounds one enqueue of a follow-up task; past it the
 // sweeper takes over.
@@ -28,12 +27,6 @@ const enqueueTimeout = 5 * time.Second
 // come back before the attempt is given up and, once its lease lapses, made
 // again.
 const recordPatience = time.Minute
-
-// maxEarlyWait is the longest an attempt task handed over before its due
-// time waits in its worker. asynq hands tasks over up to a second early
-// (it keeps their time in whole seconds); a task earlier than that goes
-// back on the queue instead of holding a worker.
-const maxEarlyWait = 2 * time.Second
 
 // attemptRunnerConfig is what the attemptRunner needs.
 type attemptRunnerConfig struct {
@@ -50,6 +43,9 @@ type attemptRunnerConfig struct {
 	DeliveryTimeout time.Duration
 	// Notifier hears of deliveries that failed for good; may be nil.
 	Notifier Notifier
+	// RetryCap is the longest an attempt that failed for an internal
+	// reason waits before it is tried again (required).
+	RetryCap time.Duration
 }
 
 func (c attemptRunnerConfig) validate() error {
@@ -60,8 +56,8 @@ func (c attemptRunnerConfig) validate() error {
 		return errors.New("attempt runner: Schedule is required")
 	case c.Jitter == nil:
 		return errors.New("attempt runner: Jitter is required")
-	case c.LeaseFor <= 0 || c.DeliveryTimeout <= 0:
-		return errors.New("attempt runner: LeaseFor and DeliveryTimeout must be positive")
+	case c.LeaseFor <= 0 || c.DeliveryTimeout <= 0 || c.RetryCap <= 0:
+		return errors.New("attempt runner: LeaseFor, DeliveryTimeout and RetryCap must be positive")
 	}
 	return nil
 }
@@ -76,8 +72,6 @@ type attemptRunner struct {
 	sender   *sender
 	relay    *relay
 	secrets  *secretCache
-	slots    *attemptSlots
-	rates    *deliveryRates
 	tasks    *enqueuer
 	metrics  *metrics
 	clock    Clock
@@ -112,114 +106,67 @@ const (
 
 func (n notDue) Error() string { return fmt.Sprintf("not due for %v", n.after) }
 
-// handleAttempt runs one attempt task. It returns an error only when the
-// attempt could not run for an internal reason and should be retried.
-func (r *attemptRunner) handleAttempt(ctx context.Context, t *asynq.Task) error {
-	var at attemptTask
-	if err := json.Unmarshal(t.Payload(), &at); err != nil || (at.Number < 1 && at.Trigger != store.TriggerManual) {
-		r.logger.ErrorContext(ctx, "attempt task unreadable; dropped", "error", err)
-		return asynq.RevokeTask
+// runTaken makes one attempt the scheduler took, in the slots it holds.
+// An attempt that cannot run now (a manual attempt while another runs) goes
+// back to the schedule for when it can; one that failed for an internal
+// reason (Postgres unreachable) goes back with a growing backoff. Neither
+// counts as an attempt, and what Redis loses meanwhile the sweeper finds.
+func (r *attemptRunner) runTaken(ctx context.Context, it laneItem, held *heldSlots) {
+	err := r.attempt(ctx, it.Task, held)
+	var nd notDue
+	switch {
+	case err == nil:
+		r.metrics.tasks.WithLabelValues(TaskAttempt, taskDone).Inc()
+		return
+	case errors.As(err, &nd):
+		r.metrics.tasks.WithLabelValues(TaskAttempt, taskDeferred).Inc()
+		r.metrics.deferred.WithLabelValues(string(nd.why)).Inc()
+		it.Task.Due = r.clock.Now().Add(nd.after)
+	default:
+		it.Task.Retries++
+		wait := min(time.Second<<min(it.Task.Retries-1, 6), r.cfg.RetryCap)
+		r.metrics.tasks.WithLabelValues(TaskAttempt, taskRetried).Inc()
+		r.logger.WarnContext(ctx, "attempt failed for an internal reason; scheduled again", "delivery_id", it.Task.DeliveryID,
+			"attempt", it.Task.Number, "error", err, "retry_in", wait)
+		it.Task.Due = r.clock.Now().Add(wait)
 	}
-	if err := r.waitUntilDue(ctx, at); err != nil {
-		return err
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
+	defer cancel()
+	if _, err := r.tasks.lanes.push(ectx, it); err != nil {
+		r.logger.WarnContext(ctx, "schedule the attempt again; the sweeper will", "delivery_id", it.Task.DeliveryID, "error", err)
 	}
-	held, backOff, ok, err := r.slots.take(ctx, at, throttleWait)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return notDue{after: backOff, why: deferredConcurrency}
-	}
-	defer held.release()
-	// Over its subscription's rate limit, the attempt waits its turn: in
-	// this worker when the turn is near, else back on the queue. Neither
-	// counts as an attempt.
-	if wait, err := r.rates.await(ctx, at.SubscriptionID, at.RateLimit, throttleWait); err != nil || wait > 0 {
-		return cmp.Or(err, error(notDue{after: wait, why: deferredRateLimit}))
-	}
-	return r.attempt(ctx, at, held)
 }
 
-// handleFirstAttempts runs an event's first attempts concurrently, each in
-// a slot of the worker pool: however large the fan-out, no more attempts
-// run at once than the pool holds. An attempt over its merchant's or
-// subscription's cap, or that fails for an internal reason, is handed to a
-// task of its own, which waits its turn or is retried like any attempt.
-func (r *attemptRunner) handleFirstAttempts(ctx context.Context, t *asynq.Task) error {
+// handleLegacyAttempt moves an attempt task an older build enqueued on
+// asynq into the schedule, due when it was.
+func (r *attemptRunner) handleLegacyAttempt(ctx context.Context, t *asynq.Task) error {
+	var at attemptTask
+	if err := json.Unmarshal(t.Payload(), &at); err != nil || (at.Number < 1 && at.Trigger != store.TriggerManual) {
+		r.logger.ErrorContext(ctx, "attempt task unreadable; dropped (the sweeper will find its delivery)", "error", err)
+		return asynq.RevokeTask
+	}
+	id, _ := asynq.GetTaskID(ctx)
+	if at.Trigger != store.TriggerManual {
+		id = attemptTaskID(at.DeliveryID, at.Number)
+	}
+	_, err := r.tasks.lanes.push(ctx, laneItem{ID: id, Task: at})
+	return err
+}
+
+// handleLegacyFirstAttempts moves a first-attempts task an older build
+// enqueued on asynq into the schedule.
+func (r *attemptRunner) handleLegacyFirstAttempts(ctx context.Context, t *asynq.Task) error {
 	var ft firstAttemptsTask
 	if err := json.Unmarshal(t.Payload(), &ft); err != nil {
 		r.logger.ErrorContext(ctx, "first-attempts task unreadable; dropped (the sweeper will find its deliveries)", "error", err)
 		return asynq.RevokeTask
 	}
-	deadline, hasDeadline := ctx.Deadline()
-	var wg sync.WaitGroup
+	items := make([]laneItem, len(ft.Attempts))
 	for i, at := range ft.Attempts {
-		var held *heldSlots
-		ok, err := false, error(nil)
-		if hasDeadline && deadline.Sub(r.clock.Now()) < r.cfg.DeliveryTimeout {
-			err = errors.New("the first-attempts task's deadline is too near for another attempt")
-		} else {
-			var wait time.Duration
-			if wait, err = r.rates.take(ctx, at.SubscriptionID, at.RateLimit); err == nil && wait == 0 {
-				held, _, ok, err = r.slots.take(ctx, at, throttleWait)
-			}
-		}
-		if err != nil {
-			// A large fan-out outlasts its task: the rest wait in tasks of
-			// their own rather than be cut short.
-			r.logger.InfoContext(ctx, "first attempts handed to tasks of their own", "event_id", ft.EventID,
-				"attempts", len(ft.Attempts)-i, "cause", err)
-			for _, rest := range ft.Attempts[i:] {
-				r.handOff(ctx, rest, nil)
-			}
-			break
-		}
-		if !ok {
-			r.handOff(ctx, at, nil)
-			continue
-		}
-		wg.Go(func() {
-			defer held.release()
-			if err := r.attempt(ctx, at, held); err != nil {
-				r.handOff(ctx, at, err)
-			}
-		})
+		items[i] = laneItem{ID: attemptTaskID(at.DeliveryID, at.Number), Task: at}
 	}
-	wg.Wait()
-	return nil
-}
-
-// handOff gives one first attempt a task of its own, due now.
-func (r *attemptRunner) handOff(ctx context.Context, at attemptTask, cause error) {
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
-	defer cancel()
-	at.Due = time.Time{}
-	_, err := r.tasks.attempt(ectx, at, attemptTaskID(at.DeliveryID, at.Number))
-	if err != nil || cause != nil {
-		r.logger.WarnContext(ctx, "first attempt handed to a task of its own", "delivery_id", at.DeliveryID,
-			"attempt", at.Number, "cause", errString(cause), "error", errString(err))
-	}
-}
-
-// waitUntilDue holds the attempt until the time its delivery records: an
-// attempt never starts before its next_attempt_at, whatever the second
-// asynq rounded it to.
-func (r *attemptRunner) waitUntilDue(ctx context.Context, at attemptTask) error {
-	wait := at.Due.Sub(r.clock.Now())
-	if at.Due.IsZero() || wait <= 0 {
-		return nil
-	}
-	if wait > maxEarlyWait {
-		return notDue{after: wait, why: deferredEarly}
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	_, err := r.tasks.lanes.push(ctx, items...)
+	return err
 }
 
 // lease takes the delivery of an attempt task.
@@ -232,7 +179,7 @@ func (r *attemptRunner) lease(ctx context.Context, at *attemptTask, now time.Tim
 	// for a moment and runs right after.
 	leased, err := r.cfg.Store.LeaseManualAttempt(ctx, at.MerchantID, at.DeliveryID, now, r.cfg.LeaseFor)
 	if errors.Is(err, store.ErrConflict) {
-		return store.LeasedDelivery{}, notDue{after: throttleWait, why: deferredBusy}
+		return store.LeasedDelivery{}, notDue{after: busyWait, why: deferredBusy}
 	}
 	if err != nil {
 		return store.LeasedDelivery{}, err
@@ -279,15 +226,18 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 		if endsLine(leased.Delivery, store.DeliveryFailed) {
 			r.enqueueLineHead(ctx, leased.Delivery, log)
 		}
+		if !leased.Test {
+			// The rest of its work can never run either: it leaves the
+			// schedule now rather than cycle through it.
+			r.dropSubscription(ctx, leased.MerchantID, leased.SubscriptionID, log)
+		}
 		return nil
 	}
-	if at.RateLimit == 0 && leased.RateLimit > 0 {
-		// A task that did not know the limit (the sweeper's, one from an
-		// older build) is held to it now. Manual attempts are outside it.
-		wait, err := r.rates.take(ctx, leased.SubscriptionID, leased.RateLimit)
-		if err != nil || wait > 0 {
-			r.releaseLease(ctx, leased, log)
-			return cmp.Or(err, error(notDue{after: wait, why: deferredRateLimit}))
+	if at.Trigger != store.TriggerManual && at.RateLimit != leased.RateLimit {
+		// The subscription's limit changed since the attempt was parked:
+		// its waiting attempts are paced by the new one from now on.
+		if err := r.tasks.lanes.setRate(ctx, leased.SubscriptionID, leased.RateLimit); err != nil {
+			log.WarnContext(ctx, "update the schedule's rate limit", "error", err)
 		}
 	}
 	keys, err := r.secrets.keys(ctx, leased.SubscriptionID, leased.SubscriptionVersion, now)
@@ -297,7 +247,7 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 	}
 
 	res, err := r.exchange(ctx, leased, keys)
-	held.endSend()
+	held.exchanged(err == nil && res.outcome == outcomeTimeout)
 	if err != nil {
 		r.releaseLease(ctx, leased, log)
 		return err
@@ -408,4 +358,23 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// dropSubscription ends at once the pending deliveries of a subscription
+// found deleted or disabled, and removes its parked attempts from the
+// schedule, instead of letting each come up in turn to be abandoned.
+func (r *attemptRunner) dropSubscription(ctx context.Context, merchantID string, subscriptionID uuid.UUID, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
+	defer cancel()
+	dropped, err := r.tasks.lanes.drop(ctx, merchantID, subscriptionID)
+	if err != nil {
+		log.WarnContext(ctx, "drop the subscription's parked attempts", "error", err)
+	}
+	ended, err := r.cfg.Store.AbandonSubscriptionDeliveries(ctx, subscriptionID, r.clock.Now())
+	if err != nil {
+		log.WarnContext(ctx, "abandon the subscription's deliveries; each ends when its attempt comes up", "error", err)
+	}
+	if dropped > 0 || ended > 0 {
+		log.InfoContext(ctx, "subscription deleted or disabled; its waiting work dropped", "parked", dropped, "deliveries", ended)
+	}
 }

@@ -6,29 +6,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
+	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/listener"
 	"github.com/webhookd/webhookd/store"
 )
 
 // TestDeliveryOnCluster runs the pipeline's Redis work on a Redis Cluster
-// of three masters: the sweeper's pipelined EXISTS over lost first
-// attempts, a retry (asynq's scheduled set), and a listener's relay
+// of three masters: the schedule's scripts (one hash tag), the sweeper's
+// pipelined reads over lost first attempts, a retry (parked until due), and a listener's relay
 // (webhookd's own list keys, on whichever node their slot is).
 func TestDeliveryOnCluster(t *testing.T) {
 	t.Parallel()
 	e := newClusterEnv(t)
 
-	// Lost first attempts: the event's first-attempts task is gone before
-	// any worker ran it; the sweeper finds the deliveries overdue.
+	// Lost first attempts: a worker that died took them from the schedule
+	// before it leased their deliveries; the sweeper finds them overdue.
 	swept := newReceiver(t, answer(http.StatusOK))
 	const subs = 3
 	d, reg, ev := e.unworkedEvent(swept, subs)
-	insp := asynq.NewInspector(e.cfg.Redis)
-	defer insp.Close()
-	if err := insp.DeleteTask("deliveries", "f:"+ev.ID.String()); err != nil {
-		t.Fatalf("delete the first-attempts task: %v", err)
+	if n, err := dispatcher.TakeAndLose(context.Background(), d, time.Now()); err != nil || n != subs {
+		t.Fatalf("the doomed worker took %d attempts (%v), want %d", n, err, subs)
 	}
 	e.run(d)
 	for _, del := range e.deliveries(ev.ID) {

@@ -230,6 +230,21 @@ func (c *Config) merchantConcurrency() int {
 	return max(1, int(c.MerchantShare*float64(c.Concurrency)))
 }
 
+// circuitAfter is how many attempts to one subscription in a row must
+// time out before it is held to one attempt at a time (until one ends
+// without timing out), so that a hanging endpoint holds one slot, not its
+// whole cap.
+const circuitAfter = 3
+
+// schedulerConfig is the scheduler part of c: a merchant's share and a
+// subscription's cap as they were, and an eighth of the pool never lent
+// beyond a share, for other merchants' new work.
+func (c *Config) schedulerConfig() schedulerConfig {
+	return schedulerConfig{Concurrency: c.Concurrency, Share: c.merchantConcurrency(), SubscriptionCap: c.SubscriptionConcurrency,
+		CircuitAfter: circuitAfter, Reserve: min(max(1, c.Concurrency/8), c.Concurrency-1), AttemptTimeout: c.leaseFor(),
+		Held: c.SweepGrace}
+}
+
 // leaseFor is how long a worker holds a delivery for one attempt: the
 // delivery timeout and a margin to load secrets before and to record the
 // attempt after the HTTP exchange. The margin is also how long a crashed
@@ -241,7 +256,7 @@ func (c *Config) leaseFor() time.Duration {
 // senderConfig is the delivery part of c.
 func (c *Config) senderConfig() senderConfig {
 	return senderConfig{Timeout: c.DeliveryTimeout, AllowHTTP: c.AllowHTTPTargets, AllowPrivate: c.AllowPrivateTargets,
-		MaxConns: c.Concurrency, MaxConnsPerHost: c.merchantConcurrency(), Version: c.Version, EgressProxy: c.EgressProxy}
+		MaxConns: c.Concurrency, MaxConnsPerHost: c.Concurrency, Version: c.Version, EgressProxy: c.EgressProxy}
 }
 
 // Dispatcher is the pipeline as the processes see it: the API role
@@ -288,6 +303,11 @@ func New(cfg Config) (*Dispatcher, error) {
 	red, err := newRedeliverer(redelivererConfig{Store: cfg.Store}, tasks, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(newScheduleCollector(tasks.lanes, cfg.Clock)); err != nil {
+			return nil, fmt.Errorf("register the schedule's metrics: %w", err)
+		}
 	}
 	d := &Dispatcher{cfg: cfg, tasks: tasks, metrics: m, publisher: pub, redeliver: red}
 	d.checker = sync.OnceValues(func() (*Checker, error) {

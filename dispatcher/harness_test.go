@@ -211,7 +211,10 @@ func (e *env) waitIdle() {
 	e.t.Helper()
 	insp := asynq.NewInspector(e.cfg.Redis)
 	defer insp.Close()
-	e.waitFor("the queues to empty", 30*time.Second, func() bool {
+	e.waitFor("the queues and the schedule to empty", 30*time.Second, func() bool {
+		if n, err := dispatcher.ScheduleParked(context.Background(), e.rc); err != nil || n > 0 {
+			return false
+		}
 		for _, q := range []string{"deliveries", producer.Queue} {
 			info, err := insp.GetQueueInfo(q)
 			if errors.Is(err, asynq.ErrQueueNotFound) {

@@ -310,36 +310,22 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 	return out, errs, nil
 }
 
-// enqueueFirstAttempts enqueues the first attempts of the events a group
-// created: one event's as its own first-attempts task (or its lone
-// delivery's attempt task), several events' as the group's one task. A
-// failure is logged, not returned: the events are durable, and the sweeper
-// enqueues their deliveries later.
+// enqueueFirstAttempts parks the first attempts of the events a group
+// created in the schedule, in one push, each due at its event's creation.
+// A failure is logged, not returned: the events are durable, and the
+// sweeper parks their attempts later.
 func (p *Publisher) enqueueFirstAttempts(ctx context.Context, created []store.EventWritten) {
-	if len(created) == 1 {
-		ev := created[0].Event
+	var items []laneItem
+	for _, w := range created {
 		// Skipped deliveries (disabled subscriptions) wait for recover and
 		// ordered ones behind their key's head wait for it: neither is due.
-		if _, err := p.tasks.firstAttempts(ctx, ev.ID, dueNow(created[0].Deliveries), ev.CreatedAt); err != nil {
-			p.logger.WarnContext(ctx, "enqueue first attempts; the sweeper will retry", "event_id", ev.ID, "error", err)
-		}
-		return
-	}
-	var attempts []attemptTask
-	var due time.Time
-	for _, w := range created {
 		for _, del := range dueNow(w.Deliveries) {
-			attempts = append(attempts, scheduledAttempt(del, 1, w.Event.CreatedAt))
-		}
-		// The task is due when its latest event is: every event was created
-		// before the group was written, so at once on the clock they share.
-		if w.Event.CreatedAt.After(due) {
-			due = w.Event.CreatedAt
+			items = append(items, laneItem{ID: attemptTaskID(del.ID, 1), Task: scheduledAttempt(del, 1, w.Event.CreatedAt)})
 		}
 	}
-	if _, err := p.tasks.groupFirstAttempts(ctx, attempts, due); err != nil {
-		p.logger.WarnContext(ctx, "enqueue first attempts of a commit group; the sweeper will retry", "events", len(created),
-			"attempts", len(attempts), "error", err)
+	if _, err := p.tasks.lanes.push(ctx, items...); err != nil {
+		p.logger.WarnContext(ctx, "schedule first attempts; the sweeper will retry", "events", len(created),
+			"attempts", len(items), "error", err)
 	}
 }
 

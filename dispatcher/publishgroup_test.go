@@ -1,9 +1,7 @@
 package dispatcher_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/webhookd/webhookd/dispatcher"
@@ -127,8 +124,8 @@ func (e *env) transactions(events []store.Event) int {
 // TestConcurrentPublishesShareOneCommit: single-event publishes that
 // arrive while a group is being written are written together, in one
 // transaction, and each is answered only once that transaction committed.
-// Their first attempts share one task, named after the group that every
-// delivery id carries, and are all made.
+// Their first attempts are parked in one push, each on its own under its
+// merchant, and are all made.
 func TestConcurrentPublishesShareOneCommit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -163,35 +160,12 @@ func TestConcurrentPublishesShareOneCommit(t *testing.T) {
 		t.Errorf("%d publishes committed in %d transactions, want 1", len(stored), n)
 	}
 
-	insp := asynq.NewInspector(e.cfg.Redis)
-	defer insp.Close()
-	tasks, err := insp.ListPendingTasks("deliveries")
-	if err != nil {
-		t.Fatal(err)
-	}
-	group := "g:" + hex.EncodeToString(store.DeliveryGroup(deliveries[0].ID))
-	if len(tasks) != 1 || tasks[0].ID != group || tasks[0].Type != dispatcher.TaskFirstAttempts {
-		t.Fatalf("pending tasks %v, want one %s task %s", taskIDs(tasks), dispatcher.TaskFirstAttempts, group)
-	}
-	var payload struct {
-		Attempts []struct {
-			DeliveryID uuid.UUID `json:"d"`
-		} `json:"a"`
-	}
-	if err := json.Unmarshal(tasks[0].Payload, &payload); err != nil {
-		t.Fatal(err)
-	}
-	inTask := map[uuid.UUID]bool{}
-	for _, a := range payload.Attempts {
-		inTask[a.DeliveryID] = true
-	}
+	// Each first attempt is parked on its own, under its merchant: no
+	// task carries attempts of two merchants.
 	for _, del := range deliveries {
-		if !inTask[del.ID] || !bytes.Equal(store.DeliveryGroup(del.ID), store.DeliveryGroup(deliveries[0].ID)) {
-			t.Errorf("delivery %s: in the group's task %v, want it there and its id ending like the group's", del.ID, inTask[del.ID])
+		if ok, err := dispatcher.Parked(context.Background(), d, del, 1); err != nil || !ok {
+			t.Errorf("delivery %s: first attempt not parked (%v)", del.ID, err)
 		}
-	}
-	if len(payload.Attempts) != len(deliveries) {
-		t.Errorf("the group's task holds %d attempts, want %d", len(payload.Attempts), len(deliveries))
 	}
 
 	e.run(d)
@@ -200,15 +174,6 @@ func TestConcurrentPublishesShareOneCommit(t *testing.T) {
 	if got := len(rcv.got()); got != len(deliveries) {
 		t.Errorf("the receiver got %d deliveries, want %d", got, len(deliveries))
 	}
-}
-
-// taskIDs lists the ids of tasks.
-func taskIDs(tasks []*asynq.TaskInfo) []string {
-	ids := make([]string, len(tasks))
-	for i, task := range tasks {
-		ids[i] = task.ID
-	}
-	return ids
 }
 
 // TestPublishGroupKeepsEachPublishsAnswer: within one group, each publish

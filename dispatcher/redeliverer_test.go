@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/webhookd/webhookd/dispatcher"
@@ -63,9 +62,9 @@ func TestRedeliverOutcomes(t *testing.T) {
 			if tt.before == store.DeliveryPending {
 				schedule = retry.Schedule{Delays: []time.Duration{time.Hour, time.Hour}}
 				if tt.after == store.DeliverySucceeded {
-					// Soon enough to see that the scheduled task, when it
-					// comes, does nothing.
-					schedule.Delays[0] = 2 * time.Second
+					// Soon enough to see that the scheduled attempt, when it
+					// comes, does nothing: 2 s after the clock's jump below.
+					schedule.Delays[0] = time.Minute + 2*time.Second
 				}
 			}
 			// The dispatcher's clock jumps a minute ahead before the manual
@@ -144,7 +143,9 @@ func TestRedeliverOutcomes(t *testing.T) {
 				// Wait (on the shrunk schedule) until the scheduled attempt
 				// was due, plus a few task-check intervals.
 				due := before.NextAttemptAt.Add(300 * time.Millisecond)
-				e.waitFor("the scheduled attempt to come due", 10*time.Second, func() bool { return time.Now().After(due) })
+				e.waitFor("the scheduled attempt to come due", 10*time.Second, func() bool {
+					return time.Now().Add(time.Duration(offset.Load())).After(due) // on the dispatcher's clock
+				})
 				if len(rcv.got()) != n || e.delivery(del.ID).Status != store.DeliverySucceeded {
 					t.Fatal("an attempt ran after a manual success ended the schedule")
 				}
@@ -250,14 +251,21 @@ func TestRedeliverDuringRunningAttempt(t *testing.T) {
 	ctx := context.Background()
 	release := make(chan struct{})
 	var released atomic.Int64
-	rcv := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+	rcv := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n == 1 {
-			<-release
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
 		}
 		w.WriteHeader(200)
 	})
 	e.subscribe("m1", rcv.URL, "*")
-	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = 5 * time.Second })
+	// A subscription cap above one: the manual attempt is taken while the
+	// first runs, and the delivery's lease is what holds it back.
+	d, reg := e.dispatcher(func(c *dispatcher.Config) {
+		c.DeliveryTimeout, c.MerchantShare, c.SubscriptionConcurrency = 5*time.Second, 1, 4
+	})
 	e.run(d)
 	ev := e.publish(d, "m1", "payout.paid")
 	del := e.deliveries(ev.ID)[0]
@@ -303,11 +311,13 @@ func TestRedeliverDroppedWhenSubscriptionDisabled(t *testing.T) {
 	ctx := context.Background()
 	rcv := newReceiver(t, answer(200))
 	sub, _ := e.subscribe("m1", rcv.URL, "*")
-	d, _ := e.dispatcher()
+	d, reg := e.dispatcher()
 	stop := e.run(d)
 	ev := e.publish(d, "m1", "payout.paid")
 	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
 	stop()
+	worked := func() float64 { return counterWith(t, reg, "webhookd_tasks_total", "task", dispatcher.TaskAttempt) }
+	before := worked()
 
 	if _, err := d.Redeliver(ctx, "m1", del.ID); err != nil {
 		t.Fatal(err)
@@ -317,15 +327,7 @@ func TestRedeliverDroppedWhenSubscriptionDisabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.run(d)
-	insp := asynq.NewInspector(e.cfg.Redis)
-	t.Cleanup(func() { insp.Close() })
-	e.waitFor("the manual task to be worked", 5*time.Second, func() bool {
-		q, err := insp.GetQueueInfo("deliveries")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q.Pending+q.Active+q.Scheduled+q.Retry == 0 && q.Processed > 0
-	})
+	e.waitFor("the manual attempt to be worked", 5*time.Second, func() bool { return worked() > before })
 	got := e.delivery(del.ID)
 	if got.AttemptCount != 1 || got.Status != store.DeliverySucceeded || len(rcv.got()) != 1 {
 		t.Fatalf("after a dropped manual attempt: %s with %d attempts, receiver got %d; want it as it was",

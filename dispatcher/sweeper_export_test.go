@@ -2,8 +2,10 @@ package dispatcher
 
 import (
 	"context"
+	"time"
 
-	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/webhookd/webhookd/store"
 )
 
 // SweepOnce runs one sweep of d's sweeper, as its periodic task does, and
@@ -19,6 +21,35 @@ func SweepOnce(ctx context.Context, d *Dispatcher) (int, error) {
 	return w.sweeper.sweep(ctx)
 }
 
-// GroupTaskID is the id of the first-attempts task of the commit group a
-// delivery was written in.
-func GroupTaskID(deliveryID uuid.UUID) string { return groupTaskID(deliveryID) }
+// ParkAttempt parks attempt number of del in d's schedule, due at due, as
+// the worker that made the attempt before it does.
+func ParkAttempt(ctx context.Context, d *Dispatcher, del store.Delivery, number int, due time.Time) error {
+	_, err := d.tasks.attempt(ctx, scheduledAttempt(del, number, due), attemptTaskID(del.ID, number))
+	return err
+}
+
+// Parked tells whether attempt number of del waits in d's schedule.
+func Parked(ctx context.Context, d *Dispatcher, del store.Delivery, number int) (bool, error) {
+	p, err := d.tasks.lanes.held(ctx, []laneItem{{ID: attemptTaskID(del.ID, number), Task: scheduledAttempt(del, number, time.Time{})}},
+		time.Now().Add(time.Hour)) // parked: taken ones do not count
+
+	if err != nil {
+		return false, err
+	}
+	return p[0], nil
+}
+
+// TakeAndLose takes every due attempt from d's schedule at now and drops
+// them, as a worker killed between taking attempts and leasing their
+// deliveries does, and returns how many it took.
+func TakeAndLose(ctx context.Context, d *Dispatcher, now time.Time) (int, error) {
+	items, _, err := d.tasks.lanes.take(ctx, takeRequest{Now: now, Want: maxTake, Share: maxTake, SubscriptionCap: maxTake,
+		Held: time.Millisecond}, running{})
+	return len(items), err
+}
+
+// ScheduleParked is how many attempts wait in the schedule on rc's Redis.
+func ScheduleParked(ctx context.Context, rc redis.UniversalClient) (int64, error) {
+	s, err := (&lanes{redis: rc}).stats(ctx, time.Now())
+	return s.Parked, err
+}

@@ -2,18 +2,12 @@ package dispatcher_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/webhookd/webhookd/dispatcher"
@@ -208,154 +202,6 @@ func (e *env) unworkedEvent(rcv *receiver, subs int) (*dispatcher.Dispatcher, *p
 	return d, reg, e.publish(d, "m1", "payout.paid")
 }
 
-// TestLostFirstAttemptsAreSwept loses the first-attempts task of an event
-// with several deliveries before any worker ran it: the sweeper puts them
-// back, once each.
-func TestLostFirstAttemptsAreSwept(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	rcv := newReceiver(t, answer(http.StatusOK))
-	const subs = 3
-	d, reg, ev := e.unworkedEvent(rcv, subs)
-	if err := e.rc.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	e.run(d)
-	for _, del := range e.deliveries(ev.ID) {
-		if got := e.waitSettled(del.ID, 10*time.Second); got.Status != store.DeliverySucceeded || got.AttemptCount != 1 {
-			t.Fatalf("delivery %s: %s after %d attempts, want succeeded after 1", del.ID, got.Status, got.AttemptCount)
-		}
-	}
-	if n := len(rcv.got()); n != subs {
-		t.Fatalf("receiver got %d requests, want %d", n, subs)
-	}
-	if n := counter(t, reg, "webhookd_sweeper_requeued_total"); n != subs {
-		t.Fatalf("webhookd_sweeper_requeued_total = %v, want %d", n, subs)
-	}
-}
-
-// TestArchivedFirstAttemptsAreSwept: asynq archives a task whose workers
-// kept dying, and an archived task keeps its id taken. The sweeper must
-// still get the overdue deliveries attempted.
-func TestArchivedFirstAttemptsAreSwept(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	rcv := newReceiver(t, answer(http.StatusOK))
-	d, _, ev := e.unworkedEvent(rcv, 2)
-	insp := asynq.NewInspector(e.cfg.Redis)
-	defer insp.Close()
-	if err := insp.ArchiveTask("deliveries", "f:"+ev.ID.String()); err != nil {
-		t.Fatalf("archive the first-attempts task: %v", err)
-	}
-	e.run(d)
-	for _, del := range e.deliveries(ev.ID) {
-		if got := e.waitSettled(del.ID, 10*time.Second); got.Status != store.DeliverySucceeded {
-			t.Fatalf("delivery %s: %s, want succeeded", del.ID, got.Status)
-		}
-	}
-}
-
-// TestHandedOverFirstAttemptsAreNotSweptAgain: a first-attempts task that
-// handed its attempts to tasks of their own (its merchant at its share) has
-// ended and freed its id; the attempts, overdue while they wait their turn,
-// are a backlog, not a loss, and the sweeper enqueues nothing for them.
-func TestHandedOverFirstAttemptsAreNotSweptAgain(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	rcv := newReceiver(t, answer(http.StatusOK))
-	d, reg, ev := e.unworkedEvent(rcv, 3)
-	insp := asynq.NewInspector(e.cfg.Redis)
-	defer insp.Close()
-	if err := insp.DeleteTask("deliveries", "f:"+ev.ID.String()); err != nil {
-		t.Fatal(err)
-	}
-	for _, del := range e.deliveries(ev.ID) {
-		// What handOff leaves: the attempt's own task, waiting its turn
-		// (here, long after the test).
-		e.enqueueAttempt(del, 1, asynq.ProcessIn(time.Hour))
-	}
-	e.run(d)
-	sweeps := func() float64 { return counterWith(t, reg, "webhookd_tasks_total", "task", dispatcher.TaskSweep) }
-	e.waitFor("two sweeps", 10*time.Second, func() bool { return sweeps() >= 2 })
-	if n := counter(t, reg, "webhookd_sweeper_requeued_total"); n != 0 {
-		t.Errorf("the sweeper re-enqueued %v attempts that were waiting in tasks of their own", n)
-	}
-	if _, err := insp.GetTaskInfo("deliveries", "f:"+ev.ID.String()); err == nil {
-		t.Error("the sweeper enqueued the event's first attempts again")
-	}
-	if n := len(rcv.got()); n != 0 {
-		t.Errorf("the receiver got %d requests; the attempts were not due", n)
-	}
-}
-
-// TestDeadWorkersTasksAreSwept: a worker process killed mid-task leaves
-// the task active in asynq, holding its id, until asynq's own lease (30 s)
-// and recoverer (every minute) come round. The sweeper must see that the
-// task's asynq lease is no longer renewed (a live worker's heartbeat renews
-// it every 5 s; the sweeper allows 8 s), and get the attempt made under
-// another id meanwhile.
-func TestDeadWorkersTasksAreSwept(t *testing.T) {
-	for _, subs := range []int{1, 2} { // a lone attempt task; a first-attempts task
-		t.Run(fmt.Sprintf("%d subscriptions", subs), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t)
-			rcv := newReceiver(t, answer(http.StatusOK))
-			d, _, ev := e.unworkedEvent(rcv, subs)
-
-			// The doomed worker is this test binary run again as an asynq
-			// server whose handler never returns; it is SIGKILLed once it
-			// holds the task.
-			doomed := exec.Command(os.Args[0], "-test.run=^TestDoomedWorker$")
-			doomed.Env = append(os.Environ(), "WEBHOOKD_DOOMED_WORKER_SOCKET="+e.redis.Socket)
-			if err := doomed.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = doomed.Process.Kill(); _ = doomed.Wait() })
-			insp := asynq.NewInspector(e.cfg.Redis)
-			defer insp.Close()
-			taskID := "f:" + ev.ID.String()
-			if subs == 1 {
-				taskID = "d:" + e.deliveries(ev.ID)[0].ID.String() + ":1"
-			}
-			e.waitFor("the doomed worker to take the task", 10*time.Second, func() bool {
-				info, err := insp.GetTaskInfo("deliveries", taskID)
-				return err == nil && info.State == asynq.TaskStateActive
-			})
-			_ = doomed.Process.Kill()
-			_ = doomed.Wait()
-
-			e.run(d)
-			for _, del := range e.deliveries(ev.ID) {
-				if got := e.waitSettled(del.ID, 20*time.Second); got.Status != store.DeliverySucceeded {
-					t.Fatalf("delivery %s: %s, want succeeded while the dead worker's task is active", del.ID, got.Status)
-				}
-			}
-		})
-	}
-}
-
-// TestDoomedWorker is not a test: TestDeadWorkersTasksAreSwept runs the
-// test binary with it as a worker that takes one task and hangs until it is
-// killed. Run alone, it returns at once.
-func TestDoomedWorker(t *testing.T) {
-	socket := os.Getenv("WEBHOOKD_DOOMED_WORKER_SOCKET")
-	if socket == "" {
-		return
-	}
-	srv := asynq.NewServer(asynq.RedisClientOpt{Network: "unix", Addr: socket},
-		asynq.Config{Queues: map[string]int{"deliveries": 1}, Concurrency: 1, TaskCheckInterval: 10 * time.Millisecond,
-			LogLevel: asynq.FatalLevel})
-	hang := make(chan struct{})
-	if err := srv.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error {
-		srv.Stop() // take nothing more
-		<-hang
-		return nil
-	})); err != nil {
-		t.Fatal(err)
-	}
-	<-hang
-}
-
 // TestOutcomeWaitsForPostgres: Postgres goes away while the receiver holds
 // the attempt, and comes back two seconds later, within the attempt's
 // lease. The outcome is recorded when it is back; the receiver is not asked
@@ -405,184 +251,6 @@ func TestOutcomeWaitsForPostgres(t *testing.T) {
 	}
 }
 
-// TestSweepLeavesWaitingTasksAlone: a delivery overdue because its task
-// waits its turn, in whatever state asynq keeps that task, is a backlog and
-// not lost work: sweeping enqueues nothing for it. Once the tasks are gone
-// (Redis flushed), the same sweep finds every one of those deliveries and
-// enqueues it, once.
-func TestSweepLeavesWaitingTasksAlone(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		subs int // the event's fan-out: 1 publishes an attempt task, more a first-attempts task
-		// arrange puts the published task, named id, in the state of the
-		// case, and returns the deliveries left overdue.
-		arrange func(e *env, id string, dels []store.Delivery) []store.Delivery
-	}{
-		{"attempt task pending", 1, nil},
-		{"first-attempts task pending", 3, nil},
-		{"attempt task scheduled", 1, func(e *env, id string, dels []store.Delivery) []store.Delivery {
-			e.rescheduleTask(id, time.Hour)
-			return dels
-		}},
-		{"attempt task deferred (asynq's retry set)", 1, func(e *env, id string, dels []store.Delivery) []store.Delivery {
-			e.deferTask(id)
-			return dels
-		}},
-		{"attempt task active in a live worker", 1, func(e *env, id string, dels []store.Delivery) []store.Delivery {
-			e.holdTask(id)
-			return dels
-		}},
-		{"first-attempts task active in a live worker", 3, func(e *env, id string, dels []store.Delivery) []store.Delivery {
-			e.holdTask(id)
-			return dels
-		}},
-		{"first-attempts task pending, the event's other deliveries leased", 3, func(e *env, _ string, dels []store.Delivery) []store.Delivery {
-			for _, del := range dels[1:] {
-				if _, err := e.store.LeaseDelivery(context.Background(), del.ID, del.CreatedAt, 1, time.Now(), time.Hour); err != nil {
-					e.t.Fatal(err)
-				}
-			}
-			return dels[:1]
-		}},
-		{"first attempts handed to tasks of their own", 3, func(e *env, id string, dels []store.Delivery) []store.Delivery {
-			e.deleteTask(id)
-			for _, del := range dels {
-				e.enqueueAttempt(del, 1)
-			}
-			return dels
-		}},
-		{"first attempts in their commit group's task, pending", 3, func(e *env, id string, dels []store.Delivery) []store.Delivery {
-			e.moveTask(id, dispatcher.GroupTaskID(dels[0].ID))
-			return dels
-		}},
-		{"first attempts in their commit group's task, active in a live worker", 3, func(e *env, id string, dels []store.Delivery) []store.Delivery {
-			group := dispatcher.GroupTaskID(dels[0].ID)
-			e.moveTask(id, group)
-			e.holdTask(group)
-			return dels
-		}},
-		{"second attempt's task deferred (asynq's retry set)", 1, func(e *env, id string, dels []store.Delivery) []store.Delivery {
-			e.deleteTask(id)
-			del := e.failFirstAttempt(dels[0])
-			e.deferTask(e.enqueueAttempt(del, 2))
-			return []store.Delivery{del}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t)
-			rcv := newReceiver(t, answer(http.StatusOK))
-			for range tc.subs {
-				e.subscribe("m1", rcv.URL, "*")
-			}
-			// The dispatcher's clock jumps a minute once the event is
-			// published: its deliveries have waited that long in the backlog,
-			// longer than any lease and the grace.
-			var offset atomic.Int64
-			d, _ := e.dispatcher(func(c *dispatcher.Config) {
-				c.Clock = dispatcher.ClockFunc(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
-			})
-			ev := e.publish(d, "m1", "payout.paid")
-			dels := e.deliveries(ev.ID)
-			id := "f:" + ev.ID.String()
-			if tc.subs == 1 {
-				id = "d:" + dels[0].ID.String() + ":1"
-			}
-			due := dels
-			if tc.arrange != nil {
-				due = tc.arrange(e, id, dels)
-			}
-			offset.Store(int64(time.Minute))
-			ctx := context.Background()
-
-			n, err := dispatcher.SweepOnce(ctx, d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n != 0 {
-				t.Fatalf("the sweeper re-enqueued %d of %d deliveries whose tasks wait their turn", n, len(due))
-			}
-
-			if err := e.rc.FlushDB(ctx).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := dispatcher.SweepOnce(ctx, d); err != nil || n != len(due) {
-				t.Fatalf("after the tasks were lost the sweeper re-enqueued %d deliveries (%v), want %d", n, err, len(due))
-			}
-			for _, del := range due {
-				if !e.hasTask("d:"+del.ID.String()+":"+strconv.Itoa(del.AttemptCount+1)) && !(del.AttemptCount == 0 && e.hasTask(id)) {
-					t.Errorf("delivery %s (attempt %d) has no task after the sweep", del.ID, del.AttemptCount+1)
-				}
-			}
-			if n, err := dispatcher.SweepOnce(ctx, d); err != nil || n != 0 {
-				t.Errorf("the sweep after it re-enqueued %d deliveries (%v), want none", n, err)
-			}
-		})
-	}
-}
-
-// hasTask tells whether the deliveries queue holds a task of that id.
-func (e *env) hasTask(id string) bool {
-	insp := asynq.NewInspector(e.cfg.Redis)
-	defer insp.Close()
-	_, err := insp.GetTaskInfo("deliveries", id)
-	return err == nil
-}
-
-// deleteTask deletes the task of that id from the deliveries queue.
-func (e *env) deleteTask(id string) {
-	e.t.Helper()
-	insp := asynq.NewInspector(e.cfg.Redis)
-	defer insp.Close()
-	if err := insp.DeleteTask("deliveries", id); err != nil {
-		e.t.Fatalf("delete task %s: %v", id, err)
-	}
-}
-
-// moveTask enqueues the task of id from again as id to, with opts: as
-// when an event's first attempts were enqueued with its commit group's.
-func (e *env) moveTask(from, to string, opts ...asynq.Option) {
-	e.t.Helper()
-	insp := asynq.NewInspector(e.cfg.Redis)
-	defer insp.Close()
-	info, err := insp.GetTaskInfo("deliveries", from)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.deleteTask(from)
-	client := asynq.NewClient(e.cfg.Redis)
-	defer client.Close()
-	opts = append([]asynq.Option{asynq.Queue("deliveries"), asynq.TaskID(to)}, opts...)
-	if _, err := client.Enqueue(asynq.NewTask(info.Type, info.Payload), opts...); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
-// rescheduleTask puts the task of that id off until in from now, as a
-// scheduled task.
-func (e *env) rescheduleTask(id string, in time.Duration) {
-	e.t.Helper()
-	e.moveTask(id, id, asynq.ProcessIn(in))
-}
-
-// enqueueAttempt enqueues the task of attempt number of del, with opts, as
-// the worker that made the attempt before it (or handed it over) does, and
-// returns its id.
-func (e *env) enqueueAttempt(del store.Delivery, number int, opts ...asynq.Option) string {
-	e.t.Helper()
-	client := asynq.NewClient(e.cfg.Redis)
-	defer client.Close()
-	id := "d:" + del.ID.String() + ":" + strconv.Itoa(number)
-	payload := fmt.Sprintf(`{"d":%q,"c":%q,"s":%q,"n":%d,"t":"scheduled","m":%q}`,
-		del.ID, del.CreatedAt.Format(time.RFC3339Nano), del.SubscriptionID, number, del.MerchantID)
-	opts = append([]asynq.Option{asynq.Queue("deliveries"), asynq.TaskID(id)}, opts...)
-	if _, err := client.Enqueue(asynq.NewTask(dispatcher.TaskAttempt, []byte(payload)), opts...); err != nil {
-		e.t.Fatal(err)
-	}
-	return id
-}
-
 // failFirstAttempt records a failed first attempt of del whose retry is
 // due at once, and returns the delivery as it leaves it.
 func (e *env) failFirstAttempt(del store.Delivery) store.Delivery {
@@ -600,59 +268,6 @@ func (e *env) failFirstAttempt(del store.Delivery) store.Delivery {
 		e.t.Fatal(err)
 	}
 	return e.delivery(del.ID)
-}
-
-// deferTask has a worker take the task of that id and put it back for an
-// hour, as an attempt over its merchant's share is (notDue): the task
-// waits in asynq's retry set.
-func (e *env) deferTask(id string) {
-	e.t.Helper()
-	srv := e.takeTask(id, asynq.TaskStateRetry, asynq.Config{
-		RetryDelayFunc: func(int, error, *asynq.Task) time.Duration { return time.Hour },
-		IsFailure:      func(error) bool { return false },
-	}, func(context.Context) error { return errors.New("over its merchant's share") })
-	srv.Shutdown()
-}
-
-// holdTask has a live worker take the task of that id and hold it, active,
-// until the end of the test.
-func (e *env) holdTask(id string) {
-	e.t.Helper()
-	release := make(chan struct{})
-	srv := e.takeTask(id, asynq.TaskStateActive, asynq.Config{}, func(ctx context.Context) error {
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil
-	})
-	e.t.Cleanup(func() {
-		close(release)
-		srv.Shutdown()
-	})
-}
-
-// takeTask starts a worker of one slot on the deliveries queue, with cfg,
-// whose handler is handle, and waits until the task of that id is in
-// state. The worker takes no other task.
-func (e *env) takeTask(id string, state asynq.TaskState, cfg asynq.Config, handle func(context.Context) error) *asynq.Server {
-	e.t.Helper()
-	cfg.Queues, cfg.Concurrency, cfg.LogLevel = map[string]int{"deliveries": 1}, 1, asynq.FatalLevel
-	cfg.TaskCheckInterval = 10 * time.Millisecond
-	srv := asynq.NewServer(e.cfg.Redis, cfg)
-	if err := srv.Start(asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error {
-		srv.Stop() // take nothing more
-		return handle(ctx)
-	})); err != nil {
-		e.t.Fatal(err)
-	}
-	insp := asynq.NewInspector(e.cfg.Redis)
-	defer insp.Close()
-	e.waitFor("task "+id+" to be "+state.String(), 10*time.Second, func() bool {
-		info, err := insp.GetTaskInfo("deliveries", id)
-		return err == nil && info.State == state
-	})
-	return srv
 }
 
 // TestBacklogIsNotSweptAsLost is the bench's throughput scenario in small:
@@ -698,5 +313,124 @@ func TestBacklogIsNotSweptAsLost(t *testing.T) {
 	}
 	if n := len(rcv.got()); n != len(dels) {
 		t.Errorf("the receiver got %d requests for %d deliveries", n, len(dels))
+	}
+}
+
+// TestSweepLeavesParkedAttemptsAlone: a delivery overdue because its
+// attempt waits its turn in the schedule (a backlog, a merchant over its
+// share, a rate limit's turn) is not lost work: sweeping parks nothing
+// again for it. Once the schedule is gone (Redis flushed), the same sweep
+// finds every one of those deliveries and parks its attempt, once.
+func TestSweepLeavesParkedAttemptsAlone(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		subs int // the event's fan-out
+		// arrange changes what the publish left parked, and returns the
+		// deliveries left overdue.
+		arrange func(e *env, d *dispatcher.Dispatcher, dels []store.Delivery) []store.Delivery
+	}{
+		{"a first attempt parked", 1, nil},
+		{"a fan-out's first attempts parked", 3, nil},
+		{"the event's other deliveries leased", 3, func(e *env, _ *dispatcher.Dispatcher, dels []store.Delivery) []store.Delivery {
+			for _, del := range dels[1:] {
+				if _, err := e.store.LeaseDelivery(context.Background(), del.ID, del.CreatedAt, 1, time.Now(), time.Hour); err != nil {
+					e.t.Fatal(err)
+				}
+			}
+			return dels[:1]
+		}},
+		{"a second attempt parked", 1, func(e *env, d *dispatcher.Dispatcher, dels []store.Delivery) []store.Delivery {
+			del := e.failFirstAttempt(dels[0])
+			if err := dispatcher.ParkAttempt(context.Background(), d, del, 2, time.Now()); err != nil {
+				e.t.Fatal(err)
+			}
+			return []store.Delivery{del}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			rcv := newReceiver(t, answer(http.StatusOK))
+			for range tc.subs {
+				e.subscribe("m1", rcv.URL, "*")
+			}
+			// The dispatcher's clock jumps a minute once the event is
+			// published: its deliveries have waited that long in the
+			// backlog, longer than any lease and the grace.
+			var offset atomic.Int64
+			d, _ := e.dispatcher(func(c *dispatcher.Config) {
+				c.Clock = dispatcher.ClockFunc(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+			})
+			ev := e.publish(d, "m1", "payout.paid")
+			due := e.deliveries(ev.ID)
+			if tc.arrange != nil {
+				due = tc.arrange(e, d, due)
+			}
+			offset.Store(int64(time.Minute))
+			ctx := context.Background()
+
+			if n, err := dispatcher.SweepOnce(ctx, d); err != nil || n != 0 {
+				t.Fatalf("the sweeper parked again %d of %d deliveries whose attempts wait their turn (%v)", n, len(due), err)
+			}
+			if err := e.rc.FlushDB(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := dispatcher.SweepOnce(ctx, d); err != nil || n != len(due) {
+				t.Fatalf("after the schedule was lost the sweeper parked %d deliveries (%v), want %d", n, err, len(due))
+			}
+			for _, del := range due {
+				if ok, err := dispatcher.Parked(ctx, d, del, del.AttemptCount+1); err != nil || !ok {
+					t.Errorf("delivery %s (attempt %d) is not parked after the sweep (%v)", del.ID, del.AttemptCount+1, err)
+				}
+			}
+			if n, err := dispatcher.SweepOnce(ctx, d); err != nil || n != 0 {
+				t.Errorf("the sweep after it parked %d deliveries (%v), want none", n, err)
+			}
+		})
+	}
+}
+
+// TestLostFirstAttemptsAreSwept loses an event's first attempts before any
+// worker made them, in each way the schedule can lose them: the sweeper
+// finds the deliveries in Postgres and parks them again, and each is made
+// once.
+func TestLostFirstAttemptsAreSwept(t *testing.T) {
+	t.Parallel()
+	const subs = 3
+	for _, tc := range []struct {
+		name string
+		lose func(e *env, d *dispatcher.Dispatcher)
+	}{
+		{"the schedule flushed (Redis lost its data)", func(e *env, _ *dispatcher.Dispatcher) {
+			if err := e.rc.FlushDB(context.Background()).Err(); err != nil {
+				e.t.Fatal(err)
+			}
+		}},
+		{"taken by a worker that died before it leased them", func(e *env, d *dispatcher.Dispatcher) {
+			if n, err := dispatcher.TakeAndLose(context.Background(), d, time.Now()); err != nil || n != subs {
+				e.t.Fatalf("the doomed worker took %d attempts (%v), want %d", n, err, subs)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			rcv := newReceiver(t, answer(http.StatusOK))
+			d, reg, ev := e.unworkedEvent(rcv, subs)
+			tc.lose(e, d)
+			e.run(d)
+			for _, del := range e.deliveries(ev.ID) {
+				if got := e.waitSettled(del.ID, 10*time.Second); got.Status != store.DeliverySucceeded || got.AttemptCount != 1 {
+					t.Fatalf("delivery %s: %s after %d attempts, want succeeded after 1", del.ID, got.Status, got.AttemptCount)
+				}
+			}
+			if n := len(rcv.got()); n != subs {
+				t.Errorf("receiver got %d requests, want %d", n, subs)
+			}
+			if n := counter(t, reg, "webhookd_sweeper_requeued_total"); n != subs {
+				t.Errorf("webhookd_sweeper_requeued_total = %v, want %d", n, subs)
+			}
+		})
 	}
 }

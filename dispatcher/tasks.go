@@ -2,8 +2,6 @@ package dispatcher
 
 import (
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -77,6 +75,9 @@ type attemptTask struct {
 	// or the last lease read it (0: none), so that an attempt over it is
 	// put back before it takes a worker or a lease.
 	RateLimit int `json:"r,omitempty"`
+	// Retries counts the times the attempt could not run for an internal
+	// reason (Postgres unreachable), for its backoff.
+	Retries int `json:"y,omitempty"`
 }
 
 // scheduledAttempt is the task of attempt number of del, due at due.
@@ -101,19 +102,6 @@ func attemptTaskID(id uuid.UUID, number int) string {
 	return "d:" + id.String() + ":" + strconv.Itoa(number)
 }
 
-// firstAttemptsTaskID names an event's first-attempts task, so that the
-// sweeper's re-enqueue is refused while the task exists.
-func firstAttemptsTaskID(eventID uuid.UUID) string { return "f:" + eventID.String() }
-
-// groupTaskID names the first-attempts task of the commit group whose
-// deliveries' ids end like deliveryID (store.DeliveryGroup): "g:" and
-// those bytes in hex. The sweeper finds from any of its deliveries whether
-// a group's task still exists; a delivery written outside a group names a
-// task that never exists.
-func groupTaskID(deliveryID uuid.UUID) string {
-	return "g:" + hex.EncodeToString(store.DeliveryGroup(deliveryID))
-}
-
 // manualTaskID names the task of one redeliver call: unique per call, so
 // that two calls make two attempts.
 func manualTaskID(deliveryID, call uuid.UUID) string {
@@ -131,6 +119,8 @@ func sweptManualTaskID(r store.ManualRequest) string {
 // shares one; it holds the only asynq client of the process.
 type enqueuer struct {
 	client *asynq.Client
+	// lanes is the schedule every attempt is parked in until it runs.
+	lanes *lanes
 	// redis is the same Redis, for what asynq has no verb for (refusals).
 	redis redis.UniversalClient
 	// attemptTimeout bounds an attempt task's handler: it never outlives
@@ -144,7 +134,7 @@ func newEnqueuer(opt asynq.RedisConnOpt, attemptTimeout time.Duration, clock Clo
 	if !ok {
 		return nil, errors.New("dispatcher: Redis options make no go-redis client")
 	}
-	return &enqueuer{client: asynq.NewClient(opt), redis: rdb, attemptTimeout: attemptTimeout, clock: clock}, nil
+	return &enqueuer{client: asynq.NewClient(opt), lanes: &lanes{redis: rdb}, redis: rdb, attemptTimeout: attemptTimeout, clock: clock}, nil
 }
 
 // refusal keeps why a producer's event was refused, where the producer
@@ -158,71 +148,12 @@ func (q *enqueuer) clearRefusal(ctx context.Context, eventID string) error {
 	return producer.ClearRefusal(ctx, q.redis, eventID)
 }
 
-// attempt enqueues t under the given TaskID, due at its Due time (at once
-// when unset), reporting whether it was added (false: a task of that id
-// exists).
+// attempt parks t in the schedule under id until its Due time (at once
+// when unset), reporting whether it was added (false: an attempt of that
+// id is parked).
 func (q *enqueuer) attempt(ctx context.Context, t attemptTask, id string) (bool, error) {
-	payload, err := json.Marshal(t)
-	if err != nil {
-		return false, fmt.Errorf("encode attempt task: %w", err)
-	}
-	return q.enqueue(ctx, asynq.NewTask(TaskAttempt, payload), id, t.Due,
-		fmt.Sprintf("attempt %d (%s) of delivery %s", t.Number, t.Trigger, t.DeliveryID))
-}
-
-// firstAttempts enqueues the first attempts of an event's deliveries, due
-// at due: one TaskFirstAttempts, or a lone delivery's ordinary attempt
-// task.
-func (q *enqueuer) firstAttempts(ctx context.Context, eventID uuid.UUID, deliveries []store.Delivery, due time.Time) (bool, error) {
-	switch len(deliveries) {
-	case 0:
-		return false, nil
-	case 1:
-		return q.attempt(ctx, scheduledAttempt(deliveries[0], 1, due), attemptTaskID(deliveries[0].ID, 1))
-	}
-	t := firstAttemptsTask{EventID: eventID, Attempts: make([]attemptTask, len(deliveries))}
-	for i, del := range deliveries {
-		t.Attempts[i] = scheduledAttempt(del, 1, due)
-	}
-	payload, err := json.Marshal(t)
-	if err != nil {
-		return false, fmt.Errorf("encode first attempts of event %s: %w", eventID, err)
-	}
-	return q.enqueue(ctx, asynq.NewTask(TaskFirstAttempts, payload), firstAttemptsTaskID(eventID), due,
-		"first attempts of event "+eventID.String())
-}
-
-// groupFirstAttempts enqueues the first attempts of the deliveries of one
-// commit group, several events', as one TaskFirstAttempts named after the
-// group (groupTaskID), due at due.
-func (q *enqueuer) groupFirstAttempts(ctx context.Context, attempts []attemptTask, due time.Time) (bool, error) {
-	if len(attempts) == 0 {
-		return false, nil
-	}
-	payload, err := json.Marshal(firstAttemptsTask{Attempts: attempts})
-	if err != nil {
-		return false, fmt.Errorf("encode first attempts of a commit group: %w", err)
-	}
-	id := groupTaskID(attempts[0].DeliveryID)
-	return q.enqueue(ctx, asynq.NewTask(TaskFirstAttempts, payload), id, due, "first attempts of commit group "+id)
-}
-
-// enqueue puts one delivery task on the deliveries queue.
-func (q *enqueuer) enqueue(ctx context.Context, task *asynq.Task, id string, due time.Time, what string) (bool, error) {
-	opts := []asynq.Option{asynq.TaskID(id), asynq.Queue(queueDeliveries), asynq.MaxRetry(maxTaskRetry),
-		asynq.Timeout(q.attemptTimeout)}
-	if !due.IsZero() {
-		// Without a time the task is ready at once, on any clock.
-		opts = append(opts, asynq.ProcessAt(due))
-	}
-	_, err := q.client.EnqueueContext(ctx, task, opts...)
-	if errors.Is(err, asynq.ErrTaskIDConflict) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("enqueue %s: %w", what, err)
-	}
-	return true, nil
+	n, err := q.lanes.push(ctx, laneItem{ID: id, Task: t})
+	return n > 0, err
 }
 
 // renewedMark separates a renewed task's id from the id it renews.

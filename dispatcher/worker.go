@@ -32,6 +32,7 @@ type worker struct {
 	tasks      *enqueuer
 	publisher  *Publisher
 	runner     *attemptRunner
+	scheduler  *scheduler
 	sweeper    *sweeper
 	maintainer *maintainer
 	disabler   *autoDisabler
@@ -59,7 +60,7 @@ func newWorker(d *Dispatcher) (*worker, error) {
 	leases := newLeaser(cfg.Store, cfg.Clock, cfg.leaseFor())
 	w.closers = append(w.closers, leases.close)
 	runnerCfg := attemptRunnerConfig{Store: cfg.Store, Schedule: cfg.Schedule, Jitter: cfg.Jitter,
-		LeaseFor: cfg.leaseFor(), DeliveryTimeout: cfg.DeliveryTimeout, Notifier: cfg.Notifier}
+		LeaseFor: cfg.leaseFor(), DeliveryTimeout: cfg.DeliveryTimeout, Notifier: cfg.Notifier, RetryCap: cfg.TaskRetryCap}
 	if err := runnerCfg.validate(); err != nil {
 		return nil, err
 	}
@@ -73,8 +74,11 @@ func newWorker(d *Dispatcher) (*worker, error) {
 		return nil, err
 	}
 	w.runner = &attemptRunner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel,
-		secrets: newSecretCache(cfg.Store, cfg.Sealer), tasks: d.tasks, rates: newDeliveryRates(d.tasks.redis), metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger,
-		slots: newAttemptSlots(cfg.Concurrency, cfg.merchantConcurrency(), cfg.SubscriptionConcurrency, cfg.DeliveryTimeout, cfg.Clock)}
+		secrets: newSecretCache(cfg.Store, cfg.Sealer), tasks: d.tasks, metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger}
+	w.scheduler, err = newScheduler(cfg.schedulerConfig(), d.tasks.lanes, d.tasks.redis, w.runner.runTaken, d.metrics, cfg.Clock, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
 
 	sweepCfg := sweeperConfig{Store: cfg.Store, Grace: cfg.SweepGrace}
 	if err := sweepCfg.validate(); err != nil {
@@ -111,8 +115,10 @@ func (w *worker) mux() *asynq.ServeMux {
 	mux := asynq.NewServeMux()
 	mux.Use(w.policy)
 	mux.HandleFunc(producer.TaskIngest, w.publisher.handleIngest)
-	mux.HandleFunc(TaskAttempt, w.runner.handleAttempt)
-	mux.HandleFunc(TaskFirstAttempts, w.runner.handleFirstAttempts)
+	// Attempts run from the schedule (scheduler.go), not from asynq; an
+	// older build's attempt tasks are moved into it.
+	mux.HandleFunc(TaskAttempt, w.runner.handleLegacyAttempt)
+	mux.HandleFunc(TaskFirstAttempts, w.runner.handleLegacyFirstAttempts)
 	mux.HandleFunc(TaskSweep, w.sweeper.handleSweep)
 	mux.HandleFunc(TaskMaintenance, w.maintainer.handleMaintenance)
 	mux.HandleFunc(TaskAutoDisable, w.disabler.handleAutoDisable)
@@ -260,7 +266,13 @@ func (w *worker) run(ctx context.Context) error {
 		w.logger.Error("initial maintenance", "error", err)
 	}
 
+	attempts := make(chan struct{})
+	go func() {
+		defer close(attempts)
+		w.scheduler.run(ctx)
+	}()
 	<-ctx.Done()
+	<-attempts // every attempt in flight ended and recorded
 	sched.Shutdown()
 	srv.Shutdown()
 	w.logger.Info("dispatcher stopped")

@@ -462,3 +462,41 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 	}
 	return out, nil
 }
+
+// AbandonSubscriptionDeliveries ends at once every pending delivery of a
+// subscription that was deleted or disabled and no live lease holds at
+// now, as AbandonDelivery ends them one by one when an attempt finds the
+// subscription gone: failed, next attempt cleared, and its ordering keys
+// released. Test deliveries (they go to disabled subscriptions too) and an
+// ended listener's deliveries (the relay records why they stop) are left
+// alone, and so is every delivery of a subscription that is enabled again.
+// It returns how many deliveries it ended.
+func (s *Store) AbandonSubscriptionDeliveries(ctx context.Context, subscriptionID uuid.UUID, now time.Time) (int64, error) {
+	var ended int64
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			UPDATE deliveries d SET status = 'failed', next_attempt_at = NULL, lease_until = NULL, updated_at = $2
+			FROM subscriptions s
+			WHERE s.id = $1 AND d.subscription_id = $1 AND d.status = 'pending' AND NOT d.test
+			  AND (d.lease_until IS NULL OR d.lease_until < $2)
+			  AND s.kind <> 'listener' AND (s.deleted_at IS NOT NULL OR s.status <> 'enabled')`, subscriptionID, now)
+		if err != nil {
+			return err
+		}
+		ended = tag.RowsAffected()
+		if ended == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE ordering_keys k SET head = coalesce((
+				SELECT min(d.sequence) FROM deliveries d
+				WHERE d.subscription_id = k.subscription_id AND d.ordering_key = k.key
+				  AND d.status = 'pending' AND d.sequence IS NOT NULL), k.last + 1)
+			WHERE k.subscription_id = $1`, subscriptionID)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("abandon the deliveries of subscription %s: %w", subscriptionID, err)
+	}
+	return ended, nil
+}

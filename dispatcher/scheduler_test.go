@@ -1,0 +1,147 @@
+package dispatcher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// schedulerProbe runs a scheduler whose attempts call attempt, and counts
+// what runs at once.
+type schedulerProbe struct {
+	t     *testing.T
+	lanes *lanes
+	mu    sync.Mutex
+	now   map[string]int // running, by merchant
+	most  map[string]int // most running at once, by merchant
+	ended map[string]int // attempts ended, by merchant
+	// release ends, by merchant, the attempts of the merchants that hang.
+	release map[string]chan struct{}
+}
+
+func newSchedulerProbe(t *testing.T, cfg schedulerConfig, hangs ...string) *schedulerProbe {
+	t.Helper()
+	p := &schedulerProbe{t: t, lanes: newTestLanes(t), now: map[string]int{}, most: map[string]int{}, ended: map[string]int{},
+		release: map[string]chan struct{}{}}
+	hanging := map[string]bool{}
+	for _, m := range hangs {
+		hanging[m] = true
+		p.release[m] = make(chan struct{})
+	}
+	attempt := func(ctx context.Context, it laneItem, held *heldSlots) {
+		m := it.Task.MerchantID
+		p.mu.Lock()
+		p.now[m]++
+		p.most[m] = max(p.most[m], p.now[m])
+		p.mu.Unlock()
+		if hanging[m] {
+			select {
+			case <-p.release[m]:
+			case <-ctx.Done():
+			}
+		}
+		held.exchanged(hanging[m])
+		p.mu.Lock()
+		p.now[m]--
+		p.ended[m]++
+		p.mu.Unlock()
+	}
+	s, err := newScheduler(cfg, p.lanes, p.lanes.redis, attempt, nil, SystemClock{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.run(ctx) }()
+	t.Cleanup(func() {
+		for _, c := range p.release {
+			close(c)
+		}
+		cancel()
+		<-done
+	})
+	return p
+}
+
+// push parks n attempts of merchant m, due now, spread over subs
+// subscriptions.
+func (p *schedulerProbe) push(m string, n, subs int) {
+	p.t.Helper()
+	ids := make([]uuid.UUID, subs)
+	for i := range ids {
+		ids[i] = uuid.New()
+	}
+	items := make([]laneItem, n)
+	for i := range items {
+		items[i] = laneAt(fmt.Sprintf("%s-%d", m, i), m, ids[i%subs], time.Now(), 0)
+	}
+	if _, err := p.lanes.push(context.Background(), items...); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// waitFor waits until cond holds of the counts, or fails after 10 s.
+func (p *schedulerProbe) waitFor(what string, cond func() bool) {
+	p.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p.mu.Lock()
+		ok := cond()
+		p.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.t.Fatalf("waiting for %s: running %v, most %v, ended %v", what, p.now, p.most, p.ended)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+var probeConfig = schedulerConfig{Concurrency: 8, Share: 2, SubscriptionCap: 2, CircuitAfter: 3, Reserve: 1, AttemptTimeout: time.Minute, Held: time.Second}
+
+// TestSchedulerKeepsTheReserveForOthers: a merchant whose attempts all
+// hang is lent every slot but the reserve, never more; another merchant's
+// work then runs in the reserve, all of it, while the hanging attempts
+// still hang.
+func TestSchedulerKeepsTheReserveForOthers(t *testing.T) {
+	t.Parallel()
+	p := newSchedulerProbe(t, probeConfig, "hostile")
+	p.push("hostile", 100, 50)
+	p.waitFor("the hostile merchant to fill all but the reserve", func() bool { return p.now["hostile"] == 7 })
+	p.push("calm", 20, 1)
+	p.waitFor("every attempt of the calm merchant", func() bool { return p.ended["calm"] == 20 })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.most["hostile"] > 7 || p.ended["hostile"] > 0 {
+		t.Errorf("the hostile merchant ran %d at once, %d ended; want 7 at most, none ended", p.most["hostile"], p.ended["hostile"])
+	}
+}
+
+// TestSchedulerLendsTheShareBack: while another merchant has due work, a
+// merchant running beyond its share gets no new slot; the slots its
+// attempts free go to the other merchant first.
+func TestSchedulerLendsTheShareBack(t *testing.T) {
+	t.Parallel()
+	p := newSchedulerProbe(t, probeConfig, "hostile", "second")
+	p.push("hostile", 100, 50)
+	p.waitFor("the hostile merchant to fill all but the reserve", func() bool { return p.now["hostile"] == 7 })
+	// A second hanging merchant takes the reserve, then its share as the
+	// first merchant's attempts end, and no more while it waits.
+	p.push("second", 10, 10)
+	p.waitFor("the second merchant in the reserve", func() bool { return p.now["second"] == 1 })
+	p.release["hostile"] <- struct{}{} // one hostile attempt ends
+	p.waitFor("the second merchant at its share", func() bool { return p.now["second"] == 2 })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.now["hostile"] != 6 {
+		t.Errorf("the hostile merchant runs %d, want 6: the freed slot went to it", p.now["hostile"])
+	}
+}
