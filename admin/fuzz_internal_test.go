@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/invalid"
 	"github.com/webhookd/webhookd/store"
 )
 
@@ -67,7 +68,8 @@ func jsonNames(t reflect.Type) []string {
 // FuzzDecodeBody feeds arbitrary bytes to the body decoder as each body
 // type of the API: a refusal is a 400 validation_error or parameter_invalid
 // naming the field; an acceptance is one UTF-8 JSON object whose keys are
-// the type's json names exactly.
+// the type's json names exactly, holding no key or string, however deep,
+// that a Postgres text or jsonb value cannot (a NUL, a lone surrogate).
 func FuzzDecodeBody(f *testing.F) {
 	for _, s := range []string{
 		`{"url":"https://example.com/h","events":["*"],"description":null,"metadata":{"k":"v"}}`,
@@ -77,6 +79,9 @@ func FuzzDecodeBody(f *testing.F) {
 		`null`, `[]`, `{} {}`, `{`, ``, `{"since":"2026-01-01T00:00:00Z","scopes":["a"]}`,
 		`{"description":"\u0000","metadata":{"\u0000":"\u0000"}}`, "{\"merchant_id\":\"\x00\xff\"}",
 		`{"url":"x","url":"y"}`,
+		`{"merchant_id":"m","type":"t","payload":{"a":{"b":["\u0000"]}}}`, `{"payload":{"\u0000":1}}`,
+		"{\"payload\":{\"a\":\"\xc3\"}}", `{"payload":{"a":"\ud800"}}`, `{"payload":{"a":"\\u0000\ud83d\ude00"}}`,
+		`{"events":[{"payload":{}},{"payload":{"a":"\udc00"}}]}`, `{"headers":{"X-A":"\u0000"},"ordering":{"key":"\u0000"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -89,6 +94,7 @@ func FuzzDecodeBody(f *testing.F) {
 				Events []ingestRequest `json:"events"`
 			})
 		},
+		func() any { return new(portalSessionRequest) },
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, target := range targets {
@@ -99,6 +105,9 @@ func FuzzDecodeBody(f *testing.F) {
 			}
 			if !utf8.Valid(body) || !json.Valid(body) || bytes.TrimSpace(body)[0] != '{' {
 				t.Fatalf("accepted %q as %T", body, v)
+			}
+			if f := invalid.FindText(body); f != nil {
+				t.Fatalf("accepted %q as %T, holding %s at %v", body, v, f.Rule, f.Path)
 			}
 			var keys map[string]json.RawMessage
 			if err := json.Unmarshal(body, &keys); err != nil {

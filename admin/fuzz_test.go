@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/invalid"
 	"github.com/webhookd/webhookd/merchants"
 	"github.com/webhookd/webhookd/signer"
 	"github.com/webhookd/webhookd/store"
@@ -130,8 +131,12 @@ func startFuzzHarness(f *testing.F) (h *harness, key string, subID string) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// Ordered on a payload field, so that a payload holding text Postgres
+	// cannot store, were one accepted, would reach the fan-out's jsonb
+	// cast and fail it: a 5xx, which every target refuses.
+	orderingKey := "payload.s"
 	sub, err := h.store.CreateSubscription(context.Background(), store.NewSubscription{
-		MerchantID: "m_fuzz", URL: "https://example.com/hook", Events: []string{"*"}}, sealed)
+		MerchantID: "m_fuzz", URL: "https://example.com/hook", Events: []string{"*"}, OrderingKey: &orderingKey}, sealed)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -167,6 +172,9 @@ func fuzzBody(f *testing.F, tgt bodyTarget) {
 		trimmed := bytes.TrimSpace(body)
 		if !utf8.Valid(body) || len(trimmed) > 0 && trimmed[0] != '{' {
 			t.Fatalf("accepted a body that is not a UTF-8 JSON object (%d): %q", r.Status, body)
+		}
+		if f := invalid.FindText(body); f != nil {
+			t.Fatalf("accepted a body holding %s at %v (%d): %q", f.Rule, f.Path, r.Status, body)
 		}
 		tgt.accepted(t, h, key, body, r)
 	})
@@ -267,6 +275,8 @@ var subscriptionSeeds = []string{
 	`{"url":"https://example.com/hook","events":["*"],"metadata":{"k":"\u0000"}}`,
 	`{"url":"https://example.com/h\u0000ook","events":["*\u0000"]}`,
 	"{\"url\":\"https://example.com/hook\",\"events\":[\"*\"],\"description\":\"\x00\xfe\"}",
+	`{"url":"https://example.com/hook","events":["*"],"headers":{"X-A":"\u0000"},"filter":"\ud800"}`,
+	`{"url":"https://example.com/hook","events":["*"],"ordering":{"key":"payload.\u0000"}}`,
 	`null`, `[]`, `""`, ``, `{`,
 }
 
@@ -350,6 +360,15 @@ var ingestSeeds = []string{
 	`{"merchant_id":"m\u0000fuzz","type":"payout.paid","payload":{}}`,
 	`{"merchant_id":"m_fuzz","type":"payout.paid\u0000","payload":{"\u0000":"\u0000"},"api_version":"\u0000"}`,
 	"{\"merchant_id\":\"m_\xff\",\"type\":\"payout.paid\",\"payload\":{}}",
+	// Text Postgres cannot store, deep in a payload that breaks no other
+	// rule.
+	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":{"s":"a\u0000b"}}`,
+	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":{"foo":{"bar":["x","\u0000"]}}}`,
+	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":{"foo":{"k\u0000":1}}}`,
+	"{\"merchant_id\":\"m_fuzz\",\"type\":\"payout.paid\",\"payload\":{\"s\":\"\xc3\"}}",
+	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":{"s":"\ud800"}}`,
+	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":{"s":"\udc00\ud83d\ude00"}}`,
+	`{"merchant_id":"m_fuzz","type":"payout.paid","payload":{"s":"\\u0000 \ud83d\ude00"}}`,
 }
 
 // checkEvents checks that each accepted event is what was sent.

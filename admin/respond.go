@@ -13,7 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/webhookd/webhookd/invalid"
 )
 
 type ctxKey int
@@ -106,15 +107,15 @@ func decodeNoFields(r *http.Request) error {
 // decodeBody decodes body strictly into v, a pointer to a struct: the body
 // must be one UTF-8 JSON object whose keys are v's json names exactly
 // (encoding/json alone would take "URL" for "url" and replace invalid UTF-8
-// silently). A refusal is a 400 naming the field at fault when there is one.
+// silently). No key or string anywhere in it, however deep (a payload's
+// too), may hold what a Postgres text or jsonb value cannot: the NUL
+// character, or text that is not UTF-8 (a lone surrogate escape included;
+// see textError). A refusal is a 400 naming the field at fault when there
+// is one.
 func decodeBody(body []byte, v any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return errValidation("", "The request body must be a JSON object.")
-	}
-	if !utf8.Valid(body) {
-		field := invalidUTF8Field(body)
-		return errValidation(field, "The request body must be JSON encoded in UTF-8.")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -122,6 +123,11 @@ func decodeBody(body []byte, v any) error {
 	if err == nil && exactKeys(body, reflect.TypeOf(v)) {
 		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 			return errValidation("", "The request body must hold a single JSON object.")
+		}
+		// Checked once the body decoded, so that a field that is unknown
+		// or of the wrong type is named as such first.
+		if f := invalid.FindText(body); f != nil {
+			return textError(f, reflect.TypeOf(v))
 		}
 		return nil
 	}
@@ -219,38 +225,65 @@ func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
 	return nil, false
 }
 
-// invalidUTF8Field names the top-level field whose key or value holds
-// invalid UTF-8, or "" when none can be named (the JSON is malformed).
-func invalidUTF8Field(body []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	depth, key, keyNext, from := 0, "", false, int64(0)
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
+// textError is the refusal of a body holding text Postgres cannot store:
+// 400 parameter_invalid naming the field at fault as deep as it goes
+// (payload.customer.name, events[1].payload.items[0], metadata[key],
+// headers.X-Name: see fieldPath). A bad key names the object that holds
+// it, the key itself being the fault; a top-level key, which no field is
+// named (decodeBody checks text once the keys matched), would be an
+// unknown field, shown with the fault replaced by U+FFFD.
+func textError(f *invalid.TextFault, t reflect.Type) *Error {
+	if f.InKey && len(f.Path) == 0 {
+		name := strings.ReplaceAll(f.Key, "\x00", "\uFFFD")
+		return errValidation(name, fmt.Sprintf("Unknown field %q.", name))
+	}
+	bad := f.Refusal(fieldPath(t, f.Path))
+	return errInvalid(bad.Param, bad.Message)
+}
+
+// fieldPath names the value at path (keys and indexes, as FindText gives
+// them) of a body decoded into t, as the rules of the fields name their
+// parts: a struct's field by its json name, a map's entry as [key]
+// (metadata[key]), a list's element as [i], and below a field that
+// decodes itself (a payload, the headers) a member as .key.
+func fieldPath(t reflect.Type, path []any) string {
+	var b strings.Builder
+	for _, step := range path {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
 		}
-		raw := body[from:dec.InputOffset()]
-		from = dec.InputOffset()
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-			keyNext = depth == 1
-			continue
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-			keyNext = depth == 1
-			continue
-		}
-		if depth == 1 && keyNext {
-			key, _ = tok.(string)
-		}
-		if !utf8.Valid(raw) {
-			return key
-		}
-		if depth == 1 {
-			keyNext = !keyNext
+		switch s := step.(type) {
+		case int:
+			b.WriteString("[" + strconv.Itoa(s) + "]")
+			if t != nil && t.Kind() == reflect.Slice && !decodesItself(t) {
+				t = t.Elem()
+			} else {
+				t = nil
+			}
+		case string:
+			if t != nil && t.Kind() == reflect.Map && !decodesItself(t) {
+				b.WriteString("[" + s + "]")
+				t = t.Elem()
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s)
+			if t != nil && plainStruct(t) != nil {
+				t, _ = jsonField(plainStruct(t), s) // nil when no field is so named
+			} else {
+				t = nil
+			}
 		}
 	}
+	return b.String()
+}
+
+// decodesItself tells whether t has an UnmarshalJSON of its own (a
+// json.RawMessage, optionalHeaders…), whose parts fieldPath names as JSON.
+func decodesItself(t reflect.Type) bool {
+	return reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]())
 }
 
 // checkFields decodes each field of the object body into its field of t
