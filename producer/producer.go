@@ -31,6 +31,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/webhookd/webhookd/invalid"
 )
 
 // TaskIngest is the asynq task type of a published event.
@@ -72,6 +74,10 @@ const (
 	RuleMissing        = "missing"
 	RuleIDNotUUID      = "id_not_uuid"
 	RulePayloadNotJSON = "payload_not_json"
+	// RuleTextNUL and RuleTextNotUTF8 refuse a NUL character (\u0000), and
+	// text that is not UTF-8, in any string field or anywhere in the payload.
+	RuleTextNUL     = invalid.RuleNUL
+	RuleTextNotUTF8 = invalid.RuleNotUTF8
 )
 
 // Refused is why a published event was refused: by Publish itself, or by
@@ -195,6 +201,22 @@ func (p *Producer) Refusal(ctx context.Context, eventID string) (*Refused, error
 	return &r, nil
 }
 
+// textRule is the first field of e holding text webhookd cannot store (a
+// NUL, or text that is not UTF-8, which encoding the task would replace
+// with U+FFFD for a string and keep for the payload), as HTTP ingest names
+// it: merchant_id, type, api_version, or the payload's member at fault
+// (payload.customer.name). Refused here, it never reaches a worker.
+func textRule(e *Event) *invalid.Error {
+	for _, f := range []struct{ param, value string }{
+		{"merchant_id", e.MerchantID}, {"type", e.Type}, {"api_version", e.APIVersion},
+	} {
+		if bad := invalid.Text(f.param, f.value); bad != nil {
+			return bad
+		}
+	}
+	return invalid.JSON("payload", e.Payload)
+}
+
 // taskID is the asynq TaskID of an event's ingest task.
 func taskID(eventID string) string { return "e:" + eventID }
 
@@ -215,6 +237,9 @@ func newTask(e *Event) (*asynq.Task, error) {
 		return nil, &Refused{Param: "payload", Rule: RuleMissing, Message: "payload is required."}
 	case !json.Valid(payload):
 		return nil, &Refused{Param: "payload", Rule: RulePayloadNotJSON, Message: "payload is not valid JSON."}
+	}
+	if bad := textRule(e); bad != nil {
+		return nil, &Refused{Param: bad.Param, Rule: bad.Rule, Message: bad.Message}
 	}
 	b, err := json.Marshal(e)
 	if err != nil {

@@ -64,6 +64,16 @@ func TestPublishRefusesWhatCannotBeATask(t *testing.T) {
 		{"payload not JSON", producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{`)}, "payload", producer.RulePayloadNotJSON},
 		{"payload left absent", producer.Event{MerchantID: "m1", Type: "payout.paid"}, "payload", producer.RuleMissing},
 		{"payload blank", producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(" \n")}, "payload", producer.RuleMissing},
+		// Text webhookd cannot store, which encoding the task would keep
+		// (the payload) or turn into U+FFFD (a string).
+		{"NUL deep in the payload", producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{"a":{"b":["x","\u0000"]}}`)}, "payload.a.b[1]", producer.RuleTextNUL},
+		{"NUL in a payload key", producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{"a":{"\u0000":1}}`)}, "payload.a", producer.RuleTextNUL},
+		{"invalid UTF-8 in the payload", producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage("{\"a\":\"\xff\"}")}, "payload.a", producer.RuleTextNotUTF8},
+		{"lone surrogate in the payload", producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{"a":"\udc00"}`)}, "payload.a", producer.RuleTextNotUTF8},
+		{"NUL in the merchant id", producer.Event{MerchantID: "m\x00", Type: "payout.paid", Payload: json.RawMessage(`{}`)}, "merchant_id", producer.RuleTextNUL},
+		{"invalid UTF-8 in the merchant id", producer.Event{MerchantID: "m\xff", Type: "payout.paid", Payload: json.RawMessage(`{}`)}, "merchant_id", producer.RuleTextNotUTF8},
+		{"NUL in the type", producer.Event{MerchantID: "m1", Type: "payout.paid\x00", Payload: json.RawMessage(`{}`)}, "type", producer.RuleTextNUL},
+		{"invalid UTF-8 in the api_version", producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{}`), APIVersion: "\xc3"}, "api_version", producer.RuleTextNotUTF8},
 	} {
 		err := p.Publish(context.Background(), tc.event)
 		var refused *producer.Refused
