@@ -2,6 +2,8 @@ package dispatcher
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -37,4 +39,57 @@ func (p *Publisher) matchFilters(ctx context.Context, ev store.Event, subs []sto
 		}
 	}
 	return matched, nil
+}
+
+// filterBudget is how long a group commit of publishes waits for the
+// filters of its publishes, all together. A publish whose filters take
+// longer (many regexes over a large payload) is judged outside the group
+// and written with a later one: one merchant's costly filters then delay
+// that merchant's publishes only, never the others' in its group.
+const filterBudget = 20 * time.Millisecond
+
+// filterVerdict is what a merchant's filters made of one event.
+type filterVerdict struct {
+	// event is the event judged, id and envelope included: written as it
+	// is, it is the event the filters saw.
+	event store.Event
+	// against are the filters judged (each subscription's id and
+	// version): a verdict on other filters is no verdict.
+	against []store.FilteredSubscription
+	matched []uuid.UUID
+	err     error
+}
+
+// judgedOutside is writeGroup's answer to a publish whose filters took
+// longer than filterBudget: the publish waits for verdict and is written
+// again with it.
+type judgedOutside struct {
+	verdict <-chan filterVerdict
+}
+
+func (judgedOutside) Error() string { return "filters judged outside the group commit" }
+
+// judge evaluates subs' filters on ev in a goroutine of its own and
+// hands over the verdict.
+func (p *Publisher) judge(ctx context.Context, ev store.Event, subs []store.FilteredSubscription) <-chan filterVerdict {
+	out := make(chan filterVerdict, 1)
+	go func() {
+		matched, err := p.matcher(context.WithoutCancel(ctx), ev, subs)
+		out <- filterVerdict{event: ev, against: subs, matched: matched, err: err}
+	}()
+	return out
+}
+
+// sameFilters tells whether two reads of a merchant's filters are the same
+// filters: the same subscriptions at the same versions, in any order.
+func sameFilters(a, b []store.FilteredSubscription) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, f := range a {
+		if !slices.ContainsFunc(b, func(g store.FilteredSubscription) bool { return g.ID == f.ID && g.Version.Equal(f.Version) }) {
+			return false
+		}
+	}
+	return true
 }

@@ -30,6 +30,9 @@ type metrics struct {
 	sweeperRequeued  prometheus.Counter
 	publishesWaiting prometheus.Gauge
 	publishGroups    prometheus.Histogram
+	// filtersJudgedOutside counts publishes whose filters took longer than
+	// a group commit waits (filterBudget), written with a later group.
+	filtersJudgedOutside prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -83,6 +86,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "webhookd_publishes_waiting",
 			Help: "Publishes waiting for the commit of their group: queued, or being written.",
 		}),
+		filtersJudgedOutside: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "webhookd_publish_filters_deferred_total",
+			Help: "Publishes whose subscription filters took longer than a group commit waits; they were judged outside it and written with a later group.",
+		}),
 		publishGroups: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "webhookd_publish_group_size",
 			Help: "Publishes written together in one transaction (group commit).",
@@ -94,7 +101,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.eventsIngested, m.eventsRefused, m.tasks, m.deferred, m.attempts, m.attemptDuration,
-		m.deliveryLatency, m.deliveriesFailed, m.retriesScheduled, m.sweeperRequeued, m.publishesWaiting, m.publishGroups} {
+		m.deliveryLatency, m.deliveriesFailed, m.retriesScheduled, m.sweeperRequeued, m.publishesWaiting, m.publishGroups,
+		m.filtersJudgedOutside} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register dispatcher metrics: %w", err)
 		}

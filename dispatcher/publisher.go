@@ -93,6 +93,9 @@ type Publisher struct {
 	metrics *metrics
 	clock   Clock
 	logger  *slog.Logger
+	// matcher judges an event against a merchant's filters: matchFilters,
+	// which a test replaces to make filters as slow as it likes.
+	matcher func(context.Context, store.Event, []store.FilteredSubscription) ([]uuid.UUID, error)
 	// groups is the group commit of publishes: the publishes that arrive
 	// while a group is being written share the next one's merchant read,
 	// transaction and commit.
@@ -103,6 +106,10 @@ type Publisher struct {
 type publishRequest struct {
 	event store.NewEvent
 	to    store.Audience
+	// judged is the verdict of the merchant's filters on the event, reached
+	// outside the group (judgedOutside), with the event it judged; nil until
+	// then.
+	judged *filterVerdict
 }
 
 // published is what one publish of a group wrote: created false when the
@@ -122,6 +129,7 @@ func newPublisher(cfg publisherConfig, tasks *enqueuer, m *metrics, clock Clock,
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
 	p := &Publisher{cfg: cfg, filters: filter.NewCache(compiler), tasks: tasks, metrics: m, clock: clock, logger: logger}
+	p.matcher = p.matchFilters
 	p.groups = newBatcher(p.writeGroup)
 	return p, nil
 }
@@ -160,6 +168,14 @@ func (p *Publisher) Check(e producer.Event) error {
 		return invalid.Value("payload", invalid.RuleTooLarge, fmt.Sprintf("payload is larger than %d bytes.", p.cfg.MaxPayloadBytes))
 	case !json.Valid(payload):
 		return invalid.Value("payload", rulePayloadNotJSON, "payload is not valid JSON.")
+	}
+	// Text Postgres cannot store (a NUL, invalid UTF-8) is refused here,
+	// where a producer's task is refused for good, not when the fan-out
+	// reads the payload as jsonb and every retry fails the same way.
+	for _, bad := range []*invalid.Error{invalid.Text("type", e.Type), invalid.Text("api_version", e.APIVersion), invalid.JSON("payload", payload)} {
+		if bad != nil {
+			return bad
+		}
 	}
 	if e.ID != "" {
 		if _, err := uuid.Parse(e.ID); err != nil || len(e.ID) != 36 {
@@ -230,9 +246,27 @@ func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) (evs []
 	}
 	p.metrics.publishesWaiting.Add(float64(len(reqs)))
 	defer p.metrics.publishesWaiting.Sub(float64(len(reqs)))
-	out, outErrs := p.groups.doAll(ctx, reqs)
-	for i := range out {
-		evs[i], created[i], errs[i] = out[i].event, out[i].created, outErrs[i]
+	todo := make([]int, len(reqs)) // the events still to write
+	for i := range todo {
+		todo[i] = i
+	}
+	for len(todo) > 0 {
+		batch := make([]publishRequest, len(todo))
+		for j, i := range todo {
+			batch[j] = reqs[i]
+		}
+		out, outErrs := p.groups.doAll(ctx, batch)
+		var again []int
+		for j, i := range todo {
+			evs[i], created[i] = out[j].event, out[j].created
+			var v *filterVerdict
+			var retry bool
+			if v, retry, errs[i] = p.awaitVerdict(ctx, outErrs[j]); retry {
+				reqs[i].judged = v
+				again = append(again, i)
+			}
+		}
+		todo = again
 	}
 	return evs, created, errs
 }
@@ -244,8 +278,33 @@ func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) (evs []
 func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audience) (store.Event, []store.Delivery, bool, error) {
 	p.metrics.publishesWaiting.Inc()
 	defer p.metrics.publishesWaiting.Dec()
-	out, err := p.groups.do(ctx, publishRequest{event: e, to: to})
-	return out.event, out.deliveries, out.created, err
+	req := publishRequest{event: e, to: to}
+	for {
+		out, err := p.groups.do(ctx, req)
+		v, again, err := p.awaitVerdict(ctx, err)
+		if !again {
+			return out.event, out.deliveries, out.created, err
+		}
+		req.judged = v // and written with the next group
+	}
+}
+
+// awaitVerdict waits for the filters of a publish that writeGroup sent
+// to be judged outside its group (judgedOutside), and returns their
+// verdict to write it again with; again is false, and err the publish's
+// outcome, when err is anything else or ctx ends first (then nothing was
+// written).
+func (p *Publisher) awaitVerdict(ctx context.Context, err error) (v *filterVerdict, again bool, _ error) {
+	var outside judgedOutside
+	if !errors.As(err, &outside) {
+		return nil, false, err
+	}
+	select {
+	case got := <-outside.verdict:
+		return &got, true, nil
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
 }
 
 // writeGroup writes a group of publishes (group commit): one read of their
@@ -265,23 +324,78 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 		return nil, nil, err
 	}
 	out, errs := make([]published, len(reqs)), make([]error, len(reqs))
-	writes := make([]store.EventWrite, 0, len(reqs))
-	at := make([]int, 0, len(reqs)) // the request of each write
+	events := make([]store.Event, len(reqs))
+	verdicts := make([]<-chan filterVerdict, len(reqs))
+	judged := make([]bool, len(reqs)) // reqs[i].judged stands
 	for i, r := range reqs {
 		k := store.MerchantEventType{MerchantID: r.event.MerchantID, EventType: r.event.Type}
 		if errs[i] = failed[k]; errs[i] != nil {
 			continue
 		}
 		mf := merchants[k]
-		ev, err := p.eventOf(r.event, mf.Merchant)
-		if err == nil && r.to.SubscriptionID == nil && len(mf.Filters) > 0 {
-			r.to.Matched, err = p.matchFilters(ctx, ev, mf.Filters)
-		}
-		if err != nil {
-			errs[i] = err
+		if r.judged != nil && sameFilters(r.judged.against, mf.Filters) {
+			events[i], judged[i] = r.judged.event, true // the event the filters judged
 			continue
 		}
-		writes = append(writes, store.EventWrite{Event: ev, To: r.to})
+		if events[i], errs[i] = p.eventOf(r.event, mf.Merchant); errs[i] == nil && r.to.SubscriptionID == nil && len(mf.Filters) > 0 {
+			verdicts[i] = p.judge(ctx, events[i], mf.Filters)
+		}
+	}
+	// The group waits for its filters up to filterBudget in all; a
+	// publish whose filters take longer is judged outside it and written
+	// with a later group, so that one merchant's costly filters delay its
+	// own publishes only. The merchant's later publishes in the group go
+	// with it, so that its events keep their order.
+	budget := time.NewTimer(filterBudget)
+	defer budget.Stop()
+	spent := false
+	outside := map[string]bool{} // merchants with a publish sent outside
+	writes := make([]store.EventWrite, 0, len(reqs))
+	at := make([]int, 0, len(reqs)) // the request of each write
+	for i, r := range reqs {
+		if errs[i] != nil {
+			continue
+		}
+		verdict, ready := verdicts[i], false
+		var v filterVerdict
+		switch {
+		case judged[i]:
+			v, ready = *r.judged, true
+		case verdict == nil:
+			v, ready = filterVerdict{event: events[i]}, true
+		case !spent:
+			select {
+			case v = <-verdict:
+				ready = true
+			case <-budget.C:
+				spent = true
+			}
+		}
+		if !ready && verdict != nil {
+			select {
+			case v = <-verdict:
+				ready = true
+			default:
+			}
+		}
+		if !ready || outside[r.event.MerchantID] {
+			if ready {
+				done := make(chan filterVerdict, 1)
+				done <- v
+				verdict = done
+			}
+			outside[r.event.MerchantID] = true
+			p.metrics.filtersJudgedOutside.Inc()
+			errs[i] = judgedOutside{verdict: verdict}
+			continue
+		}
+		if r.to.SubscriptionID == nil {
+			r.to.Matched = v.matched
+		}
+		if errs[i] = v.err; errs[i] != nil {
+			continue
+		}
+		writes = append(writes, store.EventWrite{Event: events[i], To: r.to})
 		at = append(at, i)
 	}
 	if len(writes) == 0 {

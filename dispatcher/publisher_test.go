@@ -50,6 +50,9 @@ func TestPublisherRules(t *testing.T) {
 			e.Payload = json.RawMessage(`{"memo": "` + string(make([]byte, 64)) + `"}`)
 		}, "payload", invalid.RuleTooLarge},
 		{"a broken payload", func(e *producer.Event) { e.Payload = json.RawMessage(`{"a":}`) }, "payload", "payload_not_json"},
+		{"a payload string with a NUL", func(e *producer.Event) { e.Payload = json.RawMessage(`{"memo": "a\u0000b"}`) }, "payload.memo", invalid.RuleNUL},
+		{"a payload key not UTF-8", func(e *producer.Event) { e.Payload = json.RawMessage("{\"m\xffo\": 1}") }, "payload", invalid.RuleNotUTF8},
+		{"a payload with a lone surrogate", func(e *producer.Event) { e.Payload = json.RawMessage(`{"memo": "\ud800"}`) }, "payload.memo", invalid.RuleNotUTF8},
 		{"an id not a UUID", func(e *producer.Event) { e.ID = "po_1" }, "id", "id_not_uuid"},
 		{"an unusable version", func(e *producer.Event) { e.APIVersion = "1999-01-01" }, "api_version", "api_version_unknown"},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/webhookd/webhookd/store"
 )
@@ -52,4 +53,17 @@ func TakeAndLose(ctx context.Context, d *Dispatcher, now time.Time) (int, error)
 func ScheduleParked(ctx context.Context, rc redis.UniversalClient) (int64, error) {
 	s, err := (&lanes{redis: rc}).stats(ctx, time.Now())
 	return s.Parked, err
+}
+
+// HoldFilters makes the filters of merchantID's events wait for release
+// before they judge, as costly filters (many regexes over a large payload)
+// take their time.
+func HoldFilters(d *Dispatcher, merchantID string, release <-chan struct{}) {
+	match := d.publisher.matchFilters
+	d.publisher.matcher = func(ctx context.Context, ev store.Event, subs []store.FilteredSubscription) ([]uuid.UUID, error) {
+		if ev.MerchantID == merchantID {
+			<-release
+		}
+		return match(ctx, ev, subs)
+	}
 }
