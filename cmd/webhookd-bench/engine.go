@@ -154,6 +154,15 @@ func (e *engine) disableSubscription(ctx context.Context, key, id string) error 
 	return nil
 }
 
+// updateSubscription changes fields of a subscription (the ratelimited
+// scenario sets its rate_limit).
+func (e *engine) updateSubscription(ctx context.Context, key, id string, fields map[string]any) error {
+	if err := e.do(ctx, http.MethodPost, e.api+"/v1/webhook_subscriptions/"+id, merchantHeader(key), fields, nil); err != nil {
+		return fmt.Errorf("update subscription %s: %w", id, err)
+	}
+	return nil
+}
+
 // event is one event as the internal ingest route takes it.
 type event struct {
 	ID         string          `json:"id"`

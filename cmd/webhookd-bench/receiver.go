@@ -61,8 +61,14 @@ type endpoint struct {
 	// every delivery and accept the next (the retrystorm scenario).
 	failFirst atomic.Bool
 
-	mu        sync.Mutex
-	seen      map[string]struct{}
+	// delay, in nanoseconds, makes a healthy endpoint answer that long
+	// after a delivery arrives (a receiver doing its work before it
+	// answers): the spread, solofanout and backlog scenarios.
+	delay atomic.Int64
+
+	mu sync.Mutex
+	// seen holds when each webhook-id first arrived here.
+	seen      map[string]time.Time
 	latencies []time.Duration
 	// tried holds, at a failFirst endpoint, when each delivery's refused
 	// first attempt arrived; retryGaps how long each retry came after it.
@@ -115,9 +121,12 @@ type receivers struct {
 
 	unique, duplicates, hangRetries, bad, unknown, firstFails atomic.Int64
 	healthyUnique                                             atomic.Int64
-	firstArrival                                              atomic.Int64 // UnixNano of the first healthy unique arrival
-	lastArrival                                               atomic.Int64 // UnixNano of the last healthy unique arrival
-	bodies                                                    sync.Pool
+	// inFlight counts the requests being served now, peakInFlight the
+	// most at once: the engine's connections open to the receivers.
+	inFlight, peakInFlight atomic.Int64
+	firstArrival           atomic.Int64 // UnixNano of the first healthy unique arrival
+	lastArrival            atomic.Int64 // UnixNano of the last healthy unique arrival
+	bodies                 sync.Pool
 }
 
 // startReceivers opens n endpoints, the first `hanging` of which hold every
@@ -149,7 +158,7 @@ func startReceivers(n, hanging, maxListeners int, log *publishLog) (*receivers, 
 		rs.endpoints = append(rs.endpoints, &endpoint{
 			url:   fmt.Sprintf("http://%s/e/%d", ln.Addr(), i),
 			hang:  i < hanging,
-			seen:  make(map[string]struct{}),
+			seen:  make(map[string]time.Time),
 			tried: make(map[string]time.Time),
 		})
 	}
@@ -172,6 +181,11 @@ func (rs *receivers) refuseFirst(i int) {
 	rs.endpoints[i].failFirst.Store(true)
 }
 
+// setDelay makes endpoint i answer d after each delivery arrives.
+func (rs *receivers) setDelay(i int, d time.Duration) {
+	rs.endpoints[i].delay.Store(int64(d))
+}
+
 // ServeHTTP verifies, deduplicates and timestamps one delivery.
 func (rs *receivers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	idx, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/e/"))
@@ -179,6 +193,8 @@ func (rs *receivers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	storeMax(&rs.peakInFlight, rs.inFlight.Add(1))
+	defer rs.inFlight.Add(-1)
 	ep := rs.endpoints[idx]
 	bp := rs.bodies.Get().(*[]byte)
 	defer rs.bodies.Put(bp)
@@ -215,6 +231,13 @@ func (rs *receivers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rs.note(ep, id, arrived, true)
+	if d := time.Duration(ep.delay.Load()); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+		case <-rs.closing:
+		}
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -224,7 +247,7 @@ func (rs *receivers) note(ep *endpoint, id string, arrived time.Time, healthy bo
 	ep.mu.Lock()
 	_, dup := ep.seen[id]
 	if !dup {
-		ep.seen[id] = struct{}{}
+		ep.seen[id] = arrived
 		if known {
 			ep.latencies = append(ep.latencies, arrived.Sub(sent))
 		}
@@ -328,6 +351,43 @@ func (rs *receivers) latencies(hanging bool) []time.Duration {
 		ep.mu.Unlock()
 	}
 	return out
+}
+
+// arrivedOf returns, over the healthy endpoints, when each of the events
+// in sent (webhook-id → publish instant) first arrived, as latencies
+// (unsorted), and how many arrivals that makes: an event fanned out to
+// several endpoints counts once at each.
+func (rs *receivers) arrivedOf(sent map[string]time.Time) ([]time.Duration, int) {
+	var out []time.Duration
+	for _, ep := range rs.endpoints {
+		if ep.hang {
+			continue
+		}
+		ep.mu.Lock()
+		if len(sent) < len(ep.seen) {
+			for id, at := range sent {
+				if arrived, ok := ep.seen[id]; ok {
+					out = append(out, arrived.Sub(at))
+				}
+			}
+		} else {
+			for id, arrived := range ep.seen {
+				if at, ok := sent[id]; ok {
+					out = append(out, arrived.Sub(at))
+				}
+			}
+		}
+		ep.mu.Unlock()
+	}
+	return out, len(out)
+}
+
+// uniqueAt counts the distinct deliveries that arrived at endpoint i.
+func (rs *receivers) uniqueAt(i int) int64 {
+	ep := rs.endpoints[i]
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return int64(len(ep.seen))
 }
 
 // waitHealthy polls until the healthy endpoints hold want unique deliveries

@@ -96,8 +96,13 @@ func (f *fleet) distinctMerchants() []string {
 // merchants[i] (or the single merchant when merchants has one entry).
 // urlOverride, when set, replaces every receiver URL (a closed port).
 func (b *bench) setUp(ctx context.Context, merchants []string, subs, hanging int, urlOverride string, capacity int) (*fleet, error) {
+	return b.setUpOn(ctx, merchants, subs, hanging, urlOverride, capacity, b.cfg.listeners)
+}
+
+// setUpOn is setUp with the receivers on at most listeners ports.
+func (b *bench) setUpOn(ctx context.Context, merchants []string, subs, hanging int, urlOverride string, capacity, listeners int) (*fleet, error) {
 	log := newPublishLog(capacity)
-	rcv, err := startReceivers(subs, hanging, b.cfg.listeners, log)
+	rcv, err := startReceivers(subs, hanging, listeners, log)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +222,8 @@ type publishStats struct {
 	failed     int
 	batched    bool
 	firstErr   error
-	ok         []bool // by event index: accepted by the engine
+	ok         []bool   // by event index: accepted by the engine
+	ids        []string // by event index: the event's id
 }
 
 // publish sends the plan's events with plan.publisher concurrent requests,
@@ -231,7 +237,7 @@ func (b *bench) publish(ctx context.Context, p publishPlan) publishStats {
 	}
 	type job struct{ from, to int }
 	jobs := make(chan job, 1024)
-	st := publishStats{ok: make([]bool, p.events)}
+	st := publishStats{ok: make([]bool, p.events), ids: ids}
 	var mu sync.Mutex
 	var noBatch atomic.Bool
 	st.start = time.Now()
@@ -350,6 +356,11 @@ type deliveryRun struct {
 	// failFirst makes every receiver refuse the first attempt of each
 	// delivery (retrystorm).
 	failFirst bool
+	// delay makes every receiver answer that long after a delivery
+	// arrives (spread, solofanout).
+	delay time.Duration
+	// listeners, when positive, replaces -listeners (spread: one host).
+	listeners int
 	// prepare, when set, runs on the fleet before publishing (the ordered
 	// scenario turns ordering on).
 	prepare func(context.Context, *fleet) error
@@ -375,6 +386,9 @@ type deliveryResult struct {
 	// run, summed over -metrics; requeuedOK says it could be read.
 	requeued   int64
 	requeuedOK bool
+	// peakInFlight is the most requests the receivers served at once: the
+	// engine's connections open to them.
+	peakInFlight int64
 }
 
 func (b *bench) deliver(ctx context.Context, d deliveryRun) (*deliveryResult, error) {
@@ -382,7 +396,7 @@ func (b *bench) deliver(ctx context.Context, d deliveryRun) (*deliveryResult, er
 	if owners == nil {
 		owners = d.merchants
 	}
-	f, err := b.setUp(ctx, owners, d.subs, d.hanging, "", d.events)
+	f, err := b.setUpOn(ctx, owners, d.subs, d.hanging, "", d.events, orDefault(d.listeners, b.cfg.listeners))
 	if err != nil {
 		return nil, err
 	}
@@ -392,9 +406,12 @@ func (b *bench) deliver(ctx context.Context, d deliveryRun) (*deliveryResult, er
 			return nil, err
 		}
 	}
-	if d.failFirst {
-		for i := range f.rcv.endpoints {
+	for i := range f.rcv.endpoints {
+		if d.failFirst {
 			f.rcv.refuseFirst(i)
+		}
+		if d.delay > 0 {
+			f.rcv.setDelay(i, d.delay)
 		}
 	}
 	healthyPer := f.healthyPerMerchant()
@@ -458,6 +475,7 @@ func (b *bench) deliver(ctx context.Context, d deliveryRun) (*deliveryResult, er
 	res.latency = summarize(f.rcv.latencies(false))
 	res.hangLatency = summarize(f.rcv.latencies(true))
 	res.counts = f.rcv.counts()
+	res.peakInFlight = f.rcv.peakInFlight.Load()
 	return res, nil
 }
 
