@@ -37,6 +37,11 @@ type Publisher interface {
 	// SendTestEvent stores a ping.test event for one subscription and
 	// schedules its delivery.
 	SendTestEvent(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (store.Delivery, error)
+	// DropSubscription ends the waiting work of a subscription just
+	// deleted or disabled (its pending deliveries end failed, its parked
+	// attempts leave the schedule); a failure is no loss, each attempt
+	// then ends when it comes up.
+	DropSubscription(ctx context.Context, merchantID string, subscriptionID uuid.UUID) error
 }
 
 // maxBatchEvents bounds one batch publish, so that one request stays well

@@ -102,6 +102,7 @@ func (s *Server) legacyUpdate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.dropIfDisabled(r, sub)
 	writeJSON(w, http.StatusOK, s.legacySubscriptionView(r.Context(), sub))
 	return nil
 }
@@ -120,6 +121,7 @@ func (s *Server) legacyDelete(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.DeleteSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id); err != nil {
 		return err
 	}
+	s.dropWork(r, id)
 	writeJSON(w, http.StatusOK, map[string]any{"id": id.String(), "deleted": true})
 	return nil
 }

@@ -204,8 +204,26 @@ func (s *Server) updateSubscriptionV1(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
+	s.dropIfDisabled(r, sub)
 	writeJSON(w, http.StatusOK, s.subscriptionView(r.Context(), sub))
 	return nil
+}
+
+// dropIfDisabled ends the waiting work of a subscription an update left
+// disabled: its parked attempts would otherwise come up one by one only to
+// be abandoned.
+func (s *Server) dropIfDisabled(r *http.Request, sub store.Subscription) {
+	if sub.Status == store.SubscriptionDisabled {
+		s.dropWork(r, sub.ID)
+	}
+}
+
+// dropWork is Publisher.DropSubscription after a change the merchant made;
+// a failure is only logged.
+func (s *Server) dropWork(r *http.Request, id uuid.UUID) {
+	if err := s.cfg.Publisher.DropSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id); err != nil {
+		s.logger.WarnContext(r.Context(), "drop the waiting work of a deleted or disabled subscription", "subscription_id", id, "error", err)
+	}
 }
 
 func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) error {
@@ -216,6 +234,7 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) erro
 	if err := s.store.DeleteSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id); err != nil {
 		return err
 	}
+	s.dropWork(r, id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

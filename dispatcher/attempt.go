@@ -360,21 +360,15 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// dropSubscription ends at once the pending deliveries of a subscription
-// found deleted or disabled, and removes its parked attempts from the
-// schedule, instead of letting each come up in turn to be abandoned.
+// dropSubscription is dropWork for a subscription an attempt found deleted
+// or disabled: the rest of its work leaves the schedule now rather than
+// come up attempt by attempt to be abandoned.
 func (r *attemptRunner) dropSubscription(ctx context.Context, merchantID string, subscriptionID uuid.UUID, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
-	defer cancel()
-	dropped, err := r.tasks.lanes.drop(ctx, merchantID, subscriptionID)
+	parked, ended, err := dropWork(ctx, r.tasks.lanes, r.cfg.Store, r.clock.Now(), merchantID, subscriptionID)
 	if err != nil {
-		log.WarnContext(ctx, "drop the subscription's parked attempts", "error", err)
+		log.WarnContext(ctx, "drop the subscription's waiting work; each attempt ends when it comes up", "error", err)
 	}
-	ended, err := r.cfg.Store.AbandonSubscriptionDeliveries(ctx, subscriptionID, r.clock.Now())
-	if err != nil {
-		log.WarnContext(ctx, "abandon the subscription's deliveries; each ends when its attempt comes up", "error", err)
-	}
-	if dropped > 0 || ended > 0 {
-		log.InfoContext(ctx, "subscription deleted or disabled; its waiting work dropped", "parked", dropped, "deliveries", ended)
+	if parked > 0 || ended > 0 {
+		log.InfoContext(ctx, "subscription deleted or disabled; its waiting work dropped", "parked", parked, "deliveries", ended)
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -467,24 +468,25 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 // subscription that was deleted or disabled and no live lease holds at
 // now, as AbandonDelivery ends them one by one when an attempt finds the
 // subscription gone: failed, next attempt cleared, and its ordering keys
-// released. Test deliveries (they go to disabled subscriptions too) and an
-// ended listener's deliveries (the relay records why they stop) are left
-// alone, and so is every delivery of a subscription that is enabled again.
-// It returns how many deliveries it ended.
-func (s *Store) AbandonSubscriptionDeliveries(ctx context.Context, subscriptionID uuid.UUID, now time.Time) (int64, error) {
-	var ended int64
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+// released. Test deliveries (they go to disabled subscriptions too) are
+// left alone. gone reports whether the subscription is deleted or disabled
+// (an ended listener is not: the relay records why its deliveries stop);
+// when it is not, nothing is changed.
+func (s *Store) AbandonSubscriptionDeliveries(ctx context.Context, subscriptionID uuid.UUID, now time.Time) (ended int64, gone bool, err error) {
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `
+			SELECT kind <> 'listener' AND (deleted_at IS NOT NULL OR status <> 'enabled') FROM subscriptions WHERE id = $1`,
+			subscriptionID).Scan(&gone); err != nil || !gone {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `
-			UPDATE deliveries d SET status = 'failed', next_attempt_at = NULL, lease_until = NULL, updated_at = $2
-			FROM subscriptions s
-			WHERE s.id = $1 AND d.subscription_id = $1 AND d.status = 'pending' AND NOT d.test
-			  AND (d.lease_until IS NULL OR d.lease_until < $2)
-			  AND s.kind <> 'listener' AND (s.deleted_at IS NOT NULL OR s.status <> 'enabled')`, subscriptionID, now)
+			UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, lease_until = NULL, updated_at = $2
+			WHERE subscription_id = $1 AND status = 'pending' AND NOT test
+			  AND (lease_until IS NULL OR lease_until < $2)`, subscriptionID, now)
 		if err != nil {
 			return err
 		}
-		ended = tag.RowsAffected()
-		if ended == 0 {
+		if ended = tag.RowsAffected(); ended == 0 {
 			return nil
 		}
 		_, err = tx.Exec(ctx, `
@@ -495,8 +497,11 @@ func (s *Store) AbandonSubscriptionDeliveries(ctx context.Context, subscriptionI
 			WHERE k.subscription_id = $1`, subscriptionID)
 		return err
 	})
-	if err != nil {
-		return 0, fmt.Errorf("abandon the deliveries of subscription %s: %w", subscriptionID, err)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
 	}
-	return ended, nil
+	if err != nil {
+		return 0, false, fmt.Errorf("abandon the deliveries of subscription %s: %w", subscriptionID, err)
+	}
+	return ended, gone, nil
 }
