@@ -20,18 +20,19 @@ type schedulerProbe struct {
 	now   map[string]int // running, by merchant
 	most  map[string]int // most running at once, by merchant
 	ended map[string]int // attempts ended, by merchant
-	// release ends, by merchant, the attempts of the merchants that hang.
-	release map[string]chan struct{}
+	// release ends, by merchant, the attempts of the merchants that hang,
+	// one per value: true ends it as a timeout.
+	release map[string]chan bool
 }
 
 func newSchedulerProbe(t *testing.T, cfg schedulerConfig, hangs ...string) *schedulerProbe {
 	t.Helper()
 	p := &schedulerProbe{t: t, lanes: newTestLanes(t), now: map[string]int{}, most: map[string]int{}, ended: map[string]int{},
-		release: map[string]chan struct{}{}}
+		release: map[string]chan bool{}}
 	hanging := map[string]bool{}
 	for _, m := range hangs {
 		hanging[m] = true
-		p.release[m] = make(chan struct{})
+		p.release[m] = make(chan bool)
 	}
 	attempt := func(ctx context.Context, it laneItem, held *heldSlots) {
 		m := it.Task.MerchantID
@@ -39,13 +40,14 @@ func newSchedulerProbe(t *testing.T, cfg schedulerConfig, hangs ...string) *sche
 		p.now[m]++
 		p.most[m] = max(p.most[m], p.now[m])
 		p.mu.Unlock()
+		timedOut := false
 		if hanging[m] {
 			select {
-			case <-p.release[m]:
+			case timedOut = <-p.release[m]:
 			case <-ctx.Done():
 			}
 		}
-		held.exchanged(hanging[m])
+		held.exchanged(timedOut)
 		p.mu.Lock()
 		p.now[m]--
 		p.ended[m]++
@@ -137,11 +139,46 @@ func TestSchedulerLendsTheShareBack(t *testing.T) {
 	// first merchant's attempts end, and no more while it waits.
 	p.push("second", 10, 10)
 	p.waitFor("the second merchant in the reserve", func() bool { return p.now["second"] == 1 })
-	p.release["hostile"] <- struct{}{} // one hostile attempt ends
+	p.release["hostile"] <- true // one hostile attempt ends
 	p.waitFor("the second merchant at its share", func() bool { return p.now["second"] == 2 })
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.now["hostile"] != 6 {
 		t.Errorf("the hostile merchant runs %d, want 6: the freed slot went to it", p.now["hostile"])
+	}
+}
+
+// TestSchedulerCircuit: a subscription whose attempts keep timing out is
+// held to one attempt at a time once CircuitAfter of them in a row did,
+// and gets its cap back when an attempt ends without timing out.
+func TestSchedulerCircuit(t *testing.T) {
+	t.Parallel()
+	cfg := schedulerConfig{Concurrency: 8, Share: 8, SubscriptionCap: 4, CircuitAfter: 3, AttemptTimeout: time.Minute, Held: time.Second}
+	p := newSchedulerProbe(t, cfg, "A")
+	p.push("A", 30, 1)
+	started := func() int { return p.now["A"] + p.ended["A"] }
+	p.waitFor("the subscription at its cap", func() bool { return p.now["A"] == 4 })
+	for i := range 2 { // two timeouts: the cap still holds, the slots refill
+		p.release["A"] <- true
+		p.waitFor("the slot refilled", func() bool { return p.ended["A"] == i+1 && p.now["A"] == 4 })
+	}
+	p.release["A"] <- true // the third in a row: the circuit opens
+	p.waitFor("the third to end", func() bool { return p.ended["A"] == 3 && p.now["A"] == 3 })
+	for i := range 3 { // the three still running end; one may start then
+		p.release["A"] <- true
+		p.waitFor("an attempt to end", func() bool { return p.ended["A"] == 4+i })
+	}
+	p.waitFor("one attempt through the open circuit", func() bool { return p.now["A"] == 1 })
+	p.mu.Lock()
+	if n := started(); n != 7 {
+		t.Errorf("%d attempts started, want 7: none beside the open circuit's one", n)
+	}
+	p.mu.Unlock()
+	p.release["A"] <- false // it ends without a timeout: the circuit closes
+	p.waitFor("the cap back", func() bool { return p.now["A"] == 4 })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := started(); n != 11 {
+		t.Errorf("%d attempts started in all, want 11", n)
 	}
 }
