@@ -33,6 +33,7 @@ const laneWakeChannel = lanePrefix + ":wake"
 //	{webhookd:lanes}:m:M:ready    ZSET subscription → stamp: merchant M's subscriptions with due work
 //	{webhookd:lanes}:m:M:wait     ZSET subscription → ms when it has due work again
 //	{webhookd:lanes}:s:S          ZSET attempt id → due ms: the attempts parked for subscription S
+//	                              (S/manual: its manual attempts, outside its rate limit)
 //	{webhookd:lanes}:p:S          HASH attempt id → attempt task (JSON)
 //	{webhookd:lanes}:r:S          HASH rate (deliveries/s), next (ms of the next turn)
 //	{webhookd:lanes}:stats        HASH parked: how many attempts are parked in all
@@ -87,11 +88,9 @@ func (l *lanes) push(ctx context.Context, items ...laneItem) (int, error) {
 		}
 		rate := strconv.Itoa(it.Task.RateLimit)
 		if it.Task.Trigger == store.TriggerManual {
-			// A manual attempt does not know the subscription's limit:
-			// it leaves the one scheduled attempts set.
-			rate = "-1"
+			rate = "0" // outside the subscription's rate limit
 		}
-		args = append(args, merchantLane(it.Task), it.Task.SubscriptionID.String(), it.ID,
+		args = append(args, merchantLane(it.Task), subscriptionLane(it.Task), it.ID,
 			strconv.FormatInt(it.Task.Due.UnixMilli(), 10), rate, payload)
 	}
 	n, err := pushScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, args...).Int()
@@ -108,6 +107,20 @@ func merchantLane(t attemptTask) string {
 		return "subscription:" + t.SubscriptionID.String()
 	}
 	return t.MerchantID
+}
+
+// manualLane marks the lane of a subscription's manual attempts.
+const manualLane = "/manual"
+
+// subscriptionLane is the lane an attempt waits in: its subscription's,
+// or for a manual attempt (redeliver, recover) the subscription's manual
+// lane, which no rate limit paces and which does not queue behind the
+// subscription's backlog.
+func subscriptionLane(t attemptTask) string {
+	if t.Trigger == store.TriggerManual {
+		return t.SubscriptionID.String() + manualLane
+	}
+	return t.SubscriptionID.String()
 }
 
 // running is what this process has in flight, as take weighs it.
@@ -191,9 +204,11 @@ func (l *lanes) take(ctx context.Context, req takeRequest, r running) ([]laneIte
 }
 
 // drop removes every attempt parked for a subscription (deleted,
-// disabled, an ended listener) and returns how many there were.
+// disabled, an ended listener), manual ones included, and returns how many
+// there were.
 func (l *lanes) drop(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (int, error) {
-	n, err := dropScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, lanePrefix, merchantID, subscriptionID.String()).Int()
+	n, err := dropScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, lanePrefix, merchantID,
+		subscriptionID.String(), subscriptionID.String()+manualLane).Int()
 	if err != nil {
 		return 0, fmt.Errorf("drop the attempts of subscription %s: %w", subscriptionID, err)
 	}
@@ -211,7 +226,7 @@ func (l *lanes) held(ctx context.Context, items []laneItem, since time.Time) ([]
 	parked := make([]*redis.FloatCmd, len(items))
 	taken := make([]*redis.FloatCmd, len(items))
 	for i, it := range items {
-		parked[i] = pipe.ZScore(ctx, lanePrefix+":s:"+it.Task.SubscriptionID.String(), it.ID)
+		parked[i] = pipe.ZScore(ctx, lanePrefix+":s:"+subscriptionLane(it.Task), it.ID)
 		taken[i] = pipe.ZScore(ctx, lanePrefix+":taken", it.ID)
 	}
 	_, _ = pipe.Exec(ctx) // each command's error is read below

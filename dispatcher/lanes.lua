@@ -78,8 +78,8 @@ local function placeMerchant(m)
 end
 
 -- push(P, then per attempt: merchant, subscription, id, due ms, rate, task)
--- parks attempts and returns how many were new. rate -1 leaves the
--- subscription's limit as it is (a manual attempt does not know it).
+-- parks attempts and returns how many were new; rate is the lane's
+-- deliveries per second as the attempt knew it (0: none).
 local function push()
   local added = 0
   local i = 2
@@ -93,10 +93,7 @@ local function push()
     end
     local r = P .. ':r:' .. s
     redis.call('PERSIST', r)
-    redis.call('HSET', r, 'm', m)
-    if rate ~= '-1' then
-      redis.call('HSET', r, 'rate', rate)
-    end
+    redis.call('HSET', r, 'm', m, 'rate', rate)
     if not redis.call('ZSCORE', P .. ':m:' .. m .. ':ready', s) then
       local at = eligible(s)
       redis.call('ZADD', P .. ':m:' .. m .. ':wait', 'LT', at, s)
@@ -230,15 +227,22 @@ local function take()
   return out
 end
 
--- drop(P, merchant, subscription) removes every attempt parked for the
--- subscription and returns how many there were.
+-- drop(P, merchant, lane…) removes every attempt parked in the lanes
+-- (a subscription's and its manual one) and returns how many there were.
 local function drop()
-  local m, s = ARGV[2], ARGV[3]
-  local n = redis.call('ZCARD', P .. ':s:' .. s)
-  redis.call('DEL', P .. ':s:' .. s, P .. ':p:' .. s, P .. ':r:' .. s)
-  redis.call('HINCRBY', P .. ':stats', 'parked', -n)
-  redis.call('ZREM', P .. ':m:' .. m .. ':ready', s)
-  redis.call('ZREM', P .. ':m:' .. m .. ':wait', s)
+  local m = ARGV[2]
+  local n = 0
+  for i = 3, #ARGV do
+    local s = ARGV[i]
+    local k = redis.call('ZCARD', P .. ':s:' .. s)
+    n = n + k
+    redis.call('DEL', P .. ':s:' .. s, P .. ':p:' .. s, P .. ':r:' .. s)
+    if k > 0 then
+      redis.call('HINCRBY', P .. ':stats', 'parked', 0 - k)
+    end
+    redis.call('ZREM', P .. ':m:' .. m .. ':ready', s)
+    redis.call('ZREM', P .. ':m:' .. m .. ':wait', s)
+  end
   placeMerchant(m)
   return n
 end
