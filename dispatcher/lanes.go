@@ -155,11 +155,22 @@ type takeRequest struct {
 	Lendable int
 }
 
+// taken is what one take handed over.
+type taken struct {
+	// Items are the attempts taken.
+	Items []laneItem
+	// Next is when the next parked attempt is due (zero: none is parked).
+	Next time.Time
+	// HeldBack tells that due work was left in the schedule (over a share,
+	// a cap or the reserve): a slot that frees may take it. Without it,
+	// only new work or Next can give a take anything.
+	HeldBack bool
+}
+
 // take takes up to req.Want due attempts, round-robin over merchants with
 // due work: first those under their share, then, with slots to lend,
-// those over it. It returns them and when the next parked attempt is due
-// (zero: nothing is parked).
-func (l *lanes) take(ctx context.Context, req takeRequest, r running) ([]laneItem, time.Time, error) {
+// those over it.
+func (l *lanes) take(ctx context.Context, req takeRequest, r running) (taken, error) {
 	args := make([]any, 0, 16+2*len(r.Merchants)+2*len(r.SubscriptionRoom)+len(r.Unlendable))
 	args = append(args, lanePrefix, req.Now.UnixMilli(), req.Want, req.Share, req.SubscriptionCap, req.Lendable,
 		// Merchants scanned per pass: those running here (at their share,
@@ -179,17 +190,19 @@ func (l *lanes) take(ctx context.Context, req takeRequest, r running) ([]laneIte
 	}
 	res, err := takeScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, args...).Slice()
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("take due attempts: %w", err)
+		return taken{}, fmt.Errorf("take due attempts: %w", err)
 	}
-	if len(res) == 0 {
-		return nil, time.Time{}, errors.New("take due attempts: empty answer")
+	if len(res) < 2 {
+		return taken{}, errors.New("take due attempts: short answer")
 	}
-	var next time.Time
+	var out taken
 	if ms, _ := res[0].(int64); ms > 0 {
-		next = time.UnixMilli(ms)
+		out.Next = time.UnixMilli(ms)
 	}
-	items := make([]laneItem, 0, (len(res)-1)/2)
-	for i := 1; i+1 < len(res); i += 2 {
+	more, _ := res[1].(int64)
+	out.HeldBack = more == 1
+	out.Items = make([]laneItem, 0, (len(res)-2)/2)
+	for i := 2; i+1 < len(res); i += 2 {
 		id, _ := res[i].(string)
 		payload, _ := res[i+1].(string)
 		var t attemptTask
@@ -198,9 +211,9 @@ func (l *lanes) take(ctx context.Context, req takeRequest, r running) ([]laneIte
 			// the sweeper pushes it again.
 			continue
 		}
-		items = append(items, laneItem{ID: id, Task: t})
+		out.Items = append(out.Items, laneItem{ID: id, Task: t})
 	}
-	return items, next, nil
+	return out, nil
 }
 
 // drop removes every attempt parked for a subscription (deleted,

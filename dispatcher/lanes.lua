@@ -120,7 +120,7 @@ end
 -- take(P, now, want, share, subscription cap, lendable, merchants to scan,
 --      held ms, n, (merchant, running)×n, n, (subscription, room)×n,
 --      n, unlendable×n)
--- returns {next due ms or 0, id, task, id, task, …}. Each attempt taken is
+-- returns {next due ms or 0, 1 if due work was left, id, task, id, task, …}. Each attempt taken is
 -- noted in P:taken for held ms, so that the sweeper does not take it for
 -- lost before its worker leased its delivery.
 local function take()
@@ -182,13 +182,13 @@ local function take()
     return nil
   end
 
-  local out = { 0 }
+  local out = { 0, 0 }
   for _ = 1, want do
     local got = false
     for pass = 1, 2 do
       -- A lent slot must leave the reserve free: lendable counts the
       -- free slots beyond it, and each take of this call fills one.
-      if pass == 2 and (#out - 1) / 2 >= lendable then
+      if pass == 2 and (#out - 2) / 2 >= lendable then
         break
       end
       local merchants = redis.call('ZRANGE', P .. ':ready', 0, scan - 1)
@@ -223,6 +223,11 @@ local function take()
   sooner(P .. ':wait')
   for _, m in ipairs(redis.call('ZRANGE', P .. ':ready', 0, scan - 1)) do
     sooner(P .. ':m:' .. m .. ':wait')
+  end
+  -- Due work left in the ring was held back (a share, a cap, the
+  -- reserve): a slot freed may take it. None left: only new work can.
+  if redis.call('ZCARD', P .. ':ready') > 0 then
+    out[2] = 1
   end
   return out
 end

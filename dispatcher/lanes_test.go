@@ -138,11 +138,11 @@ func TestLanesTake(t *testing.T) {
 			if tc.req.Now.IsZero() {
 				tc.req.Now = t0.Add(time.Second) // every backlog is due
 			}
-			got, _, err := l.take(ctx, tc.req, tc.running)
+			got, err := l.take(ctx, tc.req, tc.running)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g := names(got); !slices.Equal(g, tc.want) {
+			if g := names(got.Items); !slices.Equal(g, tc.want) {
 				t.Errorf("took %v, want %v", g, tc.want)
 			}
 		})
@@ -172,11 +172,12 @@ func TestLanesRateLimitTurns(t *testing.T) {
 		want []string
 	}{{0, []string{"0", "manual"}}, {100 * time.Millisecond, nil}, {200 * time.Millisecond, []string{"1"}}, {450 * time.Millisecond, []string{"2"}}} {
 		req.Now = t0.Add(step.at)
-		got, next, err := l.take(ctx, req, running{})
+		got, err := l.take(ctx, req, running{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g := names(got); !slices.Equal(g, step.want) && (len(g) > 0 || len(step.want) > 0) {
+		next := got.Next
+		if g := names(got.Items); !slices.Equal(g, step.want) && (len(g) > 0 || len(step.want) > 0) {
 			t.Fatalf("step %d at +%v: took %v, want %v", i, step.at, g, step.want)
 		}
 		if next.Before(req.Now) || next.Sub(req.Now) > 200*time.Millisecond {
@@ -207,9 +208,9 @@ func TestLanesPushDropAndParked(t *testing.T) {
 	if !slices.Equal(parked, []bool{false, false, true}) {
 		t.Errorf("parked = %v after the drop, want [false false true]", parked)
 	}
-	got, _, err := l.take(ctx, takeRequest{Now: t0, Want: 5, Share: 5, SubscriptionCap: 5}, running{})
-	if err != nil || !slices.Equal(names(got), []string{"c"}) {
-		t.Fatalf("took %v (%v) after the drop, want [c]", names(got), err)
+	got, err := l.take(ctx, takeRequest{Now: t0, Want: 5, Share: 5, SubscriptionCap: 5}, running{})
+	if err != nil || !slices.Equal(names(got.Items), []string{"c"}) {
+		t.Fatalf("took %v (%v) after the drop, want [c]", names(got.Items), err)
 	}
 	keys, err := l.redis.Keys(ctx, lanePrefix+"*").Result()
 	if err != nil {

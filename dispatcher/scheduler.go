@@ -122,10 +122,14 @@ func (s *scheduler) run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failures := 0
+	// heldBack: the last take left due work it could not start (a share,
+	// a cap, the reserve), so a slot that frees is worth a take; else only
+	// new work, a due time or the idle check is.
+	heldBack := true
 	for {
 		wait := idleCheck
 		if free, r := s.snapshot(); free > 0 {
-			items, next, err := s.lanes.take(ctx, takeRequest{Now: s.clock.Now(), Want: min(free, maxTake), Share: s.cfg.Share,
+			got, err := s.lanes.take(ctx, takeRequest{Now: s.clock.Now(), Want: min(free, maxTake), Share: s.cfg.Share,
 				SubscriptionCap: s.cfg.SubscriptionCap, Lendable: max(0, free-s.cfg.Reserve), Held: s.cfg.Held}, r)
 			switch {
 			case err != nil && ctx.Err() != nil:
@@ -136,24 +140,29 @@ func (s *scheduler) run(ctx context.Context) {
 				s.logger.WarnContext(ctx, "take due attempts; trying again", "error", err, "retry_in", wait)
 			default:
 				failures = 0
-				for _, it := range items {
+				heldBack = got.HeldBack
+				for _, it := range got.Items {
 					held := s.hold(it.Task)
 					inFlight.Go(func() { s.run1(ctx, it, held) })
 				}
-				if len(items) > 0 {
+				if len(got.Items) > 0 {
 					continue
 				}
-				if !next.IsZero() {
-					wait = min(max(next.Sub(s.clock.Now()), time.Millisecond), idleCheck)
+				if !got.Next.IsZero() {
+					wait = min(max(got.Next.Sub(s.clock.Now()), time.Millisecond), idleCheck)
 				}
 			}
+		}
+		freed := s.freed
+		if !heldBack {
+			freed = nil // nothing waits for a slot: a freed one is no reason to look
 		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.wake:
-		case <-s.freed:
+		case <-freed:
 		case <-timer.C:
 		}
 		if !timer.Stop() {

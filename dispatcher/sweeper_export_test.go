@@ -44,9 +44,9 @@ func Parked(ctx context.Context, d *Dispatcher, del store.Delivery, number int) 
 // them, as a worker killed between taking attempts and leasing their
 // deliveries does, and returns how many it took.
 func TakeAndLose(ctx context.Context, d *Dispatcher, now time.Time) (int, error) {
-	items, _, err := d.tasks.lanes.take(ctx, takeRequest{Now: now, Want: maxTake, Share: maxTake, SubscriptionCap: maxTake,
+	got, err := d.tasks.lanes.take(ctx, takeRequest{Now: now, Want: maxTake, Share: maxTake, SubscriptionCap: maxTake,
 		Held: time.Millisecond}, running{})
-	return len(items), err
+	return len(got.Items), err
 }
 
 // ScheduleParked is how many attempts wait in the schedule on rc's Redis.
