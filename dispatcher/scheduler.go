@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,10 @@ type schedulerConfig struct {
 	// Held is how long an attempt taken counts as held for the sweeper
 	// before its delivery is leased: the sweeper's grace (required).
 	Held time.Duration
+	// IdleCheck is the longest the loop waits without looking at the
+	// schedule; zero means idleCheck. Tests lengthen it to show that
+	// nothing relies on it.
+	IdleCheck time.Duration
 }
 
 func (c schedulerConfig) validate() error {
@@ -126,9 +131,16 @@ func (s *scheduler) run(ctx context.Context) {
 	// a cap, the reserve), so a slot that frees is worth a take; else only
 	// new work, a due time or the idle check is.
 	heldBack := true
+	idle := cmp.Or(s.cfg.IdleCheck, idleCheck)
 	for {
-		wait := idleCheck
-		if free, r := s.snapshot(); free > 0 {
+		wait := idle
+		free, r := s.snapshot()
+		if free == 0 {
+			// Work pushed while every slot is busy waits for one: the
+			// next freed slot must look.
+			heldBack = true
+		}
+		if free > 0 {
 			got, err := s.lanes.take(ctx, takeRequest{Now: s.clock.Now(), Want: min(free, maxTake), Share: s.cfg.Share,
 				SubscriptionCap: s.cfg.SubscriptionCap, Lendable: max(0, free-s.cfg.Reserve), Held: s.cfg.Held}, r)
 			switch {
@@ -136,7 +148,7 @@ func (s *scheduler) run(ctx context.Context) {
 				return
 			case err != nil:
 				failures++
-				wait = min(50*time.Millisecond<<min(failures, 5), idleCheck)
+				wait = min(50*time.Millisecond<<min(failures, 5), idle)
 				s.logger.WarnContext(ctx, "take due attempts; trying again", "error", err, "retry_in", wait)
 			default:
 				failures = 0
@@ -149,7 +161,7 @@ func (s *scheduler) run(ctx context.Context) {
 					continue
 				}
 				if !got.Next.IsZero() {
-					wait = min(max(got.Next.Sub(s.clock.Now()), time.Millisecond), idleCheck)
+					wait = min(max(got.Next.Sub(s.clock.Now()), time.Millisecond), idle)
 				}
 			}
 		}

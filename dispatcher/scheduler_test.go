@@ -107,7 +107,10 @@ func (p *schedulerProbe) waitFor(what string, cond func() bool) {
 	}
 }
 
-var probeConfig = schedulerConfig{Concurrency: 8, Share: 2, SubscriptionCap: 2, CircuitAfter: 3, Reserve: 1, AttemptTimeout: time.Minute, Held: time.Second}
+// probeConfig is a small pool whose idle check never comes in a test:
+// every take must be woken by a push, a freed slot or a due time.
+var probeConfig = schedulerConfig{Concurrency: 8, Share: 2, SubscriptionCap: 2, CircuitAfter: 3, Reserve: 1,
+	AttemptTimeout: time.Minute, Held: time.Second, IdleCheck: time.Hour}
 
 // TestSchedulerKeepsTheReserveForOthers: a merchant whose attempts all
 // hang is lent every slot but the reserve, never more; another merchant's
@@ -153,7 +156,8 @@ func TestSchedulerLendsTheShareBack(t *testing.T) {
 // and gets its cap back when an attempt ends without timing out.
 func TestSchedulerCircuit(t *testing.T) {
 	t.Parallel()
-	cfg := schedulerConfig{Concurrency: 8, Share: 8, SubscriptionCap: 4, CircuitAfter: 3, AttemptTimeout: time.Minute, Held: time.Second}
+	cfg := schedulerConfig{Concurrency: 8, Share: 8, SubscriptionCap: 4, CircuitAfter: 3, AttemptTimeout: time.Minute, Held: time.Second,
+		IdleCheck: time.Hour}
 	p := newSchedulerProbe(t, cfg, "A")
 	p.push("A", 30, 1)
 	started := func() int { return p.now["A"] + p.ended["A"] }
@@ -181,4 +185,18 @@ func TestSchedulerCircuit(t *testing.T) {
 	if n := started(); n != 11 {
 		t.Errorf("%d attempts started in all, want 11", n)
 	}
+}
+
+// TestSchedulerWorkPushedToAFullPool: work pushed while every slot is busy
+// starts when a slot frees, not at the next idle check (an hour here).
+func TestSchedulerWorkPushedToAFullPool(t *testing.T) {
+	t.Parallel()
+	cfg := probeConfig
+	cfg.Concurrency, cfg.Share, cfg.Reserve = 2, 2, 0
+	p := newSchedulerProbe(t, cfg, "busy")
+	p.push("busy", 2, 2)
+	p.waitFor("the pool full", func() bool { return p.now["busy"] == 2 })
+	p.push("calm", 3, 1)
+	p.release["busy"] <- false
+	p.waitFor("the calm merchant's work in the freed slot", func() bool { return p.ended["calm"] == 3 })
 }
