@@ -9,9 +9,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/listener"
-	"github.com/webhookd/webhookd/merchants"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/listener"
+	"github.com/webhookd/webhookd/internal/merchants"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // apiKeyRoutes are the internal routes of a merchant's API keys: issue,

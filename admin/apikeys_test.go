@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/admin"
-	"github.com/webhookd/webhookd/merchants"
-	"github.com/webhookd/webhookd/store"
-	"github.com/webhookd/webhookd/store/storetest"
+	"github.com/webhookd/webhookd/internal/merchants"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // issuedKey issues a key of the merchant with both scopes and returns it

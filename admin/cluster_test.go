@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/admin"
-	"github.com/webhookd/webhookd/listener"
+	"github.com/webhookd/webhookd/internal/listener"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/producer"
-	"github.com/webhookd/webhookd/store/storetest"
 )
 
 // TestRateLimitOnCluster: the API limit (redis_rate's Lua script, on one

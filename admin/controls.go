@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/webhookd/webhookd/store"
-	"github.com/webhookd/webhookd/subscriptions"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
 // optionalInt tells a field that is absent from one that is null, so that

@@ -7,8 +7,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/sessions"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/sessions"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // deliveryRoutes are the /v1/webhook_deliveries routes.

@@ -23,9 +23,9 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
-	"github.com/webhookd/webhookd/store"
 )
 
 // pipelineClock is the dispatcher's clock in these tests: real time plus

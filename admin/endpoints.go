@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/sessions"
+	"github.com/webhookd/webhookd/internal/sessions"
 )
 
 // EndpointChecker sends an endpoint the three deliveries of a check and

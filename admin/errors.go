@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/webhookd/webhookd/invalid"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // docBase is where each error code is explained.

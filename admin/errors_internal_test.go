@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // TestUnreachable: what a request answers as a backing service to retry

@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/sessions"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/sessions"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // eventRoutes are the /v1/events routes.

@@ -5,8 +5,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/webhookd/webhookd/catalogue"
-	"github.com/webhookd/webhookd/sessions"
+	"github.com/webhookd/webhookd/internal/catalogue"
+	"github.com/webhookd/webhookd/internal/sessions"
 )
 
 // eventTypeRoutes is GET /v1/event_types: the types a subscription may

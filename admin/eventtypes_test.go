@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/webhookd/webhookd/catalogue"
+	"github.com/webhookd/webhookd/internal/catalogue"
 )
 
 // GET /v1/event_types lists the configured catalogue in order, each with

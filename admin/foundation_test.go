@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/admin"
-	"github.com/webhookd/webhookd/merchants"
+	"github.com/webhookd/webhookd/internal/merchants"
 )
 
 // The /v1 conventions of spec 4.1, 5, 7 and 9, seen from outside.

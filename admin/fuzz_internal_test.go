@@ -17,8 +17,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/invalid"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // The fuzz targets of this file hold the pure decoders of the API (bodies,

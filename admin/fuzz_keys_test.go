@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/admin"
-	"github.com/webhookd/webhookd/merchants"
+	"github.com/webhookd/webhookd/internal/merchants"
 )
 
 // FuzzRollKeyBody sends arbitrary bodies to the roll route, each input

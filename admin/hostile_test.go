@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/admin"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // The tests of this file are a hostile merchant's attempts to get more

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // healthz answers that the process is alive: it checks nothing else.

@@ -10,7 +10,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/listener"
+	"github.com/webhookd/webhookd/internal/listener"
 )
 
 // What an API key opened ends with it: the portal sessions it minted and

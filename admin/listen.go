@@ -11,8 +11,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/listener"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/listener"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // listenRoutes is GET /v1/listen, the WebSocket of `webhookd listen`. It

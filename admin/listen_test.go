@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/admin"
-	"github.com/webhookd/webhookd/listener"
+	"github.com/webhookd/webhookd/internal/listener"
 )
 
 // dialListen opens GET /v1/listen with key and query, and returns the

@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/webhookd/webhookd/listener"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/listener"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // listenerPoll bounds one wait for a relayed delivery, so that a

@@ -18,10 +18,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/merchants"
-	"github.com/webhookd/webhookd/sessions"
+	"github.com/webhookd/webhookd/internal/merchants"
+	"github.com/webhookd/webhookd/internal/sessions"
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/signer"
-	"github.com/webhookd/webhookd/store"
 )
 
 // correlate gives every request a correlation id, sent back as the

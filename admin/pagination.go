@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // Page size limits (spec 4.5, 8).

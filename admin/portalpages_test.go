@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/webhookd/webhookd/admin"
-	"github.com/webhookd/webhookd/portal"
+	"github.com/webhookd/webhookd/internal/portal"
 )
 
 func TestPortalMountedOnThePublicListener(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/merchants"
-	"github.com/webhookd/webhookd/sessions"
+	"github.com/webhookd/webhookd/internal/merchants"
+	"github.com/webhookd/webhookd/internal/sessions"
 )
 
 // portalSessionRoutes are the /v1/portal_sessions routes. Minting needs

@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/admin"
-	"github.com/webhookd/webhookd/merchants"
-	"github.com/webhookd/webhookd/store/storetest"
+	"github.com/webhookd/webhookd/internal/merchants"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // TestReadsGoToTheReadStore gives the API a read store that is a separate

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/webhookd/webhookd/invalid"
+	"github.com/webhookd/webhookd/internal/invalid"
 )
 
 type ctxKey int

@@ -17,10 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/webhookd/webhookd/merchants"
-	"github.com/webhookd/webhookd/sessions"
-	"github.com/webhookd/webhookd/store"
-	"github.com/webhookd/webhookd/subscriptions"
+	"github.com/webhookd/webhookd/internal/merchants"
+	"github.com/webhookd/webhookd/internal/sessions"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
 // Config is everything the HTTP surfaces need. cmd/webhookd fills every

@@ -8,9 +8,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/sessions"
-	"github.com/webhookd/webhookd/store"
-	"github.com/webhookd/webhookd/subscriptions"
+	"github.com/webhookd/webhookd/internal/sessions"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
 // subscriptionRoutes are the /v1/webhook_subscriptions routes. Their

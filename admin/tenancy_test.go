@@ -18,10 +18,10 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/merchants"
+	"github.com/webhookd/webhookd/internal/merchants"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
-	"github.com/webhookd/webhookd/store/storetest"
 )
 
 // Tenant isolation and key environments, checked on every route the

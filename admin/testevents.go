@@ -5,7 +5,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/webhookd/webhookd/sessions"
+	"github.com/webhookd/webhookd/internal/sessions"
 )
 
 // testEventRoutes is POST /v1/webhook_subscriptions/{id}/send_test_event,

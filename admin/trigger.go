@@ -6,9 +6,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/webhookd/webhookd/catalogue"
+	"github.com/webhookd/webhookd/internal/catalogue"
+	"github.com/webhookd/webhookd/internal/sessions"
 	"github.com/webhookd/webhookd/producer"
-	"github.com/webhookd/webhookd/sessions"
 )
 
 // sandbox is the environment where events may be triggered by hand.

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/webhookd/webhookd/admin"
-	"github.com/webhookd/webhookd/catalogue"
-	"github.com/webhookd/webhookd/merchants"
+	"github.com/webhookd/webhookd/internal/catalogue"
+	"github.com/webhookd/webhookd/internal/merchants"
 )
 
 // TestTriggerPublishesTheExample triggers payout.paid: the event carries

@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/retry"
-	"github.com/webhookd/webhookd/store"
 )
 
 // busyWait is how long a manual attempt goes back to the schedule for

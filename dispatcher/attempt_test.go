@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/retry"
-	"github.com/webhookd/webhookd/store"
 )
 
 // TestNoAttemptStartsBeforeItsDueTime: asynq keeps a scheduled task's time

@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/internal/smtpsink"
-	"github.com/webhookd/webhookd/store"
-	"github.com/webhookd/webhookd/store/storetest"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // TestAutoDisableAfterFailingLong: a subscription whose every attempt has

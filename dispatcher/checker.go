@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/signer"
-	"github.com/webhookd/webhookd/store"
 )
 
 // The cases of an endpoint check, in the order they are reported.

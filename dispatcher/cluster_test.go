@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/listener"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/listener"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // TestDeliveryOnCluster runs the pipeline's Redis work on a Redis Cluster

@@ -3,8 +3,8 @@ package dispatcher
 import (
 	"time"
 
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/retry"
-	"github.com/webhookd/webhookd/store"
 )
 
 // decide applies the retry policy to an attempt's result: the attempt row

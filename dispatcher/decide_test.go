@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/retry"
-	"github.com/webhookd/webhookd/store"
 )
 
 // TestPushBack pins how a receiver's Retry-After moves the next attempt:

@@ -43,11 +43,11 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/webhookd/webhookd/catalogue"
+	"github.com/webhookd/webhookd/internal/catalogue"
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
-	"github.com/webhookd/webhookd/store"
 )
 
 // Notifier is told about deliveries that failed for good.

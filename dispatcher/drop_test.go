@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // TestWorkThatCanNeverRunIsDropped: a rate-limited subscription (1/s) with

@@ -12,7 +12,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/connectproxy"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // TestDeliveriesGoThroughTheEgressProxy runs the whole pipeline with an

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/producer"
-	"github.com/webhookd/webhookd/store"
 )
 
 // TestCostlyFiltersDelayOnlyTheirMerchant: a merchant whose filters take

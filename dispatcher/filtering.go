@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/filter"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/filter"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // matchFilters evaluates the filters of the merchant's subscriptions that

@@ -21,11 +21,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
-	"github.com/webhookd/webhookd/store"
-	"github.com/webhookd/webhookd/store/storetest"
 )
 
 const testVersion = "2026-05-01"

@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/webhookd/webhookd/store"
-	"github.com/webhookd/webhookd/store/storetest"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // newTestLanes is an empty schedule on a Redis server of the test's own.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // leaser takes deliveries for attempts in batches: under load, one UPDATE

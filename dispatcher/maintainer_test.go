@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/store"
-	"github.com/webhookd/webhookd/store/storetest"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // TestMaintainerKeepsPartitionsAhead: each round leaves the partitions of

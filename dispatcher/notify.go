@@ -13,7 +13,7 @@ import (
 
 	"github.com/wneessen/go-mail"
 
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // NotifyInterval is the least time between two failure e-mails about one

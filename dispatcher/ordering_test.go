@@ -3,7 +3,7 @@ package dispatcher
 import (
 	"testing"
 
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 func TestOrderingHeaders(t *testing.T) {

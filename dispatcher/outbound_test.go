@@ -17,7 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // TestNamesResolvingToForbiddenAddressesAreBlocked delivers to host names

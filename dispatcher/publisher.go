@@ -14,11 +14,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
-	"github.com/webhookd/webhookd/filter"
-	"github.com/webhookd/webhookd/invalid"
-	"github.com/webhookd/webhookd/merchants"
+	"github.com/webhookd/webhookd/internal/filter"
+	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/merchants"
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/producer"
-	"github.com/webhookd/webhookd/store"
 )
 
 // TestEventType is the event kind send_test_event stores (spec 6.1). It is

@@ -12,10 +12,10 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/invalid"
+	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/producer"
-	"github.com/webhookd/webhookd/store"
-	"github.com/webhookd/webhookd/store/storetest"
 )
 
 // TestPublisherRules is the specification of a published event, as every

@@ -3,7 +3,7 @@ package dispatcher
 import (
 	"context"
 
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // Recorder writes the outcome of an attempt. It returns only once the

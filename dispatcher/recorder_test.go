@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // TestRecorders: both implementations of Recorder write an attempt and the

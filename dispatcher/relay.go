@@ -13,9 +13,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/webhookd/webhookd/listener"
+	"github.com/webhookd/webhookd/internal/listener"
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/signer"
-	"github.com/webhookd/webhookd/store"
 )
 
 // errListenerClosed is the attempt error of a delivery whose listener

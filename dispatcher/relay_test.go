@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/webhookd/webhookd/listener"
+	"github.com/webhookd/webhookd/internal/listener"
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/signer"
-	"github.com/webhookd/webhookd/store"
 )
 
 // listen creates a listener subscription of merchant, live until

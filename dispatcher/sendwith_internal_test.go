@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // TestSendWithCustomAndOrderingHeaders: an ordered delivery to a

@@ -9,8 +9,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/producer"
-	"github.com/webhookd/webhookd/store"
 )
 
 // sweepPage is how many overdue deliveries one query reads.

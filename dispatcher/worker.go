@@ -10,8 +10,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/producer"
-	"github.com/webhookd/webhookd/store"
 )
 
 // Task results, the values of webhookd_tasks_total's result label.

@@ -11,8 +11,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/producer"
-	"github.com/webhookd/webhookd/store/storetest"
 )
 
 // TestGiveUpIsTheSameForEveryHandler: whatever its type, a task whose

@@ -32,7 +32,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/webhookd/webhookd/invalid"
+	"github.com/webhookd/webhookd/internal/invalid"
 )
 
 // TaskIngest is the asynq task type of a published event.

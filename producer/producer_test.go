@@ -10,8 +10,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/producer"
-	"github.com/webhookd/webhookd/store/storetest"
 )
 
 // newProducer is a Producer on a private Redis, with an inspector on it.

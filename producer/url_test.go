@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/producer"
-	"github.com/webhookd/webhookd/store/storetest"
 )
 
 // TestParseRedisURL reads every single-server form WEBHOOKD_REDIS_URL

@@ -16,10 +16,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/receiver"
 	"github.com/webhookd/webhookd/receiver/redisdedup"
 	"github.com/webhookd/webhookd/signer"
-	"github.com/webhookd/webhookd/store/storetest"
 )
 
 // endpoint is a Receiver behind a real httptest server, with a handler

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/webhookd/webhookd/store"
-	"github.com/webhookd/webhookd/store/storetest"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 func TestPercentileNearestRank(t *testing.T) {

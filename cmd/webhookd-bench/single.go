@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/webhookd/webhookd/catalogue"
+	"github.com/webhookd/webhookd/internal/catalogue"
 )
 
 // The single scenario's defaults (issue 19's W1).

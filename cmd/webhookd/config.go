@@ -23,7 +23,7 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/portal"
+	"github.com/webhookd/webhookd/internal/portal"
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
 )
@@ -232,7 +232,7 @@ func (c config) warnGeneratedMasterKey(logger *slog.Logger) {
 }
 
 // testVariablePrefix marks the variables of webhookd's own test suite
-// (store/storetest), which share the prefix but are not configuration.
+// (internal/store/storetest), which share the prefix but are not configuration.
 const testVariablePrefix = "WEBHOOKD_TEST_"
 
 // warnUnknownVariables warns of each WEBHOOKD_* variable of environ that

@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webhookd/webhookd/internal/sockets"
-	"github.com/webhookd/webhookd/store/storetest"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // arrivals is a fast receiver that notes when each webhook-id arrived.

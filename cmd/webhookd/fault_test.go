@@ -21,7 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/webhookd/webhookd/store/storetest"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // The fault tests run the engine as operators do, an `api` process and a

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/store/storetest"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // Issue 24, "Isolation that holds": end-to-end tests of what one merchant's

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/webhookd/webhookd/listener"
+	"github.com/webhookd/webhookd/internal/listener"
 )
 
 // defaultAPI is the engine `make run` starts. The developer's commands

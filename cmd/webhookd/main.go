@@ -35,11 +35,11 @@ import (
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/keyscli"
+	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/outagelog"
-	"github.com/webhookd/webhookd/merchants"
-	"github.com/webhookd/webhookd/portal"
+	"github.com/webhookd/webhookd/internal/portal"
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/signer"
-	"github.com/webhookd/webhookd/store"
 )
 
 // version names this build in the user-agent of deliveries and in

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webhookd/webhookd/store/storetest"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // TestServeThroughPgBouncer runs a real `webhookd serve` whose only way to

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	goretry "github.com/sethvargo/go-retry"
 
-	"github.com/webhookd/webhookd/store"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // waitReportInterval is how often a process waiting for Postgres says so.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/store/storetest"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // haDeployment is webhookd as deployed for high availability: two api

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/store/storetest"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // These tests are an operator's first hour: a wrong setting must fail at

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/webhookd/webhookd/listener"
+	"github.com/webhookd/webhookd/internal/listener"
 )
 
 // trigger runs `webhookd trigger TYPE`: the engine publishes an example

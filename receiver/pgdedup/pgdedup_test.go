@@ -8,10 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/receiver"
 	"github.com/webhookd/webhookd/receiver/pgdedup"
 	"github.com/webhookd/webhookd/receiver/receivertest"
-	"github.com/webhookd/webhookd/store/storetest"
 )
 
 func newPool(t *testing.T) *pgxpool.Pool {

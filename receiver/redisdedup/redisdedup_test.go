@@ -8,10 +8,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/receiver"
 	"github.com/webhookd/webhookd/receiver/receivertest"
 	"github.com/webhookd/webhookd/receiver/redisdedup"
-	"github.com/webhookd/webhookd/store/storetest"
 )
 
 func newClient(t *testing.T) *redis.Client {

@@ -1,0 +1,149 @@
+package merchants
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/store"
+)
+
+// The bounds of a roll's overlap: how long the old key keeps working next
+// to its successor.
+const (
+	// DefaultRollOverlap gives every caller of the old key a day to move.
+	DefaultRollOverlap = 24 * time.Hour
+	// MaxRollOverlap keeps a key that was rolled, because it may have
+	// leaked, from living on for long.
+	MaxRollOverlap = 30 * 24 * time.Hour
+)
+
+// The rules a key id or a roll's overlap may break.
+const (
+	RuleKeyIDMalformed = "key_id_malformed"
+	RuleOverlapRange   = "overlap_out_of_range"
+)
+
+// KeyUsable tells whether a stored key may authenticate a request at now:
+// not revoked, and, once rolled, not past its expiry.
+func KeyUsable(k store.APIKey, now time.Time) bool {
+	return k.RevokedAt == nil && (k.ExpiresAt == nil || now.Before(*k.ExpiresAt))
+}
+
+// The statuses of a key, as KeyStatus names them.
+const (
+	KeyActive   = "active"
+	KeyExpiring = "expiring"
+	KeyExpired  = "expired"
+	KeyRevoked  = "revoked"
+)
+
+// KeyStatus names where a key is in its life at now: active; expiring
+// (rolled, still working until its expiry); expired; or revoked.
+func KeyStatus(k store.APIKey, now time.Time) string {
+	switch {
+	case k.RevokedAt != nil:
+		return KeyRevoked
+	case k.ExpiresAt == nil:
+		return KeyActive
+	case now.Before(*k.ExpiresAt):
+		return KeyExpiring
+	}
+	return KeyExpired
+}
+
+// KeyRingStore is what a KeyRing needs of the database.
+type KeyRingStore interface {
+	// ListAPIKeys returns the merchant's keys, newest first.
+	ListAPIKeys(ctx context.Context, merchantID string) ([]store.APIKey, error)
+	// GetAPIKey returns one key of the merchant, or store.ErrNotFound.
+	GetAPIKey(ctx context.Context, merchantID string, id uuid.UUID) (store.APIKey, error)
+	// RevokeAPIKey revokes one key of the merchant now.
+	RevokeAPIKey(ctx context.Context, merchantID string, id uuid.UUID) (store.APIKey, error)
+	// RollAPIKey stores newKey as the key's successor and makes the key
+	// expire at expiresAt.
+	RollAPIKey(ctx context.Context, merchantID string, id uuid.UUID, newKey string, expiresAt time.Time) (store.APIKey, error)
+	// Now is the clock.
+	Now() time.Time
+}
+
+// KeyRing manages the keys a merchant holds: lists, revokes and rolls
+// them. Issuing is the KeyIssuer's.
+type KeyRing struct {
+	store KeyRingStore
+}
+
+// NewKeyRing is a KeyRing on st.
+func NewKeyRing(st KeyRingStore) *KeyRing { return &KeyRing{store: st} }
+
+// List returns every key of the merchant, revoked and expired ones
+// included, newest first; never a key itself, which webhookd does not keep.
+func (r *KeyRing) List(ctx context.Context, merchantID string) ([]store.APIKey, error) {
+	if err := CheckID("merchant_id", merchantID); err != nil {
+		return nil, err
+	}
+	return r.store.ListAPIKeys(ctx, merchantID)
+}
+
+// Revoke ends one key of the merchant at once. Another merchant's key, or
+// none, is store.ErrNotFound; revoking a revoked key changes nothing.
+func (r *KeyRing) Revoke(ctx context.Context, merchantID, keyID string) (store.APIKey, error) {
+	id, err := checkKey(merchantID, keyID)
+	if err != nil {
+		return store.APIKey{}, err
+	}
+	return r.store.RevokeAPIKey(ctx, merchantID, id)
+}
+
+// Roll gives one key of the merchant a successor with the same environment
+// and scopes, and lets the old key work overlapSeconds more (nil means
+// DefaultRollOverlap; zero ends it now). A key revoked, expired or already
+// rolled is store.ErrAPIKeyInactive.
+func (r *KeyRing) Roll(ctx context.Context, merchantID, keyID string, overlapSeconds *int64) (IssuedKey, error) {
+	id, err := checkKey(merchantID, keyID)
+	if err != nil {
+		return IssuedKey{}, err
+	}
+	keep := DefaultRollOverlap
+	if overlapSeconds != nil {
+		// Compared in seconds first: a huge count would overflow a Duration.
+		if *overlapSeconds < 0 || *overlapSeconds > int64(MaxRollOverlap/time.Second) {
+			return IssuedKey{}, invalid.Value("overlap_seconds", RuleOverlapRange,
+				fmt.Sprintf("overlap_seconds must be between 0 and %d.", int64(MaxRollOverlap/time.Second)))
+		}
+		keep = time.Duration(*overlapSeconds) * time.Second
+	}
+	// The successor is of the old key's environment; the store checks
+	// again, under a lock, that the key may still be rolled.
+	old, err := r.store.GetAPIKey(ctx, merchantID, id)
+	if err != nil {
+		return IssuedKey{}, err
+	}
+	if KeyStatus(old, r.store.Now()) != KeyActive {
+		return IssuedKey{}, fmt.Errorf("roll api key %s: %w", id, store.ErrAPIKeyInactive)
+	}
+	key, err := NewAPIKey(old.Environment)
+	if err != nil {
+		return IssuedKey{}, err
+	}
+	successor, err := r.store.RollAPIKey(ctx, merchantID, id, key, r.store.Now().Add(keep))
+	if err != nil {
+		return IssuedKey{}, err
+	}
+	return IssuedKey{Key: key, APIKey: successor}, nil
+}
+
+// checkKey applies the merchant-id rule and parses a key id.
+func checkKey(merchantID, keyID string) (uuid.UUID, error) {
+	if err := CheckID("merchant_id", merchantID); err != nil {
+		return uuid.Nil, err
+	}
+	id, err := uuid.Parse(keyID)
+	if err != nil || len(keyID) != 36 {
+		return uuid.Nil, invalid.Value("key_id", RuleKeyIDMalformed, "key_id must be a UUID.")
+	}
+	return id, nil
+}

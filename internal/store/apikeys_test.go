@@ -1,0 +1,132 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
+)
+
+func TestAPIKeyPrefix(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]string{
+		"sandbox.Jq0bXyZ123456789": "sandbox.Jq0bXy",
+		"prod.abcdefghij":          "prod.abcdef",
+		"prod.abc":                 "prod.abc",
+		"nodot":                    "nodot",
+		"":                         "",
+	} {
+		if got := store.APIKeyPrefix(key); got != want {
+			t.Errorf("APIKeyPrefix(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// TestAPIKeyLifecycle creates, lists, rolls and revokes keys, and checks
+// that one merchant never reaches another's key.
+func TestAPIKeyLifecycle(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	st := storetest.NewStore(t, store.WithClock(clock.Now))
+	ctx := context.Background()
+	first, err := st.CreateAPIKey(ctx, "m1", "2026-05-01", "sandbox", "sandbox.AAAAAAfirst", []string{"webhooks:read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Prefix != "sandbox.AAAAAA" {
+		t.Errorf("prefix %q", first.Prefix)
+	}
+	clock.Advance(time.Second)
+	if _, err := st.CreateAPIKey(ctx, "m2", "2026-05-01", "sandbox", "sandbox.BBBBBBother", []string{"webhooks:read"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another merchant's key is not found, whatever is asked of it.
+	if _, err := st.GetAPIKey(ctx, "m2", first.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetAPIKey of another merchant's key: %v", err)
+	}
+	if _, err := st.RevokeAPIKey(ctx, "m2", first.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RevokeAPIKey of another merchant's key: %v", err)
+	}
+	if _, err := st.RollAPIKey(ctx, "m2", first.ID, "sandbox.CCCCCC", clock.Now()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RollAPIKey of another merchant's key: %v", err)
+	}
+
+	expires := clock.Now().Add(time.Hour)
+	successor, err := st.RollAPIKey(ctx, "m1", first.ID, "sandbox.DDDDDDsuccessor", expires)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if successor.Prefix != "sandbox.DDDDDD" || successor.Environment != "sandbox" || len(successor.Scopes) != 1 || successor.Scopes[0] != "webhooks:read" {
+		t.Errorf("successor %+v", successor)
+	}
+	if _, err := st.RollAPIKey(ctx, "m1", first.ID, "sandbox.EEEEEE", expires); !errors.Is(err, store.ErrAPIKeyInactive) {
+		t.Errorf("rolling a rolled key: %v, want ErrAPIKeyInactive", err)
+	}
+	k, _, err := st.APIKeyByHash(ctx, store.HashAPIKey("sandbox.AAAAAAfirst"))
+	if err != nil || k.ExpiresAt == nil || !k.ExpiresAt.Equal(expires) {
+		t.Fatalf("the rolled key by hash: %+v, %v; want expiring at %v", k, err, expires)
+	}
+
+	clock.Advance(time.Second)
+	revoked, err := st.RevokeAPIKey(ctx, "m1", successor.ID)
+	if err != nil || revoked.RevokedAt == nil || !revoked.RevokedAt.Equal(clock.Now().Truncate(time.Microsecond)) {
+		t.Fatalf("revoke: %+v, %v", revoked, err)
+	}
+	clock.Advance(time.Second)
+	again, err := st.RevokeAPIKey(ctx, "m1", successor.ID)
+	if err != nil || !again.RevokedAt.Equal(*revoked.RevokedAt) {
+		t.Errorf("revoking again moved revoked_at: %+v, %v", again, err)
+	}
+	if _, err := st.RollAPIKey(ctx, "m1", successor.ID, "sandbox.FFFFFF", expires); !errors.Is(err, store.ErrAPIKeyInactive) {
+		t.Errorf("rolling a revoked key: %v, want ErrAPIKeyInactive", err)
+	}
+
+	keys, err := st.ListAPIKeys(ctx, "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 2 || keys[0].ID != successor.ID || keys[1].ID != first.ID {
+		t.Fatalf("list: %+v, want the successor then the first key", keys)
+	}
+	if keys, err := st.ListAPIKeys(ctx, "m_unknown"); err != nil || len(keys) != 0 {
+		t.Errorf("list of an unknown merchant: %v, %v", keys, err)
+	}
+}
+
+// TestRecordAPIKeyUsage writes many keys' last use in one call and never
+// moves a last use back.
+func TestRecordAPIKeyUsage(t *testing.T) {
+	t.Parallel()
+	st := storetest.NewStore(t)
+	ctx := context.Background()
+	a, err := st.CreateAPIKey(ctx, "m1", "2026-05-01", "sandbox", "sandbox.a", []string{"webhooks:read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.CreateAPIKey(ctx, "m1", "2026-05-01", "sandbox", "sandbox.b", []string{"webhooks:read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	if err := st.RecordAPIKeyUsage(ctx, map[uuid.UUID]time.Time{a.ID: at, b.ID: at.Add(time.Minute), uuid.New(): at}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordAPIKeyUsage(ctx, map[uuid.UUID]time.Time{a.ID: at.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[uuid.UUID]time.Time{a.ID: at, b.ID: at.Add(time.Minute)} {
+		k, err := st.GetAPIKey(ctx, "m1", id)
+		if err != nil || k.LastUsedAt == nil || !k.LastUsedAt.Equal(want) {
+			t.Errorf("key %s: last used %v (%v), want %v", id, k.LastUsedAt, err, want)
+		}
+	}
+	if err := st.RecordAPIKeyUsage(ctx, nil); err != nil {
+		t.Errorf("nothing to record: %v", err)
+	}
+}

@@ -1,0 +1,231 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
+)
+
+// newDelivery stores a subscription and an event fanned out to it, and
+// returns the one delivery.
+func newDelivery(t *testing.T, s *store.Store, to store.Audience) (store.Subscription, store.Delivery) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := s.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h", Events: []string{"*"}}, []byte("sealed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if to.SubscriptionID != nil {
+		to.SubscriptionID = &sub.ID
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	ev := store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01", Body: []byte(`{}`), CreatedAt: now}
+	_, ds, created, err := s.CreateEvent(ctx, ev, to)
+	if err != nil || !created || len(ds) != 1 {
+		t.Fatalf("CreateEvent = %d deliveries, created %v, %v", len(ds), created, err)
+	}
+	return sub, ds[0]
+}
+
+func TestLeaseIsExclusivePerAttempt(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.NewStore(t)
+	_, d := newDelivery(t, s, store.Audience{})
+	now := time.Now()
+
+	if _, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 2, now, time.Minute); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("lease of attempt 2 before attempt 1 = %v, want ErrNotFound", err)
+	}
+	l, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute)
+	if err != nil || string(l.Body) != `{}` || l.URL != "https://example.com/h" {
+		t.Fatalf("first lease = %+v, %v", l, err)
+	}
+	if _, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now.Add(30*time.Second), time.Minute); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second lease while the first is live = %v, want ErrNotFound", err)
+	}
+	if _, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now.Add(2*time.Minute), time.Minute); err != nil {
+		t.Fatalf("lease after the first lapsed = %v", err)
+	}
+	due, err := s.DueDeliveries(ctx, now.Add(time.Hour), now.Add(2*time.Minute+time.Second), nil, 10)
+	if err != nil || len(due) != 0 {
+		t.Fatalf("DueDeliveries while leased = %d, %v; want none", len(due), err)
+	}
+	due, err = s.DueDeliveries(ctx, now.Add(time.Hour), now.Add(4*time.Minute), nil, 10)
+	if err != nil || len(due) != 1 || due[0].ID != d.ID {
+		t.Fatalf("DueDeliveries after the lease lapsed = %v, %v; want the delivery", due, err)
+	}
+}
+
+// TestStillDue: a delivery the sweeper read as due is still due until an
+// attempt is made or a lease taken since; then it is not.
+func TestStillDue(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		// since changes the delivery after the sweeper read it.
+		since func(t *testing.T, s *store.Store, d store.Delivery, now time.Time)
+		want  bool
+	}{
+		{"nothing happened since", func(*testing.T, *store.Store, store.Delivery, time.Time) {}, true},
+		{"a lease was taken since", func(t *testing.T, s *store.Store, d store.Delivery, now time.Time) {
+			if _, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"the attempt was made since, and its retry is due", func(t *testing.T, s *store.Store, d store.Delivery, now time.Time) {
+			l, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RecordAttempt(ctx, store.AttemptRecord{Delivery: l.Delivery, Status: store.DeliveryPending, NextAttemptAt: &now,
+				Attempt: store.Attempt{Number: 1, Status: store.AttemptFailed, Trigger: store.TriggerScheduled, AttemptedAt: now}}); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := storetest.NewStore(t)
+			_, d := newDelivery(t, s, store.Audience{})
+			now := time.Now()
+			read, err := s.DueDeliveries(ctx, now.Add(time.Hour), now, nil, 10)
+			if err != nil || len(read) != 1 {
+				t.Fatalf("DueDeliveries = %v, %v; want the delivery", read, err)
+			}
+			tc.since(t, s, d, now)
+			got, err := s.StillDue(ctx, read, now.Add(time.Hour), now)
+			if err != nil || (len(got) == 1) != tc.want {
+				t.Fatalf("StillDue = %v, %v; want the delivery: %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRecordAttempt(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name        string
+		test        bool
+		ok          bool
+		wantFailure int
+	}{
+		{"real failure counts", false, false, 1},
+		{"real success resets", false, true, 0},
+		{"test failure touches nothing", true, false, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := storetest.NewStore(t)
+			aud := store.Audience{}
+			if tc.test {
+				aud = store.Audience{SubscriptionID: &uuid.UUID{}, Test: true}
+			}
+			sub, d := newDelivery(t, s, aud)
+			now := time.Now().UTC().Truncate(time.Microsecond)
+			status, attempt := store.DeliveryPending, store.AttemptFailed
+			next := &now
+			if tc.ok {
+				status, attempt, next = store.DeliverySucceeded, store.AttemptSucceeded, nil
+			}
+			rec := store.AttemptRecord{Delivery: d, Status: status, NextAttemptAt: next,
+				Attempt: store.Attempt{Number: 1, Status: attempt, Trigger: store.TriggerScheduled, DurationMS: 12,
+					ResponseBody: "ok", AttemptedAt: now}}
+			if err := s.RecordAttempt(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RecordAttempt(ctx, rec); !errors.Is(err, store.ErrConflict) {
+				t.Fatalf("recording attempt 1 twice = %v, want ErrConflict", err)
+			}
+			got, err := s.DeliveryByID(ctx, d.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != status || got.AttemptCount != 1 || len(got.Attempts) != 1 || got.Attempts[0].ResponseBody != "ok" || got.Test != tc.test {
+				t.Fatalf("delivery after record = %+v", got)
+			}
+			s2, err := s.GetSubscription(ctx, "m1", sub.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s2.Health.ConsecutiveFailures != tc.wantFailure || (tc.test && (s2.Health.LastFailureAt != nil || s2.Health.LastSuccessAt != nil)) {
+				t.Fatalf("health = %+v", s2.Health)
+			}
+		})
+	}
+}
+
+func TestRecordAttemptsInOneBatch(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.NewStore(t)
+	if _, err := s.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := s.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h", Events: []string{"*"}}, []byte("sealed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four events fan out to the one subscription: four deliveries.
+	var ds []store.Delivery
+	for range 4 {
+		ev := store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01", Body: []byte(`{}`),
+			CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+		_, got, _, err := s.CreateEvent(ctx, ev, store.Audience{})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("CreateEvent: %v %v", got, err)
+		}
+		ds = append(ds, got[0])
+	}
+	base := time.Now().UTC().Truncate(time.Microsecond)
+	record := func(d store.Delivery, ok bool, at time.Time) store.AttemptRecord {
+		status, attempt := store.DeliveryPending, store.AttemptFailed
+		next := &at
+		if ok {
+			status, attempt, next = store.DeliverySucceeded, store.AttemptSucceeded, nil
+		}
+		return store.AttemptRecord{Delivery: d, Status: status, NextAttemptAt: next,
+			Attempt: store.Attempt{Number: 1, Status: attempt, Trigger: store.TriggerScheduled, AttemptedAt: at}}
+	}
+	// The first delivery's attempt is already recorded: the batch must
+	// report that one as a conflict and write the others.
+	if err := s.RecordAttempt(ctx, record(ds[0], false, base)); err != nil {
+		t.Fatal(err)
+	}
+	batch := []store.AttemptRecord{
+		record(ds[0], true, base.Add(time.Second)),    // duplicate of attempt 1
+		record(ds[1], false, base.Add(2*time.Second)), // fail
+		record(ds[2], true, base.Add(3*time.Second)),  // success resets
+		record(ds[3], false, base.Add(4*time.Second)), // one failure after it
+	}
+	errs, err := s.RecordAttempts(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false, false, false} {
+		if got := errors.Is(errs[i], store.ErrConflict); got != want {
+			t.Errorf("record %d: conflict = %v (%v), want %v", i, got, errs[i], want)
+		}
+	}
+	got, err := s.GetSubscription(ctx, "m1", sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := got.Health
+	if h.ConsecutiveFailures != 1 || h.LastSuccessAt == nil || !h.LastSuccessAt.Equal(base.Add(3*time.Second)) ||
+		h.LastFailureAt == nil || !h.LastFailureAt.Equal(base.Add(4*time.Second)) {
+		t.Fatalf("health after the batch = %+v, want 1 failure after the success at +3s", h)
+	}
+	for i, d := range ds[1:] {
+		got, err := s.DeliveryByID(ctx, d.ID)
+		if err != nil || got.AttemptCount != 1 || len(got.Attempts) != 1 || got.Status != batch[i+1].Status {
+			t.Fatalf("delivery %d after the batch = %+v, %v", i+1, got, err)
+		}
+	}
+}

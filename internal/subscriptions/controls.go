@@ -1,0 +1,187 @@
+package subscriptions
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/webhookd/webhookd/internal/filter"
+	"github.com/webhookd/webhookd/internal/invalid"
+)
+
+// Bounds of the delivery controls.
+const (
+	// MaxRateLimit is the highest rate_limit, in deliveries per second.
+	MaxRateLimit = 10000
+	// maxOrderingKeyPath bounds the ordering key's path, in characters.
+	maxOrderingKeyPath = 200
+	// maxOrderingKeyDepth bounds its number of segments.
+	maxOrderingKeyDepth = 8
+)
+
+// OrderingNone is the ordering of a subscription whose deliveries are not
+// ordered.
+const OrderingNone = "none"
+
+// envelopeFields are the top-level fields of the delivered envelope: an
+// ordering key's path starts at one of them.
+var envelopeFields = []string{"id", "type", "api_version", "payload", "date"}
+
+// pathSegment is one name of an ordering key's dotted path.
+var pathSegment = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// CheckRateLimit checks a rate limit: nil (none) or 1 to MaxRateLimit
+// deliveries per second.
+func CheckRateLimit(param string, limit *int) error {
+	if limit != nil && (*limit < 1 || *limit > MaxRateLimit) {
+		return invalid.Value(param, "rate_limit_range", fmt.Sprintf(
+			"%s must be an integer from 1 to %d (deliveries per second), or null for no limit.", param, MaxRateLimit))
+	}
+	return nil
+}
+
+// ParseOrdering reads an ordering as the API takes it: "none" (or null)
+// for unordered deliveries, or {"key": "payload.account_id"}, a dotted path
+// into the delivered envelope whose value orders the deliveries. It
+// returns the key's path, nil for none.
+func ParseOrdering(param string, raw json.RawMessage) (*string, error) {
+	bad := invalid.Value(param, "ordering_invalid", param+
+		` must be "none" or an object {"key": "<path>"} naming a dotted path into the event envelope, such as "payload.account_id".`)
+	trimmed := bytes.TrimSpace(raw)
+	if bytes.Equal(trimmed, []byte("null")) {
+		return nil, nil
+	}
+	var none string
+	if json.Unmarshal(trimmed, &none) == nil {
+		if none != OrderingNone {
+			return nil, bad
+		}
+		return nil, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &obj); err != nil || len(obj) != 1 {
+		return nil, bad
+	}
+	rawKey, ok := obj["key"]
+	var key string
+	if !ok || json.Unmarshal(rawKey, &key) != nil {
+		return nil, bad
+	}
+	if err := checkKeyPath(param, key); err != nil {
+		return nil, err
+	}
+	return &key, nil
+}
+
+// checkKeyPath checks an ordering key's path: dot-separated names of
+// letters, digits, "_" and "-", starting at a field of the envelope.
+func checkKeyPath(param, key string) error {
+	segments := strings.Split(key, ".")
+	if key == "" || len(key) > maxOrderingKeyPath || len(segments) > maxOrderingKeyDepth ||
+		!slices.Contains(envelopeFields, segments[0]) {
+		return invalid.Value(param, "ordering_key_path", fmt.Sprintf(
+			"%s.key must be a dotted path of at most %d names starting at a field of the envelope (%s), such as \"payload.account_id\".",
+			param, maxOrderingKeyDepth, strings.Join(envelopeFields, ", ")))
+	}
+	for _, s := range segments {
+		if !pathSegment.MatchString(s) {
+			return invalid.Value(param, "ordering_key_path",
+				param+".key must be names of letters, digits, \"_\" and \"-\" separated by dots.")
+		}
+	}
+	return nil
+}
+
+// OrderingView is how the API shows an ordering key's path: "none", or
+// the object that names it.
+func OrderingView(key *string) any {
+	if key == nil {
+		return OrderingNone
+	}
+	return map[string]string{"key": *key}
+}
+
+// Limits on a subscription's extra headers.
+const (
+	maxHeaders     = 20
+	maxHeaderName  = 256
+	maxHeaderValue = 4096
+)
+
+// reservedHeaders are the headers webhookd sets itself or that belong to
+// the connection, not to the request: a subscription may not set them.
+// Every webhook-* header is reserved too (the signature's).
+var reservedHeaders = []string{
+	"content-type", "content-length", "host", "user-agent",
+	"connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
+	"te", "trailer", "transfer-encoding", "upgrade",
+}
+
+// checkFilter compiles a filter expression; a nil one is none. The
+// compiler's message says what is wrong, for the merchant who wrote it.
+func checkFilter(c *filter.Compiler, param string, expr *string) error {
+	if expr == nil {
+		return nil
+	}
+	if _, err := c.Compile(*expr); err != nil {
+		return invalid.Value(param, "filter_invalid", param+" is not a valid filter expression: "+err.Error())
+	}
+	return nil
+}
+
+// checkHeaders applies the rules of extra request headers. The param of a
+// bad entry names its header, as in headers.Connection; a name that is no
+// valid header name cannot be shown there, so then it is headers.
+func checkHeaders(param string, h map[string]string) error {
+	if len(h) > maxHeaders {
+		return invalid.Value(param, "headers_too_many", fmt.Sprintf("%s may hold at most %d headers.", param, maxHeaders))
+	}
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	slices.Sort(names) // the same input always names the same header
+	seen := make(map[string]bool, len(h))
+	for _, name := range names {
+		p := param + "." + name
+		lower := strings.ToLower(name)
+		value := h[name]
+		switch {
+		case name == "" || len(name) > maxHeaderName || !httpguts.ValidHeaderFieldName(name):
+			return invalid.Value(param, "header_name_invalid", fmt.Sprintf(
+				"%s names must be HTTP header names (letters, digits and !#$%%&'*+-.^_`|~), at most %d characters.", param, maxHeaderName))
+		case strings.HasPrefix(lower, "webhook-") || slices.Contains(reservedHeaders, lower):
+			return invalid.Value(p, "header_reserved", fmt.Sprintf(
+				"%s cannot be set: webhookd sets it, or it belongs to the connection.", name))
+		case seen[lower]:
+			return invalid.Value(p, "header_duplicate", fmt.Sprintf("%s is given twice (header names ignore case).", name))
+		case value == "":
+			// Also what a null value decodes to.
+			return invalid.Value(p, "header_value_empty", fmt.Sprintf("%s values must be non-empty strings.", param))
+		case len(value) > maxHeaderValue:
+			return invalid.Value(p, "header_value_too_long", fmt.Sprintf("%s values must be at most %d bytes.", param, maxHeaderValue))
+		case !utf8.ValidString(value) || !httpguts.ValidHeaderFieldValue(value):
+			return invalid.Value(p, "header_value_invalid", param+" values must not contain control characters (CR, LF, NUL).")
+		}
+		seen[lower] = true
+	}
+	return nil
+}
+
+// maskedValue is what a read shows of a header value: its first four
+// characters when it is long enough that they give nothing away (the
+// scheme of "Bearer …", say), then dots; a short value shows dots only.
+func maskedValue(v string) string {
+	const dots = "••••••"
+	if utf8.RuneCountInString(v) < 16 {
+		return dots
+	}
+	r := []rune(v)
+	return string(r[:4]) + "…" + dots
+}

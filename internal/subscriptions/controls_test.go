@@ -1,0 +1,108 @@
+package subscriptions
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/webhookd/webhookd/internal/invalid"
+)
+
+// TestMaskedValue: long values keep a four-character prefix, short ones
+// show nothing.
+func TestMaskedValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"Bearer sk_live_0123456789": "Bear…••••••",
+		"short":                     "••••••",
+		"exactly-15-char":           "••••••",
+		"ééééééééééééééééé":         "éééé…••••••",
+	} {
+		if got := maskedValue(in); got != want {
+			t.Errorf("maskedValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzCheckHeaders: whatever a merchant sends, an accepted map holds no
+// reserved name, no name twice, and no value that could split a request.
+func FuzzCheckHeaders(f *testing.F) {
+	f.Add("Authorization", "Bearer x", "X-Tenant", "t1")
+	f.Add("Webhook-Id", "x", "x-a", "1")
+	f.Add("X-A", "a\r\nb", "x-a", "2")
+	f.Add("Connection", "close", "", "")
+	f.Fuzz(func(t *testing.T, n1, v1, n2, v2 string) {
+		h := map[string]string{n1: v1, n2: v2}
+		err := checkHeaders("headers", h)
+		if err != nil {
+			if bad := invalid.As(err); bad == nil || !strings.HasPrefix(bad.Param, "headers") {
+				t.Fatalf("error %v does not name headers", err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for name, value := range h {
+			lower := strings.ToLower(name)
+			if seen[lower] || strings.HasPrefix(lower, "webhook-") || lower == "host" || lower == "content-type" {
+				t.Fatalf("accepted %q", name)
+			}
+			seen[lower] = true
+			if strings.ContainsAny(name+value, "\r\n\x00") || name == "" {
+				t.Fatalf("accepted %q: %q", name, value)
+			}
+		}
+	})
+}
+
+func TestParseOrdering(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want string // "" for none
+		rule string // "" for accepted
+	}{
+		{raw: `"none"`},
+		{raw: `null`},
+		{raw: `{"key": "payload.id"}`, want: "payload.id"},
+		{raw: `{"key": "payload.account_id.v-2"}`, want: "payload.account_id.v-2"},
+		{raw: `{"key": "type"}`, want: "type"},
+		{raw: `"fifo"`, rule: "ordering_invalid"},
+		{raw: `{}`, rule: "ordering_invalid"},
+		{raw: `{"key": 3}`, rule: "ordering_invalid"},
+		{raw: `{"key": "payload.id", "x": 1}`, rule: "ordering_invalid"},
+		{raw: `[]`, rule: "ordering_invalid"},
+		{raw: `{"key": ""}`, rule: "ordering_key_path"},
+		{raw: `{"key": "data.id"}`, rule: "ordering_key_path"},
+		{raw: `{"key": "payload..id"}`, rule: "ordering_key_path"},
+		{raw: `{"key": "payload.a b"}`, rule: "ordering_key_path"},
+		{raw: `{"key": "payload.a.b.c.d.e.f.g.h"}`, rule: "ordering_key_path"},
+	} {
+		key, err := ParseOrdering("ordering", []byte(tc.raw))
+		if tc.rule != "" {
+			if e := invalid.As(err); e == nil || e.Rule != tc.rule || e.Param != "ordering" {
+				t.Errorf("%s: error %v, want rule %s on ordering", tc.raw, err, tc.rule)
+			}
+			continue
+		}
+		got := ""
+		if key != nil {
+			got = *key
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s = %q, %v; want %q", tc.raw, got, err, tc.want)
+		}
+	}
+}
+
+func TestCheckRateLimit(t *testing.T) {
+	for _, tc := range []struct {
+		limit *int
+		ok    bool
+	}{
+		{nil, true}, {intPtr(1), true}, {intPtr(10000), true}, {intPtr(0), false}, {intPtr(-5), false}, {intPtr(10001), false},
+	} {
+		err := CheckRateLimit("rate_limit", tc.limit)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckRateLimit(%v) = %v", tc.limit, err)
+		}
+	}
+}
+
+func intPtr(v int) *int { return &v }

@@ -1,0 +1,317 @@
+// Package subscriptions holds the rules and operations of webhook
+// subscriptions: what a target URL, an events list, a description and
+// metadata may be, and how a subscription is created, changed and given a
+// new signing secret. It knows no HTTP: a broken rule is an *invalid.Error,
+// which each surface renders in its own format.
+package subscriptions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/internal/filter"
+	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/signer"
+)
+
+// Store is what the Registry needs of the database.
+type Store interface {
+	// CreateSubscription stores a subscription and its first sealed secret,
+	// or fails with store.ErrSubscriptionLimit when the merchant already
+	// holds n.Limit subscriptions.
+	CreateSubscription(ctx context.Context, n store.NewSubscription, sealedSecret []byte) (store.Subscription, error)
+	// UpdateSubscription applies u to the merchant's subscription id.
+	UpdateSubscription(ctx context.Context, merchantID string, id uuid.UUID, u store.SubscriptionUpdate) (store.Subscription, error)
+	// RotateSecret makes newSecret the current secret of the merchant's
+	// subscription id.
+	RotateSecret(ctx context.Context, merchantID string, id uuid.UUID, newSecret string, sealedSecret []byte) (store.Subscription, error)
+	// CreateListener stores a listener subscription and its sealed secret,
+	// or fails with store.ErrListenerLimit.
+	CreateListener(ctx context.Context, n store.NewListener, sealedSecret []byte) (store.Listener, error)
+}
+
+// Draft is a subscription as a merchant asks for it, before any rule is
+// checked. A nil URL or Events is absent.
+type Draft struct {
+	URL         *string
+	Events      []string
+	Description *string
+	Metadata    map[string]string
+	// RateLimit caps the deliveries per second (nil: none).
+	RateLimit *int
+	// Ordering is the ordering as the API took it (ParseOrdering); nil
+	// or empty is none.
+	Ordering []byte
+	// Filter is the filter expression; nil for none.
+	Filter *string
+	// Headers are the extra request headers; nil for none.
+	Headers map[string]string
+}
+
+// Change is an update of a subscription: nil fields are left as they are.
+// SetDescription tells a description to clear (nil) from one left alone.
+type Change struct {
+	URL            *string
+	Events         []string
+	SetDescription bool
+	Description    *string
+	Metadata       map[string]string
+	Status         *string
+	// SetRateLimit applies RateLimit (nil clears it).
+	SetRateLimit bool
+	RateLimit    *int
+	// Ordering, when not nil, replaces the ordering (ParseOrdering).
+	Ordering []byte
+	// SetFilter tells a filter to set (or clear, nil) from one left alone.
+	SetFilter bool
+	Filter    *string
+	// SetHeaders tells headers to replace (or clear, nil) from ones left
+	// alone: an update replaces the whole map.
+	SetHeaders bool
+	Headers    map[string]string
+}
+
+// Registry creates and changes webhook subscriptions under Rules, and makes
+// and seals their signing secrets.
+type Registry struct {
+	store     Store
+	check     checker
+	masterKey []byte
+	// filters compiles filter expressions; filtersErr says why it could
+	// not be built (then every filter is refused with it).
+	filters    *filter.Compiler
+	filtersErr error
+}
+
+// NewRegistry is a Registry over st. masterKey (32 bytes) seals the signing
+// secrets; a bad one fails each operation that makes a secret, not this
+// constructor, so that a server with a bad key still serves everything else.
+func NewRegistry(st Store, masterKey []byte, rules Rules) *Registry {
+	filters, err := filter.NewCompiler()
+	return &Registry{store: st, check: checker{rules: rules, guard: targetGuard()}, masterKey: masterKey,
+		filters: filters, filtersErr: err}
+}
+
+// Create checks d, makes and seals the first signing secret, and stores
+// both. It returns the secret in clear: the caller shows it once and
+// forgets it.
+func (g *Registry) Create(ctx context.Context, merchantID string, d Draft) (store.Subscription, string, error) {
+	n, err := g.checkDraft(merchantID, d)
+	if err != nil {
+		return store.Subscription{}, "", err
+	}
+	secret, sealed, err := g.newSealedSecret()
+	if err != nil {
+		return store.Subscription{}, "", err
+	}
+	n.Limit = g.check.rules.maxSubscriptions()
+	// The store's errors already say what failed and on which row.
+	sub, err := g.store.CreateSubscription(ctx, n, sealed)
+	if errors.Is(err, store.ErrSubscriptionLimit) {
+		// The cap has no field of its own; url names the subscription's
+		// target, the one thing each subscription adds.
+		return store.Subscription{}, "", invalid.Value("url", "subscriptions_limit", fmt.Sprintf(
+			"A merchant may hold at most %d webhook subscriptions; delete one before creating another.", n.Limit))
+	}
+	if err != nil {
+		return store.Subscription{}, "", err
+	}
+	return sub, secret, nil
+}
+
+// checkDraft applies the rules to every field of d, in the order the
+// fields are documented, so that the same body always names the same one.
+func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription, error) {
+	if d.URL == nil {
+		return store.NewSubscription{}, invalid.Missing("url")
+	}
+	url, err := g.check.url("url", *d.URL)
+	if err != nil {
+		return store.NewSubscription{}, err
+	}
+	events, err := g.check.events("events", d.Events)
+	if err != nil {
+		return store.NewSubscription{}, err
+	}
+	if err := checkDescription("description", d.Description); err != nil {
+		return store.NewSubscription{}, err
+	}
+	if err := checkMetadata("metadata", d.Metadata); err != nil {
+		return store.NewSubscription{}, err
+	}
+	if err := CheckRateLimit("rate_limit", d.RateLimit); err != nil {
+		return store.NewSubscription{}, err
+	}
+	var orderingKey *string
+	if len(d.Ordering) > 0 {
+		if orderingKey, err = ParseOrdering("ordering", d.Ordering); err != nil {
+			return store.NewSubscription{}, err
+		}
+	}
+	if err := g.checkFilter(d.Filter); err != nil {
+		return store.NewSubscription{}, err
+	}
+	if err := checkHeaders("headers", d.Headers); err != nil {
+		return store.NewSubscription{}, err
+	}
+	sealed, err := g.sealHeaders(d.Headers)
+	if err != nil {
+		return store.NewSubscription{}, err
+	}
+	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata,
+		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed}, nil
+}
+
+// Update checks the fields present in c and applies them to the merchant's
+// subscription id.
+func (g *Registry) Update(ctx context.Context, merchantID string, id uuid.UUID, c Change) (store.Subscription, error) {
+	u, err := g.checkChange(c)
+	if err != nil {
+		return store.Subscription{}, err
+	}
+	return g.store.UpdateSubscription(ctx, merchantID, id, u)
+}
+
+// checkChange applies the rules to the fields present in c.
+func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
+	var u store.SubscriptionUpdate
+	if c.URL != nil {
+		url, err := g.check.url("url", *c.URL)
+		if err != nil {
+			return u, err
+		}
+		u.URL = &url
+	}
+	if c.Events != nil {
+		events, err := g.check.events("events", c.Events)
+		if err != nil {
+			return u, err
+		}
+		u.Events = events
+	}
+	if c.SetDescription {
+		if err := checkDescription("description", c.Description); err != nil {
+			return u, err
+		}
+		u.SetDescription, u.Description = true, c.Description
+	}
+	if c.Status != nil {
+		if err := CheckStatus("status", *c.Status); err != nil {
+			return u, err
+		}
+		status := store.SubscriptionStatus(*c.Status)
+		u.Status = &status
+	}
+	if c.Metadata != nil {
+		if err := checkMetadata("metadata", c.Metadata); err != nil {
+			return u, err
+		}
+		u.Metadata = c.Metadata
+	}
+	if c.SetRateLimit {
+		if err := CheckRateLimit("rate_limit", c.RateLimit); err != nil {
+			return u, err
+		}
+		u.SetRateLimit, u.RateLimit = true, c.RateLimit
+	}
+	if c.Ordering != nil {
+		key, err := ParseOrdering("ordering", c.Ordering)
+		if err != nil {
+			return u, err
+		}
+		u.SetOrderingKey, u.OrderingKey = true, key
+	}
+	if c.SetFilter {
+		if err := g.checkFilter(c.Filter); err != nil {
+			return u, err
+		}
+		u.SetFilter, u.Filter = true, c.Filter
+	}
+	if c.SetHeaders {
+		if err := checkHeaders("headers", c.Headers); err != nil {
+			return u, err
+		}
+		sealed, err := g.sealHeaders(c.Headers)
+		if err != nil {
+			return u, err
+		}
+		u.SetHeaders, u.SealedHeaders = true, sealed
+	}
+	return u, nil
+}
+
+// checkFilter compiles a filter expression (nil: none).
+func (g *Registry) checkFilter(expr *string) error {
+	if expr != nil && g.filtersErr != nil {
+		return fmt.Errorf("filter: %w", g.filtersErr)
+	}
+	return checkFilter(g.filters, "filter", expr)
+}
+
+// sealHeaders seals checked extra headers for storage (nil: none).
+func (g *Registry) sealHeaders(h map[string]string) ([]byte, error) {
+	if len(h) == 0 {
+		return nil, nil
+	}
+	sealer, err := signer.NewSealer(g.masterKey)
+	if err != nil {
+		return nil, fmt.Errorf("headers: %w", err)
+	}
+	return sealer.SealHeaders(h)
+}
+
+// MaskedHeaders is what a read shows of a subscription's extra headers:
+// every name, each value masked (see maskedValue); nil when it has none.
+func (g *Registry) MaskedHeaders(sub store.Subscription) (map[string]string, error) {
+	if sub.SealedHeaders == nil {
+		return nil, nil
+	}
+	sealer, err := signer.NewSealer(g.masterKey)
+	if err != nil {
+		return nil, fmt.Errorf("headers of %s: %w", sub.ID, err)
+	}
+	h, err := sealer.OpenHeaders(sub.SealedHeaders)
+	if err != nil {
+		return nil, fmt.Errorf("headers of %s: %w", sub.ID, err)
+	}
+	for name, v := range h {
+		h[name] = maskedValue(v)
+	}
+	return h, nil
+}
+
+// RotateSecret makes a new current secret for the merchant's subscription
+// id and returns the subscription with it in clear; the previous secret
+// keeps signing for signer.RotationOverlap.
+func (g *Registry) RotateSecret(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, string, error) {
+	secret, sealed, err := g.newSealedSecret()
+	if err != nil {
+		return store.Subscription{}, "", err
+	}
+	sub, err := g.store.RotateSecret(ctx, merchantID, id, secret, sealed)
+	if err != nil {
+		return store.Subscription{}, "", err
+	}
+	return sub, secret, nil
+}
+
+// newSealedSecret makes a signing secret and its sealed form for storage.
+func (g *Registry) newSealedSecret() (secret string, sealed []byte, err error) {
+	sealer, err := signer.NewSealer(g.masterKey)
+	if err != nil {
+		return "", nil, fmt.Errorf("signing secret: %w", err)
+	}
+	secret, err = signer.NewSecret()
+	if err != nil {
+		return "", nil, fmt.Errorf("signing secret: %w", err)
+	}
+	sealed, err = sealer.Seal(secret)
+	if err != nil {
+		return "", nil, fmt.Errorf("signing secret: %w", err)
+	}
+	return secret, sealed, nil
+}

@@ -1,0 +1,235 @@
+package subscriptions
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"code.dny.dev/ssrf"
+
+	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/store"
+)
+
+// Limits on subscription fields (spec 8 for metadata).
+const (
+	maxURLLength         = 2048
+	maxDescriptionLength = 500
+	maxMetadataKeys      = 50
+	maxMetadataKey       = 40
+	maxMetadataValue     = 500
+)
+
+// DefaultMaxSubscriptions is how many subscriptions a merchant may hold when
+// Rules.MaxSubscriptions is zero.
+const DefaultMaxSubscriptions = 100
+
+// wildcardEvent subscribes to every event type, future ones included.
+const wildcardEvent = "*"
+
+// Rules are what a subscription's fields are checked against: the event
+// catalogue and how far the URL rules are lifted.
+type Rules struct {
+	// EventTypes is the event catalogue (spec 6.1 plus configured kinds).
+	EventTypes []string
+	// AllowHTTPTargets lets a target URL use http:// (development, tests).
+	AllowHTTPTargets bool
+	// AllowPrivateTargets lets a target URL name localhost or a private,
+	// loopback, link-local or reserved IP literal (development, tests).
+	AllowPrivateTargets bool
+	// MaxSubscriptions is how many subscriptions a merchant may hold, every
+	// one not deleted counted (legacy-made ones too), so that one merchant
+	// cannot make every event fan out without end; zero is
+	// DefaultMaxSubscriptions.
+	MaxSubscriptions int
+}
+
+// maxSubscriptions is the cap that applies.
+func (r Rules) maxSubscriptions() int {
+	if r.MaxSubscriptions > 0 {
+		return r.MaxSubscriptions
+	}
+	return DefaultMaxSubscriptions
+}
+
+// targetGuard decides which IP literals a webhook URL may name. It is the
+// same deny list (IANA special-purpose ranges) that the dispatcher applies
+// at dial time, after DNS; checking literals here only refuses early what
+// could never be delivered.
+func targetGuard() *ssrf.Guardian {
+	return ssrf.New(ssrf.WithAnyPort(), ssrf.WithAnyNetwork())
+}
+
+// checker applies Rules; it holds the guard so that it is built once.
+type checker struct {
+	rules Rules
+	guard *ssrf.Guardian
+}
+
+// url checks a webhook target URL and returns it as given. The rules:
+// absolute https:// (http:// only with AllowHTTPTargets), at most 2,048
+// characters, a host, no credentials, no fragment (never sent), and, unless
+// AllowPrivateTargets, no private, loopback, link-local or unspecified IP
+// literal and no localhost.
+func (c checker) url(param, raw string) (string, error) {
+	if raw == "" {
+		return "", invalid.Missing(param)
+	}
+	if len(raw) > maxURLLength {
+		return "", invalid.Value(param, "url_too_long", fmt.Sprintf("%s must be at most %d characters.", param, maxURLLength))
+	}
+	if strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return "", invalid.Value(param, "url_control_characters", param+" must not contain spaces or control characters.")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Opaque != "" {
+		return "", invalid.Value(param, "url_not_absolute", param+" must be an absolute URL such as https://example.com/webhooks.")
+	}
+	if u.Scheme != "https" && (u.Scheme != "http" || !c.rules.AllowHTTPTargets) {
+		return "", invalid.Value(param, "url_not_https", param+" must use https.")
+	}
+	if u.User != nil {
+		return "", invalid.Value(param, "url_credentials", param+" must not contain credentials; authenticate deliveries by their signature.")
+	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		return "", invalid.Value(param, "url_fragment", param+" must not contain a fragment.")
+	}
+	host := u.Hostname()
+	if host == "" {
+		return "", invalid.Value(param, "url_no_host", param+" must name a host.")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", invalid.Value(param, "url_port", param+" has an invalid port.")
+		}
+	}
+	if !c.rules.AllowPrivateTargets {
+		if why := c.privateHost(host); why != "" {
+			return "", invalid.Value(param, "url_private", param+" "+why)
+		}
+	}
+	return raw, nil
+}
+
+// privateHost says why a host can only reach the service's own network, or
+// "" when it may be public. Names are checked again at dial time, after DNS.
+func (c checker) privateHost(host string) string {
+	lower := strings.TrimSuffix(strings.ToLower(host), ".")
+	if lower == "localhost" || strings.HasSuffix(lower, ".localhost") {
+		return "must not point at localhost"
+	}
+	if ip, err := netip.ParseAddr(lower); err == nil {
+		if c.guard.SafeAddr(ip.WithZone("")) != nil {
+			return "must not point at a private, loopback, link-local or reserved address"
+		}
+		return ""
+	}
+	// Numeric forms that some resolvers read as IPv4 (2130706433, 0x7f.1,
+	// 127.1): refuse them rather than guess how the dialer will read them.
+	if strings.HasPrefix(lower, "0x") || !strings.ContainsFunc(lower, func(r rune) bool { return (r < '0' || r > '9') && r != '.' }) {
+		return "must use a host name or a dotted IPv4 or IPv6 address"
+	}
+	return ""
+}
+
+// events checks an events list: not empty, each type in the catalogue, or
+// exactly ["*"]. Duplicates are dropped, order kept. ping.test is refused:
+// test events reach their subscription regardless. A nil list is absent
+// (missing), an empty one invalid.
+func (c checker) events(param string, events []string) ([]string, error) {
+	if events == nil {
+		return nil, invalid.Missing(param)
+	}
+	if len(events) == 0 {
+		return nil, invalid.Value(param, "events_empty", param+" must list at least one event type, or be [\"*\"].")
+	}
+	if slices.Contains(events, wildcardEvent) {
+		if len(events) != 1 {
+			return nil, invalid.Value(param, "events_wildcard_mixed", param+` must be ["*"] alone, or a list of event types without "*".`)
+		}
+		return events, nil
+	}
+	out := make([]string, 0, len(events))
+	for _, e := range events {
+		switch {
+		case e == dispatcher.TestEventType:
+			return nil, invalid.Value(param, "events_test_type", "ping.test cannot be subscribed to: send_test_event delivers it to its subscription whatever the events list.")
+		case !slices.Contains(c.rules.EventTypes, e):
+			return nil, invalid.Value(param, "event_type_unknown", fmt.Sprintf("Unknown event type %s; see the event catalogue.", quote(e)))
+		case !slices.Contains(out, e):
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// quote shows a value in a message, cut so that a huge input cannot make a
+// huge answer.
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return `"` + s + `"`
+}
+
+// checkDescription checks the optional description.
+func checkDescription(param string, d *string) error {
+	switch {
+	case d == nil:
+		return nil
+	case utf8.RuneCountInString(*d) > maxDescriptionLength:
+		return invalid.Value(param, "description_too_long", fmt.Sprintf("%s must be at most %d characters.", param, maxDescriptionLength))
+	case hasNUL(*d):
+		return invalid.Value(param, "description_nul", param+" must not contain the NUL character (\\u0000).")
+	}
+	return nil
+}
+
+// hasNUL tells whether s holds a NUL character, which JSON can carry
+// (\u0000) but a Postgres text or jsonb value cannot: stored, it would fail
+// the statement.
+func hasNUL(s string) bool { return strings.ContainsRune(s, 0) }
+
+// checkMetadata applies spec 8's limits; the param of a bad entry names its
+// key, as in metadata[key].
+func checkMetadata(param string, m map[string]string) error {
+	if len(m) > maxMetadataKeys {
+		return invalid.Value(param, "metadata_too_many_keys", fmt.Sprintf("%s may hold at most %d keys.", param, maxMetadataKeys))
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the same input always names the same key
+	for _, k := range keys {
+		p := param + "[" + k + "]"
+		switch n := utf8.RuneCountInString(k); {
+		case n == 0:
+			return invalid.Value(param, "metadata_key_empty", param+" keys must not be empty.")
+		case n > maxMetadataKey:
+			return invalid.Value(p, "metadata_key_too_long", fmt.Sprintf("%s keys must be at most %d characters.", param, maxMetadataKey))
+		case utf8.RuneCountInString(m[k]) > maxMetadataValue:
+			return invalid.Value(p, "metadata_value_too_long", fmt.Sprintf("%s values must be at most %d characters.", param, maxMetadataValue))
+		case hasNUL(k):
+			// The key itself cannot be shown in the param: it is the fault.
+			return invalid.Value(param, "metadata_key_nul", param+" keys must not contain the NUL character (\\u0000).")
+		case hasNUL(m[k]):
+			return invalid.Value(p, "metadata_value_nul", param+" values must not contain the NUL character (\\u0000).")
+		}
+	}
+	return nil
+}
+
+// CheckStatus refuses a status that a merchant may not set or filter by:
+// only enabled and disabled are theirs to choose.
+func CheckStatus(param, status string) error {
+	if s := store.SubscriptionStatus(status); s != store.SubscriptionEnabled && s != store.SubscriptionDisabled {
+		return invalid.Value(param, "status_unknown", param+" must be enabled or disabled.")
+	}
+	return nil
+}
