@@ -78,20 +78,27 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// listAPIKeys answers every key of the merchant, revoked and expired ones
-// included (their status and dates say so), newest first. A merchant has
-// few keys: the list is not paginated.
+// listAPIKeys answers the merchant's keys, revoked and expired ones
+// included (their status and dates say so), newest first, one page at a
+// time like every list: limit and cursor, has_more and next_cursor. Rolls
+// add keys and none is ever deleted, so the list grows.
 func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
-	keys, err := s.keyRing.List(r.Context(), pathParam(r, "id"))
+	merchantID := pathParam(r, "id")
+	if err := merchants.CheckID("merchant_id", merchantID); err != nil {
+		return err
+	}
+	p, err := s.listPage(r)
+	if err != nil {
+		return err
+	}
+	keys, err := s.store.ListAPIKeysPage(r.Context(), merchantID, p)
 	if err != nil {
 		return err
 	}
 	now := s.store.Now()
-	data := make([]apiKeyJSON, len(keys))
-	for i, k := range keys {
-		data[i] = apiKeyView(k, now)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": data})
+	writeList(s, w, r, p, keys, nil, func(k store.APIKey) store.Cursor {
+		return store.Cursor{CreatedAt: k.CreatedAt, ID: k.ID.String()}
+	}, func(k store.APIKey) apiKeyJSON { return apiKeyView(k, now) })
 	return nil
 }
 

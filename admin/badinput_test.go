@@ -253,6 +253,9 @@ func TestBadInput(t *testing.T) {
 
 		{keyList, "merchant id too long", get("/internal/v1/merchants/" + strings.Repeat("m", 256) + "/api_keys"), true, 400, "parameter_invalid", "merchant_id"},
 		{keyList, "NUL in the merchant id", get("/internal/v1/merchants/m%00bad/api_keys"), true, 400, "parameter_invalid", "merchant_id"},
+		{keyList, "limit over 100", get("/internal/v1/merchants/m_bad/api_keys?limit=101"), true, 400, "parameter_invalid", "limit"},
+		{keyList, "a parameter it does not take", get("/internal/v1/merchants/m_bad/api_keys?status=active"), true, 400, "parameter_invalid", "status"},
+		{keyList, "malformed cursor", get("/internal/v1/merchants/m_bad/api_keys?cursor=%ff"), true, 400, "invalid_cursor", "cursor"},
 		{keyRevoke, "key id not a UUID", request{Method: "DELETE", Path: "/internal/v1/merchants/m_bad/api_keys/k_1"}, true, 400, "parameter_invalid", "key_id"},
 		{keyRevoke, "no such key", request{Method: "DELETE", Path: "/internal/v1/merchants/m_bad/api_keys/" + missing}, true, 404, "resource_not_found", nil},
 		{keyRevoke, "merchant id not UTF-8", request{Method: "DELETE", Path: "/internal/v1/merchants/m%ff/api_keys/" + missing}, true, 400, "parameter_invalid", "merchant_id"},
@@ -348,6 +351,7 @@ func TestBadInput(t *testing.T) {
 		{"GET /healthz", "junk query is ignored", request{Method: "GET", Path: "/healthz?%ff=%fe"}, true, 200, "", nil},
 		{"GET /readyz", "junk query is ignored", request{Method: "GET", Path: "/readyz?%ff=%fe"}, true, 200, "", nil},
 		{"* /metrics", "junk query is ignored", request{Method: "GET", Path: "/metrics?%ff=%fe"}, true, 200, "", nil},
+		{"GET /internal/v1/openapi.json", "junk query is ignored", request{Method: "GET", Path: "/internal/v1/openapi.json?%ff=%fe&limit=-1"}, true, 200, "", nil},
 	}
 	for _, c := range []struct {
 		route, path string

@@ -16,7 +16,11 @@ func (s *Server) eventTypeRoutes(r chi.Router) {
 	r.With(s.requireCapability(sessions.View)).Get("/event_types", s.handle(s.listEventTypes))
 }
 
+// listEventTypes answers the whole catalogue in one page, in the list
+// envelope: it is small and fixed by the configuration, so has_more is
+// always false and next_cursor null. It takes no parameter and ignores
+// any it is given (limit included): every answer is the whole catalogue.
 func (s *Server) listEventTypes(w http.ResponseWriter, _ *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string][]catalogue.EventType{"data": append(catalogue.For(s.cfg.EventTypes), catalogue.Test())})
+	writeJSON(w, http.StatusOK, list[catalogue.EventType]{Data: append(catalogue.For(s.cfg.EventTypes), catalogue.Test())})
 	return nil
 }

@@ -36,3 +36,15 @@ func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(openAPIDocument)
 }
+
+// openAPIInternal serves the internal listener's document at
+// GET /internal/v1/openapi.json, like the public one: without the ingest
+// token. It holds no secret (it is in the repository), and tools that
+// read it (client generators, viewers) should not need the token that
+// publishes events and issues API keys.
+func (s *Server) openAPIInternal(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(openAPIInternalDocument)
+}

@@ -230,6 +230,9 @@ func (s *Server) Internal() http.Handler {
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", s.readyz)
 	r.Handle("/metrics", s.metricsHandler())
+	// The document needs no token, like the public one (openapi.go); the
+	// static route wins over the /internal/v1 mount below.
+	r.Get("/internal/v1/openapi.json", s.openAPIInternal)
 	// Profiles for the benchmark and for incidents; the same token as the
 	// internal API, since a profile shows the process's inner workings.
 	r.With(s.requireIngestToken).Mount("/debug", middleware.Profiler())

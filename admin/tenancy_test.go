@@ -645,6 +645,8 @@ var internalRoutes = map[string]internalRoute{
 	"/healthz": {open: true, path: "/healthz"},
 	"/readyz":  {open: true, path: "/readyz"},
 	"/metrics": {open: true, path: "/metrics"},
+	// The internal document, open like the public one (openapi.go).
+	"/internal/v1/openapi.json": {open: true, path: "/internal/v1/openapi.json"},
 
 	"/debug/":                   guarded("/debug/", http.MethodGet, nil),
 	"/debug/vars":               guarded("/debug/vars", http.MethodGet, nil),
