@@ -68,13 +68,30 @@ func NewClient(base, token string) *Client {
 	return &Client{base: strings.TrimSuffix(base, "/"), token: token, http: &http.Client{Timeout: requestTimeout}}
 }
 
-// List returns the merchant's keys, newest first.
+// List returns every key of the merchant, newest first, following the
+// list's pages to the end.
 func (c *Client) List(ctx context.Context, merchant string) ([]Key, error) {
-	var out struct {
-		Data []Key `json:"data"`
+	var keys []Key
+	cursor := ""
+	for {
+		path := keysPath(merchant) + "?limit=100"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		var page struct {
+			Data       []Key   `json:"data"`
+			HasMore    bool    `json:"has_more"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		if err := c.call(ctx, http.MethodGet, path, nil, http.StatusOK, &page); err != nil {
+			return keys, err
+		}
+		keys = append(keys, page.Data...)
+		if !page.HasMore || page.NextCursor == nil || *page.NextCursor == "" {
+			return keys, nil
+		}
+		cursor = *page.NextCursor
 	}
-	err := c.call(ctx, http.MethodGet, keysPath(merchant), nil, http.StatusOK, &out)
-	return out.Data, err
 }
 
 // Revoke ends one key of the merchant at once and returns it.

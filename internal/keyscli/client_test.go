@@ -59,3 +59,27 @@ func TestClient(t *testing.T) {
 		}
 	}
 }
+
+// TestClientListsEveryPage: List follows the list's pages to the end, so
+// that a merchant with more keys than a page holds sees all of them, each
+// once, newest first.
+func TestClientListsEveryPage(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t)
+	ctx := context.Background()
+	const n = 105 // more than one page of the largest limit
+	issued := map[string]bool{}
+	for range n {
+		issued[e.issue(t, "m_many").ID.String()] = true
+	}
+	keys, err := keyscli.NewClient(e.url, testToken).List(ctx, "m_many")
+	if err != nil || len(keys) != n {
+		t.Fatalf("List = %d keys, %v; want %d", len(keys), err, n)
+	}
+	for _, k := range keys {
+		if !issued[k.ID] {
+			t.Errorf("key %s listed twice or not the merchant's", k.ID)
+		}
+		delete(issued, k.ID)
+	}
+}
