@@ -17,17 +17,20 @@ end
 -- eligible is when subscription s may next go: its first parked attempt's
 -- due time, or its rate limit's next turn if later; nil if nothing is
 -- parked for it.
+-- It returns too the first attempt's id and the limit (per second, 0 for
+-- none) and next turn it read, for take to use without reading them again.
 local function eligible(s)
   local head = redis.call('ZRANGE', P .. ':s:' .. s, 0, 0, 'WITHSCORES')
   if #head == 0 then
     return nil
   end
   local at = tonumber(head[2])
-  local nxt = tonumber(redis.call('HGET', P .. ':r:' .. s, 'next') or '0')
+  local r = redis.call('HMGET', P .. ':r:' .. s, 'next', 'rate')
+  local nxt, rate = tonumber(r[1] or '0'), tonumber(r[2] or '0')
   if nxt > at then
     at = nxt
   end
-  return at
+  return at, head[1], rate, nxt
 end
 
 -- placeSubscription puts subscription s of merchant m where it belongs at
@@ -138,6 +141,9 @@ local function take()
   for _ = 1, n do unlendable[ARGV[i]] = true; i = i + 1 end
 
   promote(P .. ':wait', P .. ':ready', now)
+  -- What this take took, written once at its end: how many attempts left
+  -- the parked count, and each one's (time, id) for the taken set.
+  local tookCount, tookIDs = 0, {}
 
   -- fromMerchant takes one due attempt of merchant m, round-robin over its
   -- ready subscriptions; lent: the slot is beyond m's share.
@@ -152,23 +158,19 @@ local function take()
       local fits = left > 0
       if lent then fits = not unlendable[s] end
       if fits then
-        local at = eligible(s)
+        local at, id, rate, nxt = eligible(s)
         if at ~= nil and at <= now then
-          local lane = P .. ':s:' .. s
-          local id = redis.call('ZRANGE', lane, 0, 0)[1]
-          redis.call('ZREM', lane, id)
+          redis.call('ZREM', P .. ':s:' .. s, id)
           local task = redis.call('HGET', P .. ':p:' .. s, id)
           redis.call('HDEL', P .. ':p:' .. s, id)
-          redis.call('HINCRBY', P .. ':stats', 'parked', -1)
-          local r = P .. ':r:' .. s
-          local rate = tonumber(redis.call('HGET', r, 'rate') or '0')
+          tookCount = tookCount + 1
           if rate > 0 then
-            local nxt = tonumber(redis.call('HGET', r, 'next') or '0')
             if nxt < now then nxt = now end
-            redis.call('HSET', r, 'next', nxt + math.ceil(1000 / rate))
+            redis.call('HSET', P .. ':r:' .. s, 'next', nxt + math.ceil(1000 / rate))
           end
           room[s] = left - 1
-          redis.call('ZADD', P .. ':taken', now, id)
+          tookIDs[#tookIDs + 1] = now
+          tookIDs[#tookIDs + 1] = id
           redis.call('ZADD', ready, 'XX', stamp(), s)
           placeSubscription(m, s, now)
           if task then
@@ -211,6 +213,10 @@ local function take()
       if got then break end
     end
     if not got then break end
+  end
+  if tookCount > 0 then
+    redis.call('HINCRBY', P .. ':stats', 'parked', 0 - tookCount)
+    redis.call('ZADD', P .. ':taken', unpack(tookIDs))
   end
   -- The next wake: the first parked merchant's time, or a parked
   -- subscription's of a merchant still in the ring (a rate limit's turn).
