@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -190,6 +191,16 @@ func (s *scheduler) run(ctx context.Context) {
 // shutdown lets it finish and be recorded.
 func (s *scheduler) run1(ctx context.Context, it laneItem, held *heldSlots) {
 	defer held.release()
+	defer func() {
+		// A panicking attempt must not take the worker's other attempts
+		// with it (asynq recovered its handlers' panics the same way). Its
+		// delivery is no loss: once its lease lapses the sweeper parks it
+		// again.
+		if v := recover(); v != nil {
+			s.logger.ErrorContext(ctx, "attempt panicked; the sweeper makes it again once its lease lapses",
+				"delivery_id", it.Task.DeliveryID, "attempt", it.Task.Number, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AttemptTimeout)
 	defer cancel()
 	s.attempt(actx, it, held)

@@ -36,6 +36,9 @@ func newSchedulerProbe(t *testing.T, cfg schedulerConfig, hangs ...string) *sche
 	}
 	attempt := func(ctx context.Context, it laneItem, held *heldSlots) {
 		m := it.Task.MerchantID
+		if m == "panics" {
+			panic("an attempt that panics")
+		}
 		p.mu.Lock()
 		p.now[m]++
 		p.most[m] = max(p.most[m], p.now[m])
@@ -199,4 +202,16 @@ func TestSchedulerWorkPushedToAFullPool(t *testing.T) {
 	p.push("calm", 3, 1)
 	p.release["busy"] <- false
 	p.waitFor("the calm merchant's work in the freed slot", func() bool { return p.ended["calm"] == 3 })
+}
+
+// TestSchedulerSurvivesAPanickingAttempt: an attempt that panics gives its
+// slots back and takes nothing else down: the pool goes on with the rest.
+func TestSchedulerSurvivesAPanickingAttempt(t *testing.T) {
+	t.Parallel()
+	cfg := probeConfig
+	cfg.Concurrency, cfg.Share, cfg.Reserve = 2, 2, 0
+	p := newSchedulerProbe(t, cfg)
+	p.push("panics", 5, 1)
+	p.push("calm", 5, 1)
+	p.waitFor("the calm merchant's work beside the panics", func() bool { return p.ended["calm"] == 5 })
 }
