@@ -72,6 +72,15 @@ if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
   apt_install pgbouncer
 fi
 
+# The documentation's shell examples (TestDocsShellExamplesRun) run curl
+# and jq, as a reader of the README would.
+for tool in curl jq; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "services: installing $tool" >&2
+    apt_install "$tool"
+  fi
+done
+
 # Redis.
 if ! command -v redis-server >/dev/null 2>&1; then
   echo "services: installing Redis" >&2
