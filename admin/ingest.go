@@ -71,7 +71,7 @@ func (req ingestRequest) event() (producer.Event, error) {
 	e := producer.Event{MerchantID: deref(req.MerchantID), Type: deref(req.Type), Payload: req.Payload,
 		ID: deref(req.ID), APIVersion: deref(req.APIVersion)}
 	if req.ID != nil && *req.ID == "" {
-		return e, invalid.Value("id", "id_not_uuid", "id must be a UUID.")
+		return e, invalid.NotUUID("id", producer.RuleIDNotUUID)
 	}
 	if req.APIVersion != nil && *req.APIVersion == "" {
 		return e, invalid.Value("api_version", "api_version_unknown", `Unknown or sunset api_version "".`)

@@ -228,9 +228,9 @@ func newTask(e *Event) (*asynq.Task, error) {
 			return nil, fmt.Errorf("publish event: %w", err)
 		}
 		e.ID = id.String()
-	} else if _, err := uuid.Parse(e.ID); err != nil || len(e.ID) != 36 {
+	} else if _, bad := invalid.UUID("id", RuleIDNotUUID, e.ID); bad != nil {
 		// Only the hyphenated form: the id is the webhook-id receivers see.
-		return nil, &Refused{Param: "id", Rule: RuleIDNotUUID, Message: "id must be a UUID."}
+		return nil, &Refused{Param: bad.Param, Rule: bad.Rule, Message: bad.Message}
 	}
 	switch payload := bytes.TrimSpace(e.Payload); {
 	case len(payload) == 0:

@@ -6,7 +6,11 @@
 // a rule is written once and reads the same everywhere.
 package invalid
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/google/uuid"
+)
 
 // Error is one broken rule.
 type Error struct {
@@ -61,3 +65,36 @@ const RuleMissing = "missing"
 // RuleTooLarge is the Rule of a value over its size limit; the HTTP API
 // answers it with 413 payload_too_large rather than 400.
 const RuleTooLarge = "too_large"
+
+// maxShown is how many bytes of a value a message shows.
+const maxShown = 64
+
+// Cut is a value as a message shows it: cut so that a huge input cannot
+// make a huge answer.
+func Cut(s string) string {
+	if len(s) > maxShown {
+		return s[:maxShown] + "…"
+	}
+	return s
+}
+
+// Quote is Cut(s) in double quotes, as messages name a value.
+func Quote(s string) string { return `"` + Cut(s) + `"` }
+
+// MustBeUUID is the message of a field param that must hold a UUID and
+// does not.
+func MustBeUUID(param string) string { return param + " must be a UUID." }
+
+// NotUUID reports a field that must hold a UUID and does not.
+func NotUUID(param, rule string) *Error { return Value(param, rule, MustBeUUID(param)) }
+
+// UUID parses s, which must be a UUID in its hyphenated form (36
+// characters: an id receivers see, or look up, as written), or returns
+// NotUUID(param, rule).
+func UUID(param, rule, s string) (uuid.UUID, *Error) {
+	id, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 {
+		return uuid.Nil, NotUUID(param, rule)
+	}
+	return id, nil
+}

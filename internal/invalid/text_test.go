@@ -233,3 +233,25 @@ func duplicateKeys(doc []byte) bool {
 		}
 	}
 }
+
+func TestQuoteCutsLongValues(t *testing.T) {
+	if got := invalid.Quote("abc"); got != `"abc"` {
+		t.Errorf("Quote(abc) = %s", got)
+	}
+	if got, want := invalid.Quote(strings.Repeat("y", 65)), `"`+strings.Repeat("y", 64)+`…"`; got != want {
+		t.Errorf("Quote of 65 characters = %s, want %s", got, want)
+	}
+}
+
+func TestUUIDTakesOnlyTheHyphenatedForm(t *testing.T) {
+	const id = "0193a5e0-1111-7a2b-8c3d-4e5f6a7b8c9d"
+	if got, bad := invalid.UUID("id", "id_not_uuid", id); bad != nil || got.String() != id {
+		t.Fatalf("UUID(%s) = %s, %v", id, got, bad)
+	}
+	for _, s := range []string{"", "nope", "{" + id + "}", "urn:uuid:" + id, strings.ReplaceAll(id, "-", "")} {
+		_, bad := invalid.UUID("key_id", "r", s)
+		if want := (invalid.Error{Param: "key_id", Rule: "r", Message: "key_id must be a UUID."}); bad == nil || *bad != want {
+			t.Errorf("UUID(%q) refusal = %+v, want %+v", s, bad, want)
+		}
+	}
+}

@@ -141,9 +141,9 @@ func checkKey(merchantID, keyID string) (uuid.UUID, error) {
 	if err := CheckID("merchant_id", merchantID); err != nil {
 		return uuid.Nil, err
 	}
-	id, err := uuid.Parse(keyID)
-	if err != nil || len(keyID) != 36 {
-		return uuid.Nil, invalid.Value("key_id", RuleKeyIDMalformed, "key_id must be a UUID.")
+	id, bad := invalid.UUID("key_id", RuleKeyIDMalformed, keyID)
+	if bad != nil {
+		return uuid.Nil, bad
 	}
 	return id, nil
 }

@@ -67,20 +67,11 @@ func (u *SettingsUpdater) Update(ctx context.Context, merchantID string, set sto
 		}
 	}
 	if set.APIVersion != nil && !u.versions.Usable(*set.APIVersion, u.now()) {
-		return store.Merchant{}, invalid.Value("api_version", "api_version_unusable", "Unknown or sunset api_version "+quote(*set.APIVersion)+".")
+		return store.Merchant{}, invalid.Value("api_version", "api_version_unusable", "Unknown or sunset api_version "+invalid.Quote(*set.APIVersion)+".")
 	}
 	// An empty value clears the setting: the portal then shows its default.
 	if err := CheckBranding("portal_", Branding{AccentColor: set.PortalAccentColor, LogoURL: set.PortalLogoURL}, u.httpLogos, true); err != nil {
 		return store.Merchant{}, err
 	}
 	return u.store.UpdateMerchant(ctx, merchantID, u.versions.Latest(), set)
-}
-
-// quote shows a value in a message, cut so that a huge input cannot make a
-// huge answer.
-func quote(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return `"` + s + `"`
 }

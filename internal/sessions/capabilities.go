@@ -62,7 +62,7 @@ func Check(param string, requested []string) ([]string, error) {
 	known := All()
 	for _, c := range requested {
 		if !slices.Contains(known, c) {
-			return nil, invalid.Value(param, "capability_unknown", fmt.Sprintf("Unknown capability %q; known capabilities: %v.", quoteCut(c), known))
+			return nil, invalid.Value(param, "capability_unknown", fmt.Sprintf("Unknown capability %q; known capabilities: %v.", invalid.Cut(c), known))
 		}
 	}
 	var out []string
@@ -72,13 +72,4 @@ func Check(param string, requested []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// quoteCut cuts a value shown in a message, so that a huge input cannot
-// make a huge answer.
-func quoteCut(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }
