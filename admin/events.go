@@ -2,15 +2,13 @@ package admin
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/sessions"
 	"github.com/webhookd/webhookd/internal/store"
 )
@@ -86,7 +84,7 @@ func uuidFilter(r *http.Request, name string) (*uuid.UUID, error) {
 	}
 	id, err := uuid.Parse(r.URL.Query().Get(name))
 	if err != nil {
-		return nil, errInvalid(name, name+" must be a UUID.")
+		return nil, errInvalid(name, invalid.MustBeUUID(name))
 	}
 	return &id, nil
 }
@@ -97,8 +95,10 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f := store.EventFilter{Type: r.URL.Query().Get("event_type")}
-	if r.URL.Query().Has("event_type") && f.Type != dispatcher.TestEventType && !slices.Contains(s.cfg.EventTypes, f.Type) {
-		return errInvalid("event_type", fmt.Sprintf("Unknown event_type %q.", f.Type))
+	if r.URL.Query().Has("event_type") {
+		if bad := s.catalogue().CheckFilter("event_type", f.Type); bad != nil {
+			return bad
+		}
 	}
 	if f.CreatedGTE, err = timeFilter(r, "created_at.gte"); err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/sessions"
 	"github.com/webhookd/webhookd/internal/store"
@@ -94,7 +95,7 @@ func (s *Server) requestedVersion(next http.Handler) http.Handler {
 		}
 		if !s.cfg.Versions.Usable(requested, s.cfg.Now()) {
 			s.setVersionHeaders(w, s.cfg.Versions.Latest())
-			s.writeError(w, r, errAPIVersion("Unknown or unsupported api-version "+quote(requested)+"; see GET /v1/api_versions."))
+			s.writeError(w, r, errAPIVersion("Unknown or unsupported api-version "+invalid.Quote(requested)+"; see GET /v1/api_versions."))
 			return
 		}
 		s.setVersionHeaders(w, requested)
@@ -407,11 +408,4 @@ func (r *recorder) WriteHeader(code int) {
 func (r *recorder) Write(b []byte) (int, error) {
 	r.body.Write(b)
 	return r.ResponseWriter.Write(b)
-}
-
-func quote(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return `"` + s + `"`
 }

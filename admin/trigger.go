@@ -2,7 +2,6 @@ package admin
 
 import (
 	"net/http"
-	"slices"
 
 	"github.com/go-chi/chi/v5"
 
@@ -19,6 +18,10 @@ const sandbox = "sandbox"
 var errTriggerLive = newError(http.StatusForbidden, catInvalidRequest, "permission_denied",
 	"Events can be triggered only in the sandbox environment; this engine serves production.")
 
+// catalogue is the catalogue of the configured event types, which judges
+// every event type the API is given.
+func (s *Server) catalogue() catalogue.Catalogue { return catalogue.New(s.cfg.EventTypes) }
+
 // triggerRoutes is POST /v1/event_types/{type}/trigger.
 func (s *Server) triggerRoutes(r chi.Router) {
 	r.With(s.requireCapability(sessions.ManageEndpoints)).Post("/event_types/{type}/trigger", s.handle(s.triggerEvent))
@@ -33,12 +36,12 @@ func (s *Server) triggerEvent(w http.ResponseWriter, r *http.Request) error {
 		return errTriggerLive
 	}
 	typ := chi.URLParam(r, "type")
-	if !slices.Contains(s.cfg.EventTypes, typ) {
-		return errInvalid("type", "Unknown event type "+quote(typ)+"; GET /v1/event_types lists them.")
+	types := s.catalogue()
+	if bad := types.CheckTrigger("type", typ); bad != nil {
+		return bad
 	}
-	example := catalogue.For([]string{typ})[0].Example
 	ev, _, err := s.cfg.Publisher.Publish(r.Context(), producer.Event{MerchantID: principalOf(r.Context()).Merchant.ID,
-		Type: typ, Payload: example})
+		Type: typ, Payload: types.Example(typ)})
 	if err != nil {
 		return err
 	}

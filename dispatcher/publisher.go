@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/filter"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/merchants"
@@ -21,15 +22,15 @@ import (
 	"github.com/webhookd/webhookd/producer"
 )
 
-// TestEventType is the event kind send_test_event stores (spec 6.1). It is
-// reserved: producers cannot publish it and subscriptions cannot name it.
-const TestEventType = "ping.test"
+// TestEventType is the event kind send_test_event stores (spec 6.1):
+// catalogue.TestType, which the catalogue reserves.
+const TestEventType = catalogue.TestType
 
 // The rules of a published event, as they name themselves in an
 // invalid.Error and in webhookd_events_refused_total{rule}.
 const (
-	ruleTypeReserved      = "type_reserved"
-	ruleTypeUnknown       = "type_unknown"
+	ruleTypeReserved      = catalogue.RuleTypeReserved
+	ruleTypeUnknown       = catalogue.RuleTypeUnknown
 	rulePayloadNotObject  = "payload_not_object"
 	rulePayloadNotJSON    = producer.RulePayloadNotJSON // the producer refuses it itself too
 	ruleIDNotUUID         = producer.RuleIDNotUUID
@@ -69,25 +70,27 @@ type publisherConfig struct {
 }
 
 func (c publisherConfig) validate() error {
-	switch {
-	case c.Store == nil:
+	if c.Store == nil {
 		return errors.New("publisher: Store is required")
-	case len(c.EventTypes) == 0:
-		return errors.New("publisher: EventTypes is required")
-	case slices.Contains(c.EventTypes, TestEventType):
-		return fmt.Errorf("publisher: %s is reserved for send_test_event", TestEventType)
-	case c.DefaultAPIVersion == "":
+	}
+	if err := catalogue.New(c.EventTypes).Validate(); err != nil {
+		return fmt.Errorf("publisher: %w", err)
+	}
+	if c.DefaultAPIVersion == "" {
 		return errors.New("publisher: DefaultAPIVersion is required")
 	}
 	return nil
 }
 
-// Publisher owns the event catalogue and every rule on a published event.
+// Publisher applies every rule on a published event, the catalogue's on
+// its type included.
 // HTTP ingest, the worker that stores producer tasks and send_test_event
 // all publish through it, so an event refused on one path is refused on
 // every path, with the same parameter and message.
 type Publisher struct {
-	cfg     publisherConfig
+	cfg publisherConfig
+	// types is the catalogue of cfg.EventTypes, which judges every type.
+	types   catalogue.Catalogue
 	filters *filter.Cache
 	tasks   *enqueuer
 	metrics *metrics
@@ -128,7 +131,7 @@ func newPublisher(cfg publisherConfig, tasks *enqueuer, m *metrics, clock Clock,
 	if err != nil {
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
-	p := &Publisher{cfg: cfg, filters: filter.NewCache(compiler), tasks: tasks, metrics: m, clock: clock, logger: logger}
+	p := &Publisher{cfg: cfg, types: catalogue.New(cfg.EventTypes), filters: filter.NewCache(compiler), tasks: tasks, metrics: m, clock: clock, logger: logger}
 	p.matcher = p.matchFilters
 	p.groups = newBatcher(p.writeGroup)
 	return p, nil
@@ -139,7 +142,7 @@ func (p *Publisher) close() { p.groups.close() }
 
 // EventTypes is the catalogue producers may publish and subscriptions may
 // name.
-func (p *Publisher) EventTypes() []string { return slices.Clone(p.cfg.EventTypes) }
+func (p *Publisher) EventTypes() []string { return p.types.Names() }
 
 // Check applies every rule of a published event, in the order a producer
 // would fix them, and returns the first one broken as an *invalid.Error
@@ -148,15 +151,8 @@ func (p *Publisher) Check(e producer.Event) error {
 	if err := merchants.CheckID("merchant_id", e.MerchantID); err != nil {
 		return err
 	}
-	switch {
-	case e.Type == "":
-		return invalid.Missing("type")
-	case e.Type == TestEventType:
-		return invalid.Value("type", ruleTypeReserved, fmt.Sprintf("Unknown event type %s; %s is reserved for send_test_event.",
-			quote(e.Type), TestEventType))
-	case !slices.Contains(p.cfg.EventTypes, e.Type):
-		return invalid.Value("type", ruleTypeUnknown, fmt.Sprintf("Unknown event type %s; %s is reserved for send_test_event.",
-			quote(e.Type), TestEventType))
+	if bad := p.types.CheckPublish("type", e.Type); bad != nil {
+		return bad
 	}
 	payload := bytes.TrimSpace(e.Payload)
 	switch {
@@ -178,22 +174,14 @@ func (p *Publisher) Check(e producer.Event) error {
 		}
 	}
 	if e.ID != "" {
-		if _, err := uuid.Parse(e.ID); err != nil || len(e.ID) != 36 {
-			return invalid.Value("id", ruleIDNotUUID, "id must be a UUID.")
+		if _, bad := invalid.UUID("id", ruleIDNotUUID, e.ID); bad != nil {
+			return bad
 		}
 	}
 	if e.APIVersion != "" && p.cfg.VersionUsable != nil && !p.cfg.VersionUsable(e.APIVersion, p.clock.Now()) {
-		return invalid.Value("api_version", ruleAPIVersionUnknown, "Unknown or sunset api_version "+quote(e.APIVersion)+".")
+		return invalid.Value("api_version", ruleAPIVersionUnknown, "Unknown or sunset api_version "+invalid.Quote(e.APIVersion)+".")
 	}
 	return nil
-}
-
-// quote shows a producer's value in a message, cut to a readable length.
-func quote(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return `"` + s + `"`
 }
 
 // Publish checks e (Check), then stores the event and one pending delivery

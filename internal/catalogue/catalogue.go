@@ -2,12 +2,137 @@
 // one means and an example of its payload. The portal's event catalogue,
 // GET /v1/event_types and `webhookd trigger` all read it, so a merchant sees
 // one description and one example wherever they look.
+//
+// It is also the one authority on event types: a Catalogue, built from a
+// deployment's vocabulary, tells which types may be published, subscribed
+// to, triggered or filtered by, and words every refusal.
 package catalogue
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
+
+	"github.com/webhookd/webhookd/internal/invalid"
 )
+
+// TestType is the event type of send_test_event and of the endpoint check
+// (spec 6.1). It is reserved: no vocabulary holds it, producers cannot
+// publish it and subscriptions cannot name it, yet stored events have it.
+const TestType = "ping.test"
+
+// The rules of an event type, as they name themselves in an *invalid.Error
+// (and in the publisher's webhookd_events_refused_total{rule}).
+const (
+	// RuleTypeReserved refuses a published event of TestType.
+	RuleTypeReserved = "type_reserved"
+	// RuleTypeUnknown refuses an event type not in the vocabulary.
+	RuleTypeUnknown = "type_unknown"
+	// RuleEventsTestType refuses TestType in a subscription's events.
+	RuleEventsTestType = "events_test_type"
+	// RuleEventTypeUnknown refuses an unknown type in a subscription's
+	// events.
+	RuleEventTypeUnknown = "event_type_unknown"
+)
+
+// Catalogue is the event vocabulary of one deployment: the types of
+// Default plus those the operator configured (WEBHOOKD_EVENT_TYPES). Every
+// check of an event type asks it. The zero Catalogue knows no type.
+type Catalogue struct {
+	names []string
+}
+
+// New is the catalogue of the vocabulary names, copied; Validate says
+// whether an engine can serve it.
+func New(names []string) Catalogue { return Catalogue{names: slices.Clone(names)} }
+
+// Validate refuses a vocabulary that is empty or holds TestType.
+func (c Catalogue) Validate() error {
+	switch {
+	case len(c.names) == 0:
+		return errors.New("EventTypes is required")
+	case slices.Contains(c.names, TestType):
+		return fmt.Errorf("%s is reserved for send_test_event", TestType)
+	}
+	return nil
+}
+
+// Names returns the vocabulary, in order, a fresh slice.
+func (c Catalogue) Names() []string { return slices.Clone(c.names) }
+
+// Publishable tells whether producers may publish events of type t: a type
+// of the vocabulary other than TestType.
+func (c Catalogue) Publishable(t string) bool { return t != TestType && slices.Contains(c.names, t) }
+
+// Subscribable tells whether a subscription may name type t: every
+// publishable type is, TestType never (its events reach their subscription
+// whatever it names).
+func (c Catalogue) Subscribable(t string) bool { return c.Publishable(t) }
+
+// IsTest tells whether t is TestType, which only webhookd itself sends.
+func IsTest(t string) bool { return t == TestType }
+
+// Stored tells whether an event of type t can be stored: a publishable type
+// or TestType.
+func (c Catalogue) Stored(t string) bool { return IsTest(t) || c.Publishable(t) }
+
+// Entries returns the entries of the vocabulary (For), then Test: what
+// merchants are shown.
+func (c Catalogue) Entries() []EventType { return append(For(c.names), Test()) }
+
+// Example is the example payload of type t (see For).
+func (c Catalogue) Example(t string) json.RawMessage { return For([]string{t})[0].Example }
+
+// CheckPublish is the refusal of a published event's type, under param, or
+// nil when producers may publish it.
+func (c Catalogue) CheckPublish(param, t string) *invalid.Error {
+	switch {
+	case t == "":
+		return invalid.Missing(param)
+	case IsTest(t):
+		return invalid.Value(param, RuleTypeReserved, unknownReserved(t))
+	case !c.Publishable(t):
+		return invalid.Value(param, RuleTypeUnknown, unknownReserved(t))
+	}
+	return nil
+}
+
+// unknownReserved is the message of a type a producer may not publish.
+func unknownReserved(t string) string {
+	return fmt.Sprintf("Unknown event type %s; %s is reserved for send_test_event.", invalid.Quote(t), TestType)
+}
+
+// CheckSubscribe is the refusal of type t in a subscription's events,
+// under param, or nil when it may be subscribed to.
+func (c Catalogue) CheckSubscribe(param, t string) *invalid.Error {
+	switch {
+	case IsTest(t):
+		return invalid.Value(param, RuleEventsTestType,
+			TestType+" cannot be subscribed to: send_test_event delivers it to its subscription whatever the events list.")
+	case !c.Subscribable(t):
+		return invalid.Value(param, RuleEventTypeUnknown, fmt.Sprintf("Unknown event type %s; see the event catalogue.", invalid.Quote(t)))
+	}
+	return nil
+}
+
+// CheckTrigger is the refusal of type t for an event triggered by hand in
+// the sandbox, under param, or nil when it is publishable.
+func (c Catalogue) CheckTrigger(param, t string) *invalid.Error {
+	if !c.Publishable(t) {
+		return invalid.Value(param, RuleTypeUnknown, "Unknown event type "+invalid.Quote(t)+"; GET /v1/event_types lists them.")
+	}
+	return nil
+}
+
+// CheckFilter is the refusal of type t as a filter of stored events, under
+// param, or nil when events of it can be stored (Stored).
+func (c Catalogue) CheckFilter(param, t string) *invalid.Error {
+	if !c.Stored(t) {
+		return invalid.Value(param, RuleTypeUnknown, fmt.Sprintf("Unknown %s %q.", param, t))
+	}
+	return nil
+}
 
 // EventType is one entry of the catalogue.
 type EventType struct {
@@ -103,7 +228,7 @@ func Default() []EventType {
 // Test is ping.test, the synthetic event of send_test_event and of the
 // endpoint check: listed so merchants know its shape, never subscribable.
 func Test() EventType {
-	return EventType{Name: "ping.test", Subscribable: false,
+	return EventType{Name: TestType, Subscribable: false,
 		Description: "A test event sent on request to one subscription (send_test_event, Check my endpoint); handlers may ignore it.",
 		Example: object(map[string]any{"subscription_id": "0193a5e0-1111-7a2b-8c3d-4e5f6a7b8c9d",
 			"message": "This is a test event sent by webhookd. Handlers may ignore it."})}

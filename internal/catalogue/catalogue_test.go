@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/webhookd/webhookd/internal/catalogue"
+	"github.com/webhookd/webhookd/internal/invalid"
 )
 
 // The catalogue is spec 6.1's list of event kinds, each with a description
@@ -49,7 +50,7 @@ func TestForKeepsOrderAndDescribesAddedTypes(t *testing.T) {
 // Every resource example docs/events.md shows is one of the catalogue's
 // examples, so the page and GET /v1/event_types cannot drift apart.
 func TestEventsPageShowsCatalogueExamples(t *testing.T) {
-	page, err := os.ReadFile("../docs/events.md")
+	page, err := os.ReadFile("../../docs/events.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,5 +72,67 @@ func TestEventsPageShowsCatalogueExamples(t *testing.T) {
 	}
 	if checked < 4 {
 		t.Fatalf("found %d resource examples in docs/events.md, want the payout, return, deposit and conversion ones", checked)
+	}
+}
+
+// Every check of an event type asks the Catalogue; each use words its own
+// refusal, and ping.test is reserved everywhere but among stored events.
+func TestCatalogueJudgesEveryUse(t *testing.T) {
+	c := catalogue.New([]string{"payout.paid", "card.captured"})
+	long := strings.Repeat("x", 70)
+	for _, tc := range []struct {
+		use, typ string
+		check    func(param, t string) *invalid.Error
+		want     *invalid.Error // nil: allowed
+	}{
+		{"publish", "payout.paid", c.CheckPublish, nil},
+		{"publish", "card.captured", c.CheckPublish, nil},
+		{"publish", "", c.CheckPublish, invalid.Missing("p")},
+		{"publish", catalogue.TestType, c.CheckPublish, invalid.Value("p", "type_reserved",
+			`Unknown event type "ping.test"; ping.test is reserved for send_test_event.`)},
+		{"publish", "payout.lost", c.CheckPublish, invalid.Value("p", "type_unknown",
+			`Unknown event type "payout.lost"; ping.test is reserved for send_test_event.`)},
+		{"subscribe", "payout.paid", c.CheckSubscribe, nil},
+		{"subscribe", catalogue.TestType, c.CheckSubscribe, invalid.Value("p", "events_test_type",
+			"ping.test cannot be subscribed to: send_test_event delivers it to its subscription whatever the events list.")},
+		{"subscribe", long, c.CheckSubscribe, invalid.Value("p", "event_type_unknown",
+			`Unknown event type "`+long[:64]+`…"; see the event catalogue.`)},
+		{"trigger", "card.captured", c.CheckTrigger, nil},
+		{"trigger", catalogue.TestType, c.CheckTrigger, invalid.Value("p", "type_unknown",
+			`Unknown event type "ping.test"; GET /v1/event_types lists them.`)},
+		{"filter", catalogue.TestType, c.CheckFilter, nil},
+		{"filter", "payout.paid", c.CheckFilter, nil},
+		{"filter", "", c.CheckFilter, invalid.Value("p", "type_unknown", `Unknown p "".`)},
+		{"filter", "a\"b", c.CheckFilter, invalid.Value("p", "type_unknown", `Unknown p "a\"b".`)},
+	} {
+		got := tc.check("p", tc.typ)
+		if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+			t.Errorf("%s %q: %+v, want %+v", tc.use, tc.typ, got, tc.want)
+		}
+	}
+	if !c.Stored(catalogue.TestType) || c.Publishable(catalogue.TestType) || c.Subscribable(catalogue.TestType) {
+		t.Error("ping.test is stored, never published or subscribed to")
+	}
+	if got := c.Entries(); len(got) != 3 || got[2].Name != catalogue.TestType || got[0].Name != "payout.paid" {
+		t.Errorf("Entries = %+v", got)
+	}
+}
+
+func TestValidateRefusesAnEmptyOrReservedVocabulary(t *testing.T) {
+	if err := catalogue.New(catalogue.Names()).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := catalogue.New(nil).Validate(); err == nil {
+		t.Error("an empty vocabulary passed")
+	}
+	if err := catalogue.New([]string{"payout.paid", catalogue.TestType}).Validate(); err == nil ||
+		err.Error() != "ping.test is reserved for send_test_event" {
+		t.Errorf("a vocabulary with ping.test: %v", err)
+	}
+	// Names is a copy: a caller cannot change the catalogue.
+	c := catalogue.New([]string{"payout.paid"})
+	c.Names()[0] = catalogue.TestType
+	if !c.Publishable("payout.paid") {
+		t.Error("changing Names changed the catalogue")
 	}
 }

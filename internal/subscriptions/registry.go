@@ -92,7 +92,7 @@ type Registry struct {
 // constructor, so that a server with a bad key still serves everything else.
 func NewRegistry(st Store, masterKey []byte, rules Rules) *Registry {
 	filters, err := filter.NewCompiler()
-	return &Registry{store: st, check: checker{rules: rules, guard: targetGuard()}, masterKey: masterKey,
+	return &Registry{store: st, check: newChecker(rules), masterKey: masterKey,
 		filters: filters, filtersErr: err}
 }
 

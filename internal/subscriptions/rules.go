@@ -11,7 +11,7 @@ import (
 
 	"code.dny.dev/ssrf"
 
-	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
 )
@@ -65,10 +65,17 @@ func targetGuard() *ssrf.Guardian {
 	return ssrf.New(ssrf.WithAnyPort(), ssrf.WithAnyNetwork())
 }
 
-// checker applies Rules; it holds the guard so that it is built once.
+// checker applies Rules; it holds the guard and the catalogue so that
+// they are built once.
 type checker struct {
 	rules Rules
+	types catalogue.Catalogue
 	guard *ssrf.Guardian
+}
+
+// newChecker is the checker of rules.
+func newChecker(rules Rules) checker {
+	return checker{rules: rules, types: catalogue.New(rules.EventTypes), guard: targetGuard()}
 }
 
 // url checks a webhook target URL and returns it as given. The rules:
@@ -138,9 +145,10 @@ func (c checker) privateHost(host string) string {
 }
 
 // events checks an events list: not empty, each type in the catalogue, or
-// exactly ["*"]. Duplicates are dropped, order kept. ping.test is refused:
-// test events reach their subscription regardless. A nil list is absent
-// (missing), an empty one invalid.
+// exactly ["*"]. Duplicates are dropped, order kept. Which types may be
+// named is the catalogue's to say (ping.test never: test events reach
+// their subscription regardless). A nil list is absent (missing), an empty
+// one invalid.
 func (c checker) events(param string, events []string) ([]string, error) {
 	if events == nil {
 		return nil, invalid.Missing(param)
@@ -156,25 +164,14 @@ func (c checker) events(param string, events []string) ([]string, error) {
 	}
 	out := make([]string, 0, len(events))
 	for _, e := range events {
-		switch {
-		case e == dispatcher.TestEventType:
-			return nil, invalid.Value(param, "events_test_type", "ping.test cannot be subscribed to: send_test_event delivers it to its subscription whatever the events list.")
-		case !slices.Contains(c.rules.EventTypes, e):
-			return nil, invalid.Value(param, "event_type_unknown", fmt.Sprintf("Unknown event type %s; see the event catalogue.", quote(e)))
-		case !slices.Contains(out, e):
+		if bad := c.types.CheckSubscribe(param, e); bad != nil {
+			return nil, bad
+		}
+		if !slices.Contains(out, e) {
 			out = append(out, e)
 		}
 	}
 	return out, nil
-}
-
-// quote shows a value in a message, cut so that a huge input cannot make a
-// huge answer.
-func quote(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return `"` + s + `"`
 }
 
 // checkDescription checks the optional description.
