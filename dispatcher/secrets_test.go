@@ -8,6 +8,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/signer"
 )
 
@@ -34,7 +35,7 @@ func TestRotationReachesTheNextDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.RotateSecret(context.Background(), "m1", sub.ID, newSecret, sealed); err != nil {
+	if _, err := e.store.RotateSecret(context.Background(), "m1", sub.ID, sealed, subscriptions.Rotation(newSecret)); err != nil {
 		t.Fatal(err)
 	}
 	e.publish(d, "m1", "payout.paid")

@@ -261,13 +261,23 @@ func (s *Store) DeleteSubscription(ctx context.Context, merchantID string, id uu
 	return nil
 }
 
-// RotateSecret makes a new signing secret current, following signer.Rotate:
-// the previous secret stays valid for the overlap, older ones expire now.
-// newSecret is the plaintext (checked by signer.Rotate, never stored) and
-// sealedSecret its sealed form, which is what is stored. The first UPDATE
-// locks the subscription row until commit, so that concurrent rotations apply
-// one after the other and never leave three secrets active.
-func (s *Store) RotateSecret(ctx context.Context, merchantID string, id uuid.UUID, newSecret string, sealedSecret []byte) (Subscription, error) {
+// RotationRule decides a rotation of a subscription's signing secrets from
+// those not expired at now (ids and times only: the values stay sealed)
+// and now, the store's clock once the subscription is locked. The domain
+// writes it (subscriptions.Rotation, which follows signer.Rotate); the
+// store only persists what it decides.
+type RotationRule func(current []signer.Secret, now time.Time) (signer.Rotation, error)
+
+// RotateSecret persists a rotation of the signing secrets of the
+// merchant's subscription id, as decide decides it: it expires the
+// secrets of rotation.Expire and stores sealedSecret, the sealed form of
+// the new secret (never stored in clear), as of rotation.New.CreatedAt,
+// which also dates the subscription's update. The first statement locks
+// the subscription row until commit, and decide runs under that lock, so
+// that concurrent rotations apply one after the other and never leave
+// three secrets active. An error of decide is returned and nothing is
+// written.
+func (s *Store) RotateSecret(ctx context.Context, merchantID string, id uuid.UUID, sealedSecret []byte, decide RotationRule) (Subscription, error) {
 	var sub Subscription
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		// Lock first, read the clock after: a rotation that waited for the
@@ -283,7 +293,6 @@ func (s *Store) RotateSecret(ctx context.Context, merchantID string, id uuid.UUI
 		if err != nil {
 			return err
 		}
-		// The values stay sealed: rotation decides from ids and times only.
 		secrets, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (signer.Secret, error) {
 			var sec signer.Secret
 			err := r.Scan(&sec.ID, &sec.CreatedAt, &sec.ExpiresAt)
@@ -292,21 +301,14 @@ func (s *Store) RotateSecret(ctx context.Context, merchantID string, id uuid.UUI
 		if err != nil {
 			return err
 		}
-		// Another instance's clock may run ahead of ours: never date the
-		// new secret before the newest existing one.
-		for _, sec := range secrets {
-			if sec.CreatedAt.After(now) {
-				now = sec.CreatedAt.Add(time.Microsecond)
-			}
+		rot, err := decide(secrets, now)
+		if err != nil {
+			return err
 		}
 		sub, err = scanSubscription(tx.QueryRow(ctx, `
 			UPDATE subscriptions SET updated_at = $3
 			WHERE merchant_id = $1 AND id = $2
-			RETURNING `+subscriptionColumns, merchantID, id, now))
-		if err != nil {
-			return err
-		}
-		rot, err := signer.Rotate(secrets, now, newSecret)
+			RETURNING `+subscriptionColumns, merchantID, id, rot.New.CreatedAt))
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/signer"
 )
 
@@ -124,7 +125,10 @@ func TestSubscriptionTenancy(t *testing.T) {
 			_, err := st.UpdateSubscription(ctx, "m2", sub.ID, store.SubscriptionUpdate{Status: &enabled})
 			return err
 		},
-		"rotate": func() error { _, err := st.RotateSecret(ctx, "m2", sub.ID, secret, []byte("x")); return err },
+		"rotate": func() error {
+			_, err := st.RotateSecret(ctx, "m2", sub.ID, []byte("x"), subscriptions.Rotation(secret))
+			return err
+		},
 		"delete": func() error { return st.DeleteSubscription(ctx, "m2", sub.ID) },
 		"unknown id": func() error {
 			_, err := st.GetSubscription(ctx, "m1", uuid.Must(uuid.NewV7()))
@@ -255,7 +259,7 @@ func TestRotateSecretOverlap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.RotateSecret(ctx, "m1", sub.ID, secret, []byte(sealed)); err != nil {
+		if _, err := st.RotateSecret(ctx, "m1", sub.ID, []byte(sealed), subscriptions.Rotation(secret)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -312,7 +316,7 @@ func TestRotateSecretConcurrent(t *testing.T) {
 		wg.Go(func() {
 			secret, err := signer.NewSecret()
 			if err == nil {
-				_, err = st.RotateSecret(ctx, "m1", sub.ID, secret, fmt.Appendf(nil, "sealed-%d", i))
+				_, err = st.RotateSecret(ctx, "m1", sub.ID, fmt.Appendf(nil, "sealed-%d", i), subscriptions.Rotation(secret))
 			}
 			errs <- err
 		})
@@ -336,7 +340,7 @@ func TestRotateSecretConcurrent(t *testing.T) {
 func TestRotateSecretRefusesInvalidSecret(t *testing.T) {
 	st, ctx := newSubStore(t)
 	sub := createSub(t, st, "m1")
-	if _, err := st.RotateSecret(ctx, "m1", sub.ID, "not-a-secret", []byte("x")); !errors.Is(err, signer.ErrInvalidSecret) {
+	if _, err := st.RotateSecret(ctx, "m1", sub.ID, []byte("x"), subscriptions.Rotation("not-a-secret")); !errors.Is(err, signer.ErrInvalidSecret) {
 		t.Fatalf("rotate with a bad secret: %v", err)
 	}
 	stored, err := st.SigningSecrets(ctx, sub.ID)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -26,9 +27,9 @@ type Store interface {
 	CreateSubscription(ctx context.Context, n store.NewSubscription, sealedSecret []byte) (store.Subscription, error)
 	// UpdateSubscription applies u to the merchant's subscription id.
 	UpdateSubscription(ctx context.Context, merchantID string, id uuid.UUID, u store.SubscriptionUpdate) (store.Subscription, error)
-	// RotateSecret makes newSecret the current secret of the merchant's
-	// subscription id.
-	RotateSecret(ctx context.Context, merchantID string, id uuid.UUID, newSecret string, sealedSecret []byte) (store.Subscription, error)
+	// RotateSecret persists the rotation decide makes of the secrets of
+	// the merchant's subscription id, sealedSecret the new one.
+	RotateSecret(ctx context.Context, merchantID string, id uuid.UUID, sealedSecret []byte, decide store.RotationRule) (store.Subscription, error)
 	// CreateListener stores a listener subscription and its sealed secret,
 	// or fails with store.ErrListenerLimit.
 	CreateListener(ctx context.Context, n store.NewListener, sealedSecret []byte) (store.Listener, error)
@@ -292,11 +293,26 @@ func (g *Registry) RotateSecret(ctx context.Context, merchantID string, id uuid.
 	if err != nil {
 		return store.Subscription{}, "", err
 	}
-	sub, err := g.store.RotateSecret(ctx, merchantID, id, secret, sealed)
+	sub, err := g.store.RotateSecret(ctx, merchantID, id, sealed, Rotation(secret))
 	if err != nil {
 		return store.Subscription{}, "", err
 	}
 	return sub, secret, nil
+}
+
+// Rotation is the rule of a rotation to newSecret, which the store applies
+// under the subscription's lock: signer.Rotate at now, the new secret
+// dated after the newest one stored should another instance's clock run
+// ahead of the store's.
+func Rotation(newSecret string) store.RotationRule {
+	return func(current []signer.Secret, now time.Time) (signer.Rotation, error) {
+		for _, sec := range current {
+			if sec.CreatedAt.After(now) {
+				now = sec.CreatedAt.Add(time.Microsecond)
+			}
+		}
+		return signer.Rotate(current, now, newSecret)
+	}
 }
 
 // newSealedSecret makes a signing secret and its sealed form for storage.

@@ -21,6 +21,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/receiver"
 	"github.com/webhookd/webhookd/retry"
@@ -108,7 +109,7 @@ func (e *engine) rotate(sub store.Subscription) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.RotateSecret(context.Background(), merchant, sub.ID, secret, sealed); err != nil {
+	if _, err := e.store.RotateSecret(context.Background(), merchant, sub.ID, sealed, subscriptions.Rotation(secret)); err != nil {
 		e.t.Fatal(err)
 	}
 	return secret
