@@ -21,6 +21,6 @@ func (s *Server) eventTypeRoutes(r chi.Router) {
 // always false and next_cursor null. It takes no parameter and ignores
 // any it is given (limit included): every answer is the whole catalogue.
 func (s *Server) listEventTypes(w http.ResponseWriter, _ *http.Request) error {
-	writeJSON(w, http.StatusOK, list[catalogue.EventType]{Data: append(catalogue.For(s.cfg.EventTypes), catalogue.Test())})
+	writeJSON(w, http.StatusOK, list[catalogue.EventType]{Data: catalogue.New(s.cfg.EventTypes).Entries()})
 	return nil
 }

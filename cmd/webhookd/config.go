@@ -23,6 +23,7 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/portal"
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
@@ -209,12 +210,17 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	if c.PublicURL, err = publicURL(c.PublicURL, c.Listen, c.TLSCert != ""); err != nil {
 		return c, bad("WEBHOOKD_PUBLIC_URL", err)
 	}
+	var types []string
 	for _, t := range c.EventTypes {
 		if t = strings.TrimSpace(t); t != "" && !strings.Contains(t, ".") {
 			return c, bad("WEBHOOKD_EVENT_TYPES", fmt.Errorf("%q is not of the form resource.action", t))
 		}
-		if strings.TrimSpace(t) == dispatcher.TestEventType {
-			return c, bad("WEBHOOKD_EVENT_TYPES", fmt.Errorf("%s is reserved for send_test_event", dispatcher.TestEventType))
+		types = append(types, t)
+	}
+	if len(types) > 0 {
+		// The catalogue's rule on a vocabulary (ping.test is reserved).
+		if err := catalogue.New(types).Validate(); err != nil {
+			return c, bad("WEBHOOKD_EVENT_TYPES", err)
 		}
 	}
 	return c, nil
