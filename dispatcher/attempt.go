@@ -94,11 +94,6 @@ type deferral string
 const (
 	// deferredEarly: handed over before its due time.
 	deferredEarly deferral = "early"
-	// deferredConcurrency: its merchant's share or its subscription's cap
-	// is full in this process.
-	deferredConcurrency deferral = "concurrency"
-	// deferredRateLimit: its subscription's rate limit is spent.
-	deferredRateLimit deferral = "rate_limit"
 	// deferredBusy: a manual attempt while another attempt of the delivery
 	// runs.
 	deferredBusy deferral = "busy"

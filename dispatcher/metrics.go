@@ -51,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"task", "result"}),
 		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "webhookd_attempts_deferred_total",
-			Help: "Attempt tasks put back on the queue without an attempt, by reason: early (before its due time), concurrency (its merchant's share or its subscription's cap full), rate_limit, busy (a manual attempt while another runs).",
+			Help: "Attempts taken from the schedule and put back without an attempt, by reason: busy (a manual attempt while another of its delivery runs), early (an older build's task before its time). Waiting for a share, a cap or a rate limit's turn is no deferral: such attempts stay parked.",
 		}, []string{"reason"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "webhookd_delivery_attempts_total",
