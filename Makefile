@@ -4,7 +4,7 @@
 export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: build run test lint bench
+.PHONY: build run test test-fast lint bench
 
 build:
 	@echo "Compiling webhookd into ./webhookd (the first build takes a few minutes)."
@@ -19,9 +19,16 @@ run:
 	WEBHOOKD_ALLOW_HTTP_TARGETS=true WEBHOOKD_ALLOW_PRIVATE_TARGETS=true \
 	./webhookd serve
 
+# The full lane, as CI runs it: every test with the race detector.
 test:
 	bash .ci/services.sh
 	bash scripts/test
+
+# The fast lane: the same without the tests that build and run the real
+# binary, the browser, Redis HA, PgBouncer and fault tests (-short).
+test-fast:
+	bash .ci/services.sh
+	bash scripts/test -short
 
 # The same checks as .ci/run: gofmt, then go vet.
 lint:

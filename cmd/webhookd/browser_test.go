@@ -359,8 +359,14 @@ func (tb *tab) saveScreenshot(name string, capture chromedp.Action[[]byte]) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		tb.t.Fatal(err)
 	}
-	// Let the page settle: focus rings and fonts are drawn.
-	time.Sleep(100 * time.Millisecond)
+	// Let the page settle: its fonts are loaded, any animation is over,
+	// and two frames are drawn (focus rings, the last layout).
+	eval[bool](tb, `(async () => {
+		await document.fonts.ready;
+		await Promise.all(document.getAnimations().map(a => a.finished));
+		await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+		return true;
+	})()`)
 	png := value(tb, capture)
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		tb.t.Fatal(err)

@@ -67,6 +67,11 @@ const (
 
 func buildBinary(t *testing.T) string {
 	t.Helper()
+	// Each test that runs the binary skips under -short itself; this
+	// catches one that forgot.
+	if testing.Short() {
+		t.Skip("builds and runs the real binary: the full lane")
+	}
 	bin := filepath.Join(t.TempDir(), "webhookd")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
@@ -311,6 +316,9 @@ func (e *engine) publish(merchant string) string {
 }
 
 func TestEndToEndDeliveryAndMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end, builds and runs the real binary: the full lane")
+	}
 	e := newEngine(t)
 	e.start()
 	key := e.keysCreate("m_e2e")
@@ -377,17 +385,23 @@ func TestEndToEndDeliveryAndMetrics(t *testing.T) {
 }
 
 func TestCrashedWorkerLosesNoDelivery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end, builds and runs the real binary: the full lane")
+	}
 	e := newEngine(t, "WEBHOOKD_SWEEP_INTERVAL=1s")
 	e.start()
 	key := e.keysCreate("m_crash")
 	r := newReceiver(t)
 	inFlight := make(chan struct{})
+	// The first attempt hangs, in flight when the process dies, until the
+	// test ends (before the receiver closes: cleanups run last first).
+	hang := make(chan struct{})
+	t.Cleanup(func() { close(hang) })
 	var once sync.Once
 	r.handle = func(n int) {
 		if n == 1 {
-			// The first attempt is in flight when the process dies.
 			once.Do(func() { close(inFlight) })
-			time.Sleep(10 * time.Second)
+			<-hang
 		}
 	}
 	e.subscribe(key, r)

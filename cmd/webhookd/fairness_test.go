@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -67,18 +68,32 @@ func (a *arrivals) p99(t *testing.T, published map[string]time.Time, within time
 	}
 }
 
-// hanging is a receiver that accepts and never answers, until the engine
-// hangs up or the test ends.
-func hanging(t *testing.T) *httptest.Server {
+// hangingServer is a receiver that accepts and never answers, until the
+// engine hangs up or the test ends, and counts the requests it holds.
+type hangingServer struct {
+	*httptest.Server
+	// held is the number of requests it holds now; cut the number the
+	// engine gave up on (its delivery timeout).
+	held, cut atomic.Int64
+}
+
+func hanging(t *testing.T) *hangingServer {
 	done := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+	h := &hangingServer{}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		h.held.Add(1)
+		defer h.held.Add(-1)
+		// Read to the end, so that the server watches the connection and
+		// sees the engine hang up.
+		_, _ = io.Copy(io.Discard, r.Body)
 		select {
 		case <-r.Context().Done():
+			h.cut.Add(1)
 		case <-done:
 		}
 	}))
-	t.Cleanup(func() { close(done); srv.Close() })
-	return srv
+	t.Cleanup(func() { close(done); h.Close() })
+	return h
 }
 
 // subscribeURL creates a subscription of key's merchant to every event.
@@ -116,6 +131,9 @@ func (e *engine) publishSteadily(merchant string, rate int, d time.Duration) map
 // Not parallel: it measures latency, and it must neither feel the package's
 // other tests nor slow them.
 func TestNoisyMerchantLeavesOthersTheirLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a latency test of the real binary: the full lane")
+	}
 	e := newEngine(t, "WEBHOOKD_WORKER_CONCURRENCY=32", "WEBHOOKD_MERCHANT_SHARE=0.25",
 		"WEBHOOKD_DELIVERY_TIMEOUT=5s", "WEBHOOKD_RETRY_SCHEDULE=1s,1s,1s")
 	// Receivers first, so that the engine stops before they close.
@@ -146,7 +164,9 @@ func TestNoisyMerchantLeavesOthersTheirLatency(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(2 * time.Second) // the hanging attempts fill the hostile merchant's share
+	// The hanging attempts fill the hostile merchant's share (8 of 32).
+	waitFor(t, "the hanging attempts to fill the hostile merchant's share", 30*time.Second,
+		func() bool { return trap.held.Load() >= 32/4 })
 	noisy := calm.p99(t, e.publishSteadily("m_calm", rate, phase), 30*time.Second)
 	close(stop)
 	<-hostileDone
@@ -169,6 +189,9 @@ func TestNoisyMerchantLeavesOthersTheirLatency(t *testing.T) {
 // WEBHOOKD_WORKER_CONCURRENCY, and the engine's memory stays bounded; every
 // delivery arrives.
 func TestFanOutOfTenThousandStaysBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten thousand deliveries by the real binary: the full lane")
+	}
 	// Not parallel: ten thousand deliveries take the machine for most of a
 	// minute, which would skew the timing of the fault tests.
 	const subscriptions, concurrency = 10_000, 256
@@ -185,7 +208,7 @@ func TestFanOutOfTenThousandStaysBounded(t *testing.T) {
 	}
 	var served atomic.Int64
 	rcv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the behaviour under test: a receiver that answers in a second
 		served.Add(1)
 		w.WriteHeader(http.StatusNoContent)
 	})}

@@ -64,13 +64,16 @@ type faultScenario struct {
 }
 
 func TestFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault tests of the real binary: the full lane")
+	}
 	scenarios := []faultScenario{
 		{
 			name:          "worker SIGKILL and restart",
 			interruptible: true,
 			fault: func(f *faultRun) {
 				f.worker.kill()
-				time.Sleep(500 * time.Millisecond)
+				time.Sleep(500 * time.Millisecond) // the fault: half a second without a worker
 				f.worker = f.e.spawn("worker", f.worker.internal)
 			},
 		},
@@ -137,9 +140,9 @@ func (m receiverMix) answer(rng *rand.Rand, w http.ResponseWriter, timeout time.
 		w.WriteHeader([]int{500, 502, 503}[rng.IntN(3)])
 		return false
 	case p < m.reset+m.fail+m.slow:
-		time.Sleep(timeout / 3)
+		time.Sleep(timeout / 3) // the behaviour under test: a slow receiver
 	case p < m.reset+m.fail+m.slow+m.late:
-		time.Sleep(timeout + 200*time.Millisecond)
+		time.Sleep(timeout + 200*time.Millisecond) // and a late one
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return true
@@ -212,7 +215,7 @@ type answerFunc func(rng *rand.Rand, w http.ResponseWriter, timeout time.Duratio
 // acceptSoon answers 204 after a short pause, so that attempts are in
 // flight when a fault strikes.
 func acceptSoon(rng *rand.Rand, w http.ResponseWriter, _ time.Duration) bool {
-	time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
+	time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond) // the behaviour: a receiver's short pause
 	w.WriteHeader(http.StatusNoContent)
 	return true
 }
@@ -281,8 +284,20 @@ func (f *faultRun) publishEvents(n int, gap time.Duration, stop <-chan struct{},
 			f.accepted = append(f.accepted, published{id, typ})
 			f.mu.Unlock()
 		}
-		time.Sleep(gap)
+		time.Sleep(gap) // the publisher's pace
 	}
+}
+
+// waitUnderWay waits until the engine has accepted at least n events and
+// the receivers have had a request: publishing and delivering are under
+// way.
+func (f *faultRun) waitUnderWay(n int, within time.Duration) {
+	f.t.Helper()
+	waitFor(f.t, fmt.Sprintf("%d events accepted and deliveries under way", n), within, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.accepted) >= n && len(f.seen) > 0
+	})
 }
 
 func runFault(t *testing.T, sc faultScenario) {
@@ -296,10 +311,11 @@ func runFault(t *testing.T, sc faultScenario) {
 	}
 	f := newFaultRun(t, sc.privatePostgres, answer, timeout)
 
-	// Publish at about 50 events a second; the fault strikes a second in.
+	// Publish at about 50 events a second; the fault strikes a third of
+	// the way in (about a second), while deliveries are under way.
 	done := make(chan struct{})
 	go f.publishEvents(events, 20*time.Millisecond, nil, done)
-	time.Sleep(time.Second)
+	f.waitUnderWay(events/3, 30*time.Second)
 	struck := time.Now()
 	sc.fault(f)
 	restored := time.Now()
@@ -667,6 +683,9 @@ func tail(b *logBuffer) string {
 // Redis are both down (a machine booting, a restart of everything) waits
 // for them, not-ready meanwhile, and then works without a restart.
 func TestStartsBeforeItsBackingServices(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fault test of the real binary: the full lane")
+	}
 	t.Parallel()
 	pg := storetest.NewPostgres(t)
 	e := newEngineOn(t, storetest.NewDatabaseOn(t, pg.AdminURL()))

@@ -176,6 +176,9 @@ func (tb *tab) fetchStatus(method, path, token string) (int, string) {
 }
 
 func TestPortalInTheBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a browser test of the real binary: the full lane")
+	}
 	// A 30 s retry delay keeps a failed delivery pending, with its next
 	// attempt shown, for the whole test.
 	e := newEngine(t, "WEBHOOKD_RETRY_SCHEDULE=30s", "WEBHOOKD_TEST_EVENT_RATE=100/m")
@@ -545,6 +548,9 @@ func waitRefused(t *testing.T, e *engine, token string) {
 }
 
 func TestPortalSessionsInTheBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a browser test of the real binary: the full lane")
+	}
 	e := newEngine(t, "WEBHOOKD_TEST_EVENT_RATE=100/m")
 	e.start()
 	const merchant = "m_sessions"

@@ -20,6 +20,9 @@ const revocationDeadline = time.Second
 // returns, both refuse it within a second, polled, never slept on. The
 // key's use is written at shutdown: `keys list` shows its last_used_at.
 func TestRevokedKeyRefusedByEveryProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end, builds and runs the real binary: the full lane")
+	}
 	e := newEngine(t)
 	first := e.spawn("api", e.internal)
 	second := *e

@@ -16,6 +16,9 @@ import (
 // publishes, delivers, redelivers, sends a test event, and is offered
 // wrong keys and tokens, logs none of them.
 func TestLogsHoldNoCredential(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end, builds and runs the real binary: the full lane")
+	}
 	e := newEngine(t, "WEBHOOKD_LOG_LEVEL=debug")
 	e.start()
 	base := "http://" + e.public

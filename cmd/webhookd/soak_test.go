@@ -24,6 +24,9 @@ import (
 // RSS and Redis's used memory in the last quarter of the run against the
 // second (the first is warm-up).
 func TestSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the soak: the full lane")
+	}
 	duration := soakDuration(t, "WEBHOOKD_SOAK_DURATION", time.Hour)
 	every := soakDuration(t, "WEBHOOKD_SOAK_FAULT_EVERY", 4*time.Minute)
 	const timeout = time.Second
@@ -44,7 +47,7 @@ func TestSoak(t *testing.T) {
 	}{
 		{"worker SIGKILL", false, func() {
 			victim.kill()
-			time.Sleep(time.Second)
+			time.Sleep(time.Second) // the fault: a second without this worker
 			victim = f.e.spawn("worker", victim.internal)
 			f.others = append(f.others, victim)
 		}},

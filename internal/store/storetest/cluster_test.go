@@ -14,6 +14,9 @@ import (
 // land on all three masters, and a multi-key command across slots is
 // refused while one within a hash tag works.
 func TestClusterSlots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a Redis Cluster: the full lane")
+	}
 	ctx := context.Background()
 	c := storetest.NewCluster(t)
 	addrs := make([]string, len(c.Nodes))

@@ -13,6 +13,9 @@ import (
 // The private services come back after a stop, empty (Redis) or with their
 // data (Postgres), as a real restart leaves them.
 func TestPrivateServicesRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a private Postgres cluster, stopped and started: the full lane")
+	}
 	ctx := context.Background()
 
 	pg := storetest.NewPostgres(t)
