@@ -77,6 +77,9 @@ func wantRefused(t *testing.T, st *store.Store, merchant string, err error, want
 }
 
 func TestIssue(t *testing.T) {
+	// One database for every case: each names a merchant of its own (the
+	// refused ones are checked not to exist).
+	st := storetest.NewStore(t)
 	for _, tc := range []struct {
 		name     string
 		merchant string
@@ -100,7 +103,6 @@ func TestIssue(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			st := storetest.NewStore(t)
 			key, err := merchants.NewKeyIssuer(st, "production", "2026-01-01").Issue(ctx, tc.merchant, tc.scopes)
 			if tc.want != nil {
 				wantRefused(t, st, tc.merchant, err, *tc.want)
@@ -136,6 +138,8 @@ func (versions) Latest() string { return "2026-06-01" }
 func TestSettingsUpdate(t *testing.T) {
 	now := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
 	ptr := func(s string) *string { return &s }
+	// One database for every case: each names a merchant of its own.
+	st := storetest.NewStore(t)
 	for _, tc := range []struct {
 		name      string
 		merchant  string
@@ -159,7 +163,6 @@ func TestSettingsUpdate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			st := storetest.NewStore(t)
 			u := merchants.NewSettingsUpdater(st, versions{sunset: now}, func() time.Time { return now })
 			_, err := u.Update(ctx, tc.merchant, tc.set)
 			if tc.want != nil {

@@ -16,6 +16,11 @@ import (
 )
 
 func TestIssue(t *testing.T) {
+	// One database for every case: each issues a session of its own.
+	st := storetest.NewStore(t)
+	if _, err := st.EnsureMerchant(context.Background(), "m_known", "2026-01-01"); err != nil {
+		t.Fatal(err)
+	}
 	ptr := func(s string) *string { return &s }
 	secs := func(n int64) *int64 { return &n }
 	for _, tc := range []struct {
@@ -41,10 +46,6 @@ func TestIssue(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			st := storetest.NewStore(t)
-			if _, err := st.EnsureMerchant(ctx, "m_known", "2026-01-01"); err != nil {
-				t.Fatal(err)
-			}
 			token, s, err := sessions.NewIssuer(st, "production", false).Issue(ctx, tc.merchant, tc.req)
 			if tc.param != "" {
 				if e := invalid.As(err); e == nil || e.Param != tc.param {

@@ -37,6 +37,7 @@ func newDelivery(t *testing.T, s *store.Store, to store.Audience) (store.Subscri
 }
 
 func TestLeaseIsExclusivePerAttempt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
 	_, d := newDelivery(t, s, store.Audience{})
@@ -68,6 +69,7 @@ func TestLeaseIsExclusivePerAttempt(t *testing.T) {
 // TestStillDue: a delivery the sweeper read as due is still due until an
 // attempt is made or a lease taken since; then it is not.
 func TestStillDue(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -110,6 +112,7 @@ func TestStillDue(t *testing.T) {
 }
 
 func TestRecordAttempt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name        string
@@ -163,6 +166,7 @@ func TestRecordAttempt(t *testing.T) {
 }
 
 func TestRecordAttemptsInOneBatch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
 	if _, err := s.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {

@@ -17,6 +17,7 @@ import (
 // delivery id ending with the group's bytes; a re-published id is stored
 // once, and an event Postgres refuses fails alone, the others written.
 func TestCreateEventsGroup(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
 	sub, _ := newDelivery(t, s, store.Audience{}) // m1, one endpoint for every type

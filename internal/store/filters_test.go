@@ -15,6 +15,7 @@ import (
 // disabled one included (its delivery is skipped); the filter, the sealed
 // headers and their clearing round-trip through an update.
 func TestMerchantWithFilters(t *testing.T) {
+	t.Parallel()
 	st, ctx := newSubStore(t)
 	expr := func(s string) *string { return &s }
 	withFilter := func(merchant, filter string, events ...string) store.Subscription {

@@ -20,6 +20,7 @@ import (
 // older ones nor the other endpoint's (empty partitions may be scanned:
 // they hold nothing to read).
 func TestSubscriptionAttemptsSince(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := storetest.NewStore(t)
 	if _, err := st.EnsureMerchant(ctx, "m_h", "2026-01-01"); err != nil {

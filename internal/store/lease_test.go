@@ -17,6 +17,7 @@ import (
 // autovacuum runs; an index that serves pending deliveries then looked
 // cheap to the planner, and a lease read the whole backlog (see leaseSQL).
 func TestLeaseReadsOnlyItsDeliveriesUnderABacklog(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
 	sub, _ := newDelivery(t, s, store.Audience{})

@@ -11,6 +11,7 @@ import (
 )
 
 func TestListenerLifecycle(t *testing.T) {
+	t.Parallel()
 	clock := newTestClock(time.Now().UTC().Truncate(time.Millisecond))
 	st, ctx := newSubStore(t, store.WithClock(clock.Now))
 	l, err := st.CreateListener(ctx, store.NewListener{MerchantID: "m1", Events: []string{"payout.paid"},
@@ -87,6 +88,7 @@ func TestListenerLifecycle(t *testing.T) {
 }
 
 func TestListenerLimit(t *testing.T) {
+	t.Parallel()
 	st, ctx := newSubStore(t)
 	n := store.NewListener{MerchantID: "m1", Events: []string{"*"}, ExpiresAt: time.Now().Add(time.Minute), Limit: 2}
 	for range 2 {

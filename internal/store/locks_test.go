@@ -14,6 +14,7 @@ import (
 // PgBouncer (TestSuiteThroughPgBouncer) a session lock would fail this: the
 // second try could land on the very server connection that holds it.
 func TestAdvisoryLockIsExclusiveAndReleased(t *testing.T) {
+	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := context.Background()
 	noop := func(context.Context) error { return nil }

@@ -13,6 +13,10 @@ import (
 // concurrent starts would: goose's table lock lets one work and the others
 // find nothing left to do.
 func TestMigrateThroughPgBouncer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("PgBouncer: the full lane")
+	}
+	t.Parallel()
 	pooled := storetest.NewPgBouncer(t, storetest.NewEmptyDatabase(t)).URL()
 	ctx := context.Background()
 	errs := make(chan error, 3)

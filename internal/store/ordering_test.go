@@ -84,6 +84,7 @@ func deref(p *int64) int64 {
 }
 
 func TestOrderedLineTakesOneAtATime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
 	sub := orderedSubscription(t, s)
@@ -159,6 +160,7 @@ func TestOrderedLineTakesOneAtATime(t *testing.T) {
 }
 
 func TestOrderedLineSkipsDeliveriesEndedOutOfTurn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
 	sub := orderedSubscription(t, s)
@@ -180,6 +182,7 @@ func TestOrderedLineSkipsDeliveriesEndedOutOfTurn(t *testing.T) {
 // TestOrderedFanOutRacesHeadEnd publishes and ends heads concurrently: no
 // key is ever left with a waiting delivery and no head.
 func TestOrderedFanOutRacesHeadEnd(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
 	sub := orderedSubscription(t, s)
@@ -224,6 +227,7 @@ func TestOrderedFanOutRacesHeadEnd(t *testing.T) {
 // sequence, never due), so that after the subscription is enabled again
 // the key flows, and recover can replay the skipped one outside the order.
 func TestOrderedSkippedTakesNoSequence(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
 	sub := orderedSubscription(t, s)

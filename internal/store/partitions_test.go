@@ -11,6 +11,7 @@ import (
 )
 
 func TestPartitionsFollowTheClock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
 
@@ -45,6 +46,7 @@ func TestPartitionsFollowTheClock(t *testing.T) {
 }
 
 func TestIdempotencyKeysExpireAfterRetention(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO idempotency_keys (merchant_id, key, request_hash, created_at)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestPortalSessions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := storetest.NewStore(t)
 	now := time.Now()
@@ -76,6 +77,7 @@ func TestPortalSessions(t *testing.T) {
 }
 
 func TestMerchantPortalBranding(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := storetest.NewStore(t)
 	ptr := func(s string) *string { return &s }

@@ -72,6 +72,7 @@ func eventIDs(es []store.Event) []uuid.UUID {
 }
 
 func TestListEventsFiltersAndPages(t *testing.T) {
+	t.Parallel()
 	st, _ := newViewsStore(t)
 	ctx := context.Background()
 	base := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
@@ -151,6 +152,7 @@ func TestListEventsFiltersAndPages(t *testing.T) {
 }
 
 func TestViewsHideRowsPastRetention(t *testing.T) {
+	t.Parallel()
 	st, clock := newViewsStore(t)
 	ctx := context.Background()
 	newViewsSub(t, st, "m1", "*")
@@ -182,6 +184,7 @@ func TestViewsHideRowsPastRetention(t *testing.T) {
 }
 
 func TestListDeliveriesFiltersWithAttempts(t *testing.T) {
+	t.Parallel()
 	st, _ := newViewsStore(t)
 	ctx := context.Background()
 	subA := newViewsSub(t, st, "m1", "*")
@@ -266,6 +269,7 @@ func TestListDeliveriesFiltersWithAttempts(t *testing.T) {
 }
 
 func TestClaimFailureNotificationOncePerInterval(t *testing.T) {
+	t.Parallel()
 	st, clock := newViewsStore(t)
 	ctx := context.Background()
 	email := "ops@example.com"
@@ -309,6 +313,7 @@ func TestClaimFailureNotificationOncePerInterval(t *testing.T) {
 // address there is nothing to claim; the claim is not used up, and the
 // first failure after the address is set gets it.
 func TestClaimFailureNotificationWaitsForAnAddress(t *testing.T) {
+	t.Parallel()
 	st, _ := newViewsStore(t)
 	ctx := context.Background()
 	sub := newViewsSub(t, st, "m1", "*")
@@ -333,11 +338,11 @@ func TestClaimFailureNotificationWaitsForAnAddress(t *testing.T) {
 }
 
 // loadBigMerchant writes, straight through SQL, 30,000 events and 30,000
-// deliveries of m1 over the last 42 hours (row i at now - 5i seconds), and
-// 10,000 deliveries of m2. m1's deliveries go to subBig, except every tenth
-// to another subscription; the only failed ones are 50 of subBig's among its
-// oldest 5,000; one event of m1 fans out to five deliveries. One event in a
-// thousand is a payout.failed.
+// deliveries of m1 over the 42 hours before today's midnight UTC (row i at
+// midnight - 5i seconds), and 10,000 deliveries of m2. m1's deliveries go
+// to subBig, except every tenth to another subscription; the only failed
+// ones are 50 of subBig's among its oldest 5,000; one event of m1 fans out
+// to five deliveries. One event in a thousand is a payout.failed.
 func loadBigMerchant(t *testing.T, st *store.Store) (subBig, subOfM2, fannedOut uuid.UUID) {
 	t.Helper()
 	subBig, subOfM2, fannedOut = uuid.New(), uuid.New(), uuid.New()
@@ -346,13 +351,17 @@ func loadBigMerchant(t *testing.T, st *store.Store) (subBig, subOfM2, fannedOut 
 	if _, err := st.EnsurePartitions(ctx, time.Now().Add(-store.Retention), 31); err != nil {
 		t.Fatal(err)
 	}
+	// Anchored at midnight, not at now: run just after midnight, today's
+	// partition would hold a few hundred rows, which the planner rightly
+	// reads whole (cheaper than an index), more than one page's bound.
+	anchor := time.Now().UTC().Truncate(24 * time.Hour)
 	insertDeliveries := `
 		INSERT INTO deliveries (id, merchant_id, event_id, event_created_at, event_type, subscription_id,
 		                        status, attempt_count, created_at, updated_at)
-		SELECT gen_random_uuid(), $1, coalesce($2, gen_random_uuid()), now() - i * interval '5 seconds', 'payout.paid',
+		SELECT gen_random_uuid(), $1, coalesce($2, gen_random_uuid()), $7::timestamptz - i * interval '5 seconds', 'payout.paid',
 		       CASE WHEN i % 10 = 0 AND $3 THEN gen_random_uuid() ELSE coalesce($4, gen_random_uuid()) END,
 		       CASE WHEN i > 25000 AND i % 100 = 1 THEN 'failed' ELSE $5 END, 1,
-		       now() - i * interval '5 seconds', now()
+		       $7::timestamptz - i * interval '5 seconds', now()
 		FROM generate_series(1, $6::int) i`
 	for _, stmt := range []struct {
 		sql  string
@@ -360,11 +369,11 @@ func loadBigMerchant(t *testing.T, st *store.Store) (subBig, subOfM2, fannedOut 
 	}{
 		{`INSERT INTO events (id, merchant_id, type, api_version, body, created_at)
 		  SELECT gen_random_uuid(), 'm1', CASE WHEN i % 1000 = 3 THEN 'payout.failed' ELSE 'payout.paid' END,
-		         '2026-05-01', '{}', now() - i * interval '5 seconds'
-		  FROM generate_series(1, 30000) i`, nil},
-		{insertDeliveries, []any{"m1", nil, true, subBig, "succeeded", 30000}},
-		{insertDeliveries, []any{"m2", nil, false, subOfM2, "succeeded", 10000}},
-		{insertDeliveries, []any{"m1", fannedOut, false, nil, "pending", 5}},
+		         '2026-05-01', '{}', $1::timestamptz - i * interval '5 seconds'
+		  FROM generate_series(1, 30000) i`, []any{anchor}},
+		{insertDeliveries, []any{"m1", nil, true, subBig, "succeeded", 30000, anchor}},
+		{insertDeliveries, []any{"m2", nil, false, subOfM2, "succeeded", 10000, anchor}},
+		{insertDeliveries, []any{"m1", fannedOut, false, nil, "pending", 5, anchor}},
 		// As autovacuum would: generic plans are costed from statistics.
 		{`ANALYZE events, deliveries`, nil},
 	} {
@@ -383,6 +392,7 @@ func loadBigMerchant(t *testing.T, st *store.Store) (subBig, subOfM2, fannedOut 
 // checked on at most MaxRowsExamined rows. It counts the rows that the exact
 // statements read, from EXPLAIN ANALYZE.
 func TestListReadsAreBounded(t *testing.T) {
+	t.Parallel()
 	st, _ := newViewsStore(t)
 	ctx := context.Background()
 	subBig, subOfM2, fannedOut := loadBigMerchant(t, st)
@@ -467,6 +477,7 @@ func TestListReadsAreBounded(t *testing.T) {
 // empty) with a resume cursor, and the walk still yields every match once,
 // newest first.
 func TestListResumesAfterRowsExaminedCap(t *testing.T) {
+	t.Parallel()
 	st, _ := newViewsStore(t)
 	ctx := context.Background()
 	subBig, _, _ := loadBigMerchant(t, st)
