@@ -263,9 +263,36 @@ func (tb *tab) clearField(label string) {
 
 // setField sets a field's value directly: date pickers and selects take
 // no typing.
+//
+// One script finds the visible field and sets it in one turn of the
+// page's event loop, as textOf reads: a node found earlier over the
+// protocol may have been replaced by a redraw ("could not set value on
+// node N", seen under CI load).
 func (tb *tab) setField(label, value string) {
 	tb.t.Helper()
-	tb.run(chromedp.SetValue(field(label), value, chromedp.NodeVisible))
+	xpath := string(field(label))
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		set := eval[bool](tb, `(() => {
+			const r = document.evaluate(`+jsString(xpath)+`, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+			for (let i = 0; i < r.snapshotLength; i++) {
+				const el = r.snapshotItem(i);
+				if (el.getClientRects().length === 0) continue;
+				el.value = `+jsString(value)+`;
+				el.dispatchEvent(new Event("input", {bubbles: true}));
+				el.dispatchEvent(new Event("change", {bubbles: true}));
+				return true;
+			}
+			return false;
+		})()`)
+		if set {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("browser: no field a person can see is labelled %q; page text:\n%s", label, tb.text())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // textOf waits for an element matching an XPath that a person can see and
