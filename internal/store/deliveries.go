@@ -479,15 +479,26 @@ func (s *Store) AbandonSubscriptionDeliveries(ctx context.Context, subscriptionI
 			subscriptionID).Scan(&gone); err != nil || !gone {
 			return err
 		}
+		// SKIP LOCKED: rows another statement holds (DeleteSubscription's
+		// own ending of them, an attempt's record) are being ended there;
+		// waiting for them in another order could deadlock with it.
 		tag, err := tx.Exec(ctx, `
-			UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, lease_until = NULL, updated_at = $2
-			WHERE subscription_id = $1 AND status = 'pending' AND NOT test
-			  AND (lease_until IS NULL OR lease_until < $2)`, subscriptionID, now)
+			UPDATE deliveries d SET status = 'failed', next_attempt_at = NULL, lease_until = NULL, updated_at = $2
+			FROM (SELECT id, created_at FROM deliveries
+			      WHERE subscription_id = $1 AND status = 'pending' AND NOT test
+			        AND (lease_until IS NULL OR lease_until < $2)
+			      FOR UPDATE SKIP LOCKED) x
+			WHERE d.id = x.id AND d.created_at = x.created_at`, subscriptionID, now)
 		if err != nil {
 			return err
 		}
 		if ended = tag.RowsAffected(); ended == 0 {
 			return nil
+		}
+		// The keys locked in the order advanceLines locks them.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM ordering_keys WHERE subscription_id = $1 ORDER BY key FOR UPDATE`,
+			subscriptionID); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, `
 			UPDATE ordering_keys k SET head = coalesce((
