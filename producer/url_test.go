@@ -117,9 +117,7 @@ func TestParseClusterURL(t *testing.T) {
 // Sentinel URL and from a Cluster URL, on real servers, and finds the
 // task where webhookd's workers look.
 func TestPublishHighlyAvailable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("Redis Sentinel and Cluster: the full lane")
-	}
+	storetest.FullLane(t, "Redis Sentinel and Cluster")
 	sentinel := storetest.NewSentinel(t)
 	cluster := storetest.NewCluster(t)
 	for _, url := range []string{sentinel.URL(), cluster.URL()} {

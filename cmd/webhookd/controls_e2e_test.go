@@ -17,6 +17,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/signer"
 )
 
@@ -159,9 +160,7 @@ func (e *engine) subscriptionDeliveries(key, subscriptionID string) []map[string
 // merchant without a limit receives every event at once. The package's
 // one slow test: the rate is measured over 20 s.
 func TestRateLimitAcrossWorkers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	const rate, window, events = 5, 20 * time.Second, 130
 	e := newEngine(t, "WEBHOOKD_WORKER_CONCURRENCY=16")
 	limited := newControlledReceiver(t, nil)
@@ -261,9 +260,7 @@ func TestRateLimitAcrossWorkers(t *testing.T) {
 // event keeps failing holds back only its own events, which follow in order
 // once it succeeds.
 func TestOrderedDeliveryAcrossWorkers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	const keys, perKey = 50, 20
 	const stuck = "acct_0"
 	// Long enough that the stuck key's first event outlasts the others.

@@ -66,9 +66,7 @@ var docsSkipped = []struct{ file, contains, why string }{
 // terminal beside the README's engine has by default: the database and
 // Redis URLs and the internal listener, which the CLI reads.
 func TestDocsShellExamplesRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the real binary, and every shell example against it: the full lane")
-	}
+	storetest.FullLane(t, "builds and runs the real binary, and every shell example against it")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

@@ -69,9 +69,7 @@ func buildBinary(t *testing.T) string {
 	t.Helper()
 	// Each test that runs the binary skips under -short itself; this
 	// catches one that forgot.
-	if testing.Short() {
-		t.Skip("builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "builds and runs the real binary")
 	bin := filepath.Join(t.TempDir(), "webhookd")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
@@ -316,9 +314,7 @@ func (e *engine) publish(merchant string) string {
 }
 
 func TestEndToEndDeliveryAndMetrics(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t)
 	e.start()
 	key := e.keysCreate("m_e2e")
@@ -385,9 +381,7 @@ func TestEndToEndDeliveryAndMetrics(t *testing.T) {
 }
 
 func TestCrashedWorkerLosesNoDelivery(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t, "WEBHOOKD_SWEEP_INTERVAL=1s")
 	e.start()
 	key := e.keysCreate("m_crash")

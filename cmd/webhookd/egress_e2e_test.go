@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/internal/connectproxy"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // TestServeThroughEgressProxy runs a real `webhookd serve` with
@@ -16,9 +17,7 @@ import (
 // through the proxy, which was asked for the receiver's address, and the
 // declared addresses are published without a key.
 func TestServeThroughEgressProxy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	proxy := connectproxy.New(t, nil)
 	e := newEngine(t, "WEBHOOKD_EGRESS_PROXY="+proxy.URL.String(),
 		"WEBHOOKD_SOURCE_ADDRESSES=203.0.113.7, 2001:db8:77::/48")

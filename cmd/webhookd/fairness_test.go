@@ -131,9 +131,7 @@ func (e *engine) publishSteadily(merchant string, rate int, d time.Duration) map
 // Not parallel: it measures latency, and it must neither feel the package's
 // other tests nor slow them.
 func TestNoisyMerchantLeavesOthersTheirLatency(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a latency test of the real binary: the full lane")
-	}
+	storetest.FullLane(t, "a latency test of the real binary")
 	e := newEngine(t, "WEBHOOKD_WORKER_CONCURRENCY=32", "WEBHOOKD_MERCHANT_SHARE=0.25",
 		"WEBHOOKD_DELIVERY_TIMEOUT=5s", "WEBHOOKD_RETRY_SCHEDULE=1s,1s,1s")
 	// Receivers first, so that the engine stops before they close.
@@ -189,9 +187,7 @@ func TestNoisyMerchantLeavesOthersTheirLatency(t *testing.T) {
 // WEBHOOKD_WORKER_CONCURRENCY, and the engine's memory stays bounded; every
 // delivery arrives.
 func TestFanOutOfTenThousandStaysBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("ten thousand deliveries by the real binary: the full lane")
-	}
+	storetest.FullLane(t, "ten thousand deliveries by the real binary")
 	// Not parallel: ten thousand deliveries take the machine for most of a
 	// minute, which would skew the timing of the fault tests.
 	const subscriptions, concurrency = 10_000, 256

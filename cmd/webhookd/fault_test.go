@@ -64,9 +64,7 @@ type faultScenario struct {
 }
 
 func TestFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault tests of the real binary: the full lane")
-	}
+	storetest.FullLane(t, "fault tests of the real binary")
 	scenarios := []faultScenario{
 		{
 			name:          "worker SIGKILL and restart",
@@ -683,9 +681,7 @@ func tail(b *logBuffer) string {
 // Redis are both down (a machine booting, a restart of everything) waits
 // for them, not-ready meanwhile, and then works without a restart.
 func TestStartsBeforeItsBackingServices(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a fault test of the real binary: the full lane")
-	}
+	storetest.FullLane(t, "a fault test of the real binary")
 	t.Parallel()
 	pg := storetest.NewPostgres(t)
 	e := newEngineOn(t, storetest.NewDatabaseOn(t, pg.AdminURL()))

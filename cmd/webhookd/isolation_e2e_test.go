@@ -47,9 +47,7 @@ const (
 // TestIsolation runs the shapes of issue 24, one engine each, on one build
 // of the binary. Not parallel: they measure latency and time.
 func TestIsolation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("isolation end-to-end tests of the real binary take minutes: the full lane")
-	}
+	storetest.FullLane(t, "isolation end-to-end tests of the real binary take minutes")
 	base := newEngine(t)
 	t.Run("HostileMerchantWith50HangingSubscriptions", func(t *testing.T) { testHostileMerchant(t, base) })
 	t.Run("FanOutAcross20MerchantsUsesThePool", func(t *testing.T) { testSpreadFanOut(t, base) })

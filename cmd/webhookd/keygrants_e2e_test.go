@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // TestRevocationEndsSessionsAndListeners: two `webhookd api` processes and
@@ -20,9 +22,7 @@ import (
 // revocation reaches either, while the other key's listener gets every
 // one. Everything is polled against a deadline, never slept on.
 func TestRevocationEndsSessionsAndListeners(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t, "WEBHOOKD_RETRY_SCHEDULE="+strings.TrimSuffix(strings.Repeat("300ms,", 100), ","))
 	first := e.spawn("api", e.internal)
 	second := *e

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // These tests run the real `webhookd listen` and `webhookd trigger`
@@ -173,9 +174,7 @@ func attemptsOf(d map[string]any) []map[string]any {
 // another merchant's event never does; the listener is not listed as a
 // subscription.
 func TestListenEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t, "WEBHOOKD_RETRY_SCHEDULE=100ms,100ms,100ms")
 	e.startSplit()
 	key, otherKey := e.keysCreate("m_dev"), e.keysCreate("m_other")
@@ -244,9 +243,7 @@ func TestListenEndToEnd(t *testing.T) {
 // after its grace and its delivery stops, failed with listener_closed,
 // long before the retry schedule would have run out.
 func TestListenStopsWhenKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	schedule := "300ms" + strings.Repeat(",1s", 14)
 	e := newEngine(t, "WEBHOOKD_RETRY_SCHEDULE="+schedule, "WEBHOOKD_LISTENER_GRACE=1s")
 	e.startSplit()
@@ -283,9 +280,7 @@ func TestListenStopsWhenKilled(t *testing.T) {
 // TestListenWithoutWriteScope: a key without webhooks:write is refused
 // with an error naming the scope, and the command exits non-zero.
 func TestListenWithoutWriteScope(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t)
 	e.start()
 	keys := exec.Command(e.bin, "keys", "create", "--merchant", "m_ro", "--scopes", "webhooks:read")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/internal/smtpsink"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // TestFailureEmailAfterTheAddressIsSet: a delivery that fails for good
@@ -15,9 +16,7 @@ import (
 // nothing; once the address is set through PUT /internal/v1/merchants/{id},
 // the next delivery that fails for good sends the e-mail.
 func TestFailureEmailAfterTheAddressIsSet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	t.Parallel()
 	sink := smtpsink.New(t)
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -18,9 +18,7 @@ import (
 // unready, becomes ready again without a restart, and every accepted event
 // is delivered and recorded as succeeded.
 func TestServeThroughPgBouncer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("PgBouncer, on the real binary: the full lane")
-	}
+	storetest.FullLane(t, "PgBouncer, on the real binary")
 	direct := storetest.NewEmptyDatabase(t)
 	bouncer := storetest.NewPgBouncer(t, direct)
 	e := newEngineOn(t, bouncer.URL(), "WEBHOOKD_SWEEP_INTERVAL=1s")

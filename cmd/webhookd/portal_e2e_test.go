@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/signer"
 )
 
@@ -176,9 +177,7 @@ func (tb *tab) fetchStatus(method, path, token string) (int, string) {
 }
 
 func TestPortalInTheBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a browser test of the real binary: the full lane")
-	}
+	storetest.FullLane(t, "a browser test of the real binary")
 	// A 30 s retry delay keeps a failed delivery pending, with its next
 	// attempt shown, for the whole test.
 	e := newEngine(t, "WEBHOOKD_RETRY_SCHEDULE=30s", "WEBHOOKD_TEST_EVENT_RATE=100/m")
@@ -548,9 +547,7 @@ func waitRefused(t *testing.T, e *engine, token string) {
 }
 
 func TestPortalSessionsInTheBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a browser test of the real binary: the full lane")
-	}
+	storetest.FullLane(t, "a browser test of the real binary")
 	e := newEngine(t, "WEBHOOKD_TEST_EVENT_RATE=100/m")
 	e.start()
 	const merchant = "m_sessions"

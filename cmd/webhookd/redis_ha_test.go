@@ -204,9 +204,7 @@ const pgbouncerOutage = time.Second
 // record: the sweeper enqueues again every delivery overdue there, which
 // is what this test holds the engine to.
 func TestRedisHighAvailability(t *testing.T) {
-	if testing.Short() {
-		t.Skip("Redis Sentinel and Cluster behind PgBouncer, on the real binary: the full lane")
-	}
+	storetest.FullLane(t, "Redis Sentinel and Cluster behind PgBouncer, on the real binary")
 	const (
 		events  = 300
 		gap     = 20 * time.Millisecond

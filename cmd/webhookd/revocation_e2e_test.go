@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // revocationDeadline is how soon after a revocation every process must
@@ -20,9 +22,7 @@ const revocationDeadline = time.Second
 // returns, both refuse it within a second, polled, never slept on. The
 // key's use is written at shutdown: `keys list` shows its last_used_at.
 func TestRevokedKeyRefusedByEveryProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t)
 	first := e.spawn("api", e.internal)
 	second := *e

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // No credential webhookd handles reaches its logs: a run at debug level
@@ -16,9 +18,7 @@ import (
 // publishes, delivers, redelivers, sends a test event, and is offered
 // wrong keys and tokens, logs none of them.
 func TestLogsHoldNoCredential(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t, "WEBHOOKD_LOG_LEVEL=debug")
 	e.start()
 	base := "http://" + e.public

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // TestSoak is the soak (scripts/soak runs it; CI does not): mixed traffic
@@ -24,9 +25,7 @@ import (
 // RSS and Redis's used memory in the last quarter of the run against the
 // second (the first is warm-up).
 func TestSoak(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the soak: the full lane")
-	}
+	storetest.FullLane(t, "the soak")
 	duration := soakDuration(t, "WEBHOOKD_SOAK_DURATION", time.Hour)
 	every := soakDuration(t, "WEBHOOKD_SOAK_FAULT_EVERY", 4*time.Minute)
 	const timeout = time.Second

@@ -79,9 +79,7 @@ func busyAddr(t *testing.T) string {
 }
 
 func TestBadConfigurationFailsAtOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t)
 	busy := busyAddr(t)
 	tests := []struct {
@@ -128,9 +126,7 @@ func TestBadConfigurationFailsAtOnce(t *testing.T) {
 // TestUnreachablePostgresIsWaitedFor: a Postgres that does not answer is
 // worth waiting for, and the operator sees the wait.
 func TestUnreachablePostgresIsWaitedFor(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t)
 	closed := freeAddr(t)
 	e.env = withEnv(e.env, "WEBHOOKD_DATABASE_URL=postgres://postgres@"+closed+"/webhookd?sslmode=disable",
@@ -163,9 +159,7 @@ func TestUnreachablePostgresIsWaitedFor(t *testing.T) {
 // TestRedisUnreachable: with Redis away the engine runs, not ready, with a
 // log that stays JSON and short, and the API says upstream_error.
 func TestRedisUnreachable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t)
 	socket := filepath.Join(t.TempDir(), "no-redis.sock")
 	e.env = withEnv(e.env, "WEBHOOKD_REDIS_URL=unix://"+socket)
@@ -231,9 +225,7 @@ func TestRedisUnreachable(t *testing.T) {
 // TestIngestToken: without WEBHOOKD_INGEST_TOKEN the engine warns, and the
 // internal API's refusals speak of the ingest token, not an API key.
 func TestIngestToken(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t, "WEBHOOKD_INGEST_TOKEN=")
 	e.start()
 	if !strings.Contains(e.logs.String(), `"variable":"WEBHOOKD_INGEST_TOKEN"`) {
@@ -246,9 +238,7 @@ func TestIngestToken(t *testing.T) {
 }
 
 func TestCommandLine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end, builds and runs the real binary: the full lane")
-	}
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t, "WEBHOOKD_MASTER_KEY=")
 	tests := []struct {
 		name     string

@@ -13,9 +13,7 @@ import (
 // concurrent starts would: goose's table lock lets one work and the others
 // find nothing left to do.
 func TestMigrateThroughPgBouncer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("PgBouncer: the full lane")
-	}
+	storetest.FullLane(t, "PgBouncer")
 	t.Parallel()
 	pooled := storetest.NewPgBouncer(t, storetest.NewEmptyDatabase(t)).URL()
 	ctx := context.Background()

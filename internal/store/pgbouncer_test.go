@@ -18,9 +18,7 @@ import (
 // fan-out, leases, records, lists, idempotency, the periodic jobs' lock and
 // partitions, all without session state or named prepared statements.
 func TestSuiteThroughPgBouncer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the store suite again through PgBouncer: the full lane")
-	}
+	storetest.FullLane(t, "the store suite again through PgBouncer")
 	if os.Getenv(storetest.ThroughPgBouncerEnv) == "1" {
 		// This is the second run; it does not start a third.
 		return
@@ -43,9 +41,7 @@ func TestSuiteThroughPgBouncer(t *testing.T) {
 // service to retry, not as an internal error), and the next statement runs
 // on a new connection, without reopening the store.
 func TestPoolRecoversFromPgBouncerRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("PgBouncer: the full lane")
-	}
+	storetest.FullLane(t, "PgBouncer")
 	t.Parallel()
 	ctx := t.Context()
 	bouncer := storetest.NewPgBouncer(t, storetest.NewDatabase(t))

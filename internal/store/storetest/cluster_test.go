@@ -14,9 +14,7 @@ import (
 // land on all three masters, and a multi-key command across slots is
 // refused while one within a hash tag works.
 func TestClusterSlots(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a Redis Cluster: the full lane")
-	}
+	storetest.FullLane(t, "a Redis Cluster")
 	ctx := context.Background()
 	c := storetest.NewCluster(t)
 	addrs := make([]string, len(c.Nodes))

@@ -12,9 +12,7 @@ import (
 // A failover client on the Sentinels writes to the master, and after the
 // master is killed, to the promoted replica, which kept what was written.
 func TestSentinelFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("Redis Sentinel failover: the full lane")
-	}
+	storetest.FullLane(t, "Redis Sentinel failover")
 	ctx := context.Background()
 	s := storetest.NewSentinel(t)
 	if got := s.CurrentMaster(ctx); got != s.Master.Addr {

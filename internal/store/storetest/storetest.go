@@ -279,3 +279,21 @@ func randomHex(t testing.TB, n int) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// FullLaneVariable, set to 1 (CI sets it), makes FullLane fail a test
+// run with -short instead of skipping it: the full lane never skips one.
+const FullLaneVariable = "WEBHOOKD_TEST_FULL_LANE"
+
+// FullLane skips t in the fast lane (go test -short) and says why; where
+// FullLaneVariable is 1 a -short run fails instead, so that CI cannot pass
+// with the full lane's tests skipped.
+func FullLane(t testing.TB, why string) {
+	t.Helper()
+	if !testing.Short() {
+		return
+	}
+	if os.Getenv(FullLaneVariable) == "1" {
+		t.Fatalf("%s is 1 but the tests run with -short: %s must run, not skip", FullLaneVariable, t.Name())
+	}
+	t.Skip(why + ": the full lane")
+}

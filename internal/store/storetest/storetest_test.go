@@ -13,9 +13,7 @@ import (
 // The private services come back after a stop, empty (Redis) or with their
 // data (Postgres), as a real restart leaves them.
 func TestPrivateServicesRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a private Postgres cluster, stopped and started: the full lane")
-	}
+	storetest.FullLane(t, "a private Postgres cluster, stopped and started")
 	ctx := context.Background()
 
 	pg := storetest.NewPostgres(t)
