@@ -40,7 +40,7 @@ func (c *pipelineClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 // milliseconds (three attempts) and a 500 ms delivery timeout.
 func newPipelineHarness(t *testing.T, configure ...func(*admin.Config)) (*harness, *pipelineClock) {
 	t.Helper()
-	clock := &pipelineClock{}
+	pc := &pipelineClock{}
 	var d *dispatcher.Dispatcher
 	withPipeline := func(cfg *admin.Config) {
 		opt := cfg.Redis.(*redis.Client).Options()
@@ -52,7 +52,7 @@ func newPipelineHarness(t *testing.T, configure ...func(*admin.Config)) (*harnes
 			Store: cfg.Store, Redis: asynq.RedisClientOpt{Network: opt.Network, Addr: opt.Addr},
 			Schedule:        retry.Schedule{Delays: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}},
 			DeliveryTimeout: 500 * time.Millisecond, AllowHTTPTargets: true, AllowPrivateTargets: true,
-			Concurrency: 8, Sealer: sealer, DefaultAPIVersion: admin.DefaultVersion, Clock: dispatcher.ClockFunc(clock.Now),
+			Concurrency: 8, Sealer: sealer, DefaultAPIVersion: admin.DefaultVersion, Clock: pc,
 			SweepInterval: time.Second, SweepGrace: 200 * time.Millisecond,
 		})
 		if err != nil {
@@ -71,7 +71,7 @@ func newPipelineHarness(t *testing.T, configure ...func(*admin.Config)) (*harnes
 		}
 		d.Close()
 	})
-	return h, clock
+	return h, pc
 }
 
 // hookReceiver is a webhook endpoint on 127.0.0.1 answering the status it

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/retry"
 )
@@ -74,7 +75,7 @@ type attemptRunner struct {
 	secrets  *secretCache
 	tasks    *enqueuer
 	metrics  *metrics
-	clock    Clock
+	clock    clock.Clock
 	logger   *slog.Logger
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
@@ -52,7 +53,7 @@ func (c autoDisablerConfig) validate() error {
 // subscription again. It runs as TaskAutoDisable.
 type autoDisabler struct {
 	cfg    autoDisablerConfig
-	clock  Clock
+	clock  clock.Clock
 	logger *slog.Logger
 }
 

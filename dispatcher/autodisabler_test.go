@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/smtpsink"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
@@ -54,7 +55,7 @@ func TestAutoDisableAfterFailingLong(t *testing.T) {
 	}
 	var now time.Time
 	a := &autoDisabler{cfg: autoDisablerConfig{Store: st, After: 120 * time.Hour, Notifier: mailer},
-		clock: ClockFunc(func() time.Time { return now }), logger: slog.New(slog.DiscardHandler)}
+		clock: clock.Func(func() time.Time { return now }), logger: slog.New(slog.DiscardHandler)}
 	if err := a.cfg.validate(); err != nil {
 		t.Fatal(err)
 	}

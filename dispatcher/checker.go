@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/signer"
 )
@@ -71,7 +72,7 @@ type Checker struct {
 	publisher *Publisher
 	sender    *sender
 	secrets   *secretCache
-	clock     Clock
+	clock     clock.Clock
 	leaseFor  time.Duration
 }
 

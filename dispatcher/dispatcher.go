@@ -44,6 +44,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/webhookd/webhookd/internal/catalogue"
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
@@ -123,8 +124,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the pipeline's metrics; nil registers nowhere.
 	Registerer prometheus.Registerer
-	// Clock is the one clock of every service; default SystemClock.
-	Clock Clock
+	// Clock is the one clock of every service; default the system clock.
+	Clock clock.Clock
 	// SweepInterval is how often the sweeper runs; default 30 s.
 	SweepInterval time.Duration
 	// SweepGrace is how overdue a delivery must be, and how long ago its
@@ -181,7 +182,7 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = clock.System{}
 	}
 	if c.SweepInterval <= 0 {
 		c.SweepInterval = 30 * time.Second

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/connectproxy"
 )
 
@@ -66,7 +67,7 @@ func TestEgressProxyTunnelsToTheCheckedAddress(t *testing.T) {
 	proxy := connectproxy.New(t, nil)
 	cfg := senderConfig{Timeout: 5 * time.Second, AllowPrivate: true, MaxConns: 4, MaxConnsPerHost: 1,
 		Version: "test", EgressProxy: proxy.URL}
-	snd, err := newSender(cfg, SystemClock{}, nil)
+	snd, err := newSender(cfg, clock.System{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestEgressProxyKeepsTheAddressCheck(t *testing.T) {
 	})
 	cfg := guardedConfig()
 	cfg.EgressProxy = proxy.URL
-	snd, err := newSender(cfg, SystemClock{}, nil)
+	snd, err := newSender(cfg, clock.System{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

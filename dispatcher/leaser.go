@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
@@ -17,7 +18,7 @@ type leaser struct {
 
 // newLeaser starts the writer; each lease lasts leaseFor from the clock's
 // now.
-func newLeaser(st *store.Store, clock Clock, leaseFor time.Duration) *leaser {
+func newLeaser(st *store.Store, clock clock.Clock, leaseFor time.Duration) *leaser {
 	return &leaser{b: newBatcher(func(ctx context.Context, reqs []store.LeaseRequest) ([]store.LeasedDelivery, []error, error) {
 		return st.LeaseDeliveries(ctx, reqs, clock.Now(), leaseFor)
 	})}

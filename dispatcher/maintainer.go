@@ -8,6 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
@@ -35,7 +36,7 @@ func (c maintainerConfig) validate() error {
 // idempotency keys. It runs as TaskMaintenance.
 type maintainer struct {
 	cfg    maintainerConfig
-	clock  Clock
+	clock  clock.Clock
 	logger *slog.Logger
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 )
@@ -20,7 +21,7 @@ func TestMaintainerKeepsPartitionsAhead(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	var clockAt time.Time
-	clock := ClockFunc(func() time.Time { return clockAt })
+	clock := clock.Func(func() time.Time { return clockAt })
 	m := &maintainer{cfg: maintainerConfig{Store: st, PartitionsAhead: store.PartitionsAhead}, clock: clock,
 		logger: slog.New(slog.DiscardHandler)}
 	if err := m.cfg.validate(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/webhookd/webhookd/internal/catalogue"
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/filter"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/merchants"
@@ -94,7 +95,7 @@ type Publisher struct {
 	filters *filter.Cache
 	tasks   *enqueuer
 	metrics *metrics
-	clock   Clock
+	clock   clock.Clock
 	logger  *slog.Logger
 	// matcher judges an event against a merchant's filters: matchFilters,
 	// which a test replaces to make filters as slow as it likes.
@@ -123,7 +124,7 @@ type published struct {
 	created    bool
 }
 
-func newPublisher(cfg publisherConfig, tasks *enqueuer, m *metrics, clock Clock, logger *slog.Logger) (*Publisher, error) {
+func newPublisher(cfg publisherConfig, tasks *enqueuer, m *metrics, clock clock.Clock, logger *slog.Logger) (*Publisher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

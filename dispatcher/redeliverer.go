@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
@@ -36,11 +37,11 @@ func (c redelivererConfig) validate() error {
 type Redeliverer struct {
 	cfg    redelivererConfig
 	tasks  *enqueuer
-	clock  Clock
+	clock  clock.Clock
 	logger *slog.Logger
 }
 
-func newRedeliverer(cfg redelivererConfig, tasks *enqueuer, clock Clock, logger *slog.Logger) (*Redeliverer, error) {
+func newRedeliverer(cfg redelivererConfig, tasks *enqueuer, clock clock.Clock, logger *slog.Logger) (*Redeliverer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

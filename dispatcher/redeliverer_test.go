@@ -14,6 +14,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/retry"
 )
@@ -72,7 +73,7 @@ func TestRedeliverOutcomes(t *testing.T) {
 			var offset atomic.Int64
 			d, _ := e.dispatcher(func(c *dispatcher.Config) {
 				c.Schedule = schedule
-				c.Clock = dispatcher.ClockFunc(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+				c.Clock = clock.Func(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 			})
 			e.run(d)
 			ev := e.publish(d, "m1", "payout.paid")

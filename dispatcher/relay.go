@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/listener"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/signer"
@@ -68,10 +69,10 @@ func (c relayConfig) validate() error {
 // attempt fails for good with listener_closed.
 type relay struct {
 	cfg   relayConfig
-	clock Clock
+	clock clock.Clock
 }
 
-func newRelay(cfg relayConfig, clock Clock) (*relay, error) {
+func newRelay(cfg relayConfig, clock clock.Clock) (*relay, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

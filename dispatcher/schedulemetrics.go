@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/webhookd/webhookd/internal/clock"
 )
 
 // scheduleCollector reports the schedule's state at each scrape, read from
@@ -13,7 +14,7 @@ import (
 // queue metrics do.
 type scheduleCollector struct {
 	lanes  *lanes
-	clock  Clock
+	clock  clock.Clock
 	parked *prometheus.Desc
 	due    *prometheus.Desc
 	later  *prometheus.Desc
@@ -21,7 +22,7 @@ type scheduleCollector struct {
 	up     *prometheus.Desc
 }
 
-func newScheduleCollector(l *lanes, clock Clock) *scheduleCollector {
+func newScheduleCollector(l *lanes, clock clock.Clock) *scheduleCollector {
 	return &scheduleCollector{lanes: l, clock: clock,
 		parked: prometheus.NewDesc("webhookd_schedule_parked", "Delivery attempts waiting in the schedule, due or not (retries included).", nil, nil),
 		due:    prometheus.NewDesc("webhookd_schedule_merchants_due", "Merchants with attempts due now, waiting for a worker slot.", nil, nil),

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/webhookd/webhookd/internal/clock"
 )
 
 // schedulerConfig is what the scheduler needs.
@@ -87,7 +88,7 @@ type scheduler struct {
 	redis   redis.UniversalClient
 	attempt func(ctx context.Context, it laneItem, held *heldSlots)
 	metrics *metrics
-	clock   Clock
+	clock   clock.Clock
 	logger  *slog.Logger
 
 	mu        sync.Mutex
@@ -104,7 +105,7 @@ type scheduler struct {
 }
 
 func newScheduler(cfg schedulerConfig, l *lanes, rdb redis.UniversalClient, attempt func(context.Context, laneItem, *heldSlots),
-	m *metrics, clock Clock, logger *slog.Logger) (*scheduler, error) {
+	m *metrics, clock clock.Clock, logger *slog.Logger) (*scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/webhookd/webhookd/internal/clock"
 )
 
 // schedulerProbe runs a scheduler whose attempts call attempt, and counts
@@ -56,7 +57,7 @@ func newSchedulerProbe(t *testing.T, cfg schedulerConfig, hangs ...string) *sche
 		p.ended[m]++
 		p.mu.Unlock()
 	}
-	s, err := newScheduler(cfg, p.lanes, p.lanes.redis, attempt, nil, SystemClock{}, slog.New(slog.DiscardHandler))
+	s, err := newScheduler(cfg, p.lanes, p.lanes.redis, attempt, nil, clock.System{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

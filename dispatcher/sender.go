@@ -19,6 +19,7 @@ import (
 	"code.dny.dev/ssrf"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/signer"
 )
 
@@ -80,12 +81,12 @@ func (c senderConfig) validate() error {
 type sender struct {
 	cfg   senderConfig
 	http  *http.Client
-	clock Clock
+	clock clock.Clock
 }
 
 // newSender builds the sender and its client on dialer, or on newDialer's
 // when it is nil (tests give their own, with their own resolver).
-func newSender(cfg senderConfig, clock Clock, dialer *net.Dialer) (*sender, error) {
+func newSender(cfg senderConfig, clock clock.Clock, dialer *net.Dialer) (*sender, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

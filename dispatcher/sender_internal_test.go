@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/webhookd/webhookd/internal/clock"
 )
 
 // TestParseRetryAfter reads both forms of the header.
@@ -52,7 +54,7 @@ func TestSendClassifiesNetworkErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cfg
 			c.AllowHTTP = tc.allowHTTP
-			snd, err := newSender(c, SystemClock{}, nil)
+			snd, err := newSender(c, clock.System{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

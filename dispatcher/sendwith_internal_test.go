@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
@@ -20,7 +21,7 @@ func TestSendWithCustomAndOrderingHeaders(t *testing.T) {
 	}))
 	defer receiver.Close()
 	snd, err := newSender(senderConfig{Timeout: 2 * time.Second, AllowHTTP: true, AllowPrivate: true,
-		MaxConns: 4, MaxConnsPerHost: 1, Version: "test"}, SystemClock{}, nil)
+		MaxConns: 4, MaxConnsPerHost: 1, Version: "test"}, clock.System{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

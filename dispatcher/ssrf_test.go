@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"code.dny.dev/ssrf"
+	"github.com/webhookd/webhookd/internal/clock"
 )
 
 // errOffMachine is what a confined dialer answers for an address the
@@ -136,7 +137,7 @@ func TestAddressCheckAllowsPublicAddresses(t *testing.T) {
 // send: an attempt with no HTTP status and error target_blocked.
 func TestSendMapsAGuardRefusalToTargetBlocked(t *testing.T) {
 	t.Parallel()
-	snd, err := newSender(guardedConfig(), SystemClock{}, confine(t, newDialer(guardedConfig())))
+	snd, err := newSender(guardedConfig(), clock.System{}, confine(t, newDialer(guardedConfig())))
 	if err != nil {
 		t.Fatal(err)
 	}

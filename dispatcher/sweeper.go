@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/producer"
 )
@@ -45,7 +46,7 @@ type sweeper struct {
 	tasks     *enqueuer
 	inspector *asynq.Inspector
 	metrics   *metrics
-	clock     Clock
+	clock     clock.Clock
 	logger    *slog.Logger
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/retry"
@@ -360,7 +361,7 @@ func TestSweepLeavesParkedAttemptsAlone(t *testing.T) {
 			// backlog, longer than any lease and the grace.
 			var offset atomic.Int64
 			d, _ := e.dispatcher(func(c *dispatcher.Config) {
-				c.Clock = dispatcher.ClockFunc(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+				c.Clock = clock.Func(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 			})
 			ev := e.publish(d, "m1", "payout.paid")
 			due := e.deliveries(ev.ID)

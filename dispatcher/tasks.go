@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/producer"
 )
@@ -126,10 +127,10 @@ type enqueuer struct {
 	// attemptTimeout bounds an attempt task's handler: it never outlives
 	// its lease in Postgres.
 	attemptTimeout time.Duration
-	clock          Clock
+	clock          clock.Clock
 }
 
-func newEnqueuer(opt asynq.RedisConnOpt, attemptTimeout time.Duration, clock Clock) (*enqueuer, error) {
+func newEnqueuer(opt asynq.RedisConnOpt, attemptTimeout time.Duration, clock clock.Clock) (*enqueuer, error) {
 	rdb, ok := opt.MakeRedisClient().(redis.UniversalClient)
 	if !ok {
 		return nil, errors.New("dispatcher: Redis options make no go-redis client")

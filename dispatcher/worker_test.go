@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/producer"
 )
@@ -23,7 +24,7 @@ func TestGiveUpIsTheSameForEveryHandler(t *testing.T) {
 	t.Parallel()
 	rd := storetest.NewRedis(t)
 	opt := asynq.RedisClientOpt{Network: "unix", Addr: rd.Socket}
-	tasks, err := newEnqueuer(opt, time.Second, SystemClock{})
+	tasks, err := newEnqueuer(opt, time.Second, clock.System{})
 	if err != nil {
 		t.Fatal(err)
 	}
