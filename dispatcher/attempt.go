@@ -20,17 +20,17 @@ import (
 // while another attempt of its delivery runs.
 const busyWait = 100 * time.Millisecond
 
-// enqueueTimeout bounds one enqueue of a follow-up task; past it the
+// EnqueueTimeout bounds one enqueue of a follow-up task; past it the
 // sweeper takes over.
-const enqueueTimeout = 5 * time.Second
+const EnqueueTimeout = 5 * time.Second
 
 // recordPatience is how long an attempt's outcome waits for Postgres to
 // come back before the attempt is given up and, once its lease lapses, made
 // again.
 const recordPatience = time.Minute
 
-// attemptRunnerConfig is what the attemptRunner needs.
-type attemptRunnerConfig struct {
+// RunnerConfig is what the attemptRunner needs.
+type RunnerConfig struct {
 	// Store is the database (required).
 	Store *store.Store
 	// Schedule is the retry schedule (required).
@@ -49,7 +49,7 @@ type attemptRunnerConfig struct {
 	RetryCap time.Duration
 }
 
-func (c attemptRunnerConfig) validate() error {
+func (c RunnerConfig) validate() error {
 	switch {
 	case c.Store == nil:
 		return errors.New("attempt runner: Store is required")
@@ -63,26 +63,26 @@ func (c attemptRunnerConfig) validate() error {
 	return nil
 }
 
-// attemptRunner makes attempts: lease the delivery, sign and POST
+// Runner makes attempts: lease the delivery, sign and POST
 // (sender), record (Recorder), schedule the next. It serves TaskAttempt and
 // TaskFirstAttempts.
-type attemptRunner struct {
-	cfg      attemptRunnerConfig
+type Runner struct {
+	cfg      RunnerConfig
 	leaser   *leaser
 	recorder Recorder
-	sender   *sender
+	sender   *Sender
 	relay    *relay
-	secrets  *secretCache
-	tasks    *enqueuer
+	secrets  *SecretCache
+	tasks    *Enqueuer
 	metrics  *metrics
 	clock    clock.Clock
 	logger   *slog.Logger
 }
 
-// notDue reports an attempt task handed over too long before its due time,
+// NotDue reports an attempt task handed over too long before its due time,
 // or a subscription at its concurrency cap: it goes back on the queue for
 // after, and asynq does not count it as a failure.
-type notDue struct {
+type NotDue struct {
 	after time.Duration
 	// why is the reason label of webhookd_attempts_deferred_total.
 	why deferral
@@ -100,16 +100,16 @@ const (
 	deferredBusy deferral = "busy"
 )
 
-func (n notDue) Error() string { return fmt.Sprintf("not due for %v", n.after) }
+func (n NotDue) Error() string { return fmt.Sprintf("not due for %v", n.after) }
 
 // runTaken makes one attempt the scheduler took, in the slots it holds.
 // An attempt that cannot run now (a manual attempt while another runs) goes
 // back to the schedule for when it can; one that failed for an internal
 // reason (Postgres unreachable) goes back with a growing backoff. Neither
 // counts as an attempt, and what Redis loses meanwhile the sweeper finds.
-func (r *attemptRunner) runTaken(ctx context.Context, it laneItem, held *heldSlots) {
+func (r *Runner) runTaken(ctx context.Context, it LaneItem, held *heldSlots) {
 	err := r.attempt(ctx, it.Task, held)
-	var nd notDue
+	var nd NotDue
 	switch {
 	case err == nil:
 		r.metrics.tasks.WithLabelValues(TaskAttempt, taskDone).Inc()
@@ -126,47 +126,47 @@ func (r *attemptRunner) runTaken(ctx context.Context, it laneItem, held *heldSlo
 			"attempt", it.Task.Number, "error", err, "retry_in", wait)
 		it.Task.Due = r.clock.Now().Add(wait)
 	}
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), EnqueueTimeout)
 	defer cancel()
-	if _, err := r.tasks.lanes.push(ectx, it); err != nil {
+	if _, err := r.tasks.Lanes.Push(ectx, it); err != nil {
 		r.logger.WarnContext(ctx, "schedule the attempt again; the sweeper will", "delivery_id", it.Task.DeliveryID, "error", err)
 	}
 }
 
-// handleLegacyAttempt moves an attempt task an older build enqueued on
+// HandleLegacyAttempt moves an attempt task an older build enqueued on
 // asynq into the schedule, due when it was.
-func (r *attemptRunner) handleLegacyAttempt(ctx context.Context, t *asynq.Task) error {
-	var at attemptTask
+func (r *Runner) HandleLegacyAttempt(ctx context.Context, t *asynq.Task) error {
+	var at Attempt
 	if err := json.Unmarshal(t.Payload(), &at); err != nil || (at.Number < 1 && at.Trigger != store.TriggerManual) {
 		r.logger.ErrorContext(ctx, "attempt task unreadable; dropped (the sweeper will find its delivery)", "error", err)
 		return asynq.RevokeTask
 	}
 	id, _ := asynq.GetTaskID(ctx)
 	if at.Trigger != store.TriggerManual {
-		id = attemptTaskID(at.DeliveryID, at.Number)
+		id = AttemptTaskID(at.DeliveryID, at.Number)
 	}
-	_, err := r.tasks.lanes.push(ctx, laneItem{ID: id, Task: at})
+	_, err := r.tasks.Lanes.Push(ctx, LaneItem{ID: id, Task: at})
 	return err
 }
 
-// handleLegacyFirstAttempts moves a first-attempts task an older build
+// HandleLegacyFirstAttempts moves a first-attempts task an older build
 // enqueued on asynq into the schedule.
-func (r *attemptRunner) handleLegacyFirstAttempts(ctx context.Context, t *asynq.Task) error {
-	var ft firstAttemptsTask
+func (r *Runner) HandleLegacyFirstAttempts(ctx context.Context, t *asynq.Task) error {
+	var ft FirstAttempts
 	if err := json.Unmarshal(t.Payload(), &ft); err != nil {
 		r.logger.ErrorContext(ctx, "first-attempts task unreadable; dropped (the sweeper will find its deliveries)", "error", err)
 		return asynq.RevokeTask
 	}
-	items := make([]laneItem, len(ft.Attempts))
+	items := make([]LaneItem, len(ft.Attempts))
 	for i, at := range ft.Attempts {
-		items[i] = laneItem{ID: attemptTaskID(at.DeliveryID, at.Number), Task: at}
+		items[i] = LaneItem{ID: AttemptTaskID(at.DeliveryID, at.Number), Task: at}
 	}
-	_, err := r.tasks.lanes.push(ctx, items...)
+	_, err := r.tasks.Lanes.Push(ctx, items...)
 	return err
 }
 
 // lease takes the delivery of an attempt task.
-func (r *attemptRunner) lease(ctx context.Context, at *attemptTask, now time.Time) (store.LeasedDelivery, error) {
+func (r *Runner) lease(ctx context.Context, at *Attempt, now time.Time) (store.LeasedDelivery, error) {
 	if at.Trigger != store.TriggerManual {
 		return r.leaser.lease(ctx, store.LeaseRequest{ID: at.DeliveryID, CreatedAt: at.CreatedAt, Number: at.Number})
 	}
@@ -175,7 +175,7 @@ func (r *attemptRunner) lease(ctx context.Context, at *attemptTask, now time.Tim
 	// for a moment and runs right after.
 	leased, err := r.cfg.Store.LeaseManualAttempt(ctx, at.MerchantID, at.DeliveryID, now, r.cfg.LeaseFor)
 	if errors.Is(err, store.ErrConflict) {
-		return store.LeasedDelivery{}, notDue{after: busyWait, why: deferredBusy}
+		return store.LeasedDelivery{}, NotDue{after: busyWait, why: deferredBusy}
 	}
 	if err != nil {
 		return store.LeasedDelivery{}, err
@@ -186,7 +186,7 @@ func (r *attemptRunner) lease(ctx context.Context, at *attemptTask, now time.Tim
 
 // attempt makes one attempt of a delivery, in the slots held, and
 // schedules the next.
-func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldSlots) error {
+func (r *Runner) attempt(ctx context.Context, at Attempt, held *heldSlots) error {
 	now := r.clock.Now()
 	leased, err := r.lease(ctx, &at, now)
 	if errors.Is(err, store.ErrNotFound) {
@@ -204,7 +204,7 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 		// A task without its due time (enqueued by an older build) that
 		// asynq handed over early.
 		r.releaseLease(ctx, leased, log)
-		return notDue{after: leased.NextAttemptAt.Sub(now), why: deferredEarly}
+		return NotDue{after: leased.NextAttemptAt.Sub(now), why: deferredEarly}
 	}
 	// An ended listener is deleted too, but its delivery goes on to the
 	// relay, which records why it stops (listener_closed).
@@ -232,11 +232,11 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 	if at.Trigger != store.TriggerManual && at.RateLimit != leased.RateLimit {
 		// The subscription's limit changed since the attempt was parked:
 		// its waiting attempts are paced by the new one from now on.
-		if err := r.tasks.lanes.setRate(ctx, leased.SubscriptionID, leased.RateLimit); err != nil {
+		if err := r.tasks.Lanes.SetRate(ctx, leased.SubscriptionID, leased.RateLimit); err != nil {
 			log.WarnContext(ctx, "update the schedule's rate limit", "error", err)
 		}
 	}
-	keys, err := r.secrets.keys(ctx, leased.SubscriptionID, leased.SubscriptionVersion, now)
+	keys, err := r.secrets.Keys(ctx, leased.SubscriptionID, leased.SubscriptionVersion, now)
 	if err != nil {
 		r.releaseLease(ctx, leased, log)
 		return err
@@ -252,7 +252,7 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 	developer := leased.Kind == store.KindListener
 	if !developer {
 		r.metrics.attempts.WithLabelValues(res.outcome).Inc()
-		r.metrics.attemptDuration.Observe(res.duration.Seconds())
+		r.metrics.attemptDuration.Observe(res.Duration.Seconds())
 	}
 
 	// Recorded before the task is acknowledged; a cancelled task context
@@ -271,9 +271,9 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 	if rec.NextAttemptAt != nil {
 		// The task's own deadline may be nearly spent by a slow receiver;
 		// the next attempt deserves its own.
-		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
-		_, err := r.tasks.attempt(ectx, scheduledAttempt(leased.Delivery, at.Number+1, *rec.NextAttemptAt),
-			attemptTaskID(leased.ID, at.Number+1))
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), EnqueueTimeout)
+		_, err := r.tasks.Schedule(ectx, ScheduledAttempt(leased.Delivery, at.Number+1, *rec.NextAttemptAt),
+			AttemptTaskID(leased.ID, at.Number+1))
 		cancel()
 		if err != nil {
 			log.WarnContext(ctx, "enqueue next attempt; the sweeper will retry", "error", err)
@@ -288,12 +288,12 @@ func (r *attemptRunner) attempt(ctx context.Context, at attemptTask, held *heldS
 // duplicate for the receiver. Retrying past the lease is safe: if another
 // worker made the attempt meanwhile, the store refuses the second record of
 // one attempt number (ErrConflict).
-func (r *attemptRunner) record(ctx context.Context, rec store.AttemptRecord, log *slog.Logger) error {
+func (r *Runner) record(ctx context.Context, rec store.AttemptRecord, log *slog.Logger) error {
 	deadline := r.clock.Now().Add(recordPatience)
 	wait := 50 * time.Millisecond
 	for {
 		err := r.recorder.Record(ctx, rec)
-		if err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, errBatcherClosed) || r.clock.Now().Add(wait).After(deadline) {
+		if err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, ErrBatcherClosed) || r.clock.Now().Add(wait).After(deadline) {
 			return err
 		}
 		log.WarnContext(ctx, "record attempt; retrying", "error", err, "retry_in", wait)
@@ -304,7 +304,7 @@ func (r *attemptRunner) record(ctx context.Context, rec store.AttemptRecord, log
 
 // releaseLease gives the delivery back after an internal error, so that
 // asynq's retry of the task can lease it at once.
-func (r *attemptRunner) releaseLease(ctx context.Context, l store.LeasedDelivery, log *slog.Logger) {
+func (r *Runner) releaseLease(ctx context.Context, l store.LeasedDelivery, log *slog.Logger) {
 	if err := r.cfg.Store.ReleaseLease(context.WithoutCancel(ctx), l.Delivery, l.LeaseUntil); err != nil {
 		log.WarnContext(ctx, "release lease", "error", err)
 	}
@@ -315,13 +315,13 @@ func (r *attemptRunner) releaseLease(ctx context.Context, l store.LeasedDelivery
 // delivery (to a `webhookd listen` listener) is only logged: a handler
 // being written on a laptop fails often, and must neither move the
 // operators' metrics and alerts nor send the merchant failure e-mails.
-func (r *attemptRunner) observe(ctx context.Context, log *slog.Logger, del store.Delivery, at attemptTask, rec store.AttemptRecord, res result, developer bool) {
+func (r *Runner) observe(ctx context.Context, log *slog.Logger, del store.Delivery, at Attempt, rec store.AttemptRecord, res Result, developer bool) {
 	attrs := []any{"outcome", res.outcome, "duration_ms", rec.Attempt.DurationMS, "trigger", at.Trigger}
-	if res.httpStatus != nil {
-		attrs = append(attrs, "http_status", *res.httpStatus)
+	if res.HTTPStatus != nil {
+		attrs = append(attrs, "http_status", *res.HTTPStatus)
 	}
-	if res.errCode != nil {
-		attrs = append(attrs, "error", *res.errCode)
+	if res.ErrCode != nil {
+		attrs = append(attrs, "error", *res.ErrCode)
 	}
 	switch rec.Status {
 	case store.DeliverySucceeded:
@@ -359,8 +359,8 @@ func errString(err error) string {
 // dropSubscription is dropWork for a subscription an attempt found deleted
 // or disabled: the rest of its work leaves the schedule now rather than
 // come up attempt by attempt to be abandoned.
-func (r *attemptRunner) dropSubscription(ctx context.Context, merchantID string, subscriptionID uuid.UUID, log *slog.Logger) {
-	parked, ended, err := dropWork(ctx, r.tasks.lanes, r.cfg.Store, r.clock.Now(), merchantID, subscriptionID)
+func (r *Runner) dropSubscription(ctx context.Context, merchantID string, subscriptionID uuid.UUID, log *slog.Logger) {
+	parked, ended, err := dropWork(ctx, r.tasks.Lanes, r.cfg.Store, r.clock.Now(), merchantID, subscriptionID)
 	if err != nil {
 		log.WarnContext(ctx, "drop the subscription's waiting work; each attempt ends when it comes up", "error", err)
 	}

@@ -25,8 +25,8 @@ type DisableNotifier interface {
 	SubscriptionDisabled(ctx context.Context, d store.AutoDisabled, after time.Duration)
 }
 
-// autoDisablerConfig is what the autoDisabler needs.
-type autoDisablerConfig struct {
+// AutoDisablerConfig is what the autoDisabler needs.
+type AutoDisablerConfig struct {
 	// Store is the database (required).
 	Store *store.Store
 	// After is how long every attempt must have failed (required).
@@ -36,7 +36,7 @@ type autoDisablerConfig struct {
 	Notifier Notifier
 }
 
-func (c autoDisablerConfig) validate() error {
+func (c AutoDisablerConfig) validate() error {
 	switch {
 	case c.Store == nil:
 		return errors.New("auto-disabler: Store is required")
@@ -46,19 +46,19 @@ func (c autoDisablerConfig) validate() error {
 	return nil
 }
 
-// autoDisabler disables the subscriptions whose every attempt has failed
+// AutoDisabler disables the subscriptions whose every attempt has failed
 // for cfg.After: their receivers are gone, and retrying them for ever
 // wastes the workers' time. Their later events are kept as skipped
 // deliveries, which recover replays once the merchant enables the
 // subscription again. It runs as TaskAutoDisable.
-type autoDisabler struct {
-	cfg    autoDisablerConfig
+type AutoDisabler struct {
+	cfg    AutoDisablerConfig
 	clock  clock.Clock
 	logger *slog.Logger
 }
 
-// handleAutoDisable runs disable as a periodic task.
-func (a *autoDisabler) handleAutoDisable(ctx context.Context, _ *asynq.Task) error {
+// HandleAutoDisable runs disable as a periodic task.
+func (a *AutoDisabler) HandleAutoDisable(ctx context.Context, _ *asynq.Task) error {
 	if _, err := a.disable(ctx); err != nil {
 		a.logger.ErrorContext(ctx, "auto-disable", "error", err)
 	}
@@ -69,7 +69,7 @@ func (a *autoDisabler) handleAutoDisable(ctx context.Context, _ *asynq.Task) err
 // batches, e-mails each merchant, and returns the subscriptions disabled.
 // Each subscription is disabled by one UPDATE that only one instance's
 // round can win, so each e-mail goes out once.
-func (a *autoDisabler) disable(ctx context.Context) ([]store.AutoDisabled, error) {
+func (a *AutoDisabler) disable(ctx context.Context) ([]store.AutoDisabled, error) {
 	var all []store.AutoDisabled
 	for {
 		disabled, err := a.cfg.Store.DisableFailingSubscriptions(ctx, a.clock.Now().Add(-a.cfg.After), autoDisableBatch)

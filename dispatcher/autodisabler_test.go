@@ -54,7 +54,7 @@ func TestAutoDisableAfterFailingLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	var now time.Time
-	a := &autoDisabler{cfg: autoDisablerConfig{Store: st, After: 120 * time.Hour, Notifier: mailer},
+	a := &AutoDisabler{cfg: AutoDisablerConfig{Store: st, After: 120 * time.Hour, Notifier: mailer},
 		clock: clock.Func(func() time.Time { return now }), logger: slog.New(slog.DiscardHandler)}
 	if err := a.cfg.validate(); err != nil {
 		t.Fatal(err)

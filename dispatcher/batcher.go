@@ -7,15 +7,15 @@ import (
 	"time"
 )
 
-// maxBatch bounds one group commit: big enough to amortise a statement and
+// MaxBatch bounds one group commit: big enough to amortise a statement and
 // its commit over hundreds of attempts, small enough to keep one
 // statement's arrays and locks modest.
-const maxBatch = 500
+const MaxBatch = 500
 
 // batchTimeout bounds one batch's statement.
 const batchTimeout = 30 * time.Second
 
-// batcher is group commit (river's BatchCompleter is the model): workers
+// Batcher is group commit (river's BatchCompleter is the model): workers
 // hand it a request and wait; one writer takes whatever queued up while
 // the previous batch was being written and writes it with one statement.
 // Nothing waits for a timer: under light load a batch is one request, under
@@ -23,7 +23,7 @@ const batchTimeout = 30 * time.Second
 //
 // One writer, not several: batches that touch the same rows (a
 // subscription's health, say) in different orders could deadlock.
-type batcher[Req, Res any] struct {
+type Batcher[Req, Res any] struct {
 	write func(context.Context, []Req) ([]Res, []error, error)
 	queue chan batchRequest[Req, Res]
 	stop  chan struct{}
@@ -41,27 +41,27 @@ type batchResult[Res any] struct {
 	err error
 }
 
-var errBatcherClosed = errors.New("dispatcher closed")
+var ErrBatcherClosed = errors.New("dispatcher closed")
 
-// newBatcher starts the writer. write gets a batch and returns one result
+// NewBatcher starts the writer. write gets a batch and returns one result
 // and one error per request, or an error for the whole batch.
-func newBatcher[Req, Res any](write func(context.Context, []Req) ([]Res, []error, error)) *batcher[Req, Res] {
-	b := &batcher[Req, Res]{write: write, queue: make(chan batchRequest[Req, Res], maxBatch), stop: make(chan struct{})}
+func NewBatcher[Req, Res any](write func(context.Context, []Req) ([]Res, []error, error)) *Batcher[Req, Res] {
+	b := &Batcher[Req, Res]{write: write, queue: make(chan batchRequest[Req, Res], MaxBatch), stop: make(chan struct{})}
 	b.done.Add(1)
 	go b.run()
 	return b
 }
 
-// do queues req and waits for its batch to be written. Once queued, the
-// request is written whatever ctx says, and do waits for it: a caller
+// Do queues req and waits for its batch to be written. Once queued, the
+// request is written whatever ctx says, and Do waits for it: a caller
 // acknowledges its task only after its record is durable.
-func (b *batcher[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
+func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	r := batchRequest[Req, Res]{req: req, result: make(chan batchResult[Res], 1)}
 	select {
 	case b.queue <- r:
 	case <-b.stop:
 		var zero Res
-		return zero, errBatcherClosed
+		return zero, ErrBatcherClosed
 	case <-ctx.Done():
 		var zero Res
 		return zero, ctx.Err()
@@ -70,12 +70,12 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
 	return out.res, out.err
 }
 
-// doAll is do for several requests, queued in their order without waiting
+// DoAll is do for several requests, queued in their order without waiting
 // for one another, so that they share a batch (or follow one another in
 // consecutive ones). It returns one result and one error per request; a
 // request ctx ended before it was queued gets ctx's error, and those
 // queued before are written and waited for all the same.
-func (b *batcher[Req, Res]) doAll(ctx context.Context, reqs []Req) ([]Res, []error) {
+func (b *Batcher[Req, Res]) DoAll(ctx context.Context, reqs []Req) ([]Res, []error) {
 	out := make([]Res, len(reqs))
 	errs := make([]error, len(reqs))
 	queued := make([]chan batchResult[Res], 0, len(reqs))
@@ -86,7 +86,7 @@ func (b *batcher[Req, Res]) doAll(ctx context.Context, reqs []Req) ([]Res, []err
 			queued = append(queued, r.result)
 			continue
 		case <-b.stop:
-			errs[i] = errBatcherClosed
+			errs[i] = ErrBatcherClosed
 		case <-ctx.Done():
 			errs[i] = ctx.Err()
 		}
@@ -102,15 +102,15 @@ func (b *batcher[Req, Res]) doAll(ctx context.Context, reqs []Req) ([]Res, []err
 	return out, errs
 }
 
-// close stops accepting requests, writes what is queued and returns.
-func (b *batcher[Req, Res]) close() {
+// Close stops accepting requests, writes what is queued and returns.
+func (b *Batcher[Req, Res]) Close() {
 	b.once.Do(func() { close(b.stop) })
 	b.done.Wait()
 }
 
-func (b *batcher[Req, Res]) run() {
+func (b *Batcher[Req, Res]) run() {
 	defer b.done.Done()
-	batch := make([]batchRequest[Req, Res], 0, maxBatch)
+	batch := make([]batchRequest[Req, Res], 0, MaxBatch)
 	for {
 		select {
 		case r := <-b.queue:
@@ -126,7 +126,7 @@ func (b *batcher[Req, Res]) run() {
 			}
 		}
 	fill:
-		for len(batch) < maxBatch {
+		for len(batch) < MaxBatch {
 			select {
 			case r := <-b.queue:
 				batch = append(batch, r)
@@ -139,7 +139,7 @@ func (b *batcher[Req, Res]) run() {
 }
 
 // flush writes one batch and answers every waiting caller.
-func (b *batcher[Req, Res]) flush(batch []batchRequest[Req, Res]) {
+func (b *Batcher[Req, Res]) flush(batch []batchRequest[Req, Res]) {
 	reqs := make([]Req, len(batch))
 	for i, r := range batch {
 		reqs[i] = r.req

@@ -70,15 +70,15 @@ type CheckReport struct {
 type Checker struct {
 	store     *store.Store
 	publisher *Publisher
-	sender    *sender
-	secrets   *secretCache
+	sender    *Sender
+	secrets   *SecretCache
 	clock     clock.Clock
 	leaseFor  time.Duration
 }
 
 // newChecker builds the Checker of the API role.
-func newChecker(cfg Config, pub *Publisher, snd *sender) *Checker {
-	return &Checker{store: cfg.Store, publisher: pub, sender: snd, secrets: newSecretCache(cfg.Store, cfg.Sealer),
+func newChecker(cfg Config, pub *Publisher, snd *Sender) *Checker {
+	return &Checker{store: cfg.Store, publisher: pub, sender: snd, secrets: NewSecretCache(cfg.Store, cfg.Sealer),
 		clock: cfg.Clock, leaseFor: cfg.leaseFor()}
 }
 
@@ -134,7 +134,7 @@ func (c *Checker) run(ctx context.Context, merchantID string, subscriptionID uui
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
-	keys, err := c.secrets.keys(ctx, subscriptionID, leased.SubscriptionVersion, c.clock.Now())
+	keys, err := c.secrets.Keys(ctx, subscriptionID, leased.SubscriptionVersion, c.clock.Now())
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
@@ -147,16 +147,16 @@ func (c *Checker) run(ctx context.Context, merchantID string, subscriptionID uui
 	case CheckStaleTimestamp:
 		signedAt = c.clock.Now().Add(-checkStaleBy)
 	}
-	extra, err := c.secrets.headers(leased)
+	extra, err := c.secrets.Headers(leased)
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
-	res := c.sender.sendSignedAt(ctx, leased.URL, ev.ID.String(), leased.Body, keys, signedAt, extra)
+	res := c.sender.SendSignedAt(ctx, leased.URL, ev.ID.String(), leased.Body, keys, signedAt, extra)
 	rec := store.AttemptRecord{Delivery: leased.Delivery, Status: store.DeliveryFailed,
 		Attempt: store.Attempt{DeliveryID: leased.ID, Number: 1, Status: store.AttemptFailed, Trigger: store.TriggerManual,
-			HTTPStatus: res.httpStatus, Error: res.errCode, DurationMS: int(res.duration.Milliseconds()),
-			ResponseBody: res.body, AttemptedAt: res.started}}
-	if res.ok() {
+			HTTPStatus: res.HTTPStatus, Error: res.ErrCode, DurationMS: int(res.Duration.Milliseconds()),
+			ResponseBody: res.Body, AttemptedAt: res.started}}
+	if res.OK() {
 		rec.Status, rec.Attempt.Status = store.DeliverySucceeded, store.AttemptSucceeded
 	}
 	// Recorded even if the merchant went away: the attempt was made.
@@ -166,7 +166,7 @@ func (c *Checker) run(ctx context.Context, merchantID string, subscriptionID uui
 	d := leased.Delivery
 	d.Status, d.AttemptCount, d.NextAttemptAt, d.UpdatedAt = rec.Status, 1, nil, res.started
 	d.Attempts = []store.Attempt{rec.Attempt}
-	return CheckResult{Case: name, Delivery: d, HTTPStatus: res.httpStatus, Error: res.errCode, Accepted: res.ok()}, nil
+	return CheckResult{Case: name, Delivery: d, HTTPStatus: res.HTTPStatus, Error: res.ErrCode, Accepted: res.OK()}, nil
 }
 
 // strangerKeys signs with a fresh secret that no endpoint holds.

@@ -10,19 +10,19 @@ import (
 // decide applies the retry policy to an attempt's result: the attempt row
 // and the state it leaves the delivery in. It is pure: the schedule, the
 // jitter and the times it reads come in as arguments.
-func decide(schedule retry.Schedule, jitter float64, del store.Delivery, at attemptTask, res result) store.AttemptRecord {
+func decide(schedule retry.Schedule, jitter float64, del store.Delivery, at Attempt, res Result) store.AttemptRecord {
 	status := store.AttemptFailed
-	if res.ok() {
+	if res.OK() {
 		status = store.AttemptSucceeded
 	}
 	rec := store.AttemptRecord{
 		Delivery: del,
 		Attempt: store.Attempt{DeliveryID: del.ID, Number: at.Number, Status: status, Trigger: at.Trigger,
-			HTTPStatus: res.httpStatus, Error: res.errCode, DurationMS: int(res.duration.Milliseconds()),
-			ResponseBody: res.body, AttemptedAt: res.started},
+			HTTPStatus: res.HTTPStatus, Error: res.ErrCode, DurationMS: int(res.Duration.Milliseconds()),
+			ResponseBody: res.Body, AttemptedAt: res.started},
 	}
 	switch {
-	case res.ok():
+	case res.OK():
 		rec.Status = store.DeliverySucceeded
 	case res.final:
 		rec.Status = store.DeliveryFailed
@@ -52,7 +52,7 @@ func decide(schedule retry.Schedule, jitter float64, del store.Delivery, at atte
 // at the time it was planned for, unless the manual attempt used up the
 // schedule's last one; any other delivery ends failed (DESIGN.md: "a
 // manual attempt failed").
-func decideManual(schedule retry.Schedule, del store.Delivery, at attemptTask, rec store.AttemptRecord) store.AttemptRecord {
+func decideManual(schedule retry.Schedule, del store.Delivery, at Attempt, rec store.AttemptRecord) store.AttemptRecord {
 	rec.Status = store.DeliveryFailed
 	if del.Status != store.DeliveryPending || del.NextAttemptAt == nil || at.Number >= schedule.Attempts() {
 		return rec

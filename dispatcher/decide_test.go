@@ -41,19 +41,19 @@ func TestDecide(t *testing.T) {
 	planned := started.Add(time.Hour)
 	status := func(code int) *int { return &code }
 	code := func(c string) *string { return &c }
-	ok := result{started: started, finished: finished, httpStatus: status(200)}
-	failed := result{started: started, finished: finished, httpStatus: status(500), errCode: code(errHTTPStatus)}
-	gone := result{started: started, finished: finished, httpStatus: status(410), errCode: code(errHTTPStatus)}
+	ok := Result{started: started, finished: finished, HTTPStatus: status(200)}
+	failed := Result{started: started, finished: finished, HTTPStatus: status(500), ErrCode: code(errHTTPStatus)}
+	gone := Result{started: started, finished: finished, HTTPStatus: status(410), ErrCode: code(errHTTPStatus)}
 	slowDown := failed
 	slowDown.retryAfter = 15 * time.Second
 	pending := store.Delivery{ID: uuid.New(), Status: store.DeliveryPending, NextAttemptAt: &planned}
 	done := store.Delivery{ID: uuid.New(), Status: store.DeliverySucceeded}
-	at := func(n int, trigger store.Trigger) attemptTask { return attemptTask{Number: n, Trigger: trigger} }
+	at := func(n int, trigger store.Trigger) Attempt { return Attempt{Number: n, Trigger: trigger} }
 	cases := []struct {
 		name    string
 		del     store.Delivery
-		at      attemptTask
-		res     result
+		at      Attempt
+		res     Result
 		jitter  float64
 		status  store.DeliveryStatus
 		next    time.Duration // after finished; 0: none

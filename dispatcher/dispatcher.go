@@ -240,8 +240,8 @@ const circuitAfter = 3
 // schedulerConfig is the scheduler part of c: a merchant's share and a
 // subscription's cap as they were, and an eighth of the pool never lent
 // beyond a share, for other merchants' new work.
-func (c *Config) schedulerConfig() schedulerConfig {
-	return schedulerConfig{Concurrency: c.Concurrency, Share: c.merchantConcurrency(), SubscriptionCap: c.SubscriptionConcurrency,
+func (c *Config) schedulerConfig() SchedulerConfig {
+	return SchedulerConfig{Concurrency: c.Concurrency, Share: c.merchantConcurrency(), SubscriptionCap: c.SubscriptionConcurrency,
 		CircuitAfter: circuitAfter, Reserve: min(max(1, c.Concurrency/8), c.Concurrency-1), AttemptTimeout: c.leaseFor(),
 		Held: c.SweepGrace}
 }
@@ -255,8 +255,8 @@ func (c *Config) leaseFor() time.Duration {
 }
 
 // senderConfig is the delivery part of c.
-func (c *Config) senderConfig() senderConfig {
-	return senderConfig{Timeout: c.DeliveryTimeout, AllowHTTP: c.AllowHTTPTargets, AllowPrivate: c.AllowPrivateTargets,
+func (c *Config) senderConfig() SenderConfig {
+	return SenderConfig{Timeout: c.DeliveryTimeout, AllowHTTP: c.AllowHTTPTargets, AllowPrivate: c.AllowPrivateTargets,
 		MaxConns: c.Concurrency, MaxConnsPerHost: c.Concurrency, Version: c.Version, EgressProxy: c.EgressProxy}
 }
 
@@ -267,7 +267,7 @@ func (c *Config) senderConfig() senderConfig {
 // the workers.
 type Dispatcher struct {
 	cfg       Config
-	tasks     *enqueuer
+	tasks     *Enqueuer
 	metrics   *metrics
 	publisher *Publisher
 	redeliver *Redeliverer
@@ -290,29 +290,29 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := newEnqueuer(cfg.Redis, cfg.leaseFor(), cfg.Clock)
+	tasks, err := NewEnqueuer(cfg.Redis, cfg.leaseFor(), cfg.Clock)
 	if err != nil {
 		return nil, err
 	}
-	pub, err := newPublisher(publisherConfig{
+	pub, err := NewPublisher(PublisherConfig{
 		Store: cfg.Store, EventTypes: cfg.EventTypes, MaxPayloadBytes: cfg.MaxPayloadBytes,
 		VersionUsable: cfg.VersionUsable, Versions: cfg.Versions, DefaultAPIVersion: cfg.DefaultAPIVersion,
 	}, tasks, m, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
-	red, err := newRedeliverer(redelivererConfig{Store: cfg.Store}, tasks, cfg.Clock, cfg.Logger)
+	red, err := NewRedeliverer(RedelivererConfig{Store: cfg.Store}, tasks, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(newScheduleCollector(tasks.lanes, cfg.Clock)); err != nil {
+		if err := cfg.Registerer.Register(NewScheduleCollector(tasks.Lanes, cfg.Clock)); err != nil {
 			return nil, fmt.Errorf("register the schedule's metrics: %w", err)
 		}
 	}
 	d := &Dispatcher{cfg: cfg, tasks: tasks, metrics: m, publisher: pub, redeliver: red}
 	d.checker = sync.OnceValues(func() (*Checker, error) {
-		snd, err := newSender(cfg.senderConfig(), cfg.Clock, d.dialer)
+		snd, err := NewSender(cfg.senderConfig(), cfg.Clock, d.dialer)
 		if err != nil {
 			return nil, err
 		}
@@ -361,6 +361,6 @@ func (d *Dispatcher) Recover(ctx context.Context, merchantID string, subscriptio
 // Close writes the publishes waiting for their group, then closes the
 // asynq client their first attempts are enqueued with.
 func (d *Dispatcher) Close() error {
-	d.publisher.close()
-	return d.tasks.close()
+	d.publisher.Close()
+	return d.tasks.Close()
 }

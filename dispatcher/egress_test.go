@@ -65,16 +65,16 @@ func TestEgressProxyTunnelsToTheCheckedAddress(t *testing.T) {
 	})
 	_, port, _ := net.SplitHostPort(rcv.Listener.Addr().String())
 	proxy := connectproxy.New(t, nil)
-	cfg := senderConfig{Timeout: 5 * time.Second, AllowPrivate: true, MaxConns: 4, MaxConnsPerHost: 1,
+	cfg := SenderConfig{Timeout: 5 * time.Second, AllowPrivate: true, MaxConns: 4, MaxConnsPerHost: 1,
 		Version: "test", EgressProxy: proxy.URL}
-	snd, err := newSender(cfg, clock.System{}, nil)
+	snd, err := NewSender(cfg, clock.System{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	snd.http.Transport.(*http.Transport).TLSClientConfig.RootCAs = roots
 	// localhost comes from /etc/hosts; the receiver listens on 127.0.0.1.
 	res := snd.send(context.Background(), "https://localhost:"+port+"/hook", "evt", []byte(`{}`), nil, nil)
-	if !res.ok() || res.httpStatus == nil || *res.httpStatus != http.StatusNoContent {
+	if !res.OK() || res.HTTPStatus == nil || *res.HTTPStatus != http.StatusNoContent {
 		t.Fatalf("send through the proxy: %+v, want a 204", res)
 	}
 	if got := proxy.Connects(); len(got) != 1 || got[0] != "127.0.0.1:"+port {
@@ -106,15 +106,15 @@ func TestEgressProxyKeepsTheAddressCheck(t *testing.T) {
 	})
 	cfg := guardedConfig()
 	cfg.EgressProxy = proxy.URL
-	snd, err := newSender(cfg, clock.System{}, nil)
+	snd, err := NewSender(cfg, clock.System{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	code := func(res result) string {
-		if res.errCode == nil {
+	code := func(res Result) string {
+		if res.ErrCode == nil {
 			return "ok"
 		}
-		return *res.errCode
+		return *res.ErrCode
 	}
 	for _, target := range []string{"http://localhost:8080/", "http://127.0.0.1:9/hook", "http://[::ffff:10.0.0.1]:8443/",
 		"http://169.254.169.254/latest/meta-data", "http://[fd00::1]/", "http://" + local + "/"} {
@@ -126,7 +126,7 @@ func TestEgressProxyKeepsTheAddressCheck(t *testing.T) {
 	if got := proxy.Connects(); len(got) != 0 {
 		t.Fatalf("the proxy was asked for forbidden targets: %v", got)
 	}
-	if res := snd.send(context.Background(), "http://1.1.1.1:8443/hook", "evt", []byte(`{}`), nil, nil); !res.ok() {
+	if res := snd.send(context.Background(), "http://1.1.1.1:8443/hook", "evt", []byte(`{}`), nil, nil); !res.OK() {
 		t.Errorf("public target through the proxy: %s, want delivered", code(res))
 	}
 	if res := snd.send(context.Background(), "http://8.8.8.8:443/hook", "evt", []byte(`{}`), nil, nil); code(res) != errNetwork {

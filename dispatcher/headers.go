@@ -6,11 +6,11 @@ import (
 	"github.com/webhookd/webhookd/internal/store"
 )
 
-// headers opens the extra request headers of a leased delivery's
+// Headers opens the extra request Headers of a leased delivery's
 // subscription (nil when it has none). They come with the lease's row, so
 // they cost no query; the sealer that opens the signing secrets opens
 // them. Their values are never logged.
-func (c *secretCache) headers(l store.LeasedDelivery) (map[string]string, error) {
+func (c *SecretCache) Headers(l store.LeasedDelivery) (map[string]string, error) {
 	if l.SealedHeaders == nil {
 		return nil, nil
 	}

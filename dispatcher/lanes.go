@@ -21,9 +21,9 @@ import (
 // all live on one shard.
 const lanePrefix = "{webhookd:lanes}"
 
-// laneWakeChannel is the Redis channel a push announces new work on, so
+// WakeChannel is the Redis channel a push announces new work on, so
 // that idle workers take it at once instead of polling.
-const laneWakeChannel = lanePrefix + ":wake"
+const WakeChannel = lanePrefix + ":wake"
 
 // The schedule's Redis layout (lanes.lua and the scripts below keep it):
 //
@@ -55,27 +55,27 @@ var (
 	statsScript = redis.NewScript(laneLibrary + "\nreturn stats()")
 )
 
-// lanes is the schedule of due and parked attempts in Redis, shared by
+// Lanes is the schedule of due and parked attempts in Redis, shared by
 // every process: API processes push first and manual attempts, workers
 // push retries and take what is due. Nothing in it is the only copy of
 // anything: each attempt is a pending delivery in Postgres, and the
 // sweeper pushes again what Redis lost.
-type lanes struct {
+type Lanes struct {
 	redis redis.UniversalClient
 }
 
-// laneItem is one attempt pushed to or taken from the schedule.
-type laneItem struct {
+// LaneItem is one attempt pushed to or taken from the schedule.
+type LaneItem struct {
 	// ID names the attempt (attemptTaskID, manualTaskID): a push of an id
 	// already parked adds nothing.
 	ID   string
-	Task attemptTask
+	Task Attempt
 }
 
-// push parks attempts until they are due, each under its merchant and
+// Push parks attempts until they are due, each under its merchant and
 // subscription, and wakes the workers. It returns how many were added (an
 // id already parked is not).
-func (l *lanes) push(ctx context.Context, items ...laneItem) (int, error) {
+func (l *Lanes) Push(ctx context.Context, items ...LaneItem) (int, error) {
 	if len(items) == 0 {
 		return 0, nil
 	}
@@ -90,7 +90,7 @@ func (l *lanes) push(ctx context.Context, items ...laneItem) (int, error) {
 		if it.Task.Trigger == store.TriggerManual {
 			rate = "0" // outside the subscription's rate limit
 		}
-		args = append(args, merchantLane(it.Task), subscriptionLane(it.Task), it.ID,
+		args = append(args, MerchantLane(it.Task), subscriptionLane(it.Task), it.ID,
 			strconv.FormatInt(it.Task.Due.UnixMilli(), 10), rate, payload)
 	}
 	n, err := pushScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, args...).Int()
@@ -100,9 +100,9 @@ func (l *lanes) push(ctx context.Context, items ...laneItem) (int, error) {
 	return n, nil
 }
 
-// merchantLane is the merchant an attempt is scheduled under; a task from
+// MerchantLane is the merchant an attempt is scheduled under; a task from
 // an older build without one stands for a merchant of its own.
-func merchantLane(t attemptTask) string {
+func MerchantLane(t Attempt) string {
 	if t.MerchantID == "" {
 		return "subscription:" + t.SubscriptionID.String()
 	}
@@ -116,15 +116,15 @@ const manualLane = "/manual"
 // or for a manual attempt (redeliver, recover) the subscription's manual
 // lane, which no rate limit paces and which does not queue behind the
 // subscription's backlog.
-func subscriptionLane(t attemptTask) string {
+func subscriptionLane(t Attempt) string {
 	if t.Trigger == store.TriggerManual {
 		return t.SubscriptionID.String() + manualLane
 	}
 	return t.SubscriptionID.String()
 }
 
-// running is what this process has in flight, as take weighs it.
-type running struct {
+// Running is what this process has in flight, as take weighs it.
+type Running struct {
 	// Merchants counts the attempts each merchant has running here.
 	Merchants map[string]int
 	// SubscriptionRoom is how many more attempts each subscription may
@@ -136,8 +136,8 @@ type running struct {
 	Unlendable map[string]bool
 }
 
-// takeRequest bounds one take.
-type takeRequest struct {
+// TakeRequest bounds one take.
+type TakeRequest struct {
 	// Now is the schedule's time.
 	Now time.Time
 	// Want is how many attempts to take at most (the free slots).
@@ -155,10 +155,10 @@ type takeRequest struct {
 	Lendable int
 }
 
-// taken is what one take handed over.
-type taken struct {
+// Taken is what one take handed over.
+type Taken struct {
 	// Items are the attempts taken.
-	Items []laneItem
+	Items []LaneItem
 	// Next is when the next parked attempt is due (zero: none is parked).
 	Next time.Time
 	// HeldBack tells that due work was left in the schedule (over a share,
@@ -167,10 +167,10 @@ type taken struct {
 	HeldBack bool
 }
 
-// take takes up to req.Want due attempts, round-robin over merchants with
+// Take takes up to req.Want due attempts, round-robin over merchants with
 // due work: first those under their share, then, with slots to lend,
 // those over it.
-func (l *lanes) take(ctx context.Context, req takeRequest, r running) (taken, error) {
+func (l *Lanes) Take(ctx context.Context, req TakeRequest, r Running) (Taken, error) {
 	args := make([]any, 0, 16+2*len(r.Merchants)+2*len(r.SubscriptionRoom)+len(r.Unlendable))
 	args = append(args, lanePrefix, req.Now.UnixMilli(), req.Want, req.Share, req.SubscriptionCap, req.Lendable,
 		// Merchants scanned per pass: those running here (at their share,
@@ -190,36 +190,36 @@ func (l *lanes) take(ctx context.Context, req takeRequest, r running) (taken, er
 	}
 	res, err := takeScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, args...).Slice()
 	if err != nil {
-		return taken{}, fmt.Errorf("take due attempts: %w", err)
+		return Taken{}, fmt.Errorf("take due attempts: %w", err)
 	}
 	if len(res) < 2 {
-		return taken{}, errors.New("take due attempts: short answer")
+		return Taken{}, errors.New("take due attempts: short answer")
 	}
-	var out taken
+	var out Taken
 	if ms, _ := res[0].(int64); ms > 0 {
 		out.Next = time.UnixMilli(ms)
 	}
 	more, _ := res[1].(int64)
 	out.HeldBack = more == 1
-	out.Items = make([]laneItem, 0, (len(res)-2)/2)
+	out.Items = make([]LaneItem, 0, (len(res)-2)/2)
 	for i := 2; i+1 < len(res); i += 2 {
 		id, _ := res[i].(string)
 		payload, _ := res[i+1].(string)
-		var t attemptTask
+		var t Attempt
 		if err := json.Unmarshal([]byte(payload), &t); err != nil {
 			// Unreadable: dropped; its delivery is pending in Postgres and
 			// the sweeper pushes it again.
 			continue
 		}
-		out.Items = append(out.Items, laneItem{ID: id, Task: t})
+		out.Items = append(out.Items, LaneItem{ID: id, Task: t})
 	}
 	return out, nil
 }
 
-// drop removes every attempt parked for a subscription (deleted,
+// Drop removes every attempt parked for a subscription (deleted,
 // disabled, an ended listener), manual ones included, and returns how many
 // there were.
-func (l *lanes) drop(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (int, error) {
+func (l *Lanes) Drop(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (int, error) {
 	n, err := dropScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, lanePrefix, merchantID,
 		subscriptionID.String(), subscriptionID.String()+manualLane).Int()
 	if err != nil {
@@ -228,10 +228,10 @@ func (l *lanes) drop(ctx context.Context, merchantID string, subscriptionID uuid
 	return n, nil
 }
 
-// held tells, for each attempt, whether the schedule holds it: parked, or
+// Held tells, for each attempt, whether the schedule holds it: parked, or
 // taken by a worker since since (which leases its delivery in a moment).
 // One pipelined read, whatever their number.
-func (l *lanes) held(ctx context.Context, items []laneItem, since time.Time) ([]bool, error) {
+func (l *Lanes) Held(ctx context.Context, items []LaneItem, since time.Time) ([]bool, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -257,8 +257,8 @@ func (l *lanes) held(ctx context.Context, items []laneItem, since time.Time) ([]
 	return out, nil
 }
 
-// laneStats is the schedule's state as the metrics show it.
-type laneStats struct {
+// Stats is the schedule's state as the metrics show it.
+type Stats struct {
 	// Parked is how many attempts wait in the schedule, due or not.
 	Parked int64
 	// MerchantsDue is how many merchants have due work; MerchantsLater how
@@ -268,18 +268,18 @@ type laneStats struct {
 	OldestDue time.Duration
 }
 
-// stats reads the schedule's state in one script.
-func (l *lanes) stats(ctx context.Context, now time.Time) (laneStats, error) {
+// Stats reads the schedule's state in one script.
+func (l *Lanes) Stats(ctx context.Context, now time.Time) (Stats, error) {
 	v, err := statsScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, lanePrefix, now.UnixMilli()).Int64Slice()
 	if err != nil || len(v) != 4 {
-		return laneStats{}, fmt.Errorf("read the schedule's state: %w", cmp.Or(err, errors.New("unexpected answer")))
+		return Stats{}, fmt.Errorf("read the schedule's state: %w", cmp.Or(err, errors.New("unexpected answer")))
 	}
-	return laneStats{Parked: v[0], MerchantsDue: v[1], MerchantsLater: v[2], OldestDue: time.Duration(v[3]) * time.Millisecond}, nil
+	return Stats{Parked: v[0], MerchantsDue: v[1], MerchantsLater: v[2], OldestDue: time.Duration(v[3]) * time.Millisecond}, nil
 }
 
-// setRate changes the deliveries per second a subscription's parked
+// SetRate changes the deliveries per second a subscription's parked
 // attempts are paced at (0: none).
-func (l *lanes) setRate(ctx context.Context, subscriptionID uuid.UUID, perSecond int) error {
+func (l *Lanes) SetRate(ctx context.Context, subscriptionID uuid.UUID, perSecond int) error {
 	err := l.redis.HSet(ctx, lanePrefix+":r:"+subscriptionID.String(), "rate", perSecond).Err()
 	if err != nil {
 		return fmt.Errorf("set the rate limit of subscription %s: %w", subscriptionID, err)

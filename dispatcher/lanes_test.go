@@ -15,22 +15,22 @@ import (
 )
 
 // newTestLanes is an empty schedule on a Redis server of the test's own.
-func newTestLanes(t *testing.T) *lanes {
+func newTestLanes(t *testing.T) *Lanes {
 	t.Helper()
 	rd := storetest.NewRedis(t)
 	rc := redis.NewClient(&redis.Options{Network: "unix", Addr: rd.Socket})
 	t.Cleanup(func() { _ = rc.Close() })
-	return &lanes{redis: rc}
+	return &Lanes{redis: rc}
 }
 
 // laneAt is a parked attempt of merchant m to subscription sub, due at
 // due; its id is name.
-func laneAt(name, m string, sub uuid.UUID, due time.Time, rate int) laneItem {
-	return laneItem{ID: name, Task: attemptTask{DeliveryID: uuid.New(), SubscriptionID: sub, MerchantID: m, Number: 1,
+func laneAt(name, m string, sub uuid.UUID, due time.Time, rate int) LaneItem {
+	return LaneItem{ID: name, Task: Attempt{DeliveryID: uuid.New(), SubscriptionID: sub, MerchantID: m, Number: 1,
 		Trigger: store.TriggerScheduled, Due: due, RateLimit: rate}}
 }
 
-func names(items []laneItem) []string {
+func names(items []LaneItem) []string {
 	out := make([]string, len(items))
 	for i, it := range items {
 		out[i] = it.ID
@@ -44,87 +44,87 @@ func TestLanesTake(t *testing.T) {
 	t0 := time.UnixMilli(1_800_000_000_000)
 	subA1, subA2, subB := uuid.New(), uuid.New(), uuid.New()
 	// backlogFrom is n attempts a millisecond apart from start.
-	backlogFrom := func(start time.Time, n int, m string, sub uuid.UUID, prefix string) []laneItem {
-		var out []laneItem
+	backlogFrom := func(start time.Time, n int, m string, sub uuid.UUID, prefix string) []LaneItem {
+		var out []LaneItem
 		for i := range n {
 			out = append(out, laneAt(fmt.Sprintf("%s%02d", prefix, i), m, sub, start.Add(time.Duration(i)*time.Millisecond), 0))
 		}
 		return out
 	}
-	backlog := func(n int, m string, sub uuid.UUID, prefix string) []laneItem {
+	backlog := func(n int, m string, sub uuid.UUID, prefix string) []LaneItem {
 		return backlogFrom(t0, n, m, sub, prefix)
 	}
 	for _, tc := range []struct {
 		name    string
-		parked  []laneItem
-		req     takeRequest
-		running running
+		parked  []LaneItem
+		req     TakeRequest
+		running Running
 		want    []string
 	}{
 		{
 			name:   "due attempts are taken in due order within a subscription",
 			parked: backlog(3, "A", subA1, "a"),
-			req:    takeRequest{Want: 3, Share: 10, SubscriptionCap: 10},
+			req:    TakeRequest{Want: 3, Share: 10, SubscriptionCap: 10},
 			want:   []string{"a00", "a01", "a02"},
 		},
 		{
 			name:   "attempts not yet due stay parked",
-			parked: []laneItem{laneAt("later", "A", subA1, t0.Add(time.Minute), 0), laneAt("now", "A", subA2, t0, 0)},
-			req:    takeRequest{Want: 5, Share: 10, SubscriptionCap: 10},
+			parked: []LaneItem{laneAt("later", "A", subA1, t0.Add(time.Minute), 0), laneAt("now", "A", subA2, t0, 0)},
+			req:    TakeRequest{Want: 5, Share: 10, SubscriptionCap: 10},
 			want:   []string{"now"},
 		},
 		{
 			name:   "merchants take turns: a backlog delays another merchant by one round at most",
 			parked: append(backlog(50, "A", subA1, "a"), laneAt("b", "B", subB, t0.Add(time.Second), 0)),
-			req:    takeRequest{Want: 2, Share: 10, SubscriptionCap: 10},
+			req:    TakeRequest{Want: 2, Share: 10, SubscriptionCap: 10},
 			want:   []string{"a00", "b"},
 		},
 		{
 			name:   "a merchant's subscriptions take turns",
 			parked: append(backlog(5, "A", subA1, "x"), backlogFrom(t0.Add(time.Millisecond), 5, "A", subA2, "y")...),
-			req:    takeRequest{Want: 4, Share: 10, SubscriptionCap: 10},
+			req:    TakeRequest{Want: 4, Share: 10, SubscriptionCap: 10},
 			want:   []string{"x00", "y00", "x01", "y01"},
 		},
 		{
 			name:    "a merchant at its share waits while another has due work",
 			parked:  append(backlog(5, "A", subA1, "a"), laneAt("b", "B", subB, t0, 0)),
-			req:     takeRequest{Want: 3, Share: 2, SubscriptionCap: 10},
-			running: running{Merchants: map[string]int{"A": 2}},
+			req:     TakeRequest{Want: 3, Share: 2, SubscriptionCap: 10},
+			running: Running{Merchants: map[string]int{"A": 2}},
 			want:    []string{"b"},
 		},
 		{
 			name:    "slots nobody under its share can use are lent beyond the share",
 			parked:  backlog(5, "A", subA1, "a"),
-			req:     takeRequest{Want: 3, Share: 2, SubscriptionCap: 10, Lendable: 2},
-			running: running{Merchants: map[string]int{"A": 2}},
+			req:     TakeRequest{Want: 3, Share: 2, SubscriptionCap: 10, Lendable: 2},
+			running: Running{Merchants: map[string]int{"A": 2}},
 			want:    []string{"a00", "a01"},
 		},
 		{
 			name:    "a lent slot lifts the subscription's cap",
 			parked:  backlog(5, "A", subA1, "a"),
-			req:     takeRequest{Want: 4, Share: 1, SubscriptionCap: 1, Lendable: 4},
-			running: running{Merchants: map[string]int{"A": 1}, SubscriptionRoom: map[string]int{subA1.String(): 0}},
+			req:     TakeRequest{Want: 4, Share: 1, SubscriptionCap: 1, Lendable: 4},
+			running: Running{Merchants: map[string]int{"A": 1}, SubscriptionRoom: map[string]int{subA1.String(): 0}},
 			want:    []string{"a00", "a01", "a02", "a03"},
 		},
 		{
 			name:    "no slot is lent to a subscription whose last attempt timed out",
 			parked:  append(backlog(3, "A", subA1, "hang"), backlog(3, "A", subA2, "ok")...),
-			req:     takeRequest{Want: 4, Share: 1, SubscriptionCap: 10, Lendable: 4},
-			running: running{Merchants: map[string]int{"A": 1}, Unlendable: map[string]bool{subA1.String(): true}},
+			req:     TakeRequest{Want: 4, Share: 1, SubscriptionCap: 10, Lendable: 4},
+			running: Running{Merchants: map[string]int{"A": 1}, Unlendable: map[string]bool{subA1.String(): true}},
 			want:    []string{"ok00", "ok01", "ok02"},
 		},
 		{
 			name:    "a subscription at its cap leaves the merchant's share to its other subscriptions",
 			parked:  append(backlog(3, "A", subA1, "hang"), backlog(3, "A", subA2, "ok")...),
-			req:     takeRequest{Want: 3, Share: 10, SubscriptionCap: 2},
-			running: running{Merchants: map[string]int{"A": 2}, SubscriptionRoom: map[string]int{subA1.String(): 0}},
+			req:     TakeRequest{Want: 3, Share: 10, SubscriptionCap: 2},
+			running: Running{Merchants: map[string]int{"A": 2}, SubscriptionRoom: map[string]int{subA1.String(): 0}},
 			want:    []string{"ok00", "ok01"},
 		},
 		{
 			name: "a rate-limited subscription gives one attempt per turn",
-			parked: []laneItem{laneAt("r1", "A", subA1, t0, 5), laneAt("r2", "A", subA1, t0, 5),
+			parked: []LaneItem{laneAt("r1", "A", subA1, t0, 5), laneAt("r2", "A", subA1, t0, 5),
 				laneAt("other", "B", subB, t0, 0)},
-			req:  takeRequest{Want: 3, Share: 10, SubscriptionCap: 10},
+			req:  TakeRequest{Want: 3, Share: 10, SubscriptionCap: 10},
 			want: []string{"r1", "other"},
 		},
 	} {
@@ -132,13 +132,13 @@ func TestLanesTake(t *testing.T) {
 			t.Parallel()
 			l := newTestLanes(t)
 			ctx := context.Background()
-			if _, err := l.push(ctx, tc.parked...); err != nil {
+			if _, err := l.Push(ctx, tc.parked...); err != nil {
 				t.Fatal(err)
 			}
 			if tc.req.Now.IsZero() {
 				tc.req.Now = t0.Add(time.Second) // every backlog is due
 			}
-			got, err := l.take(ctx, tc.req, tc.running)
+			got, err := l.Take(ctx, tc.req, tc.running)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,22 +157,22 @@ func TestLanesRateLimitTurns(t *testing.T) {
 	l := newTestLanes(t)
 	ctx := context.Background()
 	t0, sub := time.UnixMilli(1_800_000_000_000), uuid.New()
-	var items []laneItem
+	var items []LaneItem
 	for i := range 4 {
 		items = append(items, laneAt(fmt.Sprint(i), "A", sub, t0, 5))
 	}
 	manual := laneAt("manual", "A", sub, t0, 0)
 	manual.Task.Trigger = store.TriggerManual
-	if _, err := l.push(ctx, append(items, manual)...); err != nil {
+	if _, err := l.Push(ctx, append(items, manual)...); err != nil {
 		t.Fatal(err)
 	}
-	req := takeRequest{Now: t0, Want: 10, Share: 10, SubscriptionCap: 10}
+	req := TakeRequest{Now: t0, Want: 10, Share: 10, SubscriptionCap: 10}
 	for i, step := range []struct {
 		at   time.Duration
 		want []string
 	}{{0, []string{"0", "manual"}}, {100 * time.Millisecond, nil}, {200 * time.Millisecond, []string{"1"}}, {450 * time.Millisecond, []string{"2"}}} {
 		req.Now = t0.Add(step.at)
-		got, err := l.take(ctx, req, running{})
+		got, err := l.Take(ctx, req, Running{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,20 +195,20 @@ func TestLanesPushDropAndParked(t *testing.T) {
 	ctx := context.Background()
 	t0, gone, kept := time.UnixMilli(1_800_000_000_000), uuid.New(), uuid.New()
 	a, b, c := laneAt("a", "A", gone, t0, 1), laneAt("b", "A", gone, t0, 1), laneAt("c", "A", kept, t0, 0)
-	if n, err := l.push(ctx, a, b, c, a); err != nil || n != 3 {
+	if n, err := l.Push(ctx, a, b, c, a); err != nil || n != 3 {
 		t.Fatalf("push of 4 with one twice added %d (%v), want 3", n, err)
 	}
-	if n, err := l.drop(ctx, "A", gone); err != nil || n != 2 {
+	if n, err := l.Drop(ctx, "A", gone); err != nil || n != 2 {
 		t.Fatalf("drop removed %d (%v), want 2", n, err)
 	}
-	parked, err := l.held(ctx, []laneItem{a, b, c}, t0)
+	parked, err := l.Held(ctx, []LaneItem{a, b, c}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(parked, []bool{false, false, true}) {
 		t.Errorf("parked = %v after the drop, want [false false true]", parked)
 	}
-	got, err := l.take(ctx, takeRequest{Now: t0, Want: 5, Share: 5, SubscriptionCap: 5}, running{})
+	got, err := l.Take(ctx, TakeRequest{Now: t0, Want: 5, Share: 5, SubscriptionCap: 5}, Running{})
 	if err != nil || !slices.Equal(names(got.Items), []string{"c"}) {
 		t.Fatalf("took %v (%v) after the drop, want [c]", names(got.Items), err)
 	}

@@ -13,13 +13,13 @@ import (
 // same guarantees as store.LeaseDelivery (one attempt number never runs
 // twice at once; a stale task finds nothing).
 type leaser struct {
-	b *batcher[store.LeaseRequest, store.LeasedDelivery]
+	b *Batcher[store.LeaseRequest, store.LeasedDelivery]
 }
 
 // newLeaser starts the writer; each lease lasts leaseFor from the clock's
 // now.
 func newLeaser(st *store.Store, clock clock.Clock, leaseFor time.Duration) *leaser {
-	return &leaser{b: newBatcher(func(ctx context.Context, reqs []store.LeaseRequest) ([]store.LeasedDelivery, []error, error) {
+	return &leaser{b: NewBatcher(func(ctx context.Context, reqs []store.LeaseRequest) ([]store.LeasedDelivery, []error, error) {
 		return st.LeaseDeliveries(ctx, reqs, clock.Now(), leaseFor)
 	})}
 }
@@ -27,7 +27,7 @@ func newLeaser(st *store.Store, clock clock.Clock, leaseFor time.Duration) *leas
 // lease takes the delivery for one attempt; store.ErrNotFound when that
 // attempt is stale or running elsewhere.
 func (l *leaser) lease(ctx context.Context, req store.LeaseRequest) (store.LeasedDelivery, error) {
-	return l.b.do(ctx, req)
+	return l.b.Do(ctx, req)
 }
 
-func (l *leaser) close() { l.b.close() }
+func (l *leaser) close() { l.b.Close() }

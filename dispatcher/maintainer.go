@@ -12,8 +12,8 @@ import (
 	"github.com/webhookd/webhookd/internal/store"
 )
 
-// maintainerConfig is what the maintainer needs.
-type maintainerConfig struct {
+// MaintainerConfig is what the maintainer needs.
+type MaintainerConfig struct {
 	// Store is the database (required).
 	Store *store.Store
 	// PartitionsAhead is how many day partitions are kept ready beyond
@@ -21,7 +21,7 @@ type maintainerConfig struct {
 	PartitionsAhead int
 }
 
-func (c maintainerConfig) validate() error {
+func (c MaintainerConfig) validate() error {
 	switch {
 	case c.Store == nil:
 		return errors.New("maintainer: Store is required")
@@ -31,26 +31,26 @@ func (c maintainerConfig) validate() error {
 	return nil
 }
 
-// maintainer keeps the tables' shape over time: it creates the day
+// Maintainer keeps the tables' shape over time: it creates the day
 // partitions ahead, drops those past the 30-day retention and expires old
 // idempotency keys. It runs as TaskMaintenance.
-type maintainer struct {
-	cfg    maintainerConfig
+type Maintainer struct {
+	cfg    MaintainerConfig
 	clock  clock.Clock
 	logger *slog.Logger
 }
 
-// handleMaintenance runs maintain as a periodic task.
-func (m *maintainer) handleMaintenance(ctx context.Context, _ *asynq.Task) error {
-	if err := m.maintain(ctx); err != nil {
+// HandleMaintenance runs maintain as a periodic task.
+func (m *Maintainer) HandleMaintenance(ctx context.Context, _ *asynq.Task) error {
+	if err := m.Maintain(ctx); err != nil {
 		m.logger.ErrorContext(ctx, "maintenance", "error", err)
 	}
 	return nil // the next period tries again; never archive the job
 }
 
-// maintain does one round. Every step is idempotent, and an advisory lock
+// Maintain does one round. Every step is idempotent, and an advisory lock
 // keeps two instances from doing it at the same time.
-func (m *maintainer) maintain(ctx context.Context) error {
+func (m *Maintainer) Maintain(ctx context.Context) error {
 	ran, err := m.cfg.Store.WithAdvisoryLock(ctx, store.LockMaintenance, func(ctx context.Context) error {
 		now := m.clock.Now()
 		created, err := m.cfg.Store.EnsurePartitions(ctx, now, m.cfg.PartitionsAhead)

@@ -22,7 +22,7 @@ func TestMaintainerKeepsPartitionsAhead(t *testing.T) {
 	now := time.Now().UTC()
 	var clockAt time.Time
 	clock := clock.Func(func() time.Time { return clockAt })
-	m := &maintainer{cfg: maintainerConfig{Store: st, PartitionsAhead: store.PartitionsAhead}, clock: clock,
+	m := &Maintainer{cfg: MaintainerConfig{Store: st, PartitionsAhead: store.PartitionsAhead}, clock: clock,
 		logger: slog.New(slog.DiscardHandler)}
 	if err := m.cfg.validate(); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestMaintainerKeepsPartitionsAhead(t *testing.T) {
 		{"past the retention of today's partition", store.Retention + 3*24*time.Hour},
 	} {
 		clockAt = now.Add(tc.offset)
-		if err := m.maintain(ctx); err != nil {
+		if err := m.Maintain(ctx); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		got := partitions()

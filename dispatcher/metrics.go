@@ -112,7 +112,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, o := range []string{outcomeSuccess, outcomeHTTPError, outcomeTimeout, outcomeNetworkError, outcomeBlocked} {
 		m.attempts.WithLabelValues(o)
 	}
-	for _, r := range publishedEventRules() {
+	for _, r := range RefusalRules() {
 		m.eventsRefused.WithLabelValues(r)
 	}
 	return m, nil

@@ -41,8 +41,8 @@ func endsLine(d store.Delivery, status store.DeliveryStatus) bool {
 // delivery ended, as the store made it due when it recorded the end. A
 // lost enqueue (Redis down, a crash) is not lost work: the head is due in
 // Postgres, and the sweeper enqueues it.
-func (r *attemptRunner) enqueueLineHead(ctx context.Context, ended store.Delivery, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
+func (r *Runner) enqueueLineHead(ctx context.Context, ended store.Delivery, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), EnqueueTimeout)
 	defer cancel()
 	head, err := r.cfg.Store.LineHead(ctx, ended.SubscriptionID, *ended.OrderingKey)
 	if errors.Is(err, store.ErrNotFound) {
@@ -57,7 +57,7 @@ func (r *attemptRunner) enqueueLineHead(ctx context.Context, ended store.Deliver
 		due = *head.NextAttemptAt
 	}
 	number := head.AttemptCount + 1
-	if _, err := r.tasks.attempt(ctx, scheduledAttempt(head, number, due), attemptTaskID(head.ID, number)); err != nil {
+	if _, err := r.tasks.Schedule(ctx, ScheduledAttempt(head, number, due), AttemptTaskID(head.ID, number)); err != nil {
 		log.WarnContext(ctx, "enqueue the next delivery of the key; the sweeper will", "error", err, "next_delivery_id", head.ID)
 	}
 }

@@ -40,9 +40,9 @@ const (
 	ruleTaskUnreadable    = "task_unreadable"
 )
 
-// publishedEventRules lists every rule a producer event can break, so
+// RefusalRules lists every rule a producer event can break, so
 // that each refusal series exists, at zero, from the start.
-func publishedEventRules() []string {
+func RefusalRules() []string {
 	return []string{invalid.RuleMissing, merchants.RuleIDMalformed, ruleTypeReserved, ruleTypeUnknown,
 		rulePayloadNotObject, invalid.RuleTooLarge, rulePayloadNotJSON, ruleIDNotUUID, ruleAPIVersionUnknown,
 		ruleIDTaken, ruleTaskUnreadable}
@@ -51,8 +51,8 @@ func publishedEventRules() []string {
 // testEventMessage is the message of every ping.test payload.
 const testEventMessage = "This is a test event sent by webhookd. Handlers may ignore it."
 
-// publisherConfig is what the Publisher needs.
-type publisherConfig struct {
+// PublisherConfig is what the Publisher needs.
+type PublisherConfig struct {
 	// Store is the database (required).
 	Store *store.Store
 	// EventTypes is the catalogue producers may publish (required).
@@ -70,7 +70,7 @@ type publisherConfig struct {
 	DefaultAPIVersion string
 }
 
-func (c publisherConfig) validate() error {
+func (c PublisherConfig) validate() error {
 	if c.Store == nil {
 		return errors.New("publisher: Store is required")
 	}
@@ -89,11 +89,11 @@ func (c publisherConfig) validate() error {
 // all publish through it, so an event refused on one path is refused on
 // every path, with the same parameter and message.
 type Publisher struct {
-	cfg publisherConfig
+	cfg PublisherConfig
 	// types is the catalogue of cfg.EventTypes, which judges every type.
 	types   catalogue.Catalogue
 	filters *filter.Cache
-	tasks   *enqueuer
+	tasks   *Enqueuer
 	metrics *metrics
 	clock   clock.Clock
 	logger  *slog.Logger
@@ -103,7 +103,7 @@ type Publisher struct {
 	// groups is the group commit of publishes: the publishes that arrive
 	// while a group is being written share the next one's merchant read,
 	// transaction and commit.
-	groups *batcher[publishRequest, published]
+	groups *Batcher[publishRequest, published]
 }
 
 // publishRequest is one publish waiting for its group.
@@ -124,7 +124,7 @@ type published struct {
 	created    bool
 }
 
-func newPublisher(cfg publisherConfig, tasks *enqueuer, m *metrics, clock clock.Clock, logger *slog.Logger) (*Publisher, error) {
+func NewPublisher(cfg PublisherConfig, tasks *Enqueuer, m *metrics, clock clock.Clock, logger *slog.Logger) (*Publisher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -134,12 +134,12 @@ func newPublisher(cfg publisherConfig, tasks *enqueuer, m *metrics, clock clock.
 	}
 	p := &Publisher{cfg: cfg, types: catalogue.New(cfg.EventTypes), filters: filter.NewCache(compiler), tasks: tasks, metrics: m, clock: clock, logger: logger}
 	p.matcher = p.matchFilters
-	p.groups = newBatcher(p.writeGroup)
+	p.groups = NewBatcher(p.writeGroup)
 	return p, nil
 }
 
-// close writes the publishes queued and stops the group writer.
-func (p *Publisher) close() { p.groups.close() }
+// Close writes the publishes queued and stops the group writer.
+func (p *Publisher) Close() { p.groups.Close() }
 
 // EventTypes is the catalogue producers may publish and subscriptions may
 // name.
@@ -244,7 +244,7 @@ func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) (evs []
 		for j, i := range todo {
 			batch[j] = reqs[i]
 		}
-		out, outErrs := p.groups.doAll(ctx, batch)
+		out, outErrs := p.groups.DoAll(ctx, batch)
 		var again []int
 		for j, i := range todo {
 			evs[i], created[i] = out[j].event, out[j].created
@@ -269,7 +269,7 @@ func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audi
 	defer p.metrics.publishesWaiting.Dec()
 	req := publishRequest{event: e, to: to}
 	for {
-		out, err := p.groups.do(ctx, req)
+		out, err := p.groups.Do(ctx, req)
 		v, again, err := p.awaitVerdict(ctx, err)
 		if !again {
 			return out.event, out.deliveries, out.created, err
@@ -418,15 +418,15 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 // A failure is logged, not returned: the events are durable, and the
 // sweeper parks their attempts later.
 func (p *Publisher) enqueueFirstAttempts(ctx context.Context, created []store.EventWritten) {
-	var items []laneItem
+	var items []LaneItem
 	for _, w := range created {
 		// Skipped deliveries (disabled subscriptions) wait for recover and
 		// ordered ones behind their key's head wait for it: neither is due.
 		for _, del := range dueNow(w.Deliveries) {
-			items = append(items, laneItem{ID: attemptTaskID(del.ID, 1), Task: scheduledAttempt(del, 1, w.Event.CreatedAt)})
+			items = append(items, LaneItem{ID: AttemptTaskID(del.ID, 1), Task: ScheduledAttempt(del, 1, w.Event.CreatedAt)})
 		}
 	}
-	if _, err := p.tasks.lanes.push(ctx, items...); err != nil {
+	if _, err := p.tasks.Lanes.Push(ctx, items...); err != nil {
 		p.logger.WarnContext(ctx, "schedule first attempts; the sweeper will retry", "events", len(created),
 			"attempts", len(items), "error", err)
 	}
@@ -546,13 +546,13 @@ func (p *Publisher) SendTestEvent(ctx context.Context, merchantID string, subscr
 	return del, nil
 }
 
-// handleIngest turns a producer task into a stored event. An event that
+// HandleIngest turns a producer task into a stored event. An event that
 // breaks a rule is never stored nor delivered: it is refused with a log
 // line and a metric naming the rule, and the refusal is kept where the
 // producer reads it (producer.Refusal); the task is revoked, not archived,
 // so that a corrected event with the same id can be published. An internal
 // error is returned for asynq to retry.
-func (p *Publisher) handleIngest(ctx context.Context, t *asynq.Task) error {
+func (p *Publisher) HandleIngest(ctx context.Context, t *asynq.Task) error {
 	var e producer.Event
 	if err := json.Unmarshal(t.Payload(), &e); err != nil {
 		return p.refuse(ctx, e, invalid.Value("payload", ruleTaskUnreadable, "The task is not a JSON event."))
@@ -570,7 +570,7 @@ func (p *Publisher) handleIngest(ctx context.Context, t *asynq.Task) error {
 	// A corrected re-publish of a refused id is stored now: its refusal
 	// no longer holds. (Done here, not by the producer, so that the core
 	// API's publish costs one Redis call.)
-	if err := p.tasks.clearRefusal(ctx, e.ID); err != nil {
+	if err := p.tasks.ClearRefusal(ctx, e.ID); err != nil {
 		p.logger.WarnContext(ctx, "clear the event's refusal", "event_id", e.ID, "error", err)
 	}
 	return nil
@@ -582,7 +582,7 @@ func (p *Publisher) refuse(ctx context.Context, e producer.Event, bad *invalid.E
 	p.logger.ErrorContext(ctx, "producer event refused; not stored, not delivered", "event_id", e.ID,
 		"merchant_id", e.MerchantID, "rule", bad.Rule, "param", bad.Param, "reason", bad.Message)
 	if e.ID != "" {
-		if err := p.tasks.refusal(ctx, e.ID, producer.Refused{Param: bad.Param, Rule: bad.Rule, Message: bad.Message}); err != nil {
+		if err := p.tasks.Refusal(ctx, e.ID, producer.Refused{Param: bad.Param, Rule: bad.Rule, Message: bad.Message}); err != nil {
 			p.logger.WarnContext(ctx, "keep refusal for the producer", "event_id", e.ID, "error", err)
 		}
 	}

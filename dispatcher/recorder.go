@@ -32,12 +32,12 @@ func (r InlineRecorder) Record(ctx context.Context, rec store.AttemptRecord) err
 // BatchRecorder is the group commit of attempt records: the durability of
 // InlineRecorder at a fraction of the commits.
 type BatchRecorder struct {
-	b *batcher[store.AttemptRecord, struct{}]
+	b *Batcher[store.AttemptRecord, struct{}]
 }
 
 // NewBatchRecorder starts the writer; Close stops it.
 func NewBatchRecorder(st *store.Store) *BatchRecorder {
-	return &BatchRecorder{b: newBatcher(func(ctx context.Context, recs []store.AttemptRecord) ([]struct{}, []error, error) {
+	return &BatchRecorder{b: NewBatcher(func(ctx context.Context, recs []store.AttemptRecord) ([]struct{}, []error, error) {
 		errs, err := st.RecordAttempts(ctx, recs)
 		return make([]struct{}, len(recs)), errs, err
 	})}
@@ -46,9 +46,9 @@ func NewBatchRecorder(st *store.Store) *BatchRecorder {
 // Record implements Recorder: it queues the record and waits until its
 // batch committed.
 func (r *BatchRecorder) Record(ctx context.Context, rec store.AttemptRecord) error {
-	_, err := r.b.do(ctx, rec)
+	_, err := r.b.Do(ctx, rec)
 	return err
 }
 
 // Close writes what is queued and stops the writer.
-func (r *BatchRecorder) Close() { r.b.close() }
+func (r *BatchRecorder) Close() { r.b.Close() }

@@ -17,13 +17,13 @@ import (
 // disabled or deleted: nothing is sent. The API answers 409 conflict.
 var ErrSubscriptionInactive = store.ErrSubscriptionInactive
 
-// redelivererConfig is what the Redeliverer needs.
-type redelivererConfig struct {
+// RedelivererConfig is what the Redeliverer needs.
+type RedelivererConfig struct {
 	// Store is the database (required).
 	Store *store.Store
 }
 
-func (c redelivererConfig) validate() error {
+func (c RedelivererConfig) validate() error {
 	if c.Store == nil {
 		return errors.New("redeliverer: Store is required")
 	}
@@ -35,13 +35,13 @@ func (c redelivererConfig) validate() error {
 // records each request in Postgres before it enqueues the attempt, so a
 // request survives Redis; the attemptRunner makes the attempt.
 type Redeliverer struct {
-	cfg    redelivererConfig
-	tasks  *enqueuer
+	cfg    RedelivererConfig
+	tasks  *Enqueuer
 	clock  clock.Clock
 	logger *slog.Logger
 }
 
-func newRedeliverer(cfg redelivererConfig, tasks *enqueuer, clock clock.Clock, logger *slog.Logger) (*Redeliverer, error) {
+func NewRedeliverer(cfg RedelivererConfig, tasks *Enqueuer, clock clock.Clock, logger *slog.Logger) (*Redeliverer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (r *Redeliverer) requestManual(ctx context.Context, merchantID string, dels
 	for _, del := range dels {
 		call, err := uuid.NewV7()
 		if err == nil {
-			_, err = r.tasks.attempt(ctx, manualAttempt(merchantID, del), manualTaskID(del.ID, call))
+			_, err = r.tasks.Schedule(ctx, ManualAttempt(merchantID, del), ManualTaskID(del.ID, call))
 		}
 		if err != nil {
 			r.logger.WarnContext(ctx, "enqueue manual attempt; the sweeper will retry", "delivery_id", del.ID, "error", err)
@@ -150,9 +150,9 @@ func (r *Redeliverer) Recover(ctx context.Context, merchantID string, subscripti
 	return len(failed), nil
 }
 
-// manualAttempt is the task of one manual attempt of del, due at once:
+// ManualAttempt is the task of one manual attempt of del, due at once:
 // its number is taken when it leases the delivery.
-func manualAttempt(merchantID string, del store.Delivery) attemptTask {
-	return attemptTask{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
+func ManualAttempt(merchantID string, del store.Delivery) Attempt {
+	return Attempt{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
 		Trigger: store.TriggerManual, MerchantID: merchantID}
 }

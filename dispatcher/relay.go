@@ -81,13 +81,13 @@ func newRelay(cfg relayConfig, clock clock.Clock) (*relay, error) {
 
 // exchange makes the attempt's exchange the way its subscription's kind
 // says: relayed to a listener, or dialled.
-func (r *attemptRunner) exchange(ctx context.Context, leased store.LeasedDelivery, keys []signer.Key) (result, error) {
+func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, keys []signer.Key) (Result, error) {
 	if leased.Kind == store.KindListener {
 		return r.relay.send(ctx, leased, keys)
 	}
-	extra, err := r.secrets.headers(leased)
+	extra, err := r.secrets.Headers(leased)
 	if err != nil {
-		return result{}, err
+		return Result{}, err
 	}
 	return r.sender.sendWith(ctx, leased.URL, leased.EventID.String(), leased.Body, keys, extra, orderingHeaders(leased.Delivery)), nil
 }
@@ -95,29 +95,29 @@ func (r *attemptRunner) exchange(ctx context.Context, leased store.LeasedDeliver
 // send relays one attempt and returns the command's answer as its result.
 // An error is internal (Postgres or Redis unreachable): the attempt is made
 // again later.
-func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, keys []signer.Key) (result, error) {
+func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, keys []signer.Key) (Result, error) {
 	started := r.clock.Now()
-	res := result{started: started}
-	finish := func(outcome, code string) (result, error) {
+	res := Result{started: started}
+	finish := func(outcome, code string) (Result, error) {
 		res.finished = r.clock.Now()
-		if res.duration == 0 {
-			res.duration = res.finished.Sub(started)
+		if res.Duration == 0 {
+			res.Duration = res.finished.Sub(started)
 		}
 		res.outcome = outcome
 		if code != "" {
-			res.errCode = &code
+			res.ErrCode = &code
 		}
 		return res, nil
 	}
 	expiresAt, ended, err := r.cfg.Store.ListenerExpiry(ctx, leased.SubscriptionID)
 	if err != nil {
-		return result{}, err
+		return Result{}, err
 	}
 	if ended || !expiresAt.After(started) {
 		// Its connection is gone for longer than the grace: end it, so
 		// that its other deliveries stop too, and send nothing.
 		if _, err := r.cfg.Store.EndListener(ctx, leased.MerchantID, leased.SubscriptionID, started, errListenerClosed); err != nil {
-			return result{}, err
+			return Result{}, err
 		}
 		res.final = true
 		return finish(outcomeBlocked, errListenerClosed)
@@ -135,7 +135,7 @@ func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, keys []si
 		EventType: leased.EventType, Headers: headers, Body: string(leased.Body), Deadline: started.Add(r.cfg.Timeout)}
 	msg, err := json.Marshal(d)
 	if err != nil {
-		return result{}, fmt.Errorf("relay: encode delivery: %w", err)
+		return Result{}, fmt.Errorf("relay: encode delivery: %w", err)
 	}
 	key := listener.DeliveriesKey(leased.SubscriptionID)
 	pipe := r.cfg.Redis.TxPipeline()
@@ -143,7 +143,7 @@ func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, keys []si
 	// A list nobody takes from (its connection gone) expires on its own.
 	pipe.Expire(ctx, key, 2*r.cfg.Timeout)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return result{}, fmt.Errorf("relay: push delivery: %w", err)
+		return Result{}, fmt.Errorf("relay: push delivery: %w", err)
 	}
 	// Redis counts a blocking wait in whole seconds.
 	wait := max(r.cfg.Timeout.Round(time.Second), time.Second)
@@ -155,7 +155,7 @@ func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, keys []si
 		if ctx.Err() != nil {
 			return finish(outcomeTimeout, errTimeout)
 		}
-		return result{}, fmt.Errorf("relay: wait for the answer: %w", err)
+		return Result{}, fmt.Errorf("relay: wait for the answer: %w", err)
 	}
 	var a listener.Answer
 	if len(got) != 2 || json.Unmarshal([]byte(got[1]), &a) != nil {
@@ -166,8 +166,8 @@ func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, keys []si
 
 // answered fills res from the command's answer and returns the attempt's
 // outcome and error code.
-func answered(res *result, a listener.Answer) (outcome, code string) {
-	res.duration = time.Duration(max(a.DurationMS, 0)) * time.Millisecond
+func answered(res *Result, a listener.Answer) (outcome, code string) {
+	res.Duration = time.Duration(max(a.DurationMS, 0)) * time.Millisecond
 	if a.Status == 0 {
 		code := a.Error
 		if !slices.Contains(localErrors, code) {
@@ -179,12 +179,12 @@ func answered(res *result, a listener.Answer) (outcome, code string) {
 		return outcomeNetworkError, code
 	}
 	status := a.Status
-	res.httpStatus = &status
+	res.HTTPStatus = &status
 	body := a.Body
 	if len(body) > maxResponseBody {
 		body = body[:maxResponseBody]
 	}
-	res.body = printable([]byte(body))
+	res.Body = printable([]byte(body))
 	switch {
 	case status >= 200 && status < 300:
 		return outcomeSuccess, ""

@@ -13,7 +13,7 @@ import (
 // instance reports the same numbers (dashboards take the max), as asynq's
 // queue metrics do.
 type scheduleCollector struct {
-	lanes  *lanes
+	lanes  *Lanes
 	clock  clock.Clock
 	parked *prometheus.Desc
 	due    *prometheus.Desc
@@ -22,7 +22,7 @@ type scheduleCollector struct {
 	up     *prometheus.Desc
 }
 
-func newScheduleCollector(l *lanes, clock clock.Clock) *scheduleCollector {
+func NewScheduleCollector(l *Lanes, clock clock.Clock) *scheduleCollector {
 	return &scheduleCollector{lanes: l, clock: clock,
 		parked: prometheus.NewDesc("webhookd_schedule_parked", "Delivery attempts waiting in the schedule, due or not (retries included).", nil, nil),
 		due:    prometheus.NewDesc("webhookd_schedule_merchants_due", "Merchants with attempts due now, waiting for a worker slot.", nil, nil),
@@ -43,7 +43,7 @@ func (c *scheduleCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *scheduleCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	s, err := c.lanes.stats(ctx, c.clock.Now())
+	s, err := c.lanes.Stats(ctx, c.clock.Now())
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return

@@ -14,8 +14,8 @@ import (
 	"github.com/webhookd/webhookd/internal/clock"
 )
 
-// schedulerConfig is what the scheduler needs.
-type schedulerConfig struct {
+// SchedulerConfig is what the scheduler needs.
+type SchedulerConfig struct {
 	// Concurrency is the pool: how many attempts run at once in this
 	// process (required).
 	Concurrency int
@@ -43,7 +43,7 @@ type schedulerConfig struct {
 	IdleCheck time.Duration
 }
 
-func (c schedulerConfig) validate() error {
+func (c SchedulerConfig) validate() error {
 	switch {
 	case c.Concurrency < 1 || c.Share < 1 || c.Share > c.Concurrency:
 		return fmt.Errorf("scheduler: need 1 ≤ Share (%d) ≤ Concurrency (%d)", c.Share, c.Concurrency)
@@ -64,7 +64,7 @@ const maxTake = 64
 // schedule: a lost wake message (a Redis failover) costs at most this.
 const idleCheck = time.Second
 
-// scheduler is a worker process's pool of attempt slots and the loop that
+// Scheduler is a worker process's pool of attempt slots and the loop that
 // fills them from the schedule (lanes). The fairness model (docs/decisions.md):
 //
 //   - isolation: a merchant runs at most Share attempts here while other
@@ -82,11 +82,11 @@ const idleCheck = time.Second
 //
 // The counts are this process's: with N workers a merchant holds at most
 // N·Share slots in all, without a Redis round trip per slot.
-type scheduler struct {
-	cfg     schedulerConfig
-	lanes   *lanes
+type Scheduler struct {
+	cfg     SchedulerConfig
+	lanes   *Lanes
 	redis   redis.UniversalClient
-	attempt func(ctx context.Context, it laneItem, held *heldSlots)
+	attempt func(ctx context.Context, it LaneItem, held *heldSlots)
 	metrics *metrics
 	clock   clock.Clock
 	logger  *slog.Logger
@@ -104,20 +104,20 @@ type scheduler struct {
 	wake  chan struct{}
 }
 
-func newScheduler(cfg schedulerConfig, l *lanes, rdb redis.UniversalClient, attempt func(context.Context, laneItem, *heldSlots),
-	m *metrics, clock clock.Clock, logger *slog.Logger) (*scheduler, error) {
+func NewScheduler(cfg SchedulerConfig, l *Lanes, rdb redis.UniversalClient, attempt func(context.Context, LaneItem, *heldSlots),
+	m *metrics, clock clock.Clock, logger *slog.Logger) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &scheduler{cfg: cfg, lanes: l, redis: rdb, attempt: attempt, metrics: m, clock: clock, logger: logger,
+	return &Scheduler{cfg: cfg, lanes: l, redis: rdb, attempt: attempt, metrics: m, clock: clock, logger: logger,
 		merchants: map[string]int{}, subs: map[string]int{}, timeouts: map[string]int{},
 		freed: make(chan struct{}, 1), wake: make(chan struct{}, 1)}, nil
 }
 
-// run fills the pool until ctx is done, then waits for the attempts in
+// Run fills the pool until ctx is done, then waits for the attempts in
 // flight to end (each has its own deadline).
-func (s *scheduler) run(ctx context.Context) {
-	pubsub := s.redis.Subscribe(ctx, laneWakeChannel)
+func (s *Scheduler) Run(ctx context.Context) {
+	pubsub := s.redis.Subscribe(ctx, WakeChannel)
 	defer func() { _ = pubsub.Close() }()
 	go func() {
 		for range pubsub.Channel() {
@@ -143,7 +143,7 @@ func (s *scheduler) run(ctx context.Context) {
 			heldBack = true
 		}
 		if free > 0 {
-			got, err := s.lanes.take(ctx, takeRequest{Now: s.clock.Now(), Want: min(free, maxTake), Share: s.cfg.Share,
+			got, err := s.lanes.Take(ctx, TakeRequest{Now: s.clock.Now(), Want: min(free, maxTake), Share: s.cfg.Share,
 				SubscriptionCap: s.cfg.SubscriptionCap, Lendable: max(0, free-s.cfg.Reserve), Held: s.cfg.Held}, r)
 			switch {
 			case err != nil && ctx.Err() != nil:
@@ -190,7 +190,7 @@ func (s *scheduler) run(ctx context.Context) {
 
 // run1 makes one attempt in its slots, on a context of its own: a
 // shutdown lets it finish and be recorded.
-func (s *scheduler) run1(ctx context.Context, it laneItem, held *heldSlots) {
+func (s *Scheduler) run1(ctx context.Context, it LaneItem, held *heldSlots) {
 	defer held.release()
 	defer func() {
 		// A panicking attempt must not take the worker's other attempts
@@ -216,10 +216,10 @@ func signal(c chan struct{}) {
 }
 
 // snapshot is the free slots and what runs, as take weighs them.
-func (s *scheduler) snapshot() (int, running) {
+func (s *Scheduler) snapshot() (int, Running) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := running{Merchants: make(map[string]int, len(s.merchants)), SubscriptionRoom: make(map[string]int, len(s.subs)),
+	r := Running{Merchants: make(map[string]int, len(s.merchants)), SubscriptionRoom: make(map[string]int, len(s.subs)),
 		Unlendable: map[string]bool{}}
 	for m, n := range s.merchants {
 		r.Merchants[m] = n
@@ -238,7 +238,7 @@ func (s *scheduler) snapshot() (int, running) {
 
 // capOf is how many attempts a subscription may run here: one while its
 // circuit is open. Called with mu held.
-func (s *scheduler) capOf(sub string) int {
+func (s *Scheduler) capOf(sub string) int {
 	if s.timeouts[sub] >= s.cfg.CircuitAfter {
 		return 1
 	}
@@ -247,8 +247,8 @@ func (s *scheduler) capOf(sub string) int {
 
 // hold counts a taken attempt against the pool, its merchant and its
 // subscription.
-func (s *scheduler) hold(t attemptTask) *heldSlots {
-	m, sub := merchantLane(t), t.SubscriptionID.String()
+func (s *Scheduler) hold(t Attempt) *heldSlots {
+	m, sub := MerchantLane(t), t.SubscriptionID.String()
 	s.mu.Lock()
 	s.busy++
 	s.merchants[m]++
@@ -265,7 +265,7 @@ const maxTrackedTimeouts = 100_000
 // subscription's until the HTTP exchange ends (the caps bound what hangs
 // on receivers), the pool's until the outcome is recorded.
 type heldSlots struct {
-	s                      *scheduler
+	s                      *Scheduler
 	merchant, subscription string
 	send, pool             sync.Once
 }

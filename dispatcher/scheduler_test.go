@@ -16,7 +16,7 @@ import (
 // what runs at once.
 type schedulerProbe struct {
 	t     *testing.T
-	lanes *lanes
+	lanes *Lanes
 	mu    sync.Mutex
 	now   map[string]int // running, by merchant
 	most  map[string]int // most running at once, by merchant
@@ -26,7 +26,7 @@ type schedulerProbe struct {
 	release map[string]chan bool
 }
 
-func newSchedulerProbe(t *testing.T, cfg schedulerConfig, hangs ...string) *schedulerProbe {
+func newSchedulerProbe(t *testing.T, cfg SchedulerConfig, hangs ...string) *schedulerProbe {
 	t.Helper()
 	p := &schedulerProbe{t: t, lanes: newTestLanes(t), now: map[string]int{}, most: map[string]int{}, ended: map[string]int{},
 		release: map[string]chan bool{}}
@@ -35,7 +35,7 @@ func newSchedulerProbe(t *testing.T, cfg schedulerConfig, hangs ...string) *sche
 		hanging[m] = true
 		p.release[m] = make(chan bool)
 	}
-	attempt := func(ctx context.Context, it laneItem, held *heldSlots) {
+	attempt := func(ctx context.Context, it LaneItem, held *heldSlots) {
 		m := it.Task.MerchantID
 		if m == "panics" {
 			panic("an attempt that panics")
@@ -57,13 +57,13 @@ func newSchedulerProbe(t *testing.T, cfg schedulerConfig, hangs ...string) *sche
 		p.ended[m]++
 		p.mu.Unlock()
 	}
-	s, err := newScheduler(cfg, p.lanes, p.lanes.redis, attempt, nil, clock.System{}, slog.New(slog.DiscardHandler))
+	s, err := NewScheduler(cfg, p.lanes, p.lanes.redis, attempt, nil, clock.System{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); s.run(ctx) }()
+	go func() { defer close(done); s.Run(ctx) }()
 	t.Cleanup(func() {
 		for _, c := range p.release {
 			close(c)
@@ -82,11 +82,11 @@ func (p *schedulerProbe) push(m string, n, subs int) {
 	for i := range ids {
 		ids[i] = uuid.New()
 	}
-	items := make([]laneItem, n)
+	items := make([]LaneItem, n)
 	for i := range items {
 		items[i] = laneAt(fmt.Sprintf("%s-%d", m, i), m, ids[i%subs], time.Now(), 0)
 	}
-	if _, err := p.lanes.push(context.Background(), items...); err != nil {
+	if _, err := p.lanes.Push(context.Background(), items...); err != nil {
 		p.t.Fatal(err)
 	}
 }
@@ -113,7 +113,7 @@ func (p *schedulerProbe) waitFor(what string, cond func() bool) {
 
 // probeConfig is a small pool whose idle check never comes in a test:
 // every take must be woken by a push, a freed slot or a due time.
-var probeConfig = schedulerConfig{Concurrency: 8, Share: 2, SubscriptionCap: 2, CircuitAfter: 3, Reserve: 1,
+var probeConfig = SchedulerConfig{Concurrency: 8, Share: 2, SubscriptionCap: 2, CircuitAfter: 3, Reserve: 1,
 	AttemptTimeout: time.Minute, Held: time.Second, IdleCheck: time.Hour}
 
 // TestSchedulerKeepsTheReserveForOthers: a merchant whose attempts all
@@ -160,7 +160,7 @@ func TestSchedulerLendsTheShareBack(t *testing.T) {
 // and gets its cap back when an attempt ends without timing out.
 func TestSchedulerCircuit(t *testing.T) {
 	t.Parallel()
-	cfg := schedulerConfig{Concurrency: 8, Share: 8, SubscriptionCap: 4, CircuitAfter: 3, AttemptTimeout: time.Minute, Held: time.Second,
+	cfg := SchedulerConfig{Concurrency: 8, Share: 8, SubscriptionCap: 4, CircuitAfter: 3, AttemptTimeout: time.Minute, Held: time.Second,
 		IdleCheck: time.Hour}
 	p := newSchedulerProbe(t, cfg, "A")
 	p.push("A", 30, 1)

@@ -12,14 +12,14 @@ import (
 	"github.com/webhookd/webhookd/signer"
 )
 
-// secretCache keeps each subscription's opened signing secrets, so that an
+// SecretCache keeps each subscription's opened signing secrets, so that an
 // attempt costs neither a query nor a decryption. An entry is keyed by the
 // subscription's version (its updated_at, which every change, rotations
 // included, moves), so a rotated subscription is read again at its next
 // attempt: signatures always come from the secrets active now. Which of
 // the cached secrets are active is decided at each attempt, so expiries
 // take effect to the instant.
-type secretCache struct {
+type SecretCache struct {
 	store  *store.Store
 	sealer *signer.Sealer
 	mu     sync.Mutex
@@ -36,13 +36,13 @@ type cachedSecrets struct {
 // minute are dropped.
 const maxCachedSubscriptions = 10_000
 
-func newSecretCache(st *store.Store, sealer *signer.Sealer) *secretCache {
-	return &secretCache{store: st, sealer: sealer, cache: make(map[uuid.UUID]cachedSecrets)}
+func NewSecretCache(st *store.Store, sealer *signer.Sealer) *SecretCache {
+	return &SecretCache{store: st, sealer: sealer, cache: make(map[uuid.UUID]cachedSecrets)}
 }
 
-// keys returns the keys of the subscription active at now, the current one
+// Keys returns the Keys of the subscription active at now, the current one
 // first. version is the subscription's updated_at as the lease read it.
-func (c *secretCache) keys(ctx context.Context, subID uuid.UUID, version, now time.Time) ([]signer.Key, error) {
+func (c *SecretCache) Keys(ctx context.Context, subID uuid.UUID, version, now time.Time) ([]signer.Key, error) {
 	c.mu.Lock()
 	e, ok := c.cache[subID]
 	c.mu.Unlock()
@@ -77,7 +77,7 @@ func (c *secretCache) keys(ctx context.Context, subID uuid.UUID, version, now ti
 }
 
 // load reads and opens the subscription's unexpired secrets.
-func (c *secretCache) load(ctx context.Context, subID uuid.UUID) ([]signer.Secret, error) {
+func (c *SecretCache) load(ctx context.Context, subID uuid.UUID) ([]signer.Secret, error) {
 	stored, err := c.store.SigningSecrets(ctx, subID)
 	if err != nil {
 		return nil, err

@@ -39,8 +39,8 @@ const (
 	errHTTPStatus        = "http_status"
 )
 
-// senderConfig is what the sender needs.
-type senderConfig struct {
+// SenderConfig is what the sender needs.
+type SenderConfig struct {
 	// Timeout bounds one whole HTTP exchange (required).
 	Timeout time.Duration
 	// AllowHTTP lets deliveries go to http:// URLs (development).
@@ -61,7 +61,7 @@ type senderConfig struct {
 	EgressProxy *url.URL
 }
 
-func (c senderConfig) validate() error {
+func (c SenderConfig) validate() error {
 	switch {
 	case c.Timeout <= 0:
 		return errors.New("sender: Timeout must be positive")
@@ -75,36 +75,36 @@ func (c senderConfig) validate() error {
 	return nil
 }
 
-// sender makes the HTTP exchange of an attempt: one POST of the stored
+// Sender makes the HTTP exchange of an attempt: one POST of the stored
 // body with the Standard Webhooks headers, through the one client every
 // attempt shares.
-type sender struct {
-	cfg   senderConfig
+type Sender struct {
+	cfg   SenderConfig
 	http  *http.Client
 	clock clock.Clock
 }
 
-// newSender builds the sender and its client on dialer, or on newDialer's
+// NewSender builds the sender and its client on dialer, or on newDialer's
 // when it is nil (tests give their own, with their own resolver).
-func newSender(cfg senderConfig, clock clock.Clock, dialer *net.Dialer) (*sender, error) {
+func NewSender(cfg SenderConfig, clock clock.Clock, dialer *net.Dialer) (*Sender, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if dialer == nil {
 		dialer = newDialer(cfg)
 	}
-	return &sender{cfg: cfg, http: httpClientDialing(cfg, dialer), clock: clock}, nil
+	return &Sender{cfg: cfg, http: httpClientDialing(cfg, dialer), clock: clock}, nil
 }
 
-// close drops the idle connections.
-func (s *sender) close() { s.http.CloseIdleConnections() }
+// Close drops the idle connections.
+func (s *Sender) Close() { s.http.CloseIdleConnections() }
 
 // newDialer is the dialer of every delivery: unless private targets are
 // allowed, it refuses loopback, private, link-local, CGNAT, multicast and
 // every other special-use address (IANA's registries, IPv6 outside
 // 2000::/3, hence IPv4-mapped, NAT64 and ULA; 6to4 too) after DNS
 // resolution.
-func newDialer(cfg senderConfig) *net.Dialer {
+func newDialer(cfg SenderConfig) *net.Dialer {
 	dialer := &net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}
 	if !cfg.AllowPrivate {
 		// Control runs on the resolved address of every connection, so DNS
@@ -120,7 +120,7 @@ func newDialer(cfg senderConfig) *net.Dialer {
 // address check), no redirects, the dialer's address check, and at most
 // MaxConns connections open at once. With an EgressProxy, connections are
 // tunnels through it, the address check made before each CONNECT.
-func httpClientDialing(cfg senderConfig, dialer *net.Dialer) *http.Client {
+func httpClientDialing(cfg SenderConfig, dialer *net.Dialer) *http.Client {
 	dial := dialer.DialContext
 	if cfg.EgressProxy != nil {
 		dial = egressDialing(cfg, dialer).DialContext
@@ -151,7 +151,7 @@ func httpClientDialing(cfg senderConfig, dialer *net.Dialer) *http.Client {
 // egressDialing is the egressDialer of cfg's proxy: dialer's resolver for
 // targets, the address check of newDialer unless private targets are
 // allowed, and dialer's timeouts without its check for the proxy itself.
-func egressDialing(cfg senderConfig, dialer *net.Dialer) *egressDialer {
+func egressDialing(cfg SenderConfig, dialer *net.Dialer) *egressDialer {
 	e := &egressDialer{proxy: cfg.EgressProxy, resolver: dialer.Resolver, timeout: cfg.Timeout}
 	if !cfg.AllowPrivate {
 		e.check = ssrf.New(ssrf.WithAnyPort()).Safe
@@ -211,13 +211,13 @@ func (c *countedConn) Close() error {
 	return err
 }
 
-// result is what one HTTP exchange gave.
-type result struct {
+// Result is what one HTTP exchange gave.
+type Result struct {
 	started, finished time.Time
-	duration          time.Duration
-	httpStatus        *int
-	errCode           *string
-	body              string
+	Duration          time.Duration
+	HTTPStatus        *int
+	ErrCode           *string
+	Body              string
 	outcome           string
 	retryAfter        time.Duration
 	// final ends the delivery whatever the schedule says: nothing can
@@ -225,46 +225,46 @@ type result struct {
 	final bool
 }
 
-func (r result) ok() bool { return r.errCode == nil }
+func (r Result) OK() bool { return r.ErrCode == nil }
 
-func (r result) gone() bool { return r.httpStatus != nil && *r.httpStatus == http.StatusGone }
+func (r Result) gone() bool { return r.HTTPStatus != nil && *r.HTTPStatus == http.StatusGone }
 
 // send POSTs body to target with the Standard Webhooks headers, the whole
 // exchange bounded by the delivery timeout.
 // extra are the subscription's own headers (checked when they were set:
 // none of them is one of ours).
-func (s *sender) send(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, extra map[string]string) result {
+func (s *Sender) send(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, extra map[string]string) Result {
 	return s.post(ctx, target, eventID, body, keys, time.Time{}, extra, nil)
 }
 
-// sendSignedAt is send with the signature dated signedAt instead of the
+// SendSignedAt is send with the signature dated signedAt instead of the
 // instant of sending (zero: that instant): the endpoint check sends a stale
 // timestamp on purpose.
-func (s *sender) sendSignedAt(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, extra map[string]string) result {
+func (s *Sender) SendSignedAt(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, extra map[string]string) Result {
 	return s.post(ctx, target, eventID, body, keys, signedAt, extra, nil)
 }
 
 // sendWith is send with an ordered delivery's headers (ordering) besides
 // the subscription's own (custom).
-func (s *sender) sendWith(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, custom map[string]string, ordering http.Header) result {
+func (s *Sender) sendWith(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, custom map[string]string, ordering http.Header) Result {
 	return s.post(ctx, target, eventID, body, keys, time.Time{}, custom, ordering)
 }
 
 // post is the exchange behind send, sendSignedAt and sendWith: custom are
 // the subscription's headers, set before ours; ordering are the ordered
 // delivery's, set after ours.
-func (s *sender) post(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, custom map[string]string, ordering http.Header) result {
-	started := s.clock.Now()
+func (s *Sender) post(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, custom map[string]string, ordering http.Header) Result {
+	Started := s.clock.Now()
 	if signedAt.IsZero() {
-		signedAt = started
+		signedAt = Started
 	}
-	res := result{started: started}
-	finish := func(outcome, code string) result {
+	res := Result{started: Started}
+	finish := func(outcome, code string) Result {
 		res.finished = s.clock.Now()
-		res.duration = res.finished.Sub(started)
+		res.Duration = res.finished.Sub(Started)
 		res.outcome = outcome
 		if code != "" {
-			res.errCode = &code
+			res.ErrCode = &code
 		}
 		return res
 	}
@@ -301,9 +301,9 @@ func (s *sender) post(ctx context.Context, target, eventID string, body []byte, 
 	}
 	defer resp.Body.Close()
 	status := resp.StatusCode
-	res.httpStatus = &status
+	res.HTTPStatus = &status
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
-	res.body = printable(b)
+	res.Body = printable(b)
 	if err != nil {
 		outcome, code := classify(ctx, err)
 		return finish(outcome, code)

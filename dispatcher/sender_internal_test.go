@@ -40,7 +40,7 @@ func TestSendClassifiesNetworkErrors(t *testing.T) {
 	}
 	closed := "http://" + l.Addr().String()
 	l.Close()
-	cfg := senderConfig{Timeout: 2 * time.Second, AllowPrivate: true, MaxConns: 4, MaxConnsPerHost: 1, Version: "test"}
+	cfg := SenderConfig{Timeout: 2 * time.Second, AllowPrivate: true, MaxConns: 4, MaxConnsPerHost: 1, Version: "test"}
 	cases := []struct {
 		name, url, want string
 		allowHTTP       bool
@@ -54,13 +54,13 @@ func TestSendClassifiesNetworkErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cfg
 			c.AllowHTTP = tc.allowHTTP
-			snd, err := newSender(c, clock.System{}, nil)
+			snd, err := NewSender(c, clock.System{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			res := snd.send(context.Background(), tc.url, "evt", []byte(`{}`), nil, nil)
-			if res.errCode == nil || *res.errCode != tc.want {
-				t.Fatalf("send(%s) error %v, want %s", tc.url, res.errCode, tc.want)
+			if res.ErrCode == nil || *res.ErrCode != tc.want {
+				t.Fatalf("send(%s) error %v, want %s", tc.url, res.ErrCode, tc.want)
 			}
 		})
 	}

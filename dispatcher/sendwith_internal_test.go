@@ -20,7 +20,7 @@ func TestSendWithCustomAndOrderingHeaders(t *testing.T) {
 		got <- r.Header.Clone()
 	}))
 	defer receiver.Close()
-	snd, err := newSender(senderConfig{Timeout: 2 * time.Second, AllowHTTP: true, AllowPrivate: true,
+	snd, err := NewSender(SenderConfig{Timeout: 2 * time.Second, AllowHTTP: true, AllowPrivate: true,
 		MaxConns: 4, MaxConnsPerHost: 1, Version: "test"}, clock.System{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -29,8 +29,8 @@ func TestSendWithCustomAndOrderingHeaders(t *testing.T) {
 	custom := map[string]string{"Authorization": "Bearer x", "X-Tenant": "t1"}
 	res := snd.sendWith(context.Background(), receiver.URL, "evt_1", []byte(`{}`), nil, custom,
 		orderingHeaders(store.Delivery{OrderingKey: &key, Sequence: &seq}))
-	if !res.ok() {
-		t.Fatalf("send = %v", res.errCode)
+	if !res.OK() {
+		t.Fatalf("send = %v", res.ErrCode)
 	}
 	h := <-got
 	for name, want := range map[string]string{

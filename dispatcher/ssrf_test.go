@@ -49,8 +49,8 @@ func DialThrough(t testing.TB, d *Dispatcher, resolver *net.Resolver) {
 }
 
 // guardedConfig is a delivery configuration with the address check on.
-func guardedConfig() senderConfig {
-	return senderConfig{Timeout: 2 * time.Second, AllowHTTP: true, MaxConns: 4, MaxConnsPerHost: 1, Version: "test"}
+func guardedConfig() SenderConfig {
+	return SenderConfig{Timeout: 2 * time.Second, AllowHTTP: true, MaxConns: 4, MaxConnsPerHost: 1, Version: "test"}
 }
 
 // TestAddressCheckRefusesSpecialUseRanges dials one address of every
@@ -128,7 +128,7 @@ func TestAddressCheckAllowsPublicAddresses(t *testing.T) {
 			t.Errorf("check(%s %s) = %v, want allowed", tc.network, tc.address, err)
 		}
 	}
-	if allowed := newDialer(senderConfig{AllowPrivate: true}).Control; allowed != nil {
+	if allowed := newDialer(SenderConfig{AllowPrivate: true}).Control; allowed != nil {
 		t.Error("the address check is on although private targets are allowed")
 	}
 }
@@ -137,19 +137,19 @@ func TestAddressCheckAllowsPublicAddresses(t *testing.T) {
 // send: an attempt with no HTTP status and error target_blocked.
 func TestSendMapsAGuardRefusalToTargetBlocked(t *testing.T) {
 	t.Parallel()
-	snd, err := newSender(guardedConfig(), clock.System{}, confine(t, newDialer(guardedConfig())))
+	snd, err := NewSender(guardedConfig(), clock.System{}, confine(t, newDialer(guardedConfig())))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, url := range []string{"http://127.0.0.1:9/hook", "http://[::ffff:10.0.0.1]:8443/", "http://[fd00::1]/"} {
 		res := snd.send(context.Background(), url, "evt", []byte(`{}`), nil, nil)
 		code := ""
-		if res.errCode != nil {
-			code = *res.errCode
+		if res.ErrCode != nil {
+			code = *res.ErrCode
 		}
-		if code != errTargetBlocked || res.outcome != outcomeBlocked || res.httpStatus != nil {
+		if code != errTargetBlocked || res.outcome != outcomeBlocked || res.HTTPStatus != nil {
 			t.Errorf("send(%s) = error %q outcome %s http %v, want %s, blocked, none", url, code, res.outcome,
-				res.httpStatus, errTargetBlocked)
+				res.HTTPStatus, errTargetBlocked)
 		}
 	}
 }

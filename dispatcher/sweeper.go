@@ -17,8 +17,8 @@ import (
 // sweepPage is how many overdue deliveries one query reads.
 const sweepPage = 500
 
-// sweeperConfig is what the sweeper needs.
-type sweeperConfig struct {
+// SweeperConfig is what the sweeper needs.
+type SweeperConfig struct {
 	// Store is the database (required).
 	Store *store.Store
 	// Grace is how overdue a delivery must be, and how long ago its lease
@@ -26,7 +26,7 @@ type sweeperConfig struct {
 	Grace time.Duration
 }
 
-func (c sweeperConfig) validate() error {
+func (c SweeperConfig) validate() error {
 	switch {
 	case c.Store == nil:
 		return errors.New("sweeper: Store is required")
@@ -36,35 +36,35 @@ func (c sweeperConfig) validate() error {
 	return nil
 }
 
-// sweeper re-enqueues what Redis lost: the attempts of pending deliveries
+// Sweeper re-enqueues what Redis lost: the attempts of pending deliveries
 // that are overdue without a live task (Redis flushed or restarted, a
 // worker killed, an enqueue that failed after the commit), the manual
 // attempts asked for and not made, and the ingest tasks asynq archived. It
 // runs as TaskSweep on every instance; everything it does is idempotent.
-type sweeper struct {
-	cfg       sweeperConfig
-	tasks     *enqueuer
+type Sweeper struct {
+	cfg       SweeperConfig
+	tasks     *Enqueuer
 	inspector *asynq.Inspector
 	metrics   *metrics
 	clock     clock.Clock
 	logger    *slog.Logger
 }
 
-// handleSweep runs the sweeper as a periodic task.
-func (s *sweeper) handleSweep(ctx context.Context, _ *asynq.Task) error {
-	if _, err := s.sweep(ctx); err != nil {
+// HandleSweep runs the sweeper as a periodic task.
+func (s *Sweeper) HandleSweep(ctx context.Context, _ *asynq.Task) error {
+	if _, err := s.Sweep(ctx); err != nil {
 		s.logger.ErrorContext(ctx, "sweep", "error", err)
 	}
 	return nil // the next period tries again; never archive the job
 }
 
-// sweep re-enqueues every pending delivery whose attempt was due, and whose
+// Sweep re-enqueues every pending delivery whose attempt was due, and whose
 // lease if any lapsed, more than the grace ago, and that no task would
 // attempt. A task that waits its turn in a backlog, or runs in a live
 // worker, is no loss (sweepPage); enqueueing is idempotent besides, asynq
 // refusing a task id that exists, so sweeping is safe on every instance at
 // once. It returns how many tasks it added.
-func (s *sweeper) sweep(ctx context.Context) (int, error) {
+func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	s.registerQueues(ctx)
 	s.reviveIngest(ctx)
 	now := s.clock.Now()
@@ -99,12 +99,12 @@ func (s *sweeper) sweep(ctx context.Context) (int, error) {
 // the attempt and leasing its delivery, a push that failed after the
 // commit); a lost one is read again in Postgres before it is parked, since
 // an attempt made since the page was read is no loss.
-func (s *sweeper) sweepPage(ctx context.Context, due []store.Delivery, now time.Time) (int, error) {
-	items := make([]laneItem, len(due))
+func (s *Sweeper) sweepPage(ctx context.Context, due []store.Delivery, now time.Time) (int, error) {
+	items := make([]LaneItem, len(due))
 	for i, del := range due {
-		items[i] = laneItem{ID: attemptTaskID(del.ID, del.AttemptCount+1), Task: scheduledAttempt(del, del.AttemptCount+1, time.Time{})}
+		items[i] = LaneItem{ID: AttemptTaskID(del.ID, del.AttemptCount+1), Task: ScheduledAttempt(del, del.AttemptCount+1, time.Time{})}
 	}
-	parked, err := s.tasks.lanes.held(ctx, items, now.Add(-s.cfg.Grace))
+	parked, err := s.tasks.Lanes.Held(ctx, items, now.Add(-s.cfg.Grace))
 	if err != nil {
 		return 0, err
 	}
@@ -119,7 +119,7 @@ func (s *sweeper) sweepPage(ctx context.Context, due []store.Delivery, now time.
 	}
 	var added []store.Delivery
 	for _, del := range lost {
-		ok, err := s.tasks.attempt(ctx, scheduledAttempt(del, del.AttemptCount+1, time.Time{}), attemptTaskID(del.ID, del.AttemptCount+1))
+		ok, err := s.tasks.Schedule(ctx, ScheduledAttempt(del, del.AttemptCount+1, time.Time{}), AttemptTaskID(del.ID, del.AttemptCount+1))
 		if err != nil {
 			return s.requeued(ctx, added), fmt.Errorf("sweep delivery %s: %w", del.ID, err)
 		}
@@ -134,14 +134,14 @@ func (s *sweeper) sweepPage(ctx context.Context, due []store.Delivery, now time.
 // asked for more than the grace ago and not yet made: their tasks may have
 // been lost with Redis. A task that still waits makes the attempt first;
 // the other then finds no request left and does nothing.
-func (s *sweeper) sweepManual(ctx context.Context, now time.Time) (int, error) {
+func (s *Sweeper) sweepManual(ctx context.Context, now time.Time) (int, error) {
 	reqs, err := s.cfg.Store.ManualRequestsDue(ctx, now.Add(-s.cfg.Grace), sweepPage)
 	if err != nil {
 		return 0, err
 	}
 	var added []store.Delivery
 	for _, r := range reqs {
-		ok, err := s.tasks.attempt(ctx, manualAttempt(r.MerchantID, r.Delivery), sweptManualTaskID(r))
+		ok, err := s.tasks.Schedule(ctx, ManualAttempt(r.MerchantID, r.Delivery), SweptManualTaskID(r))
 		if err != nil {
 			return s.requeued(ctx, added), fmt.Errorf("sweep manual attempt of delivery %s: %w", r.ID, err)
 		}
@@ -154,7 +154,7 @@ func (s *sweeper) sweepManual(ctx context.Context, now time.Time) (int, error) {
 
 // requeued counts and logs the deliveries the sweeper enqueued again, and
 // says how many they are.
-func (s *sweeper) requeued(ctx context.Context, dels []store.Delivery) int {
+func (s *Sweeper) requeued(ctx context.Context, dels []store.Delivery) int {
 	for _, del := range dels {
 		s.metrics.sweeperRequeued.Inc()
 		s.logger.InfoContext(ctx, "sweeper re-enqueued an overdue delivery", "event_id", del.EventID,
@@ -167,8 +167,8 @@ func (s *sweeper) requeued(ctx context.Context, dels []store.Delivery) int {
 // queue there once per client lifetime, so after Redis lost its data the
 // queues would stay out of the registry, and out of the queue metrics and
 // their alerts, until a restart.
-func (s *sweeper) registerQueues(ctx context.Context) {
-	if err := s.tasks.redis.SAdd(ctx, asynqQueuesKey, queueDeliveries, producer.Queue, queueMaintenance).Err(); err != nil {
+func (s *Sweeper) registerQueues(ctx context.Context) {
+	if err := s.tasks.Redis.SAdd(ctx, asynqQueuesKey, QueueDeliveries, producer.Queue, QueueMaintenance).Err(); err != nil {
 		s.logger.WarnContext(ctx, "register queues with asynq", "error", err)
 	}
 }
@@ -181,7 +181,7 @@ const asynqQueuesKey = "asynq:queues"
 // archives on its own a task whose workers kept dying; an ingest task is
 // the only copy of its event, and its archived id would swallow the
 // producer's re-publish.
-func (s *sweeper) reviveIngest(ctx context.Context) {
+func (s *Sweeper) reviveIngest(ctx context.Context) {
 	n, err := s.inspector.RunAllArchivedTasks(producer.Queue)
 	if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
 		s.logger.WarnContext(ctx, "run archived ingest tasks again", "error", err)
@@ -196,7 +196,7 @@ func (s *sweeper) reviveIngest(ctx context.Context) {
 // the grace, including those whose API process died with them, so that no
 // delivery waits on them. A failure is only logged: the next sweep tries
 // again.
-func (s *sweeper) endListeners(ctx context.Context, now time.Time) {
+func (s *Sweeper) endListeners(ctx context.Context, now time.Time) {
 	n, err := s.cfg.Store.EndExpiredListeners(ctx, now, errListenerClosed)
 	if err != nil {
 		s.logger.WarnContext(ctx, "end expired listeners", "error", err)

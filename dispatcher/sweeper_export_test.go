@@ -19,19 +19,19 @@ func SweepOnce(ctx context.Context, d *Dispatcher) (int, error) {
 		return 0, err
 	}
 	defer w.close()
-	return w.sweeper.sweep(ctx)
+	return w.sweeper.Sweep(ctx)
 }
 
 // ParkAttempt parks attempt number of del in d's schedule, due at due, as
 // the worker that made the attempt before it does.
 func ParkAttempt(ctx context.Context, d *Dispatcher, del store.Delivery, number int, due time.Time) error {
-	_, err := d.tasks.attempt(ctx, scheduledAttempt(del, number, due), attemptTaskID(del.ID, number))
+	_, err := d.tasks.Schedule(ctx, ScheduledAttempt(del, number, due), AttemptTaskID(del.ID, number))
 	return err
 }
 
 // Parked tells whether attempt number of del waits in d's schedule.
 func Parked(ctx context.Context, d *Dispatcher, del store.Delivery, number int) (bool, error) {
-	p, err := d.tasks.lanes.held(ctx, []laneItem{{ID: attemptTaskID(del.ID, number), Task: scheduledAttempt(del, number, time.Time{})}},
+	p, err := d.tasks.Lanes.Held(ctx, []LaneItem{{ID: AttemptTaskID(del.ID, number), Task: ScheduledAttempt(del, number, time.Time{})}},
 		time.Now().Add(time.Hour)) // parked: taken ones do not count
 
 	if err != nil {
@@ -44,14 +44,14 @@ func Parked(ctx context.Context, d *Dispatcher, del store.Delivery, number int) 
 // them, as a worker killed between taking attempts and leasing their
 // deliveries does, and returns how many it took.
 func TakeAndLose(ctx context.Context, d *Dispatcher, now time.Time) (int, error) {
-	got, err := d.tasks.lanes.take(ctx, takeRequest{Now: now, Want: maxTake, Share: maxTake, SubscriptionCap: maxTake,
-		Held: time.Millisecond}, running{})
+	got, err := d.tasks.Lanes.Take(ctx, TakeRequest{Now: now, Want: maxTake, Share: maxTake, SubscriptionCap: maxTake,
+		Held: time.Millisecond}, Running{})
 	return len(got.Items), err
 }
 
 // ScheduleParked is how many attempts wait in the schedule on rc's Redis.
 func ScheduleParked(ctx context.Context, rc redis.UniversalClient) (int64, error) {
-	s, err := (&lanes{redis: rc}).stats(ctx, time.Now())
+	s, err := (&Lanes{redis: rc}).Stats(ctx, time.Now())
 	return s.Parked, err
 }
 

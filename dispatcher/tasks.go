@@ -44,19 +44,19 @@ const (
 // Queue names. Attempts weigh most so that a burst of ingestion cannot
 // starve deliveries; maintenance is tiny and rare.
 const (
-	queueDeliveries  = "deliveries"
-	queueMaintenance = "maintenance"
+	QueueDeliveries  = "deliveries"
+	QueueMaintenance = "maintenance"
 )
 
-// maxTaskRetry bounds asynq's own retries of a task whose handler failed
+// MaxTaskRetry bounds asynq's own retries of a task whose handler failed
 // for an internal reason (Postgres unreachable); past it the give-up
 // policy (worker.go) enqueues the task afresh.
-const maxTaskRetry = 8
+const MaxTaskRetry = 8
 
-// attemptTask is the payload of TaskAttempt: which attempt of which
+// Attempt is the payload of TaskAttempt: which attempt of which
 // delivery, and when it is due. Everything else is read from Postgres when
 // it runs.
-type attemptTask struct {
+type Attempt struct {
 	DeliveryID     uuid.UUID     `json:"d"`
 	CreatedAt      time.Time     `json:"c"`
 	SubscriptionID uuid.UUID     `json:"s"`
@@ -81,94 +81,94 @@ type attemptTask struct {
 	Retries int `json:"y,omitempty"`
 }
 
-// scheduledAttempt is the task of attempt number of del, due at due.
-func scheduledAttempt(del store.Delivery, number int, due time.Time) attemptTask {
-	return attemptTask{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
+// ScheduledAttempt is the task of attempt number of del, due at due.
+func ScheduledAttempt(del store.Delivery, number int, due time.Time) Attempt {
+	return Attempt{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
 		MerchantID: del.MerchantID, Number: number, Trigger: store.TriggerScheduled, Due: due, RateLimit: del.RateLimit}
 }
 
-// firstAttemptsTask is the payload of TaskFirstAttempts.
-type firstAttemptsTask struct {
+// FirstAttempts is the payload of TaskFirstAttempts.
+type FirstAttempts struct {
 	// EventID is the event whose first attempts these are; zero for a
 	// commit group's task, which holds several events'.
 	EventID  uuid.UUID     `json:"e"`
-	Attempts []attemptTask `json:"a"`
+	Attempts []Attempt `json:"a"`
 }
 
-// attemptTaskID names the task of attempt number of a delivery. The
+// AttemptTaskID names the task of attempt number of a delivery. The
 // sweeper's re-enqueue of an attempt whose task still exists is refused by
 // asynq on this id; a finished task is deleted at once (no retention), so a
 // legitimate re-enqueue is never blocked.
-func attemptTaskID(id uuid.UUID, number int) string {
+func AttemptTaskID(id uuid.UUID, number int) string {
 	return "d:" + id.String() + ":" + strconv.Itoa(number)
 }
 
-// manualTaskID names the task of one redeliver call: unique per call, so
+// ManualTaskID names the task of one redeliver call: unique per call, so
 // that two calls make two attempts.
-func manualTaskID(deliveryID, call uuid.UUID) string {
+func ManualTaskID(deliveryID, call uuid.UUID) string {
 	return "m:" + deliveryID.String() + ":" + call.String()
 }
 
-// sweptManualTaskID names the sweeper's task for the manual attempts still
+// SweptManualTaskID names the sweeper's task for the manual attempts still
 // asked of a delivery in one state (attempts made, requests left): sweeping
 // again while it waits adds nothing.
-func sweptManualTaskID(r store.ManualRequest) string {
+func SweptManualTaskID(r store.ManualRequest) string {
 	return fmt.Sprintf("m:%s:s%d.%d", r.ID, r.AttemptCount, r.Requested)
 }
 
-// enqueuer puts the pipeline's tasks on asynq. Every service that enqueues
+// Enqueuer puts the pipeline's tasks on asynq. Every service that enqueues
 // shares one; it holds the only asynq client of the process.
-type enqueuer struct {
+type Enqueuer struct {
 	client *asynq.Client
-	// lanes is the schedule every attempt is parked in until it runs.
-	lanes *lanes
-	// redis is the same Redis, for what asynq has no verb for (refusals).
-	redis redis.UniversalClient
+	// Lanes is the schedule every attempt is parked in until it runs.
+	Lanes *Lanes
+	// Redis is the same Redis, for what asynq has no verb for (refusals).
+	Redis redis.UniversalClient
 	// attemptTimeout bounds an attempt task's handler: it never outlives
 	// its lease in Postgres.
 	attemptTimeout time.Duration
 	clock          clock.Clock
 }
 
-func newEnqueuer(opt asynq.RedisConnOpt, attemptTimeout time.Duration, clock clock.Clock) (*enqueuer, error) {
+func NewEnqueuer(opt asynq.RedisConnOpt, attemptTimeout time.Duration, clock clock.Clock) (*Enqueuer, error) {
 	rdb, ok := opt.MakeRedisClient().(redis.UniversalClient)
 	if !ok {
 		return nil, errors.New("dispatcher: Redis options make no go-redis client")
 	}
-	return &enqueuer{client: asynq.NewClient(opt), lanes: &lanes{redis: rdb}, redis: rdb, attemptTimeout: attemptTimeout, clock: clock}, nil
+	return &Enqueuer{client: asynq.NewClient(opt), Lanes: &Lanes{redis: rdb}, Redis: rdb, attemptTimeout: attemptTimeout, clock: clock}, nil
 }
 
-// refusal keeps why a producer's event was refused, where the producer
+// Refusal keeps why a producer's event was refused, where the producer
 // reads it.
-func (q *enqueuer) refusal(ctx context.Context, eventID string, r producer.Refused) error {
-	return producer.KeepRefusal(ctx, q.redis, eventID, r)
+func (q *Enqueuer) Refusal(ctx context.Context, eventID string, r producer.Refused) error {
+	return producer.KeepRefusal(ctx, q.Redis, eventID, r)
 }
 
-// clearRefusal forgets a producer's event's refusal once it is stored.
-func (q *enqueuer) clearRefusal(ctx context.Context, eventID string) error {
-	return producer.ClearRefusal(ctx, q.redis, eventID)
+// ClearRefusal forgets a producer's event's refusal once it is stored.
+func (q *Enqueuer) ClearRefusal(ctx context.Context, eventID string) error {
+	return producer.ClearRefusal(ctx, q.Redis, eventID)
 }
 
-// attempt parks t in the schedule under id until its Due time (at once
-// when unset), reporting whether it was added (false: an attempt of that
+// Schedule parks t in the schedule under id until its Due time (at once
+// when unset), reporting whether it was added (false: an Schedule of that
 // id is parked).
-func (q *enqueuer) attempt(ctx context.Context, t attemptTask, id string) (bool, error) {
-	n, err := q.lanes.push(ctx, laneItem{ID: id, Task: t})
+func (q *Enqueuer) Schedule(ctx context.Context, t Attempt, id string) (bool, error) {
+	n, err := q.Lanes.Push(ctx, LaneItem{ID: id, Task: t})
 	return n > 0, err
 }
 
 // renewedMark separates a renewed task's id from the id it renews.
 const renewedMark = "~r"
 
-// again enqueues afresh a task that used up its retries: same type,
+// Again enqueues afresh a task that used up its retries: same type,
 // payload, queue and retry budget, under a new id (the old one is held
 // until its handler returns): the original id and a renewal stamp, however
 // often it was renewed. It is due after wait.
-func (q *enqueuer) again(ctx context.Context, t *asynq.Task, queue, id string, maxRetry int, wait time.Duration) (string, error) {
+func (q *Enqueuer) Again(ctx context.Context, t *asynq.Task, queue, id string, maxRetry int, wait time.Duration) (string, error) {
 	base, _, _ := strings.Cut(id, renewedMark)
 	fresh := base + renewedMark + strconv.FormatInt(q.clock.Now().UnixMilli(), 36)
 	opts := []asynq.Option{asynq.TaskID(fresh), asynq.Queue(queue), asynq.ProcessIn(wait), asynq.MaxRetry(maxRetry)}
-	if queue == queueDeliveries {
+	if queue == QueueDeliveries {
 		opts = append(opts, asynq.Timeout(q.attemptTimeout))
 	}
 	if _, err := q.client.EnqueueContext(ctx, asynq.NewTask(t.Type(), t.Payload()), opts...); err != nil {
@@ -177,5 +177,5 @@ func (q *enqueuer) again(ctx context.Context, t *asynq.Task, queue, id string, m
 	return fresh, nil
 }
 
-// close releases the Redis connections.
-func (q *enqueuer) close() error { return errors.Join(q.client.Close(), q.redis.Close()) }
+// Close releases the Redis connections.
+func (q *Enqueuer) Close() error { return errors.Join(q.client.Close(), q.Redis.Close()) }

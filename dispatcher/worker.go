@@ -29,13 +29,13 @@ const (
 // to receivers and no group commits.
 type worker struct {
 	cfg        Config
-	tasks      *enqueuer
+	tasks      *Enqueuer
 	publisher  *Publisher
-	runner     *attemptRunner
-	scheduler  *scheduler
-	sweeper    *sweeper
-	maintainer *maintainer
-	disabler   *autoDisabler
+	runner     *Runner
+	scheduler  *Scheduler
+	sweeper    *Sweeper
+	maintainer *Maintainer
+	disabler   *AutoDisabler
 	// closers release what newWorker started, in order.
 	closers []func()
 	metrics *metrics
@@ -46,11 +46,11 @@ type worker struct {
 func newWorker(d *Dispatcher) (*worker, error) {
 	cfg := d.cfg
 	w := &worker{cfg: cfg, tasks: d.tasks, publisher: d.publisher, metrics: d.metrics, logger: cfg.Logger}
-	snd, err := newSender(cfg.senderConfig(), cfg.Clock, d.dialer)
+	snd, err := NewSender(cfg.senderConfig(), cfg.Clock, d.dialer)
 	if err != nil {
 		return nil, err
 	}
-	w.closers = append(w.closers, snd.close)
+	w.closers = append(w.closers, snd.Close)
 	recorder := cfg.Recorder
 	if recorder == nil {
 		batch := NewBatchRecorder(cfg.Store)
@@ -59,7 +59,7 @@ func newWorker(d *Dispatcher) (*worker, error) {
 	}
 	leases := newLeaser(cfg.Store, cfg.Clock, cfg.leaseFor())
 	w.closers = append(w.closers, leases.close)
-	runnerCfg := attemptRunnerConfig{Store: cfg.Store, Schedule: cfg.Schedule, Jitter: cfg.Jitter,
+	runnerCfg := RunnerConfig{Store: cfg.Store, Schedule: cfg.Schedule, Jitter: cfg.Jitter,
 		LeaseFor: cfg.leaseFor(), DeliveryTimeout: cfg.DeliveryTimeout, Notifier: cfg.Notifier, RetryCap: cfg.TaskRetryCap}
 	if err := runnerCfg.validate(); err != nil {
 		return nil, err
@@ -73,32 +73,32 @@ func newWorker(d *Dispatcher) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.runner = &attemptRunner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel,
-		secrets: newSecretCache(cfg.Store, cfg.Sealer), tasks: d.tasks, metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger}
-	w.scheduler, err = newScheduler(cfg.schedulerConfig(), d.tasks.lanes, d.tasks.redis, w.runner.runTaken, d.metrics, cfg.Clock, cfg.Logger)
+	w.runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel,
+		secrets: NewSecretCache(cfg.Store, cfg.Sealer), tasks: d.tasks, metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger}
+	w.scheduler, err = NewScheduler(cfg.schedulerConfig(), d.tasks.Lanes, d.tasks.Redis, w.runner.runTaken, d.metrics, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
 
-	sweepCfg := sweeperConfig{Store: cfg.Store, Grace: cfg.SweepGrace}
+	sweepCfg := SweeperConfig{Store: cfg.Store, Grace: cfg.SweepGrace}
 	if err := sweepCfg.validate(); err != nil {
 		return nil, err
 	}
 	inspector := asynq.NewInspector(cfg.Redis)
 	w.closers = append(w.closers, func() { _ = inspector.Close() })
-	w.sweeper = &sweeper{cfg: sweepCfg, tasks: d.tasks, inspector: inspector, metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger}
+	w.sweeper = &Sweeper{cfg: sweepCfg, tasks: d.tasks, inspector: inspector, metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger}
 
-	maintCfg := maintainerConfig{Store: cfg.Store, PartitionsAhead: store.PartitionsAhead}
+	maintCfg := MaintainerConfig{Store: cfg.Store, PartitionsAhead: store.PartitionsAhead}
 	if err := maintCfg.validate(); err != nil {
 		return nil, err
 	}
-	w.maintainer = &maintainer{cfg: maintCfg, clock: cfg.Clock, logger: cfg.Logger}
+	w.maintainer = &Maintainer{cfg: maintCfg, clock: cfg.Clock, logger: cfg.Logger}
 
-	disableCfg := autoDisablerConfig{Store: cfg.Store, After: cfg.AutoDisableAfter, Notifier: cfg.Notifier}
+	disableCfg := AutoDisablerConfig{Store: cfg.Store, After: cfg.AutoDisableAfter, Notifier: cfg.Notifier}
 	if err := disableCfg.validate(); err != nil {
 		return nil, err
 	}
-	w.disabler = &autoDisabler{cfg: disableCfg, clock: cfg.Clock, logger: cfg.Logger}
+	w.disabler = &AutoDisabler{cfg: disableCfg, clock: cfg.Clock, logger: cfg.Logger}
 	return w, nil
 }
 
@@ -114,14 +114,14 @@ func (w *worker) close() {
 func (w *worker) mux() *asynq.ServeMux {
 	mux := asynq.NewServeMux()
 	mux.Use(w.policy)
-	mux.HandleFunc(producer.TaskIngest, w.publisher.handleIngest)
+	mux.HandleFunc(producer.TaskIngest, w.publisher.HandleIngest)
 	// Attempts run from the schedule (scheduler.go), not from asynq; an
 	// older build's attempt tasks are moved into it.
-	mux.HandleFunc(TaskAttempt, w.runner.handleLegacyAttempt)
-	mux.HandleFunc(TaskFirstAttempts, w.runner.handleLegacyFirstAttempts)
-	mux.HandleFunc(TaskSweep, w.sweeper.handleSweep)
-	mux.HandleFunc(TaskMaintenance, w.maintainer.handleMaintenance)
-	mux.HandleFunc(TaskAutoDisable, w.disabler.handleAutoDisable)
+	mux.HandleFunc(TaskAttempt, w.runner.HandleLegacyAttempt)
+	mux.HandleFunc(TaskFirstAttempts, w.runner.HandleLegacyFirstAttempts)
+	mux.HandleFunc(TaskSweep, w.sweeper.HandleSweep)
+	mux.HandleFunc(TaskMaintenance, w.maintainer.HandleMaintenance)
+	mux.HandleFunc(TaskAutoDisable, w.disabler.HandleAutoDisable)
 	return mux
 }
 
@@ -138,7 +138,7 @@ func (w *worker) mux() *asynq.ServeMux {
 func (w *worker) policy(next asynq.Handler) asynq.Handler {
 	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 		err := next.ProcessTask(ctx, t)
-		var nd notDue
+		var nd NotDue
 		switch {
 		case err == nil:
 			w.metrics.tasks.WithLabelValues(t.Type(), taskDone).Inc()
@@ -161,8 +161,8 @@ func (w *worker) policy(next asynq.Handler) asynq.Handler {
 			return err
 		}
 		queue, _ := asynq.GetQueueName(ctx)
-		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
-		fresh, rerr := w.tasks.again(ectx, t, queue, id, maxRetry, w.cfg.TaskRetryCap)
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), EnqueueTimeout)
+		fresh, rerr := w.tasks.Again(ectx, t, queue, id, maxRetry, w.cfg.TaskRetryCap)
 		cancel()
 		if rerr != nil {
 			w.metrics.tasks.WithLabelValues(t.Type(), taskRetried).Inc()
@@ -180,7 +180,7 @@ func (w *worker) policy(next asynq.Handler) asynq.Handler {
 // back when it is due; internal errors back off exponentially from a
 // second up to TaskRetryCap.
 func (w *worker) retryDelay(n int, err error, _ *asynq.Task) time.Duration {
-	var nd notDue
+	var nd NotDue
 	if errors.As(err, &nd) {
 		return nd.after
 	}
@@ -190,7 +190,7 @@ func (w *worker) retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 // isFailure tells asynq which errors count against a task's retries: a
 // deferred task did not fail.
 func isFailure(err error) bool {
-	var nd notDue
+	var nd NotDue
 	return !errors.As(err, &nd)
 }
 
@@ -222,9 +222,9 @@ func (w *worker) run(ctx context.Context) error {
 	srv := asynq.NewServer(cfg.Redis, asynq.Config{
 		Concurrency: cfg.Concurrency,
 		Queues: map[string]int{
-			queueDeliveries:  6,
+			QueueDeliveries:  6,
 			producer.Queue:   3,
-			queueMaintenance: 1,
+			QueueMaintenance: 1,
 		},
 		// Longer than an attempt's lease, so that a shutdown lets every
 		// attempt in flight finish and be recorded.
@@ -259,17 +259,17 @@ func (w *worker) run(ctx context.Context) error {
 
 	// The periodic jobs first run after one interval; run both now so that
 	// a restart picks up what a crash or a Redis flush left behind.
-	if _, err := w.sweeper.sweep(ctx); err != nil && ctx.Err() == nil {
+	if _, err := w.sweeper.Sweep(ctx); err != nil && ctx.Err() == nil {
 		w.logger.Error("initial sweep", "error", err)
 	}
-	if err := w.maintainer.maintain(ctx); err != nil && ctx.Err() == nil {
+	if err := w.maintainer.Maintain(ctx); err != nil && ctx.Err() == nil {
 		w.logger.Error("initial maintenance", "error", err)
 	}
 
 	attempts := make(chan struct{})
 	go func() {
 		defer close(attempts)
-		w.scheduler.run(ctx)
+		w.scheduler.Run(ctx)
 	}()
 	<-ctx.Done()
 	<-attempts // every attempt in flight ended and recorded
@@ -296,7 +296,7 @@ func (w *worker) registerPeriodic(sched *asynq.Scheduler) error {
 		// asynq keeps a timeout in whole seconds: a sub-second one would be
 		// stored as none, which its processor reports as an internal error.
 		_, err := sched.Register("@every "+j.every.String(), asynq.NewTask(j.task, nil),
-			asynq.Queue(queueMaintenance), asynq.TaskID(j.task), asynq.MaxRetry(0), asynq.Timeout(max(j.every, time.Second)))
+			asynq.Queue(QueueMaintenance), asynq.TaskID(j.task), asynq.MaxRetry(0), asynq.Timeout(max(j.every, time.Second)))
 		if err != nil {
 			return fmt.Errorf("schedule %s: %w", j.task, err)
 		}

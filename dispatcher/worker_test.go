@@ -24,11 +24,11 @@ func TestGiveUpIsTheSameForEveryHandler(t *testing.T) {
 	t.Parallel()
 	rd := storetest.NewRedis(t)
 	opt := asynq.RedisClientOpt{Network: "unix", Addr: rd.Socket}
-	tasks, err := newEnqueuer(opt, time.Second, clock.System{})
+	tasks, err := NewEnqueuer(opt, time.Second, clock.System{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tasks.close() })
+	t.Cleanup(func() { tasks.Close() })
 	m, err := newMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -37,10 +37,10 @@ func TestGiveUpIsTheSameForEveryHandler(t *testing.T) {
 
 	types := []struct{ task, queue string }{
 		{producer.TaskIngest, producer.Queue},
-		{TaskAttempt, queueDeliveries},
-		{TaskFirstAttempts, queueDeliveries},
-		{TaskSweep, queueMaintenance},
-		{TaskMaintenance, queueMaintenance},
+		{TaskAttempt, QueueDeliveries},
+		{TaskFirstAttempts, QueueDeliveries},
+		{TaskSweep, QueueMaintenance},
+		{TaskMaintenance, QueueMaintenance},
 	}
 	mux := asynq.NewServeMux()
 	mux.Use(w.policy)
@@ -48,7 +48,7 @@ func TestGiveUpIsTheSameForEveryHandler(t *testing.T) {
 		mux.HandleFunc(ty.task, func(context.Context, *asynq.Task) error { return errors.New("postgres is down") })
 	}
 	srv := asynq.NewServer(opt, asynq.Config{Concurrency: 4, RetryDelayFunc: w.retryDelay, IsFailure: isFailure,
-		Queues:            map[string]int{queueDeliveries: 1, producer.Queue: 1, queueMaintenance: 1},
+		Queues:            map[string]int{QueueDeliveries: 1, producer.Queue: 1, QueueMaintenance: 1},
 		TaskCheckInterval: 10 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond,
 		LogLevel: asynq.FatalLevel})
 	if err := srv.Start(mux); err != nil {
