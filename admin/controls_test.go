@@ -62,7 +62,7 @@ func newLoggedPipeline(t *testing.T, logs *syncBuffer) *harness {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Publisher = d
+		usePipeline(cfg, d)
 	}
 	h := newHarness(t, withPipeline)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -58,7 +58,7 @@ func newPipelineHarness(t *testing.T, configure ...func(*admin.Config)) (*harnes
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Publisher = d
+		usePipeline(cfg, d)
 	}
 	h := newHarness(t, append([]func(*admin.Config){withPipeline}, configure...)...)
 	ctx, cancel := context.WithCancel(context.Background())

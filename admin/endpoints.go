@@ -8,7 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/internal/sessions"
 )
 
@@ -17,7 +17,7 @@ import (
 type EndpointChecker interface {
 	// CheckEndpoint checks the merchant's subscription; a stranger's or a
 	// missing one is store.ErrNotFound.
-	CheckEndpoint(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (dispatcher.CheckReport, error)
+	CheckEndpoint(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (publish.CheckReport, error)
 }
 
 // endpointRoutes are what the portal asks of one endpoint beyond the

@@ -16,6 +16,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/deliver"
+	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
@@ -216,4 +219,16 @@ func expectError(t *testing.T, r response, status int, code string) map[string]a
 		t.Errorf("Correlation-Id header %q != body correlation_id %v", cid, m["correlation_id"])
 	}
 	return m
+}
+
+// usePipeline hands d's pieces to admin as cmd/webhookd does: the
+// publisher, redeliverer and dropper as its Publisher, the checker as its
+// Checker.
+func usePipeline(cfg *admin.Config, d *dispatcher.Dispatcher) {
+	cfg.Publisher = struct {
+		*publish.Publisher
+		*publish.Redeliverer
+		*deliver.Dropper
+	}{d.Publisher, d.Redeliverer, d.Dropper}
+	cfg.Checker = d.Checker
 }

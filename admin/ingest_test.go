@@ -44,7 +44,7 @@ func withIngestPipeline(t testing.TB) func(*admin.Config) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { d.Close() })
-		cfg.Publisher = d
+		usePipeline(cfg, d)
 	}
 }
 

@@ -45,7 +45,7 @@ func TestProducerRefusesAsHTTPIngest(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { d.Close() })
-		cfg.Publisher = d
+		usePipeline(cfg, d)
 	})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)

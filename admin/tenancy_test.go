@@ -123,7 +123,7 @@ func (h *harness) twin(configure ...func(*admin.Config)) twin {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	cfg.Publisher = d
+	usePipeline(&cfg, d)
 	for _, c := range configure {
 		c(&cfg)
 	}

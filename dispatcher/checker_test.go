@@ -12,6 +12,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/signer"
 )
@@ -43,7 +44,7 @@ func TestCheckEndpoint(t *testing.T) {
 	d, reg := e.dispatcher()
 	e.run(d)
 
-	rep, err := d.CheckEndpoint(context.Background(), "m_check", sub.ID)
+	rep, err := d.Checker.CheckEndpoint(context.Background(), "m_check", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestCheckEndpoint(t *testing.T) {
 	for i, want := range []struct {
 		name   string
 		status int
-	}{{dispatcher.CheckValid, 200}, {dispatcher.CheckWrongSignature, 401}, {dispatcher.CheckStaleTimestamp, 401}} {
+	}{{publish.CheckValid, 200}, {publish.CheckWrongSignature, 401}, {publish.CheckStaleTimestamp, 401}} {
 		res := rep.Results[i]
 		if res.Case != want.name || res.HTTPStatus == nil || *res.HTTPStatus != want.status || res.Accepted != (want.status == 200) {
 			t.Errorf("result %d: %+v, want %s answered %d", i, res, want.name, want.status)
@@ -71,7 +72,7 @@ func TestCheckEndpoint(t *testing.T) {
 		if res.Accepted {
 			wantStatus = store.DeliverySucceeded
 		}
-		if !stored.Test || stored.EventType != dispatcher.TestEventType || stored.Status != wantStatus ||
+		if !stored.Test || stored.EventType != publish.TestEventType || stored.Status != wantStatus ||
 			stored.NextAttemptAt != nil || len(stored.Attempts) != 1 || stored.Attempts[0].Trigger != store.TriggerManual {
 			t.Errorf("stored %s delivery: %+v", want.name, stored)
 		}
@@ -86,7 +87,7 @@ func TestCheckEndpoint(t *testing.T) {
 			}
 			ts, _ := strconv.ParseInt(r.Header.Get("webhook-timestamp"), 10, 64)
 			age := time.Since(time.Unix(ts, 0))
-			if stale := want.name == dispatcher.CheckStaleTimestamp; stale != (age > 9*time.Minute) {
+			if stale := want.name == publish.CheckStaleTimestamp; stale != (age > 9*time.Minute) {
 				t.Errorf("%s: timestamp %v old", want.name, age)
 			}
 		}
@@ -108,7 +109,7 @@ func TestCheckEndpointRefusals(t *testing.T) {
 
 	t.Run("an endpoint accepting everything does not verify", func(t *testing.T) {
 		d, _ := e.dispatcher()
-		rep, err := d.CheckEndpoint(context.Background(), "m_check", sub.ID)
+		rep, err := d.Checker.CheckEndpoint(context.Background(), "m_check", sub.ID)
 		if err != nil || rep.VerifiesSignatures {
 			t.Fatalf("report %+v, %v; want verifies_signatures false", rep, err)
 		}
@@ -121,7 +122,7 @@ func TestCheckEndpointRefusals(t *testing.T) {
 	t.Run("another merchant's subscription", func(t *testing.T) {
 		d, _ := e.dispatcher()
 		before := len(lax.got())
-		if _, err := d.CheckEndpoint(context.Background(), "m_stranger", sub.ID); !errors.Is(err, store.ErrNotFound) {
+		if _, err := d.Checker.CheckEndpoint(context.Background(), "m_stranger", sub.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("check of a stranger's subscription: %v, want ErrNotFound", err)
 		}
 		if len(lax.got()) != before {
@@ -131,7 +132,7 @@ func TestCheckEndpointRefusals(t *testing.T) {
 	t.Run("the SSRF guard", func(t *testing.T) {
 		d, _ := e.dispatcher(func(c *dispatcher.Config) { c.AllowPrivateTargets = false })
 		before := len(lax.got())
-		rep, err := d.CheckEndpoint(context.Background(), "m_check", sub.ID)
+		rep, err := d.Checker.CheckEndpoint(context.Background(), "m_check", sub.ID)
 		if err != nil || rep.VerifiesSignatures {
 			t.Fatalf("report %+v, %v", rep, err)
 		}

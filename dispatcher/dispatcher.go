@@ -1,62 +1,59 @@
-// Package dispatcher turns published events into delivered webhooks.
+// Package dispatcher turns published events into delivered webhooks. It
+// assembles the pipeline from one Config; each role is a package of its
+// own, each job a type in a file of its own:
 //
-// Each job has a type of its own, in a file of its own:
+//   - queue: the contract between the roles. The asynq task types, their
+//     payloads and ids, the Enqueuer every role uses, and the schedule
+//     (lanes.go) where every attempt waits, by merchant and subscription,
+//     until it is due and its turn comes.
+//   - publish: the API side. The Publisher applies every rule of a
+//     published event, stores it and its deliveries (group commit, with
+//     the subscriptions' filters judged) and parks their first attempts;
+//     the Redeliverer asks for manual attempts; the Checker tests an
+//     endpoint's signature verification.
+//   - deliver: the worker side. The Scheduler fills the pool from the
+//     schedule, each merchant to its share; the Runner makes one attempt
+//     (lease, sign, send, record) and parks the next; the Sender is its
+//     HTTP exchange behind the address check; the Dropper ends a deleted
+//     subscription's waiting work.
+//   - maintain: the periodic jobs. The Sweeper, the Maintainer
+//     (partitions, retention) and the AutoDisabler.
+//   - notify: the e-mails merchants act on.
 //
-//   - publisher.go: the Publisher owns the event catalogue and every rule
-//     on a published event; it stores the event and its deliveries and
-//     enqueues their first attempts (HTTP ingest, producer tasks and
-//     send_test_event all go through it).
-//   - attempt.go: the attemptRunner makes one attempt (lease, sign, POST,
-//     record) and schedules the next; decide.go is its retry policy,
-//     sender.go its HTTP exchange, recorder.go and leaser.go its group
-//     commits, limiter.go its per-subscription cap.
-//   - sweeper.go: the sweeper re-enqueues what Redis lost.
-//   - maintainer.go: the maintainer creates and drops day partitions and
-//     expires idempotency keys.
-//   - redeliverer.go: the Redeliverer makes manual attempts (redeliver,
-//     recover).
-//   - notify.go: the MailNotifier tells merchants of deliveries that failed
-//     for good.
-//   - tasks.go: the asynq task types, their payloads and ids, and the
-//     enqueuer every service uses; worker.go: the one ServeMux where every
-//     task type is registered, with the middleware every handler shares.
+// This package holds what spans them: Config, the one place defaults are
+// set; New, which builds the API side's pieces (Dispatcher's fields, used
+// directly); and Run, the worker role, whose one asynq ServeMux
+// (worker.go) registers every task type behind the same middleware.
 //
 // Postgres is the source of truth and Redis only carries the work: an event
-// and its deliveries are stored in one transaction before any task is
-// enqueued, an attempt is recorded before its task is acknowledged, and the
-// sweeper re-enqueues every overdue delivery, so that a flushed Redis or a
-// lost task delays a delivery but never loses it.
+// and its deliveries are stored in one transaction before any attempt is
+// parked, an attempt is recorded before it is taken off the schedule, and
+// the sweeper parks again every overdue delivery, so that a flushed Redis
+// or a lost attempt delays a delivery but never loses it.
 package dispatcher
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
 	"runtime"
-	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/webhookd/webhookd/dispatcher/deliver"
+	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
+	"github.com/webhookd/webhookd/dispatcher/publish"
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
-	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
 )
-
-// Notifier is told about deliveries that failed for good.
-type Notifier interface {
-	// DeliveryFailed is called after a real (non-test) delivery used up its
-	// attempts or its manual attempt failed.
-	DeliveryFailed(ctx context.Context, d store.Delivery)
-}
 
 // Config is what the pipeline needs, for the API role (New) and the worker
 // role (Run) alike. Optional fields left zero take the defaults that
@@ -117,9 +114,9 @@ type Config struct {
 	// Recorder writes attempt outcomes; default a BatchRecorder on Store
 	// (group commit), which Run starts and stops. A Recorder given here is
 	// the caller's to close.
-	Recorder Recorder
+	Recorder deliver.Recorder
 	// Notifier hears of permanently failed real deliveries; may be nil.
-	Notifier Notifier
+	Notifier deliver.Notifier
 	// Logger receives the pipeline's logs; default discards.
 	Logger *slog.Logger
 	// Registerer receives the pipeline's metrics; nil registers nowhere.
@@ -148,6 +145,13 @@ type Config struct {
 	TaskRetryCap time.Duration
 	// Version names this build in the user-agent header; default "dev".
 	Version string
+	// Dialer, when set, dials every delivery and endpoint check in place
+	// of the address-checking dialer built from the fields above (tests
+	// confine it to loopback: deliver.NewDialer, then their own check).
+	Dialer *net.Dialer
+	// WrapFilterMatcher, when set, wraps the judge of subscription filters
+	// (publish.PublisherConfig.WrapMatcher: tests make filters slow).
+	WrapFilterMatcher func(publish.Matcher) publish.Matcher
 }
 
 // DefaultEventTypes is the event vocabulary of spec 6.1, a fresh slice
@@ -240,43 +244,40 @@ const circuitAfter = 3
 // schedulerConfig is the scheduler part of c: a merchant's share and a
 // subscription's cap as they were, and an eighth of the pool never lent
 // beyond a share, for other merchants' new work.
-func (c *Config) schedulerConfig() SchedulerConfig {
-	return SchedulerConfig{Concurrency: c.Concurrency, Share: c.merchantConcurrency(), SubscriptionCap: c.SubscriptionConcurrency,
+func (c *Config) schedulerConfig() deliver.SchedulerConfig {
+	return deliver.SchedulerConfig{Concurrency: c.Concurrency, Share: c.merchantConcurrency(), SubscriptionCap: c.SubscriptionConcurrency,
 		CircuitAfter: circuitAfter, Reserve: min(max(1, c.Concurrency/8), c.Concurrency-1), AttemptTimeout: c.leaseFor(),
 		Held: c.SweepGrace}
 }
 
-// leaseFor is how long a worker holds a delivery for one attempt: the
-// delivery timeout and a margin to load secrets before and to record the
-// attempt after the HTTP exchange. The margin is also how long a crashed
-// worker delays the delivery.
-func (c *Config) leaseFor() time.Duration {
-	return c.DeliveryTimeout + min(max(c.DeliveryTimeout/2, time.Second), 10*time.Second)
-}
+// leaseFor is how long a worker holds a delivery for one attempt
+// (deliver.LeaseFor).
+func (c *Config) leaseFor() time.Duration { return deliver.LeaseFor(c.DeliveryTimeout) }
 
 // senderConfig is the delivery part of c.
-func (c *Config) senderConfig() SenderConfig {
-	return SenderConfig{Timeout: c.DeliveryTimeout, AllowHTTP: c.AllowHTTPTargets, AllowPrivate: c.AllowPrivateTargets,
+func (c *Config) senderConfig() deliver.SenderConfig {
+	return deliver.SenderConfig{Timeout: c.DeliveryTimeout, AllowHTTP: c.AllowHTTPTargets, AllowPrivate: c.AllowPrivateTargets,
 		MaxConns: c.Concurrency, MaxConnsPerHost: c.Concurrency, Version: c.Version, EgressProxy: c.EgressProxy}
 }
 
-// Dispatcher is the pipeline as the processes see it: the API role
-// publishes and redelivers through it (New builds only the Publisher, with
-// its group commit of publishes, and the Redeliverer; the endpoint check's HTTP client is
-// built at the first check), and the worker role calls Run, which builds
-// the workers.
+// Dispatcher is the pipeline assembled from one Config: the pieces the
+// API role calls, each used directly (New builds only these: the endpoint
+// check's HTTP client is built at the first check), and Run, the worker
+// role, which builds the workers.
 type Dispatcher struct {
-	cfg       Config
-	tasks     *Enqueuer
-	metrics   *metrics
-	publisher *Publisher
-	redeliver *Redeliverer
-	// checker is built at the first endpoint check, so that a process
-	// that never checks holds no HTTP client for it.
-	checker func() (*Checker, error)
-	// dialer, when set, is the dialer of every delivery in place of
-	// newDialer's (tests confine it to loopback).
-	dialer *net.Dialer
+	// Publisher stores published events and their deliveries and parks
+	// their first attempts.
+	Publisher *publish.Publisher
+	// Redeliverer makes manual attempts (redeliver, recover).
+	Redeliverer *publish.Redeliverer
+	// Checker tests whether an endpoint verifies signatures.
+	Checker *publish.Checker
+	// Dropper ends the waiting work of deleted or disabled subscriptions.
+	Dropper *deliver.Dropper
+
+	cfg     Config
+	tasks   *queue.Enqueuer
+	metrics *metrics.Set
 }
 
 // New checks cfg, fills its defaults, registers the metrics and connects
@@ -286,81 +287,44 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(cfg.Registerer)
+	m, err := metrics.New(cfg.Registerer, publish.RefusalRules())
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := NewEnqueuer(cfg.Redis, cfg.leaseFor(), cfg.Clock)
+	tasks, err := queue.NewEnqueuer(cfg.Redis, cfg.leaseFor(), cfg.Clock)
 	if err != nil {
 		return nil, err
 	}
-	pub, err := NewPublisher(PublisherConfig{
+	pub, err := publish.NewPublisher(publish.PublisherConfig{
 		Store: cfg.Store, EventTypes: cfg.EventTypes, MaxPayloadBytes: cfg.MaxPayloadBytes,
 		VersionUsable: cfg.VersionUsable, Versions: cfg.Versions, DefaultAPIVersion: cfg.DefaultAPIVersion,
+		WrapMatcher: cfg.WrapFilterMatcher,
 	}, tasks, m, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
-	red, err := NewRedeliverer(RedelivererConfig{Store: cfg.Store}, tasks, cfg.Clock, cfg.Logger)
+	red, err := publish.NewRedeliverer(publish.RedelivererConfig{Store: cfg.Store}, tasks, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(NewScheduleCollector(tasks.Lanes, cfg.Clock)); err != nil {
+		if err := cfg.Registerer.Register(queue.NewScheduleCollector(tasks.Lanes, cfg.Clock)); err != nil {
 			return nil, fmt.Errorf("register the schedule's metrics: %w", err)
 		}
 	}
-	d := &Dispatcher{cfg: cfg, tasks: tasks, metrics: m, publisher: pub, redeliver: red}
-	d.checker = sync.OnceValues(func() (*Checker, error) {
-		snd, err := NewSender(cfg.senderConfig(), cfg.Clock, d.dialer)
-		if err != nil {
-			return nil, err
-		}
-		return newChecker(cfg, pub, snd), nil
-	})
-	return d, nil
-}
-
-// CheckEndpoint is Checker.Check.
-func (d *Dispatcher) CheckEndpoint(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (CheckReport, error) {
-	c, err := d.checker()
-	if err != nil {
-		return CheckReport{}, err
-	}
-	return c.Check(ctx, merchantID, subscriptionID)
-}
-
-// Check is Publisher.Check.
-func (d *Dispatcher) Check(e producer.Event) error { return d.publisher.Check(e) }
-
-// Publish is Publisher.Publish.
-func (d *Dispatcher) Publish(ctx context.Context, e producer.Event) (store.Event, bool, error) {
-	return d.publisher.Publish(ctx, e)
-}
-
-// PublishAll is Publisher.PublishAll.
-func (d *Dispatcher) PublishAll(ctx context.Context, es []producer.Event) ([]store.Event, []bool, []error) {
-	return d.publisher.PublishAll(ctx, es)
-}
-
-// SendTestEvent is Publisher.SendTestEvent.
-func (d *Dispatcher) SendTestEvent(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (store.Delivery, error) {
-	return d.publisher.SendTestEvent(ctx, merchantID, subscriptionID)
-}
-
-// Redeliver is Redeliverer.Redeliver.
-func (d *Dispatcher) Redeliver(ctx context.Context, merchantID string, deliveryID uuid.UUID) (store.Delivery, error) {
-	return d.redeliver.Redeliver(ctx, merchantID, deliveryID)
-}
-
-// Recover is Redeliverer.Recover.
-func (d *Dispatcher) Recover(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time) (int, error) {
-	return d.redeliver.Recover(ctx, merchantID, subscriptionID, since)
+	return &Dispatcher{
+		Publisher:   pub,
+		Redeliverer: red,
+		Checker: publish.NewChecker(publish.CheckerConfig{Store: cfg.Store, Sealer: cfg.Sealer, Publisher: pub,
+			Sender: cfg.senderConfig(), Dialer: cfg.Dialer, LeaseFor: cfg.leaseFor(), Clock: cfg.Clock}),
+		Dropper: deliver.NewDropper(tasks.Lanes, cfg.Store, cfg.Clock, cfg.Logger),
+		cfg:     cfg, tasks: tasks, metrics: m,
+	}, nil
 }
 
 // Close writes the publishes waiting for their group, then closes the
 // asynq client their first attempts are enqueued with.
 func (d *Dispatcher) Close() error {
-	d.publisher.Close()
+	d.Publisher.Close()
 	return d.tasks.Close()
 }

@@ -59,7 +59,7 @@ func TestWorkThatCanNeverRunIsDropped(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.api {
-				if err := d.DropSubscription(ctx, "m1", sub.ID); err != nil {
+				if err := d.Dropper.DropSubscription(ctx, "m1", sub.ID); err != nil {
 					t.Fatal(err)
 				}
 				if n, err := dispatcher.ScheduleParked(ctx, e.rc); err != nil || n != 0 {

@@ -66,8 +66,7 @@ func TestDeliveriesGoThroughTheEgressProxy(t *testing.T) {
 		d, _ := e.dispatcher(func(c *dispatcher.Config) {
 			c.AllowPrivateTargets = false
 			c.EgressProxy = proxy.URL
-		})
-		dispatcher.DialThrough(t, d, fakeResolver(t, names))
+		}, dispatcher.DialThrough(t, fakeResolver(t, names)))
 		e.run(d)
 		ev := e.publish(d, "m1", "payout.paid")
 		everyAttemptFails(t, e, ev, want)

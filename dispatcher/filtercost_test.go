@@ -35,15 +35,14 @@ func TestCostlyFiltersDelayOnlyTheirMerchant(t *testing.T) {
 		}
 	}
 	e.subscribe("quick", rcv.URL, "*")
-	d, reg := e.dispatcher()
 	release := make(chan struct{})
-	dispatcher.HoldFilters(d, "slow", release)
+	d, reg := e.dispatcher(dispatcher.HoldFilters("slow", release))
 	e.run(d)
 
 	payload := json.RawMessage(`{"amount": "10"}`)
 	slow := make(chan []error, 1)
 	go func() {
-		_, _, errs := d.PublishAll(ctx, []producer.Event{
+		_, _, errs := d.Publisher.PublishAll(ctx, []producer.Event{
 			{MerchantID: "slow", Type: "payout.paid", Payload: payload},
 			{MerchantID: "slow", Type: "payout.failed", Payload: payload},
 		})
@@ -55,7 +54,7 @@ func TestCostlyFiltersDelayOnlyTheirMerchant(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 5 {
 		wg.Go(func() {
-			if _, _, err := d.Publish(ctx, producer.Event{MerchantID: "quick", Type: "payout.paid", Payload: payload}); err != nil {
+			if _, _, err := d.Publisher.Publish(ctx, producer.Event{MerchantID: "quick", Type: "payout.paid", Payload: payload}); err != nil {
 				t.Error(err)
 			}
 		})

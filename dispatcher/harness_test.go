@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/producer"
@@ -151,7 +152,7 @@ func (e *env) subscribe(merchant, url string, events ...string) (store.Subscript
 // publish publishes an event of typ for merchant through d.
 func (e *env) publish(d *dispatcher.Dispatcher, merchant, typ string) store.Event {
 	e.t.Helper()
-	ev, created, err := d.Publish(context.Background(), producer.Event{MerchantID: merchant, Type: typ,
+	ev, created, err := d.Publisher.Publish(context.Background(), producer.Event{MerchantID: merchant, Type: typ,
 		Payload: json.RawMessage(`{"id": "po_1", "status": "paid"}`)})
 	if err != nil || !created {
 		e.t.Fatalf("Publish = %v, created %v", err, created)
@@ -233,7 +234,7 @@ func (e *env) waitIdle() {
 func (e *env) waitSwept(reg *prometheus.Registry) {
 	e.t.Helper()
 	sweeps := func() float64 {
-		return counterWith(e.t, reg, "webhookd_tasks_total", "task", dispatcher.TaskSweep)
+		return counterWith(e.t, reg, "webhookd_tasks_total", "task", queue.TaskSweep)
 	}
 	before := sweeps()
 	e.waitFor("a sweep", 30*time.Second, func() bool { return sweeps() > before })

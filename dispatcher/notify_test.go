@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/deliver"
+	"github.com/webhookd/webhookd/dispatcher/notify"
 	"github.com/webhookd/webhookd/internal/smtpsink"
 	"github.com/webhookd/webhookd/internal/store"
 )
@@ -18,7 +20,7 @@ import (
 // countingNotifier counts the calls that returned, so that a test knows
 // the notifier has finished with a delivery.
 type countingNotifier struct {
-	inner dispatcher.Notifier
+	inner deliver.Notifier
 	calls atomic.Int32
 }
 
@@ -42,7 +44,7 @@ func TestFailureEmailOncePerSubscriptionPerHour(t *testing.T) {
 	if _, err := e.store.UpdateMerchant(ctx, "m1", testVersion, store.MerchantSettings{NotificationEmail: &email}); err != nil {
 		t.Fatal(err)
 	}
-	mailer, err := dispatcher.NewMailNotifier(sink.URL(), "webhookd@example.com", e.store, e.cfg.Logger)
+	mailer, err := notify.NewMailer(sink.URL(), "webhookd@example.com", e.store, e.cfg.Logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func TestFailureEmailOncePerSubscriptionPerHour(t *testing.T) {
 	e.run(d)
 
 	// A test delivery to the other subscription fails for good first.
-	td, err := d.SendTestEvent(ctx, "m1", testOnly.ID)
+	td, err := d.Publisher.SendTestEvent(ctx, "m1", testOnly.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,28 +105,7 @@ func TestFailureEmailOncePerSubscriptionPerHour(t *testing.T) {
 	if n := len(sink.Messages()); n != 1 {
 		t.Fatalf("%d e-mails after a test delivery, want still 1", n)
 	}
-	if _, err := e.store.ClaimFailureNotification(ctx, testOnly.ID, dispatcher.NotifyInterval); err != nil {
+	if _, err := e.store.ClaimFailureNotification(ctx, testOnly.ID, notify.NotifyInterval); err != nil {
 		t.Fatalf("the test delivery took the e-mail claim: %v", err)
-	}
-}
-
-func TestNewMailNotifierURLs(t *testing.T) {
-	tests := []struct {
-		url     string
-		wantErr bool
-	}{
-		{"", false},
-		{"smtp://mail.example.com:2525", false},
-		{"smtp://user:secret@mail.example.com", false},
-		{"smtps://user:secret@mail.example.com:465", false},
-		{"http://mail.example.com", true},
-		{"smtp://mail.example.com:port", true},
-		{"smtp://", true},
-	}
-	for _, tt := range tests {
-		_, err := dispatcher.NewMailNotifier(tt.url, "webhookd@example.com", nil, nil)
-		if (err != nil) != tt.wantErr {
-			t.Errorf("NewMailNotifier(%q) error %v, want error %v", tt.url, err, tt.wantErr)
-		}
 	}
 }

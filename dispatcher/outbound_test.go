@@ -49,8 +49,7 @@ func TestNamesResolvingToForbiddenAddressesAreBlocked(t *testing.T) {
 		sub, _ := e.subscribe("m1", "http://"+net.JoinHostPort(host, port)+"/hook", "*")
 		want[sub.ID] = expectation{host, "failed, target_blocked, no status"}
 	}
-	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.AllowPrivateTargets = false })
-	dispatcher.DialThrough(t, d, fakeResolver(t, names))
+	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.AllowPrivateTargets = false }, dispatcher.DialThrough(t, fakeResolver(t, names)))
 	e.run(d)
 	ev := e.publish(d, "m1", "payout.paid")
 

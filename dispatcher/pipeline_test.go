@@ -151,12 +151,12 @@ func TestDuplicatePublishMakesOneEvent(t *testing.T) {
 	d, reg := e.dispatcher()
 	id := uuid.New()
 	ne := producer.Event{ID: id.String(), MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{"a":1}`)}
-	first, created, err := d.Publish(context.Background(), ne)
+	first, created, err := d.Publisher.Publish(context.Background(), ne)
 	if err != nil || !created {
 		t.Fatalf("first Publish = %v, %v", created, err)
 	}
 	ne.Payload = json.RawMessage(`{"a":2}`)
-	second, created, err := d.Publish(context.Background(), ne)
+	second, created, err := d.Publisher.Publish(context.Background(), ne)
 	if err != nil || created {
 		t.Fatalf("second Publish = %v, %v; want created false", created, err)
 	}
@@ -171,7 +171,7 @@ func TestDuplicatePublishMakesOneEvent(t *testing.T) {
 	}
 	// The same id from another merchant is a conflict, not a silent success.
 	ne.MerchantID = "m2"
-	if _, _, err := d.Publish(context.Background(), ne); err == nil {
+	if _, _, err := d.Publisher.Publish(context.Background(), ne); err == nil {
 		t.Error("the same id from another merchant was accepted")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
@@ -42,7 +43,7 @@ func TestPublisherRules(t *testing.T) {
 		{"a merchant id not UTF-8", func(e *producer.Event) { e.MerchantID = "m\xff" }, "merchant_id", "merchant_id_malformed"},
 		{"no type", func(e *producer.Event) { e.Type = "" }, "type", "missing"},
 		{"an unknown type", func(e *producer.Event) { e.Type = "payout.lost" }, "type", "type_unknown"},
-		{"the reserved ping.test", func(e *producer.Event) { e.Type = dispatcher.TestEventType }, "type", "type_reserved"},
+		{"the reserved ping.test", func(e *producer.Event) { e.Type = publish.TestEventType }, "type", "type_reserved"},
 		{"no payload", func(e *producer.Event) { e.Payload = nil }, "payload", "missing"},
 		{"a null payload", func(e *producer.Event) { e.Payload = json.RawMessage(`null`) }, "payload", "missing"},
 		{"an array payload", func(e *producer.Event) { e.Payload = json.RawMessage(`[1]`) }, "payload", "payload_not_object"},
@@ -60,7 +61,7 @@ func TestPublisherRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := good
 			tc.change(&ev)
-			err := d.Check(ev)
+			err := d.Publisher.Check(ev)
 			bad := invalid.As(err)
 			switch {
 			case tc.wantRule == "" && err != nil:
@@ -68,7 +69,7 @@ func TestPublisherRules(t *testing.T) {
 			case tc.wantRule != "" && (bad == nil || bad.Param != tc.wantParam || bad.Rule != tc.wantRule):
 				t.Fatalf("Check = %v, want param %s rule %s", err, tc.wantParam, tc.wantRule)
 			}
-			_, _, perr := d.Publish(context.Background(), ev)
+			_, _, perr := d.Publisher.Publish(context.Background(), ev)
 			if (err == nil) != (perr == nil) {
 				t.Fatalf("Publish = %v, Check = %v: they must agree", perr, err)
 			}
@@ -96,7 +97,7 @@ func TestProducerEventsFollowThePublishersRules(t *testing.T) {
 		rule  string
 	}{
 		{producer.Event{Type: "payout.lost"}, "type_unknown"},
-		{producer.Event{Type: dispatcher.TestEventType}, "type_reserved"},
+		{producer.Event{Type: publish.TestEventType}, "type_reserved"},
 		{producer.Event{Type: "payout.paid", Payload: json.RawMessage(`[1]`)}, "payload_not_object"},
 		{producer.Event{Type: "payout.paid", MerchantID: "-"}, "missing"},
 	}

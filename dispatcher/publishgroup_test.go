@@ -48,7 +48,7 @@ func (e *env) publishTogether(d *dispatcher.Dispatcher, reg *prometheus.Registry
 	}
 	blocked := make(chan error, 1)
 	go func() {
-		_, _, err := d.Publish(ctx, producer.Event{ID: held.String(), MerchantID: "blocker", Type: "payout.paid",
+		_, _, err := d.Publisher.Publish(ctx, producer.Event{ID: held.String(), MerchantID: "blocker", Type: "payout.paid",
 			Payload: json.RawMessage(`{}`)})
 		blocked <- err
 	}()
@@ -63,7 +63,7 @@ func (e *env) publishTogether(d *dispatcher.Dispatcher, reg *prometheus.Registry
 	answered := make(chan int, len(events))
 	for i, ev := range events {
 		go func() {
-			stored, created, err := d.Publish(ctx, ev)
+			stored, created, err := d.Publisher.Publish(ctx, ev)
 			out[i] = publishOutcome{event: stored, created: created, err: err}
 			if err == nil {
 				_, gerr := e.store.EventByID(ctx, stored.ID)
@@ -235,7 +235,7 @@ func TestPublishGroupKeepsEachPublishsAnswer(t *testing.T) {
 	}
 
 	// Across groups: the same answer as the second publish, nothing new.
-	again, created, err := d.Publish(context.Background(), events[0])
+	again, created, err := d.Publisher.Publish(context.Background(), events[0])
 	if err != nil || created || string(again.Body) != string(out[0].event.Body) {
 		t.Errorf("re-publish in a later group = %v, created %v, body %s; want the stored event", err, created, again.Body)
 	}
@@ -256,7 +256,7 @@ func TestPublishAllWritesTogetherInOrder(t *testing.T) {
 	e.subscribe("m1", rcv.URL, "payout.paid")
 	d, _ := e.dispatcher()
 	ctx := context.Background()
-	taken, _, err := d.Publish(ctx, producer.Event{MerchantID: "m2", Type: "payout.paid", Payload: json.RawMessage(`{}`)})
+	taken, _, err := d.Publisher.Publish(ctx, producer.Event{MerchantID: "m2", Type: "payout.paid", Payload: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestPublishAllWritesTogetherInOrder(t *testing.T) {
 	// One event that breaks a rule refuses the batch: none is published.
 	bad := slices.Clone(events)
 	bad[3].Type = "payout.unknown"
-	_, _, badErrs := d.PublishAll(ctx, bad)
+	_, _, badErrs := d.Publisher.PublishAll(ctx, bad)
 	for i, err := range badErrs {
 		if (i == 3) != (invalid.As(err) != nil) {
 			t.Fatalf("batch with event 3 unknown: event %d: %v", i, err)
@@ -283,7 +283,7 @@ func TestPublishAllWritesTogetherInOrder(t *testing.T) {
 		}
 	}
 
-	stored, created, errs := d.PublishAll(ctx, events)
+	stored, created, errs := d.Publisher.PublishAll(ctx, events)
 	var written []store.Event
 	for i := range events {
 		if i == refused {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
@@ -19,13 +19,13 @@ func TestRecorders(t *testing.T) {
 	e := newEnv(t)
 	e.subscribe("m1", "http://127.0.0.1:9/hook", "*")
 	d, _ := e.dispatcher() // never run: nothing attempts the deliveries but the test
-	batch := dispatcher.NewBatchRecorder(e.store)
+	batch := deliver.NewBatchRecorder(e.store)
 	t.Cleanup(batch.Close)
 	for _, tc := range []struct {
 		name     string
-		recorder dispatcher.Recorder
+		recorder deliver.Recorder
 	}{
-		{"inline", dispatcher.InlineRecorder{Store: e.store}},
+		{"inline", deliver.InlineRecorder{Store: e.store}},
 		{"group commit", batch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/publish"
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/retry"
@@ -87,7 +89,7 @@ func TestRedeliverOutcomes(t *testing.T) {
 			offset.Store(int64(time.Minute))
 			status.Store(int32(tt.manual))
 
-			accepted, err := d.Redeliver(ctx, "m1", del.ID)
+			accepted, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +182,7 @@ func TestRedeliverTwice(t *testing.T) {
 	d, _, del := e.settledDelivery(rcv)
 
 	for range 2 {
-		if _, err := d.Redeliver(ctx, "m1", del.ID); err != nil {
+		if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -223,7 +225,7 @@ func TestRedeliverSurvivesRedisFlush(t *testing.T) {
 	stop() // no worker runs while the requests wait
 
 	for range 2 {
-		if _, err := d.Redeliver(ctx, "m1", del.ID); err != nil {
+		if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -278,7 +280,7 @@ func TestRedeliverDuringRunningAttempt(t *testing.T) {
 		return counterWith(t, reg, "webhookd_attempts_deferred_total", "", "")
 	}
 	before := deferred()
-	accepted, err := d.Redeliver(ctx, "m1", del.ID)
+	accepted, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,10 +319,10 @@ func TestRedeliverDroppedWhenSubscriptionDisabled(t *testing.T) {
 	ev := e.publish(d, "m1", "payout.paid")
 	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
 	stop()
-	worked := func() float64 { return counterWith(t, reg, "webhookd_tasks_total", "task", dispatcher.TaskAttempt) }
+	worked := func() float64 { return counterWith(t, reg, "webhookd_tasks_total", "task", queue.TaskAttempt) }
 	before := worked()
 
-	if _, err := d.Redeliver(ctx, "m1", del.ID); err != nil {
+	if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); err != nil {
 		t.Fatal(err)
 	}
 	off := store.SubscriptionDisabled
@@ -339,7 +341,7 @@ func TestRedeliverDroppedWhenSubscriptionDisabled(t *testing.T) {
 	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &on}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Redeliver(ctx, "m1", del.ID); err != nil {
+	if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.waitAttempts("m1", del.ID, 2); got.Attempts[1].Trigger != store.TriggerManual {
@@ -358,20 +360,20 @@ func TestRedeliverRefuses(t *testing.T) {
 	ev := e.publish(d, "m1", "payout.paid")
 	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
 
-	if _, err := d.Redeliver(ctx, "m2", del.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.Redeliverer.Redeliver(ctx, "m2", del.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another merchant's delivery: %v, want ErrNotFound", err)
 	}
-	if _, err := d.Redeliver(ctx, "m1", uuid.Must(uuid.NewV7())); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.Redeliverer.Redeliver(ctx, "m1", uuid.Must(uuid.NewV7())); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown delivery: %v, want ErrNotFound", err)
 	}
-	if _, err := d.Redeliver(ctx, "m1", uuid.New()); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.Redeliverer.Redeliver(ctx, "m1", uuid.New()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("non-v7 id: %v, want ErrNotFound", err)
 	}
 	off := store.SubscriptionDisabled
 	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Redeliver(ctx, "m1", del.ID); !errors.Is(err, store.ErrConflict) {
+	if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("disabled subscription: %v, want ErrConflict", err)
 	}
 	if n := len(rcv.got()); n != 1 {
@@ -390,11 +392,11 @@ func TestTestDeliveryLeavesHealthAlone(t *testing.T) {
 	d, _ := e.dispatcher()
 	e.run(d)
 
-	td, err := d.SendTestEvent(ctx, "m1", sub.ID)
+	td, err := d.Publisher.SendTestEvent(ctx, "m1", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !td.Test || td.EventType != dispatcher.TestEventType || td.SubscriptionID != sub.ID {
+	if !td.Test || td.EventType != publish.TestEventType || td.SubscriptionID != sub.ID {
 		t.Fatalf("test delivery %+v", td)
 	}
 	got := e.waitSettled(td.ID, 5*time.Second)
@@ -419,7 +421,7 @@ func TestTestDeliveryLeavesHealthAlone(t *testing.T) {
 		t.Fatalf("health after a failing real delivery: %+v", s.Health)
 	}
 
-	if _, err := d.SendTestEvent(ctx, "m2", sub.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.Publisher.SendTestEvent(ctx, "m2", sub.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("test event to another merchant's subscription: %v", err)
 	}
 }

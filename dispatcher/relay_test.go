@@ -128,7 +128,7 @@ func TestRelayDeliversToListener(t *testing.T) {
 	}
 
 	// A live listener's delivery can be redelivered, down its connection.
-	if _, err := d.Redeliver(ctx, "m1", del.ID); err != nil {
+	if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); err != nil {
 		t.Fatalf("Redeliver = %v", err)
 	}
 	e.waitFor("the manual attempt", 20*time.Second, func() bool { return len(e.delivery(del.ID).Attempts) == 3 })

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
@@ -306,7 +307,7 @@ func TestBacklogIsNotSweptAsLost(t *testing.T) {
 	}
 	took := time.Since(start)
 	e.waitSwept(reg)
-	sweeps := counterWith(t, reg, "webhookd_tasks_total", "task", dispatcher.TaskSweep)
+	sweeps := counterWith(t, reg, "webhookd_tasks_total", "task", queue.TaskSweep)
 	t.Logf("%d deliveries of one merchant at one attempt at a time drained in %v, over %v sweeps",
 		len(dels), took.Round(time.Millisecond), sweeps)
 	if n := counter(t, reg, "webhookd_sweeper_requeued_total"); n != 0 {

@@ -8,19 +8,14 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
+	"github.com/webhookd/webhookd/dispatcher/deliver"
+	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
+	"github.com/webhookd/webhookd/dispatcher/maintain"
+	"github.com/webhookd/webhookd/dispatcher/publish"
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/producer"
-)
-
-// Task results, the values of webhookd_tasks_total's result label.
-const (
-	taskDone     = "done"
-	taskDeferred = "deferred"
-	taskRetried  = "retried"
-	taskRefused  = "refused"
-	taskRenewed  = "renewed"
 )
 
 // worker is the worker role: the services that serve the task types, the
@@ -29,76 +24,51 @@ const (
 // to receivers and no group commits.
 type worker struct {
 	cfg        Config
-	tasks      *Enqueuer
-	publisher  *Publisher
-	runner     *Runner
-	scheduler  *Scheduler
-	sweeper    *Sweeper
-	maintainer *Maintainer
-	disabler   *AutoDisabler
+	tasks      *queue.Enqueuer
+	publisher  *publish.Publisher
+	attempts   *deliver.Worker
+	sweeper    *maintain.Sweeper
+	maintainer *maintain.Maintainer
+	disabler   *maintain.AutoDisabler
 	// closers release what newWorker started, in order.
 	closers []func()
-	metrics *metrics
+	metrics *metrics.Set
 	logger  *slog.Logger
 }
 
 // newWorker builds the services of the worker role on d's configuration.
-func newWorker(d *Dispatcher) (*worker, error) {
+func newWorker(d *Dispatcher) (w *worker, err error) {
 	cfg := d.cfg
-	w := &worker{cfg: cfg, tasks: d.tasks, publisher: d.publisher, metrics: d.metrics, logger: cfg.Logger}
-	snd, err := NewSender(cfg.senderConfig(), cfg.Clock, d.dialer)
+	w = &worker{cfg: cfg, tasks: d.tasks, publisher: d.Publisher, metrics: d.metrics, logger: cfg.Logger}
+	defer func() {
+		if err != nil {
+			w.close()
+		}
+	}()
+	w.attempts, err = deliver.NewWorker(deliver.WorkerConfig{Store: cfg.Store, Sealer: cfg.Sealer, Tasks: d.tasks, Redis: cfg.Redis,
+		Schedule: cfg.Schedule, Jitter: cfg.Jitter, RetryCap: cfg.TaskRetryCap, DeliveryTimeout: cfg.DeliveryTimeout,
+		Sender: cfg.senderConfig(), Dialer: cfg.Dialer, Scheduler: cfg.schedulerConfig(), Recorder: cfg.Recorder,
+		Notifier: cfg.Notifier, Version: cfg.Version, Metrics: d.metrics, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	w.closers = append(w.closers, snd.Close)
-	recorder := cfg.Recorder
-	if recorder == nil {
-		batch := NewBatchRecorder(cfg.Store)
-		w.closers = append(w.closers, batch.Close)
-		recorder = batch
-	}
-	leases := newLeaser(cfg.Store, cfg.Clock, cfg.leaseFor())
-	w.closers = append(w.closers, leases.close)
-	runnerCfg := RunnerConfig{Store: cfg.Store, Schedule: cfg.Schedule, Jitter: cfg.Jitter,
-		LeaseFor: cfg.leaseFor(), DeliveryTimeout: cfg.DeliveryTimeout, Notifier: cfg.Notifier, RetryCap: cfg.TaskRetryCap}
-	if err := runnerCfg.validate(); err != nil {
-		return nil, err
-	}
-	relayRedis, ok := cfg.Redis.MakeRedisClient().(redis.UniversalClient)
-	if !ok {
-		return nil, errors.New("dispatcher: Redis options make no go-redis client")
-	}
-	w.closers = append(w.closers, func() { _ = relayRedis.Close() })
-	rel, err := newRelay(relayConfig{Redis: relayRedis, Store: cfg.Store, Timeout: cfg.DeliveryTimeout, Version: cfg.Version}, cfg.Clock)
-	if err != nil {
-		return nil, err
-	}
-	w.runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel,
-		secrets: NewSecretCache(cfg.Store, cfg.Sealer), tasks: d.tasks, metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger}
-	w.scheduler, err = NewScheduler(cfg.schedulerConfig(), d.tasks.Lanes, d.tasks.Redis, w.runner.runTaken, d.metrics, cfg.Clock, cfg.Logger)
-	if err != nil {
-		return nil, err
-	}
-
-	sweepCfg := SweeperConfig{Store: cfg.Store, Grace: cfg.SweepGrace}
-	if err := sweepCfg.validate(); err != nil {
-		return nil, err
-	}
+	w.closers = append(w.closers, w.attempts.Close)
+	rt := maintain.Runtime{Clock: cfg.Clock, Logger: cfg.Logger}
 	inspector := asynq.NewInspector(cfg.Redis)
 	w.closers = append(w.closers, func() { _ = inspector.Close() })
-	w.sweeper = &Sweeper{cfg: sweepCfg, tasks: d.tasks, inspector: inspector, metrics: d.metrics, clock: cfg.Clock, logger: cfg.Logger}
-
-	maintCfg := MaintainerConfig{Store: cfg.Store, PartitionsAhead: store.PartitionsAhead}
-	if err := maintCfg.validate(); err != nil {
+	if w.sweeper, err = maintain.NewSweeper(maintain.SweeperConfig{Store: cfg.Store, Grace: cfg.SweepGrace, Tasks: d.tasks,
+		Inspector: inspector, Metrics: d.metrics, Runtime: rt}); err != nil {
 		return nil, err
 	}
-	w.maintainer = &Maintainer{cfg: maintCfg, clock: cfg.Clock, logger: cfg.Logger}
-
-	disableCfg := AutoDisablerConfig{Store: cfg.Store, After: cfg.AutoDisableAfter, Notifier: cfg.Notifier}
-	if err := disableCfg.validate(); err != nil {
+	if w.maintainer, err = maintain.NewMaintainer(maintain.MaintainerConfig{Store: cfg.Store, PartitionsAhead: store.PartitionsAhead,
+		Runtime: rt}); err != nil {
 		return nil, err
 	}
-	w.disabler = &AutoDisabler{cfg: disableCfg, clock: cfg.Clock, logger: cfg.Logger}
+	disableNotifier, _ := cfg.Notifier.(maintain.DisableNotifier)
+	if w.disabler, err = maintain.NewAutoDisabler(maintain.AutoDisablerConfig{Store: cfg.Store, After: cfg.AutoDisableAfter,
+		Notifier: disableNotifier, Runtime: rt}); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -115,13 +85,13 @@ func (w *worker) mux() *asynq.ServeMux {
 	mux := asynq.NewServeMux()
 	mux.Use(w.policy)
 	mux.HandleFunc(producer.TaskIngest, w.publisher.HandleIngest)
-	// Attempts run from the schedule (scheduler.go), not from asynq; an
+	// Attempts run from the schedule (deliver.Scheduler), not from asynq; an
 	// older build's attempt tasks are moved into it.
-	mux.HandleFunc(TaskAttempt, w.runner.HandleLegacyAttempt)
-	mux.HandleFunc(TaskFirstAttempts, w.runner.HandleLegacyFirstAttempts)
-	mux.HandleFunc(TaskSweep, w.sweeper.HandleSweep)
-	mux.HandleFunc(TaskMaintenance, w.maintainer.HandleMaintenance)
-	mux.HandleFunc(TaskAutoDisable, w.disabler.HandleAutoDisable)
+	mux.HandleFunc(queue.TaskAttempt, w.attempts.Runner.HandleLegacyAttempt)
+	mux.HandleFunc(queue.TaskFirstAttempts, w.attempts.Runner.HandleLegacyFirstAttempts)
+	mux.HandleFunc(queue.TaskSweep, w.sweeper.HandleSweep)
+	mux.HandleFunc(queue.TaskMaintenance, w.maintainer.HandleMaintenance)
+	mux.HandleFunc(queue.TaskAutoDisable, w.disabler.HandleAutoDisable)
 	return mux
 }
 
@@ -138,17 +108,17 @@ func (w *worker) mux() *asynq.ServeMux {
 func (w *worker) policy(next asynq.Handler) asynq.Handler {
 	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 		err := next.ProcessTask(ctx, t)
-		var nd NotDue
+		var nd deliver.NotDue
 		switch {
 		case err == nil:
-			w.metrics.tasks.WithLabelValues(t.Type(), taskDone).Inc()
+			w.metrics.Tasks.WithLabelValues(t.Type(), metrics.ResultDone).Inc()
 			return nil
 		case errors.As(err, &nd):
-			w.metrics.tasks.WithLabelValues(t.Type(), taskDeferred).Inc()
-			w.metrics.deferred.WithLabelValues(string(nd.why)).Inc()
+			w.metrics.Tasks.WithLabelValues(t.Type(), metrics.ResultDeferred).Inc()
+			w.metrics.Deferred.WithLabelValues(string(nd.Why)).Inc()
 			return err
 		case errors.Is(err, asynq.RevokeTask), errors.Is(err, asynq.SkipRetry):
-			w.metrics.tasks.WithLabelValues(t.Type(), taskRefused).Inc()
+			w.metrics.Tasks.WithLabelValues(t.Type(), metrics.ResultRefused).Inc()
 			return err
 		}
 		id, _ := asynq.GetTaskID(ctx)
@@ -156,21 +126,21 @@ func (w *worker) policy(next asynq.Handler) asynq.Handler {
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
 		log := w.logger.With("task", t.Type(), "task_id", id, "retry", retried, "max_retry", maxRetry)
 		if retried < maxRetry {
-			w.metrics.tasks.WithLabelValues(t.Type(), taskRetried).Inc()
+			w.metrics.Tasks.WithLabelValues(t.Type(), metrics.ResultRetried).Inc()
 			log.WarnContext(ctx, "task failed; asynq retries it", "error", err)
 			return err
 		}
-		queue, _ := asynq.GetQueueName(ctx)
-		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), EnqueueTimeout)
-		fresh, rerr := w.tasks.Again(ectx, t, queue, id, maxRetry, w.cfg.TaskRetryCap)
+		queueName, _ := asynq.GetQueueName(ctx)
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queue.EnqueueTimeout)
+		fresh, rerr := w.tasks.Again(ectx, t, queueName, id, maxRetry, w.cfg.TaskRetryCap)
 		cancel()
 		if rerr != nil {
-			w.metrics.tasks.WithLabelValues(t.Type(), taskRetried).Inc()
+			w.metrics.Tasks.WithLabelValues(t.Type(), metrics.ResultRetried).Inc()
 			log.ErrorContext(ctx, "task used up its retries and cannot be enqueued afresh; asynq archives it and the sweeper runs it again",
 				"error", err, "enqueue_error", rerr)
 			return err
 		}
-		w.metrics.tasks.WithLabelValues(t.Type(), taskRenewed).Inc()
+		w.metrics.Tasks.WithLabelValues(t.Type(), metrics.ResultRenewed).Inc()
 		log.WarnContext(ctx, "task used up its retries; enqueued afresh", "error", err, "fresh_task_id", fresh)
 		return nil
 	})
@@ -180,9 +150,9 @@ func (w *worker) policy(next asynq.Handler) asynq.Handler {
 // back when it is due; internal errors back off exponentially from a
 // second up to TaskRetryCap.
 func (w *worker) retryDelay(n int, err error, _ *asynq.Task) time.Duration {
-	var nd NotDue
+	var nd deliver.NotDue
 	if errors.As(err, &nd) {
-		return nd.after
+		return nd.After
 	}
 	return min(time.Second<<min(n, 6), w.cfg.TaskRetryCap)
 }
@@ -190,7 +160,7 @@ func (w *worker) retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 // isFailure tells asynq which errors count against a task's retries: a
 // deferred task did not fail.
 func isFailure(err error) bool {
-	var nd NotDue
+	var nd deliver.NotDue
 	return !errors.As(err, &nd)
 }
 
@@ -222,9 +192,9 @@ func (w *worker) run(ctx context.Context) error {
 	srv := asynq.NewServer(cfg.Redis, asynq.Config{
 		Concurrency: cfg.Concurrency,
 		Queues: map[string]int{
-			QueueDeliveries:  6,
-			producer.Queue:   3,
-			QueueMaintenance: 1,
+			queue.QueueDeliveries:  6,
+			producer.Queue:         3,
+			queue.QueueMaintenance: 1,
 		},
 		// Longer than an attempt's lease, so that a shutdown lets every
 		// attempt in flight finish and be recorded.
@@ -269,7 +239,7 @@ func (w *worker) run(ctx context.Context) error {
 	attempts := make(chan struct{})
 	go func() {
 		defer close(attempts)
-		w.scheduler.Run(ctx)
+		w.attempts.Scheduler.Run(ctx)
 	}()
 	<-ctx.Done()
 	<-attempts // every attempt in flight ended and recorded
@@ -288,15 +258,15 @@ func (w *worker) registerPeriodic(sched *asynq.Scheduler) error {
 		task  string
 		every time.Duration
 	}{
-		{TaskSweep, w.cfg.SweepInterval},
-		{TaskMaintenance, w.cfg.MaintenanceInterval},
-		{TaskAutoDisable, w.cfg.AutoDisableInterval},
+		{queue.TaskSweep, w.cfg.SweepInterval},
+		{queue.TaskMaintenance, w.cfg.MaintenanceInterval},
+		{queue.TaskAutoDisable, w.cfg.AutoDisableInterval},
 	}
 	for _, j := range jobs {
 		// asynq keeps a timeout in whole seconds: a sub-second one would be
 		// stored as none, which its processor reports as an internal error.
 		_, err := sched.Register("@every "+j.every.String(), asynq.NewTask(j.task, nil),
-			asynq.Queue(QueueMaintenance), asynq.TaskID(j.task), asynq.MaxRetry(0), asynq.Timeout(max(j.every, time.Second)))
+			asynq.Queue(queue.QueueMaintenance), asynq.TaskID(j.task), asynq.MaxRetry(0), asynq.Timeout(max(j.every, time.Second)))
 		if err != nil {
 			return fmt.Errorf("schedule %s: %w", j.task, err)
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/producer"
@@ -24,12 +26,12 @@ func TestGiveUpIsTheSameForEveryHandler(t *testing.T) {
 	t.Parallel()
 	rd := storetest.NewRedis(t)
 	opt := asynq.RedisClientOpt{Network: "unix", Addr: rd.Socket}
-	tasks, err := NewEnqueuer(opt, time.Second, clock.System{})
+	tasks, err := queue.NewEnqueuer(opt, time.Second, clock.System{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tasks.Close() })
-	m, err := newMetrics(nil)
+	m, err := metrics.New(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +39,10 @@ func TestGiveUpIsTheSameForEveryHandler(t *testing.T) {
 
 	types := []struct{ task, queue string }{
 		{producer.TaskIngest, producer.Queue},
-		{TaskAttempt, QueueDeliveries},
-		{TaskFirstAttempts, QueueDeliveries},
-		{TaskSweep, QueueMaintenance},
-		{TaskMaintenance, QueueMaintenance},
+		{queue.TaskAttempt, queue.QueueDeliveries},
+		{queue.TaskFirstAttempts, queue.QueueDeliveries},
+		{queue.TaskSweep, queue.QueueMaintenance},
+		{queue.TaskMaintenance, queue.QueueMaintenance},
 	}
 	mux := asynq.NewServeMux()
 	mux.Use(w.policy)
@@ -48,7 +50,7 @@ func TestGiveUpIsTheSameForEveryHandler(t *testing.T) {
 		mux.HandleFunc(ty.task, func(context.Context, *asynq.Task) error { return errors.New("postgres is down") })
 	}
 	srv := asynq.NewServer(opt, asynq.Config{Concurrency: 4, RetryDelayFunc: w.retryDelay, IsFailure: isFailure,
-		Queues:            map[string]int{QueueDeliveries: 1, producer.Queue: 1, QueueMaintenance: 1},
+		Queues:            map[string]int{queue.QueueDeliveries: 1, producer.Queue: 1, queue.QueueMaintenance: 1},
 		TaskCheckInterval: 10 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond,
 		LogLevel: asynq.FatalLevel})
 	if err := srv.Start(mux); err != nil {
@@ -69,7 +71,7 @@ func TestGiveUpIsTheSameForEveryHandler(t *testing.T) {
 	for _, ty := range types {
 		t.Run(ty.task, func(t *testing.T) {
 			deadline := time.Now().Add(20 * time.Second)
-			for testutil.ToFloat64(m.tasks.WithLabelValues(ty.task, taskRenewed)) < 1 {
+			for testutil.ToFloat64(m.Tasks.WithLabelValues(ty.task, metrics.ResultRenewed)) < 1 {
 				if time.Now().After(deadline) {
 					t.Fatal("the task was not enqueued afresh after its last retry")
 				}

@@ -34,6 +34,10 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/deliver"
+	"github.com/webhookd/webhookd/dispatcher/maintain"
+	"github.com/webhookd/webhookd/dispatcher/notify"
+	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/internal/keyscli"
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/outagelog"
@@ -391,7 +395,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 	if err != nil {
 		return err
 	}
-	notifier, err := dispatcher.NewMailNotifier(cfg.SMTPURL, cfg.NotifyFrom, st, logger)
+	notifier, err := notify.NewMailer(cfg.SMTPURL, cfg.NotifyFrom, st, logger)
 	if err != nil {
 		return fmt.Errorf("configuration: WEBHOOKD_SMTP_URL: %w", err)
 	}
@@ -411,7 +415,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 
 	keyUsage := merchants.NewKeyUsage(st, st.Now, logger)
 	srv, err := admin.New(admin.Config{
-		Store: st, Redis: rc, Publisher: d, Logger: logger, Registerer: reg, Gatherer: reg,
+		Store: st, Redis: rc, Publisher: pipeline{d.Publisher, d.Redeliverer, d.Dropper}, Checker: d.Checker, Logger: logger, Registerer: reg, Gatherer: reg,
 		Environment: cfg.Environment, Versions: cfg.versions, MasterKey: cfg.masterKey,
 		IngestToken: cfg.IngestToken, RequireHTTPS: cfg.requireHTTPS(), TrustedProxies: cfg.trustedProxies,
 		MaxBodyBytes: cfg.MaxBodyBytes, EventTypes: cfg.eventTypes(), MaxSubscriptions: cfg.MaxSubscriptions,
@@ -437,3 +441,18 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 	logger.Info("webhookd stopped")
 	return err
 }
+
+// pipeline is the dispatcher's pieces that admin's Publisher calls: the
+// publisher, the redeliverer and the dropper, each method its own.
+type pipeline struct {
+	*publish.Publisher
+	*publish.Redeliverer
+	*deliver.Dropper
+}
+
+// The mailer is both notifiers the pipeline knows: of deliveries that
+// failed for good and of subscriptions the engine disabled.
+var (
+	_ deliver.Notifier         = (*notify.Mailer)(nil)
+	_ maintain.DisableNotifier = (*notify.Mailer)(nil)
+)

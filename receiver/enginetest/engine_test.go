@@ -119,7 +119,7 @@ func (e *engine) rotate(sub store.Subscription) string {
 func (e *engine) publish(typ, payload string) (store.Event, store.Delivery) {
 	e.t.Helper()
 	ctx := context.Background()
-	ev, created, err := e.d.Publish(ctx, producer.Event{MerchantID: merchant, Type: typ, Payload: json.RawMessage(payload)})
+	ev, created, err := e.d.Publisher.Publish(ctx, producer.Event{MerchantID: merchant, Type: typ, Payload: json.RawMessage(payload)})
 	if err != nil || !created {
 		e.t.Fatalf("Publish = %v, created %v", err, created)
 	}
@@ -298,7 +298,7 @@ func TestEngineDeliveriesReachTheHandler(t *testing.T) {
 
 	// Redelivery: same webhook-id, fresh timestamp and signature; the
 	// receiver acknowledges it without running the handler.
-	if _, err := e.d.Redeliver(context.Background(), merchant, del.ID); err != nil {
+	if _, err := e.d.Redeliverer.Redeliver(context.Background(), merchant, del.ID); err != nil {
 		t.Fatal(err)
 	}
 	redelivered := e.settled(del.ID, 2)

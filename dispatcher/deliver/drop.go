@@ -1,0 +1,60 @@
+package deliver
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/dispatcher/queue"
+	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/store"
+)
+
+// dropWork ends the pending deliveries of a subscription that was deleted
+// or disabled (store.AbandonSubscriptionDeliveries: failed, as each would
+// end when its attempt came up) and removes its parked attempts from the
+// schedule. It returns how many attempts were parked and how many
+// deliveries it ended. An enabled subscription's work is left alone.
+func dropWork(ctx context.Context, l *queue.Lanes, st *store.Store, now time.Time, merchantID string, subscriptionID uuid.UUID) (int, int64, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queue.EnqueueTimeout)
+	defer cancel()
+	ended, gone, err := st.AbandonSubscriptionDeliveries(ctx, subscriptionID, now)
+	if err != nil || !gone {
+		// Enabled again, or a listener: its parked attempts may still run.
+		return 0, ended, err
+	}
+	parked, err := l.Drop(ctx, merchantID, subscriptionID)
+	return parked, ended, err
+}
+
+// Dropper ends the waiting work of subscriptions the merchant deleted or
+// disabled. The API role holds one: it needs the schedule and the store,
+// not a worker.
+type Dropper struct {
+	lanes  *queue.Lanes
+	store  *store.Store
+	clock  clock.Clock
+	logger *slog.Logger
+}
+
+// NewDropper returns the Dropper of the schedule l and the store st.
+func NewDropper(l *queue.Lanes, st *store.Store, c clock.Clock, logger *slog.Logger) *Dropper {
+	return &Dropper{lanes: l, store: st, clock: clock.Or(c), logger: logger}
+}
+
+// DropSubscription ends at once the waiting work of a subscription the
+// merchant just deleted or disabled: its pending deliveries end failed and
+// its parked attempts leave the schedule, instead of each coming up in
+// turn. The API calls it after the change is committed; a failure is no
+// loss (each attempt then finds the subscription gone when it comes up),
+// so it is only reported.
+func (d *Dropper) DropSubscription(ctx context.Context, merchantID string, subscriptionID uuid.UUID) error {
+	parked, ended, err := dropWork(ctx, d.lanes, d.store, d.clock.Now(), merchantID, subscriptionID)
+	if parked > 0 || ended > 0 {
+		d.logger.InfoContext(ctx, "subscription deleted or disabled; its waiting work dropped", "subscription_id", subscriptionID,
+			"parked", parked, "deliveries", ended)
+	}
+	return err
+}

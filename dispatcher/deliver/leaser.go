@@ -1,0 +1,42 @@
+package deliver
+
+import (
+	"context"
+	"time"
+
+	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/groupcommit"
+	"github.com/webhookd/webhookd/internal/store"
+)
+
+// leaser takes deliveries for attempts in batches: under load, one UPDATE
+// takes the rows of every attempt that started meanwhile, each with the
+// same guarantees as store.LeaseDelivery (one attempt number never runs
+// twice at once; a stale task finds nothing).
+type leaser struct {
+	b *groupcommit.Batcher[store.LeaseRequest, store.LeasedDelivery]
+}
+
+// newLeaser starts the writer; each lease lasts leaseFor from the clock's
+// now.
+func newLeaser(st *store.Store, clock clock.Clock, leaseFor time.Duration) *leaser {
+	return &leaser{b: groupcommit.New(func(ctx context.Context, reqs []store.LeaseRequest) ([]store.LeasedDelivery, []error, error) {
+		return st.LeaseDeliveries(ctx, reqs, clock.Now(), leaseFor)
+	})}
+}
+
+// lease takes the delivery for one attempt; store.ErrNotFound when that
+// attempt is stale or running elsewhere.
+func (l *leaser) lease(ctx context.Context, req store.LeaseRequest) (store.LeasedDelivery, error) {
+	return l.b.Do(ctx, req)
+}
+
+func (l *leaser) close() { l.b.Close() }
+
+// LeaseFor is how long a worker holds a delivery for one attempt of
+// timeout: the delivery timeout and a margin to load secrets before and to
+// record the attempt after the HTTP exchange. The margin is also how long
+// a crashed worker delays the delivery.
+func LeaseFor(timeout time.Duration) time.Duration {
+	return timeout + min(max(timeout/2, time.Second), 10*time.Second)
+}

@@ -1,0 +1,321 @@
+package deliver
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
+	"github.com/webhookd/webhookd/dispatcher/queue"
+	"github.com/webhookd/webhookd/internal/clock"
+)
+
+// SchedulerConfig is what the scheduler needs.
+type SchedulerConfig struct {
+	// Concurrency is the pool: how many attempts run at once in this
+	// process (required).
+	Concurrency int
+	// Share is how many attempts one merchant may run here while another
+	// merchant has due work (required, at most Concurrency).
+	Share int
+	// SubscriptionCap is how many attempts one subscription may run here
+	// within its merchant's share (required).
+	SubscriptionCap int
+	// CircuitAfter is how many attempts in a row must time out before a
+	// subscription is held to one attempt at a time (required).
+	CircuitAfter int
+	// Reserve is how many free slots are never lent to a merchant beyond
+	// its share, so that another merchant's new work starts at once even
+	// while one merchant's lent attempts hang until the timeout.
+	Reserve int
+	// AttemptTimeout bounds one attempt, lease to record (required).
+	AttemptTimeout time.Duration
+	// Held is how long an attempt taken counts as held for the sweeper
+	// before its delivery is leased: the sweeper's grace (required).
+	Held time.Duration
+	// IdleCheck is the longest the loop waits without looking at the
+	// schedule; zero means idleCheck. Tests lengthen it to show that
+	// nothing relies on it.
+	IdleCheck time.Duration
+}
+
+func (c SchedulerConfig) validate() error {
+	switch {
+	case c.Concurrency < 1 || c.Share < 1 || c.Share > c.Concurrency:
+		return fmt.Errorf("scheduler: need 1 ≤ Share (%d) ≤ Concurrency (%d)", c.Share, c.Concurrency)
+	case c.SubscriptionCap < 1 || c.CircuitAfter < 1:
+		return errors.New("scheduler: SubscriptionCap and CircuitAfter must be positive")
+	case c.Reserve < 0 || c.Reserve >= c.Concurrency:
+		return fmt.Errorf("scheduler: Reserve must be in [0, Concurrency), not %d", c.Reserve)
+	case c.AttemptTimeout <= 0 || c.Held <= 0:
+		return errors.New("scheduler: AttemptTimeout and Held must be positive")
+	}
+	return nil
+}
+
+// maxTake bounds the attempts one take script hands over.
+const maxTake = 64
+
+// idleCheck is the longest the scheduler waits without looking at the
+// schedule: a lost wake message (a Redis failover) costs at most this.
+const idleCheck = time.Second
+
+// Scheduler is a worker process's pool of attempt slots and the loop that
+// fills them from the schedule (lanes). The fairness model (docs/decisions.md):
+//
+//   - isolation: a merchant runs at most Share attempts here while other
+//     merchants have due work, and one subscription at most
+//     SubscriptionCap of them (1 once its attempts keep timing out), so a
+//     merchant's hanging endpoints cost that merchant's share only;
+//   - work conservation: slots no merchant under its share can use are
+//     lent to merchants over it, up to all but Reserve slots, and never to
+//     a subscription whose last attempt timed out; a lent slot comes back
+//     when its attempt ends (a running attempt is never cut);
+//   - fair order: due work is taken round-robin over merchants, then over
+//     each merchant's subscriptions, not in arrival order;
+//   - waiting work costs nothing: it is parked in Redis until due, and the
+//     loop wakes on a push, a freed slot or the next due time.
+//
+// The counts are this process's: with N workers a merchant holds at most
+// N·Share slots in all, without a Redis round trip per slot.
+type Scheduler struct {
+	cfg     SchedulerConfig
+	lanes   *queue.Lanes
+	redis   redis.UniversalClient
+	attempt func(ctx context.Context, it queue.LaneItem, held *heldSlots)
+	metrics *metrics.Set
+	clock   clock.Clock
+	logger  *slog.Logger
+
+	mu        sync.Mutex
+	busy      int
+	merchants map[string]int
+	subs      map[string]int
+	// timeouts counts, per subscription, its attempts in a row that timed
+	// out (the circuit).
+	timeouts map[string]int
+	// freed and wake are signalled when a slot is given back and when work
+	// is pushed; each holds one signal at most.
+	freed chan struct{}
+	wake  chan struct{}
+}
+
+// NewScheduler checks cfg and builds the Scheduler of the schedule l:
+// attempt runs each attempt taken, on a goroutine of its own.
+func NewScheduler(cfg SchedulerConfig, l *queue.Lanes, rdb redis.UniversalClient, attempt func(context.Context, queue.LaneItem, *heldSlots),
+	m *metrics.Set, clock clock.Clock, logger *slog.Logger) (*Scheduler, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Scheduler{cfg: cfg, lanes: l, redis: rdb, attempt: attempt, metrics: m, clock: clock, logger: logger,
+		merchants: map[string]int{}, subs: map[string]int{}, timeouts: map[string]int{},
+		freed: make(chan struct{}, 1), wake: make(chan struct{}, 1)}, nil
+}
+
+// Run fills the pool until ctx is done, then waits for the attempts in
+// flight to end (each has its own deadline).
+func (s *Scheduler) Run(ctx context.Context) {
+	pubsub := s.redis.Subscribe(ctx, queue.WakeChannel)
+	defer func() { _ = pubsub.Close() }()
+	go func() {
+		for range pubsub.Channel() {
+			signal(s.wake)
+		}
+	}()
+	var inFlight sync.WaitGroup
+	defer inFlight.Wait()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	failures := 0
+	// heldBack: the last take left due work it could not start (a share,
+	// a cap, the reserve), so a slot that frees is worth a take; else only
+	// new work, a due time or the idle check is.
+	heldBack := true
+	idle := cmp.Or(s.cfg.IdleCheck, idleCheck)
+	for {
+		wait := idle
+		free, r := s.snapshot()
+		if free == 0 {
+			// Work pushed while every slot is busy waits for one: the
+			// next freed slot must look.
+			heldBack = true
+		}
+		if free > 0 {
+			got, err := s.lanes.Take(ctx, queue.TakeRequest{Now: s.clock.Now(), Want: min(free, maxTake), Share: s.cfg.Share,
+				SubscriptionCap: s.cfg.SubscriptionCap, Lendable: max(0, free-s.cfg.Reserve), Held: s.cfg.Held}, r)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return
+			case err != nil:
+				failures++
+				wait = min(50*time.Millisecond<<min(failures, 5), idle)
+				s.logger.WarnContext(ctx, "take due attempts; trying again", "error", err, "retry_in", wait)
+			default:
+				failures = 0
+				heldBack = got.HeldBack
+				for _, it := range got.Items {
+					held := s.hold(it.Task)
+					inFlight.Go(func() { s.run1(ctx, it, held) })
+				}
+				if len(got.Items) > 0 {
+					continue
+				}
+				if !got.Next.IsZero() {
+					wait = min(max(got.Next.Sub(s.clock.Now()), time.Millisecond), idle)
+				}
+			}
+		}
+		freed := s.freed
+		if !heldBack {
+			freed = nil // nothing waits for a slot: a freed one is no reason to look
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		case <-freed:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// run1 makes one attempt in its slots, on a context of its own: a
+// shutdown lets it finish and be recorded.
+func (s *Scheduler) run1(ctx context.Context, it queue.LaneItem, held *heldSlots) {
+	defer held.release()
+	defer func() {
+		// A panicking attempt must not take the worker's other attempts
+		// with it (asynq recovered its handlers' panics the same way). Its
+		// delivery is no loss: once its lease lapses the sweeper parks it
+		// again.
+		if v := recover(); v != nil {
+			s.logger.ErrorContext(ctx, "attempt panicked; the sweeper makes it again once its lease lapses",
+				"delivery_id", it.Task.DeliveryID, "attempt", it.Task.Number, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AttemptTimeout)
+	defer cancel()
+	s.attempt(actx, it, held)
+}
+
+// signal leaves one signal on c unless one waits there.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// snapshot is the free slots and what runs, as take weighs them.
+func (s *Scheduler) snapshot() (int, queue.Running) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := queue.Running{Merchants: make(map[string]int, len(s.merchants)), SubscriptionRoom: make(map[string]int, len(s.subs)),
+		Unlendable: map[string]bool{}}
+	for m, n := range s.merchants {
+		r.Merchants[m] = n
+	}
+	for sub, n := range s.subs {
+		r.SubscriptionRoom[sub] = max(0, s.capOf(sub)-n)
+	}
+	for sub, n := range s.timeouts {
+		if _, ok := r.SubscriptionRoom[sub]; !ok && n >= s.cfg.CircuitAfter {
+			r.SubscriptionRoom[sub] = 1
+		}
+		r.Unlendable[sub] = true
+	}
+	return s.cfg.Concurrency - s.busy, r
+}
+
+// capOf is how many attempts a subscription may run here: one while its
+// circuit is open. Called with mu held.
+func (s *Scheduler) capOf(sub string) int {
+	if s.timeouts[sub] >= s.cfg.CircuitAfter {
+		return 1
+	}
+	return s.cfg.SubscriptionCap
+}
+
+// hold counts a taken attempt against the pool, its merchant and its
+// subscription.
+func (s *Scheduler) hold(t queue.Attempt) *heldSlots {
+	m, sub := queue.MerchantLane(t), t.SubscriptionID.String()
+	s.mu.Lock()
+	s.busy++
+	s.merchants[m]++
+	s.subs[sub]++
+	s.mu.Unlock()
+	return &heldSlots{s: s, merchant: m, subscription: sub}
+}
+
+// maxTrackedTimeouts bounds the circuit's memory: subscriptions deleted
+// while timing out would otherwise stay in it.
+const maxTrackedTimeouts = 100_000
+
+// heldSlots are the slots one attempt holds: the merchant's and the
+// subscription's until the HTTP exchange ends (the caps bound what hangs
+// on receivers), the pool's until the outcome is recorded.
+type heldSlots struct {
+	s                      *Scheduler
+	merchant, subscription string
+	send, pool             sync.Once
+}
+
+// exchanged gives back the merchant's and the subscription's slots once
+// the exchange is over, and tells the circuit whether it timed out.
+func (h *heldSlots) exchanged(timedOut bool) {
+	h.send.Do(func() {
+		s := h.s
+		s.mu.Lock()
+		if timedOut {
+			if len(s.timeouts) >= maxTrackedTimeouts {
+				clear(s.timeouts)
+			}
+			s.timeouts[h.subscription]++
+		} else {
+			delete(s.timeouts, h.subscription)
+		}
+		decrement(s.merchants, h.merchant)
+		decrement(s.subs, h.subscription)
+		s.mu.Unlock()
+		signal(s.freed)
+	})
+}
+
+// release gives back every slot still held.
+func (h *heldSlots) release() {
+	h.send.Do(func() {
+		s := h.s
+		s.mu.Lock()
+		decrement(s.merchants, h.merchant)
+		decrement(s.subs, h.subscription)
+		s.mu.Unlock()
+	})
+	h.pool.Do(func() {
+		h.s.mu.Lock()
+		h.s.busy--
+		h.s.mu.Unlock()
+		signal(h.s.freed)
+	})
+}
+
+func decrement(m map[string]int, key string) {
+	if m[key] <= 1 {
+		delete(m, key)
+		return
+	}
+	m[key]--
+}

@@ -1,0 +1,386 @@
+package deliver
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"code.dny.dev/ssrf"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
+	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/signer"
+)
+
+// maxResponseBody is how much of a receiver's answer is kept in the
+// attempt record (DESIGN.md: the first 1 KiB).
+const maxResponseBody = 1024
+
+// Attempt error codes (DESIGN.md, webhook delivery attempts).
+const (
+	errTimeout           = "timeout"
+	errConnectionRefused = "connection_refused"
+	errTLS               = "tls_error"
+	errRedirect          = "redirect"
+	errTargetBlocked     = "target_blocked"
+	errDNS               = "dns_error"
+	errNetwork           = "network_error"
+	errHTTPStatus        = "http_status"
+)
+
+// SenderConfig is what the sender needs.
+type SenderConfig struct {
+	// Timeout bounds one whole HTTP exchange (required).
+	Timeout time.Duration
+	// AllowHTTP lets deliveries go to http:// URLs (development).
+	AllowHTTP bool
+	// AllowPrivate lets deliveries dial private, loopback and link-local
+	// addresses (development and tests).
+	AllowPrivate bool
+	// MaxConns bounds the outbound connections open at once, idle
+	// keep-alive ones included (required).
+	MaxConns int
+	// MaxConnsPerHost bounds the connections to one receiver's host
+	// (required).
+	MaxConnsPerHost int
+	// Version names this build in the user-agent header (required).
+	Version string
+	// EgressProxy, when set, is the HTTP CONNECT proxy every delivery
+	// goes through (see egressDialer); nil: deliveries dial directly.
+	EgressProxy *url.URL
+}
+
+func (c SenderConfig) validate() error {
+	switch {
+	case c.Timeout <= 0:
+		return errors.New("sender: Timeout must be positive")
+	case c.MaxConns <= 0 || c.MaxConnsPerHost <= 0:
+		return errors.New("sender: MaxConns and MaxConnsPerHost must be positive")
+	case c.Version == "":
+		return errors.New("sender: Version is required")
+	case c.EgressProxy != nil && (c.EgressProxy.Scheme != "http" || c.EgressProxy.Host == ""):
+		return errors.New("sender: EgressProxy must be an http://host:port URL")
+	}
+	return nil
+}
+
+// Sender makes the HTTP exchange of an attempt: one POST of the stored
+// body with the Standard Webhooks headers, through the one client every
+// attempt shares.
+type Sender struct {
+	cfg   SenderConfig
+	http  *http.Client
+	clock clock.Clock
+}
+
+// NewSender builds the sender and its client on dialer, or on newDialer's
+// when it is nil (tests give their own, with their own resolver).
+func NewSender(cfg SenderConfig, clock clock.Clock, dialer *net.Dialer) (*Sender, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if dialer == nil {
+		dialer = NewDialer(cfg)
+	}
+	return &Sender{cfg: cfg, http: httpClientDialing(cfg, dialer), clock: clock}, nil
+}
+
+// Close drops the idle connections.
+func (s *Sender) Close() { s.http.CloseIdleConnections() }
+
+// NewDialer is the dialer of every delivery: unless private targets are
+// allowed, it refuses loopback, private, link-local, CGNAT, multicast and
+// every other special-use address (IANA's registries, IPv6 outside
+// 2000::/3, hence IPv4-mapped, NAT64 and ULA; 6to4 too) after DNS
+// resolution.
+func NewDialer(cfg SenderConfig) *net.Dialer {
+	dialer := &net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}
+	if !cfg.AllowPrivate {
+		// Control runs on the resolved address of every connection, so DNS
+		// rebinding cannot slip a private address past it. Any port is
+		// allowed: receivers legitimately listen on 8443 and the like.
+		dialer.Control = ssrf.New(ssrf.WithAnyPort()).Safe
+	}
+	return dialer
+}
+
+// httpClientDialing builds the one client every attempt shares: keep-alive
+// connections to receivers, no environment proxy (it would bypass the
+// address check), no redirects, the dialer's address check, and at most
+// MaxConns connections open at once. With an EgressProxy, connections are
+// tunnels through it, the address check made before each CONNECT.
+func httpClientDialing(cfg SenderConfig, dialer *net.Dialer) *http.Client {
+	dial := dialer.DialContext
+	if cfg.EgressProxy != nil {
+		dial = egressDialing(cfg, dialer).DialContext
+	}
+	bounded := &boundedDialer{dial: dial, open: semaphore.NewWeighted(int64(cfg.MaxConns))}
+	transport := &http.Transport{
+		Proxy:                  nil,
+		DialContext:            bounded.DialContext,
+		ForceAttemptHTTP2:      true,
+		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:    cfg.Timeout,
+		MaxIdleConns:           cfg.MaxConns,
+		MaxIdleConnsPerHost:    cfg.MaxConnsPerHost,
+		MaxConnsPerHost:        cfg.MaxConnsPerHost,
+		IdleConnTimeout:        90 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	bounded.closeIdle = transport.CloseIdleConnections
+	return &http.Client{
+		Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// egressDialing is the egressDialer of cfg's proxy: dialer's resolver for
+// targets, the address check of newDialer unless private targets are
+// allowed, and dialer's timeouts without its check for the proxy itself.
+func egressDialing(cfg SenderConfig, dialer *net.Dialer) *egressDialer {
+	e := &egressDialer{proxy: cfg.EgressProxy, resolver: dialer.Resolver, timeout: cfg.Timeout}
+	if !cfg.AllowPrivate {
+		e.check = ssrf.New(ssrf.WithAnyPort()).Safe
+	}
+	toProxy := &net.Dialer{Timeout: dialer.Timeout, KeepAlive: dialer.KeepAlive}
+	e.dialProxy = toProxy.DialContext
+	return e
+}
+
+// boundedDialer holds the process's outbound connections to a number,
+// idle keep-alive ones included: http.Transport bounds connections per host
+// only, and an event fanned out to thousands of receivers would otherwise
+// open thousands at once. A dial over the bound first closes the idle
+// connections (kept for other hosts, they would otherwise hold the slots
+// until their idle timeout), then waits for a connection to close, as long
+// as the attempt's context allows.
+type boundedDialer struct {
+	dial      func(ctx context.Context, network, address string) (net.Conn, error)
+	open      *semaphore.Weighted
+	closeIdle func()
+}
+
+// DialContext dials within the bound.
+func (b *boundedDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if !b.open.TryAcquire(1) {
+		b.closeIdle()
+		if err := b.open.Acquire(ctx, 1); err != nil {
+			return nil, err
+		}
+	}
+	conn, err := b.dial(ctx, network, address)
+	if err != nil {
+		b.open.Release(1)
+		return nil, err
+	}
+	return &countedConn{Conn: conn, release: func() { b.open.Release(1) }}, nil
+}
+
+// countedConn gives its slot back once, when it is closed.
+type countedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+// Close implements net.Conn. It shuts the connection down first: Close
+// of a connection a goroutine is reading from (the transport's read loop)
+// only marks it closing, and the socket would outlive the slot given back
+// for a moment; shutdown ends it in the kernel at once.
+func (c *countedConn) Close() error {
+	if tcp, ok := c.Conn.(*net.TCPConn); ok {
+		_ = tcp.CloseWrite()
+		_ = tcp.CloseRead()
+	}
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// Result is what one HTTP exchange gave.
+type Result struct {
+	// Started and Finished bound the exchange on the sender's clock.
+	Started, Finished time.Time
+	// Duration is the exchange's own length, measured on the monotonic clock.
+	Duration time.Duration
+	// HTTPStatus is the receiver's status; nil when none came back.
+	HTTPStatus *int
+	// ErrCode is the attempt's error code (DESIGN.md); nil on a 2xx.
+	ErrCode *string
+	// Body is the start of the receiver's answer, printable.
+	Body       string
+	outcome    string
+	retryAfter time.Duration
+	// final ends the delivery whatever the schedule says: nothing can
+	// receive it any more (a listener that ended).
+	final bool
+}
+
+// OK is true when the receiver answered 2xx.
+func (r Result) OK() bool { return r.ErrCode == nil }
+
+func (r Result) gone() bool { return r.HTTPStatus != nil && *r.HTTPStatus == http.StatusGone }
+
+// send POSTs body to target with the Standard Webhooks headers, the whole
+// exchange bounded by the delivery timeout.
+// extra are the subscription's own headers (checked when they were set:
+// none of them is one of ours).
+func (s *Sender) send(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, extra map[string]string) Result {
+	return s.post(ctx, target, eventID, body, keys, time.Time{}, extra, nil)
+}
+
+// SendSignedAt is send with the signature dated signedAt instead of the
+// instant of sending (zero: that instant): the endpoint check sends a stale
+// timestamp on purpose.
+func (s *Sender) SendSignedAt(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, extra map[string]string) Result {
+	return s.post(ctx, target, eventID, body, keys, signedAt, extra, nil)
+}
+
+// sendWith is send with an ordered delivery's headers (ordering) besides
+// the subscription's own (custom).
+func (s *Sender) sendWith(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, custom map[string]string, ordering http.Header) Result {
+	return s.post(ctx, target, eventID, body, keys, time.Time{}, custom, ordering)
+}
+
+// post is the exchange behind send, sendSignedAt and sendWith: custom are
+// the subscription's headers, set before ours; ordering are the ordered
+// delivery's, set after ours.
+func (s *Sender) post(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, custom map[string]string, ordering http.Header) Result {
+	started := s.clock.Now()
+	if signedAt.IsZero() {
+		signedAt = started
+	}
+	res := Result{Started: started}
+	finish := func(outcome, code string) Result {
+		res.Finished = s.clock.Now()
+		res.Duration = res.Finished.Sub(started)
+		res.outcome = outcome
+		if code != "" {
+			res.ErrCode = &code
+		}
+		return res
+	}
+	u, err := url.Parse(target)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return finish(metrics.OutcomeBlocked, errTargetBlocked)
+	}
+	if u.Scheme == "http" && !s.cfg.AllowHTTP {
+		return finish(metrics.OutcomeBlocked, errTargetBlocked)
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return finish(metrics.OutcomeBlocked, errTargetBlocked)
+	}
+	// The subscription's headers first, so that ours win whatever they
+	// say (the rules refuse our names anyway).
+	for name, value := range custom {
+		req.Header.Set(name, value)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "webhookd/"+s.cfg.Version)
+	signer.SetHeaders(req.Header, eventID, signedAt, body, keys...)
+	for name, values := range ordering {
+		req.Header[name] = values
+	}
+
+	resp, err := s.http.Do(req)
+	if err != nil {
+		outcome, code := classify(ctx, err)
+		return finish(outcome, code)
+	}
+	defer resp.Body.Close()
+	status := resp.StatusCode
+	res.HTTPStatus = &status
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+	res.Body = printable(b)
+	if err != nil {
+		outcome, code := classify(ctx, err)
+		return finish(outcome, code)
+	}
+	// Drain a little more so that the connection can be reused; a receiver
+	// that sends more than that gets its connection closed.
+	_, _ = io.CopyN(io.Discard, resp.Body, 16<<10)
+
+	switch {
+	case status >= 200 && status < 300:
+		return finish(metrics.OutcomeSuccess, "")
+	case status >= 300 && status < 400:
+		return finish(metrics.OutcomeHTTPError, errRedirect)
+	default:
+		if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+			res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), res.Started)
+		}
+		return finish(metrics.OutcomeHTTPError, errHTTPStatus)
+	}
+}
+
+// classify maps a transport error to an attempt error code and a metric
+// outcome.
+func classify(ctx context.Context, err error) (outcome, code string) {
+	var dnsErr *net.DNSError
+	var netErr net.Error
+	var certErr *tls.CertificateVerificationError
+	var recErr tls.RecordHeaderError
+	var alert tls.AlertError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.Is(err, ssrf.ErrProhibitedIP), errors.Is(err, ssrf.ErrProhibitedPort),
+		errors.Is(err, ssrf.ErrProhibitedNetwork), errors.Is(err, ssrf.ErrInvalidHostPort):
+		return metrics.OutcomeBlocked, errTargetBlocked
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &netErr) && netErr.Timeout():
+		return metrics.OutcomeTimeout, errTimeout
+	case errors.As(err, &dnsErr):
+		return metrics.OutcomeNetworkError, errDNS
+	case errors.Is(err, errProxyRefused):
+		return metrics.OutcomeNetworkError, errNetwork
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return metrics.OutcomeNetworkError, errConnectionRefused
+	case errors.As(err, &certErr), errors.As(err, &recErr), errors.As(err, &alert), errors.As(err, &unknownAuth),
+		errors.As(err, &hostErr), errors.As(err, &invalid), strings.Contains(err.Error(), "tls: "):
+		return metrics.OutcomeNetworkError, errTLS
+	default:
+		return metrics.OutcomeNetworkError, errNetwork
+	}
+}
+
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// printable makes a response body storable as Postgres text: valid UTF-8
+// (a 1 KiB cut may split a character) without NUL bytes.
+func printable(b []byte) string {
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}

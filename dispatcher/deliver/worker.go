@@ -1,0 +1,121 @@
+package deliver
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
+	"github.com/webhookd/webhookd/dispatcher/queue"
+	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/retry"
+	"github.com/webhookd/webhookd/signer"
+)
+
+// WorkerConfig is what the attempting side of a worker process needs.
+type WorkerConfig struct {
+	// Store is the database (required).
+	Store *store.Store
+	// Sealer opens the stored signing secrets (required).
+	Sealer *signer.Sealer
+	// Tasks is the process's enqueuer, whose schedule the attempts are
+	// taken from and parked in (required).
+	Tasks *queue.Enqueuer
+	// Redis is asynq's connection, on which the listener relay opens its
+	// own client (required).
+	Redis asynq.RedisConnOpt
+	// Schedule, Jitter and RetryCap are the retry policy (Runner).
+	Schedule retry.Schedule
+	Jitter   func() float64
+	RetryCap time.Duration
+	// DeliveryTimeout bounds one HTTP exchange.
+	DeliveryTimeout time.Duration
+	// Sender is how deliveries are sent; Dialer, when set, dials in place
+	// of the sender's own (tests confine it to loopback).
+	Sender SenderConfig
+	Dialer *net.Dialer
+	// Scheduler is the pool's shares and caps.
+	Scheduler SchedulerConfig
+	// Recorder writes attempt outcomes; nil means a BatchRecorder on Store,
+	// which Close stops.
+	Recorder Recorder
+	// Notifier hears of deliveries that failed for good; may be nil.
+	Notifier Notifier
+	// Version names this build to relayed listeners.
+	Version string
+	Metrics *metrics.Set
+	Clock   clock.Clock
+	Logger  *slog.Logger
+}
+
+// Worker is the attempting side of a worker process: the scheduler that
+// takes attempts from the schedule and the runner that makes them, with
+// the sender, leases, records and relay they share. Only worker processes
+// build one, so that an API process holds no HTTP client to receivers and
+// no group commits.
+type Worker struct {
+	// Runner makes attempts; its handlers serve an older build's attempt
+	// tasks.
+	Runner *Runner
+	// Scheduler fills the pool from the schedule; Run it.
+	Scheduler *Scheduler
+	// closers release what NewWorker started, in order.
+	closers []func()
+}
+
+// NewWorker builds the Worker of cfg. Close releases it.
+func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
+	w = &Worker{}
+	defer func() {
+		if err != nil {
+			w.Close()
+		}
+	}()
+	leaseFor := LeaseFor(cfg.DeliveryTimeout)
+	snd, err := NewSender(cfg.Sender, cfg.Clock, cfg.Dialer)
+	if err != nil {
+		return nil, err
+	}
+	w.closers = append(w.closers, snd.Close)
+	recorder := cfg.Recorder
+	if recorder == nil {
+		batch := NewBatchRecorder(cfg.Store)
+		w.closers = append(w.closers, batch.Close)
+		recorder = batch
+	}
+	leases := newLeaser(cfg.Store, cfg.Clock, leaseFor)
+	w.closers = append(w.closers, leases.close)
+	runnerCfg := RunnerConfig{Store: cfg.Store, Schedule: cfg.Schedule, Jitter: cfg.Jitter,
+		LeaseFor: leaseFor, DeliveryTimeout: cfg.DeliveryTimeout, Notifier: cfg.Notifier, RetryCap: cfg.RetryCap}
+	if err := runnerCfg.validate(); err != nil {
+		return nil, err
+	}
+	relayRedis, ok := cfg.Redis.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return nil, errors.New("deliver: Redis options make no go-redis client")
+	}
+	w.closers = append(w.closers, func() { _ = relayRedis.Close() })
+	rel, err := newRelay(relayConfig{Redis: relayRedis, Store: cfg.Store, Timeout: cfg.DeliveryTimeout, Version: cfg.Version}, cfg.Clock)
+	if err != nil {
+		return nil, err
+	}
+	w.Runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel,
+		secrets: NewSecretCache(cfg.Store, cfg.Sealer), tasks: cfg.Tasks, metrics: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger}
+	w.Scheduler, err = NewScheduler(cfg.Scheduler, cfg.Tasks.Lanes, cfg.Tasks.Redis, w.Runner.runTaken, cfg.Metrics, cfg.Clock, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Close releases what NewWorker started.
+func (w *Worker) Close() {
+	for _, c := range w.closers {
+		c()
+	}
+}

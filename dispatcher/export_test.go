@@ -1,0 +1,95 @@
+package dispatcher
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/webhookd/webhookd/dispatcher/deliver"
+	"github.com/webhookd/webhookd/dispatcher/deliver/delivertest"
+	"github.com/webhookd/webhookd/dispatcher/publish"
+	"github.com/webhookd/webhookd/dispatcher/queue"
+	"github.com/webhookd/webhookd/internal/store"
+)
+
+// SweepOnce runs one sweep of d's sweeper, as its periodic task does, and
+// returns how many attempts it enqueued again: a test counts them without
+// waiting for the period or running a worker that would take the tasks it
+// arranged.
+func SweepOnce(ctx context.Context, d *Dispatcher) (int, error) {
+	w, err := newWorker(d)
+	if err != nil {
+		return 0, err
+	}
+	defer w.close()
+	return w.sweeper.Sweep(ctx)
+}
+
+// ParkAttempt parks attempt number of del in d's schedule, due at due, as
+// the worker that made the attempt before it does.
+func ParkAttempt(ctx context.Context, d *Dispatcher, del store.Delivery, number int, due time.Time) error {
+	_, err := d.tasks.Schedule(ctx, queue.ScheduledAttempt(del, number, due), queue.AttemptTaskID(del.ID, number))
+	return err
+}
+
+// Parked tells whether attempt number of del waits in d's schedule.
+func Parked(ctx context.Context, d *Dispatcher, del store.Delivery, number int) (bool, error) {
+	p, err := d.tasks.Lanes.Held(ctx, []queue.LaneItem{{ID: queue.AttemptTaskID(del.ID, number),
+		Task: queue.ScheduledAttempt(del, number, time.Time{})}},
+		time.Now().Add(time.Hour)) // parked: taken ones do not count
+	if err != nil {
+		return false, err
+	}
+	return p[0], nil
+}
+
+// takeAll is more attempts than any test parks.
+const takeAll = 1 << 12
+
+// TakeAndLose takes every due attempt from d's schedule at now and drops
+// them, as a worker killed between taking attempts and leasing their
+// deliveries does, and returns how many it took.
+func TakeAndLose(ctx context.Context, d *Dispatcher, now time.Time) (int, error) {
+	got, err := d.tasks.Lanes.Take(ctx, queue.TakeRequest{Now: now, Want: takeAll, Share: takeAll, SubscriptionCap: takeAll,
+		Held: time.Millisecond}, queue.Running{})
+	return len(got.Items), err
+}
+
+// ScheduleParked is how many attempts wait in the schedule on rc's Redis.
+func ScheduleParked(ctx context.Context, rc redis.UniversalClient) (int64, error) {
+	s, err := queue.NewLanes(rc).Stats(ctx, time.Now())
+	return s.Parked, err
+}
+
+// HoldFilters configures the filters of merchantID's events to wait for
+// release before they judge, as costly filters (many regexes over a large
+// payload) take their time.
+func HoldFilters(merchantID string, release <-chan struct{}) func(*Config) {
+	return func(c *Config) {
+		c.WrapFilterMatcher = func(match publish.Matcher) publish.Matcher {
+			return func(ctx context.Context, ev store.Event, subs []store.FilteredSubscription) ([]uuid.UUID, error) {
+				if ev.MerchantID == merchantID {
+					<-release
+				}
+				return match(ctx, ev, subs)
+			}
+		}
+	}
+}
+
+// DialThrough configures deliveries to resolve names with resolver (nil:
+// the system's) on the dialer the Config would build, confined to
+// loopback.
+func DialThrough(t testing.TB, resolver *net.Resolver) func(*Config) {
+	return func(c *Config) {
+		withDefaults := *c
+		withDefaults.setDefaults()
+		dialer := deliver.NewDialer(withDefaults.senderConfig())
+		dialer.Resolver = resolver
+		c.Dialer = delivertest.Confine(t, dialer)
+	}
+}

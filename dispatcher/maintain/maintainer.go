@@ -1,0 +1,91 @@
+package maintain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/store"
+)
+
+// MaintainerConfig is what the maintainer needs.
+type MaintainerConfig struct {
+	// Store is the database (required).
+	Store *store.Store
+	// PartitionsAhead is how many day partitions are kept ready beyond
+	// today (required).
+	PartitionsAhead int
+	// Runtime is the clock and the logger.
+	Runtime
+}
+
+func (c MaintainerConfig) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("maintainer: Store is required")
+	case c.PartitionsAhead < 1:
+		return errors.New("maintainer: PartitionsAhead must be at least 1")
+	}
+	return nil
+}
+
+// Maintainer keeps the tables' shape over time: it creates the day
+// partitions ahead, drops those past the 30-day retention and expires old
+// idempotency keys. It runs as TaskMaintenance.
+type Maintainer struct {
+	cfg    MaintainerConfig
+	clock  clock.Clock
+	logger *slog.Logger
+}
+
+// NewMaintainer checks cfg and builds the Maintainer.
+func NewMaintainer(cfg MaintainerConfig) (*Maintainer, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Maintainer{cfg: cfg, clock: cfg.clock(), logger: cfg.logger()}, nil
+}
+
+// HandleMaintenance runs maintain as a periodic task.
+func (m *Maintainer) HandleMaintenance(ctx context.Context, _ *asynq.Task) error {
+	if err := m.Maintain(ctx); err != nil {
+		m.logger.ErrorContext(ctx, "maintenance", "error", err)
+	}
+	return nil // the next period tries again; never archive the job
+}
+
+// Maintain does one round. Every step is idempotent, and an advisory lock
+// keeps two instances from doing it at the same time.
+func (m *Maintainer) Maintain(ctx context.Context) error {
+	ran, err := m.cfg.Store.WithAdvisoryLock(ctx, store.LockMaintenance, func(ctx context.Context) error {
+		now := m.clock.Now()
+		created, err := m.cfg.Store.EnsurePartitions(ctx, now, m.cfg.PartitionsAhead)
+		if err != nil {
+			return err
+		}
+		dropped, err := m.cfg.Store.DropExpiredPartitions(ctx, now)
+		if err != nil {
+			return err
+		}
+		expired, err := m.cfg.Store.ExpireIdempotencyKeys(ctx, now)
+		if err != nil {
+			return err
+		}
+		if len(created)+len(dropped) > 0 || expired > 0 {
+			m.logger.InfoContext(ctx, "maintenance", "partitions_created", created, "partitions_dropped", dropped,
+				"idempotency_keys_expired", expired)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("maintenance: %w", err)
+	}
+	if !ran {
+		m.logger.DebugContext(ctx, "maintenance running on another instance")
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/dispatcher/deliver"
+	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/signer"
+)
+
+// The cases of an endpoint check, in the order they are reported.
+const (
+	// CheckValid is a delivery signed as every delivery is.
+	CheckValid = "valid"
+	// CheckWrongSignature is signed with a secret the endpoint never had.
+	CheckWrongSignature = "wrong_signature"
+	// CheckStaleTimestamp is signed correctly but dated checkStaleBy ago,
+	// past the 5 minutes of tolerance Standard Webhooks verifiers allow.
+	CheckStaleTimestamp = "stale_timestamp"
+)
+
+// checkStaleBy is how old the stale case's timestamp is.
+const checkStaleBy = 10 * time.Minute
+
+// checkMessages are the payload messages of the check's deliveries, which
+// tell whoever reads the receiver's logs what each one is for.
+var checkMessages = map[string]string{
+	CheckValid:          "webhookd endpoint check: correctly signed; your endpoint should accept it.",
+	CheckWrongSignature: "webhookd endpoint check: wrong signature on purpose; your endpoint should refuse it.",
+	CheckStaleTimestamp: "webhookd endpoint check: timestamp 10 minutes old on purpose; your endpoint should refuse it.",
+}
+
+// CheckResult is how the endpoint answered one case.
+type CheckResult struct {
+	Case string
+	// Delivery is the test delivery recorded for the case, with its one
+	// attempt.
+	Delivery store.Delivery
+	// HTTPStatus is the receiver's status, nil when none came back.
+	HTTPStatus *int
+	// Error is the attempt's error code, nil when the receiver answered 2xx.
+	Error *string
+	// Accepted is true when the receiver answered 2xx.
+	Accepted bool
+}
+
+// CheckReport is the outcome of an endpoint check.
+type CheckReport struct {
+	// VerifiesSignatures is true when the endpoint accepted the valid
+	// delivery and refused both bad ones.
+	VerifiesSignatures bool
+	// Results are in the order CheckValid, CheckWrongSignature,
+	// CheckStaleTimestamp.
+	Results []CheckResult
+}
+
+// Checker tests whether an endpoint verifies signatures: it sends three
+// ping.test deliveries to it at once (one correctly signed, one with a
+// wrong signature, one with a stale timestamp), each recorded as a test
+// delivery with its attempt so that it shows in the delivery log, and
+// reports how the endpoint answered each. It sends from the calling
+// process, through the same sender (SSRF guard, timeout, headers) as the
+// workers, so that the merchant waits for the answers.
+type Checker struct {
+	store     *store.Store
+	publisher *Publisher
+	// sender is built at the first check, so that a process that never
+	// checks holds no HTTP client for it.
+	sender   func() (*deliver.Sender, error)
+	secrets  *deliver.SecretCache
+	clock    clock.Clock
+	leaseFor time.Duration
+}
+
+// CheckerConfig is what a Checker needs; all of it is required but Dialer
+// and Clock.
+type CheckerConfig struct {
+	Store     *store.Store
+	Sealer    *signer.Sealer
+	Publisher *Publisher
+	// Sender is how the check's deliveries are sent: as the workers send.
+	Sender deliver.SenderConfig
+	// Dialer, when set, dials in place of the sender's own (tests confine
+	// it to loopback).
+	Dialer *net.Dialer
+	// LeaseFor is how long a check holds its deliveries (deliver.LeaseFor).
+	LeaseFor time.Duration
+	Clock    clock.Clock
+}
+
+// NewChecker builds the Checker of the API role.
+func NewChecker(cfg CheckerConfig) *Checker {
+	c := clock.Or(cfg.Clock)
+	return &Checker{store: cfg.Store, publisher: cfg.Publisher, secrets: deliver.NewSecretCache(cfg.Store, cfg.Sealer),
+		clock: c, leaseFor: cfg.LeaseFor,
+		sender: sync.OnceValues(func() (*deliver.Sender, error) { return deliver.NewSender(cfg.Sender, c, cfg.Dialer) })}
+}
+
+// CheckEndpoint runs the three cases against the merchant's subscription, whatever
+// its status (like send_test_event). A stranger's or a missing
+// subscription is store.ErrNotFound and sends nothing.
+func (c *Checker) CheckEndpoint(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (CheckReport, error) {
+	if _, err := c.store.GetSubscription(ctx, merchantID, subscriptionID); err != nil {
+		return CheckReport{}, err
+	}
+	snd, err := c.sender()
+	if err != nil {
+		return CheckReport{}, err
+	}
+	cases := []string{CheckValid, CheckWrongSignature, CheckStaleTimestamp}
+	results := make([]CheckResult, len(cases))
+	errs := make([]error, len(cases))
+	var wg sync.WaitGroup
+	for i, name := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = c.run(ctx, snd, merchantID, subscriptionID, name)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return CheckReport{}, err
+		}
+	}
+	return CheckReport{Results: results,
+		VerifiesSignatures: results[0].Accepted && !results[1].Accepted && !results[2].Accepted}, nil
+}
+
+// run stores one case's test delivery, takes its lease at once (so that
+// neither the sweeper nor a worker ever sends it: it has no task), sends
+// it signed as the case wants, and records its one attempt as final.
+func (c *Checker) run(ctx context.Context, snd *deliver.Sender, merchantID string, subscriptionID uuid.UUID, name string) (CheckResult, error) {
+	payload, err := json.Marshal(testPayload{SubscriptionID: subscriptionID, Message: checkMessages[name]})
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check %s: encode payload: %w", name, err)
+	}
+	ev, _, err := c.publisher.newEvent(ctx, store.NewEvent{MerchantID: merchantID, Type: TestEventType, Payload: payload})
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
+	}
+	ev, deliveries, _, err := c.store.CreateEvent(ctx, ev, store.Audience{SubscriptionID: &subscriptionID, Test: true})
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
+	}
+	if len(deliveries) != 1 {
+		// Deleted between the check and the insert.
+		return CheckResult{}, fmt.Errorf("check %s of %s: %w", name, subscriptionID, store.ErrNotFound)
+	}
+	leased, err := c.store.LeaseDelivery(ctx, deliveries[0].ID, deliveries[0].CreatedAt, 1, c.clock.Now(), c.leaseFor)
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
+	}
+	keys, err := c.secrets.Keys(ctx, subscriptionID, leased.SubscriptionVersion, c.clock.Now())
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
+	}
+	var signedAt time.Time
+	switch name {
+	case CheckWrongSignature:
+		if keys, err = strangerKeys(); err != nil {
+			return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
+		}
+	case CheckStaleTimestamp:
+		signedAt = c.clock.Now().Add(-checkStaleBy)
+	}
+	extra, err := c.secrets.Headers(leased)
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
+	}
+	res := snd.SendSignedAt(ctx, leased.URL, ev.ID.String(), leased.Body, keys, signedAt, extra)
+	rec := store.AttemptRecord{Delivery: leased.Delivery, Status: store.DeliveryFailed,
+		Attempt: store.Attempt{DeliveryID: leased.ID, Number: 1, Status: store.AttemptFailed, Trigger: store.TriggerManual,
+			HTTPStatus: res.HTTPStatus, Error: res.ErrCode, DurationMS: int(res.Duration.Milliseconds()),
+			ResponseBody: res.Body, AttemptedAt: res.Started}}
+	if res.OK() {
+		rec.Status, rec.Attempt.Status = store.DeliverySucceeded, store.AttemptSucceeded
+	}
+	// Recorded even if the merchant went away: the attempt was made.
+	if err := c.store.RecordAttempt(context.WithoutCancel(ctx), rec); err != nil {
+		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
+	}
+	d := leased.Delivery
+	d.Status, d.AttemptCount, d.NextAttemptAt, d.UpdatedAt = rec.Status, 1, nil, res.Started
+	d.Attempts = []store.Attempt{rec.Attempt}
+	return CheckResult{Case: name, Delivery: d, HTTPStatus: res.HTTPStatus, Error: res.ErrCode, Accepted: res.OK()}, nil
+}
+
+// strangerKeys signs with a fresh secret that no endpoint holds.
+func strangerKeys() ([]signer.Key, error) {
+	secret, err := signer.NewSecret()
+	if err != nil {
+		return nil, err
+	}
+	key, err := signer.ParseSecret(secret)
+	if err != nil {
+		return nil, err
+	}
+	return []signer.Key{key}, nil
+}
