@@ -27,6 +27,8 @@ type engine struct {
 	client               *http.Client
 }
 
+// newEngine returns a client of the engine at api (public) and internal,
+// keeping up to conns idle connections to each, one per concurrent publisher.
 func newEngine(api, internal, token string, conns int) *engine {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = conns * 2
@@ -46,6 +48,7 @@ type apiError struct {
 	body        string
 }
 
+// Error names the request, the status and the engine's answer.
 func (e *apiError) Error() string {
 	return fmt.Sprintf("%s %s: HTTP %d: %s", e.method, e.url, e.status, e.body)
 }
@@ -90,6 +93,7 @@ func (e *engine) do(ctx context.Context, method, url string, header http.Header,
 	return nil
 }
 
+// ingestHeader authenticates a request to the internal API.
 func (e *engine) ingestHeader() http.Header {
 	return http.Header{"Authorization": {"Bearer " + e.token}}
 }
@@ -113,6 +117,8 @@ type subscription struct {
 	Secret string `json:"secret"`
 }
 
+// merchantHeader authenticates a merchant's request to the public API with
+// its API key, under a fresh idempotency key.
 func merchantHeader(key string) http.Header {
 	return http.Header{
 		"Authorization":   {"Bearer " + key},

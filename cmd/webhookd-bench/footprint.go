@@ -7,6 +7,12 @@ import (
 	"time"
 )
 
+// The footprint scenario's defaults.
+const (
+	footprintEvents  = 10000
+	footprintPayload = 1024
+)
+
 // footprint measures what a delivery costs at rest:
 //   - Postgres bytes per event delivered once (event + delivery + one
 //     succeeded attempt, indexes included), from the growth of
@@ -15,32 +21,32 @@ import (
 //   - Redis bytes per pending delivery, from the growth of used_memory while
 //     deliveries to a closed port wait for their retries;
 //   - the engine's RSS while those deliveries are pending.
-func (b *bench) footprint(ctx context.Context) (*report, error) {
-	events := orDefault(b.cfg.events, footprintEvents)
-	payload := orDefault(b.cfg.payload, footprintPayload)
-	pending := b.cfg.pending
+func footprint(ctx context.Context, l *lab) (*report, error) {
+	events := orDefault(l.cfg.events, footprintEvents)
+	payload := orDefault(l.cfg.payload, footprintPayload)
+	pending := l.cfg.pending
 	r := &report{scenario: "footprint", params: fmt.Sprintf("%d delivered events of %d B payload; %d pending deliveries to a closed port",
 		events, payload, pending)}
 
-	before, err := tableSizes(ctx, b.db)
+	before, err := tableSizes(ctx, l.meter.db)
 	if err != nil {
 		return r, err
 	}
-	merchant := b.cfg.merchant + "-fp"
-	res, err := b.deliver(ctx, deliveryRun{name: "footprint", merchants: []string{merchant}, subs: 1,
-		events: events, batch: b.cfg.batch, payload: payload, payloadOf: payoutPayload})
+	merchant := l.cfg.merchant + "-fp"
+	res, err := l.deliver(ctx, deliveryRun{name: "footprint", merchants: []string{merchant}, subs: 1,
+		events: events, batch: l.cfg.batch, payload: payload, payloadOf: payoutPayload})
 	if err != nil {
 		return r, err
 	}
-	after, err := tableSizes(ctx, b.db)
+	after, err := tableSizes(ctx, l.meter.db)
 	if err != nil {
 		return r, err
 	}
-	delivered, attempts, err := attemptedDeliveries(ctx, b.db, []string{merchant})
+	delivered, attempts, err := attemptedDeliveries(ctx, l.meter.db, []string{merchant})
 	if err != nil {
 		return r, err
 	}
-	stored, _, err := storedCounts(ctx, b.db, []string{merchant})
+	stored, _, err := storedCounts(ctx, l.meter.db, []string{merchant})
 	if err != nil {
 		return r, err
 	}
@@ -65,14 +71,14 @@ func (b *bench) footprint(ctx context.Context) (*report, error) {
 	if pending == 0 {
 		return r, nil
 	}
-	return r, b.pendingFootprint(ctx, r, pending, payload)
+	return r, pendingFootprint(ctx, l, r, pending, payload)
 }
 
 // pendingFootprint publishes pending events to a subscription whose URL is
 // a closed port on 127.0.0.1: every first attempt fails at once with
 // connection refused and the delivery waits, with its retry scheduled, for
 // its second attempt 5 s later (and so on).
-func (b *bench) pendingFootprint(ctx context.Context, r *report, pending, payload int) error {
+func pendingFootprint(ctx context.Context, l *lab, r *report, pending, payload int) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("closed port: %w", err)
@@ -80,31 +86,31 @@ func (b *bench) pendingFootprint(ctx context.Context, r *report, pending, payloa
 	closed := "http://" + ln.Addr().String() + "/closed"
 	_ = ln.Close() // the port is now closed: connection refused
 
-	merchant := b.cfg.merchant + "-pend"
-	f, err := b.setUp(ctx, []string{merchant}, 1, 0, closed, pending)
+	merchant := l.cfg.merchant + "-pend"
+	f, err := l.fleets.setUp(ctx, []string{merchant}, 1, 0, closed, pending)
 	if err != nil {
 		return err
 	}
-	defer b.tearDown(f)
-	memBefore, err := redisUsedMemory(ctx, b.rdb)
+	defer l.fleets.tearDown(f)
+	memBefore, err := redisUsedMemory(ctx, l.meter.rdb)
 	if err != nil {
 		return err
 	}
-	rssBefore, rssOK := b.engineRSS(ctx)
-	deadline := time.Now().Add(b.cfg.duration)
-	pub := b.publish(ctx, publishPlan{events: pending, merchant: func(int) string { return merchant }, payload: payload,
-		batch: b.cfg.batch, run: b.cfg.merchant + "-pend", deadline: deadline, log: f.log, publisher: b.publishers(0)})
+	rssBefore, rssOK := l.meter.engineRSS(ctx)
+	deadline := time.Now().Add(l.cfg.duration)
+	pub := l.load.publish(ctx, publishPlan{events: pending, merchant: func(int) string { return merchant }, payload: payload,
+		batch: l.cfg.batch, run: l.cfg.merchant + "-pend", deadline: deadline, log: f.log, publisher: l.load.publishersFor(0)})
 	if pub.firstErr != nil {
 		r.note("pending: %d events failed to publish: %v", pub.failed, pub.firstErr)
 	}
-	b.logf("footprint: published %d pending events in %s; waiting for their first attempts", pub.published,
+	l.logf("footprint: published %d pending events in %s; waiting for their first attempts", pub.published,
 		pub.end.Sub(pub.start).Round(time.Millisecond))
 	// Wait until every delivery has had its first (failed) attempt, so each
 	// one is in its steady pending state: a scheduled retry in Redis.
 	var attempted int64
 wait:
 	for {
-		attempted, _, err = attemptedDeliveries(ctx, b.db, []string{merchant})
+		attempted, _, err = attemptedDeliveries(ctx, l.meter.db, []string{merchant})
 		if err != nil || attempted >= int64(pub.published) || time.Now().After(deadline) {
 			break
 		}
@@ -118,12 +124,12 @@ wait:
 	// scenario's time is up.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	memAfter, err := redisUsedMemory(ctx, b.rdb)
+	memAfter, err := redisUsedMemory(ctx, l.meter.rdb)
 	if err != nil {
 		return err
 	}
-	rssAfter, rssAfterOK := b.engineRSS(ctx)
-	pendingNow, err := pendingDeliveries(ctx, b.db, merchant)
+	rssAfter, rssAfterOK := l.meter.engineRSS(ctx)
+	pendingNow, err := pendingDeliveries(ctx, l.meter.db, merchant)
 	if err != nil {
 		return err
 	}
@@ -143,23 +149,7 @@ wait:
 	} else {
 		r.note("engine RSS unknown: no process_resident_memory_bytes in /metrics and no -pid")
 	}
-	n, _ := b.engineProcesses()
+	n, _ := l.meter.engineProcesses()
 	r.add("engine_processes", n, "processes")
 	return nil
-}
-
-// engineRSS reads the engine's resident memory, summed over its processes:
-// from /proc with -pid, else from their process_resident_memory_bytes.
-func (b *bench) engineRSS(ctx context.Context) (int64, bool) {
-	if len(b.cfg.pids) > 0 {
-		if v, err := pidsRSS(b.cfg.pids); err == nil {
-			return v, true
-		}
-	}
-	m, err := b.eng.metrics(ctx, b.cfg.metricsURLs)
-	if err != nil {
-		return 0, false
-	}
-	v, ok := m["process_resident_memory_bytes"]
-	return int64(v), ok
 }

@@ -11,11 +11,12 @@ import (
 
 // The isolation scenarios (issue 24, "Isolation that holds"): whether one
 // merchant's load leaves another its latency, and whether one merchant's
-// fan-out, alone or beside others, uses the whole pool of workers. Each
-// latency scenario measures a well-behaved merchant (the probe) publishing
-// steadily to fast receivers, first alone ("solo"), then beside the load
-// ("beside"); each phase lasts -phase and is waited for until every one of
-// its events arrived (or -duration ran out).
+// fan-out, alone or beside others, uses the whole pool of workers (those
+// two, spread and solofanout, are in pool.go). Each latency scenario here
+// (hostile, burst, backlog, ratelimited) measures a well-behaved merchant
+// (the probe) publishing steadily to fast receivers, first alone ("solo"),
+// then beside the load ("beside"); each phase lasts -phase and is waited
+// for until every one of its events arrived (or -duration ran out).
 const (
 	isolationPhase  = 20 * time.Second
 	isolationWarmup = 5 * time.Second
@@ -84,13 +85,13 @@ func waitArrivals(ctx context.Context, f *fleet, sent map[string]time.Time, want
 // probePhase publishes rate events/s for d, one per request, to merchants
 // round-robin, waits until each arrived at every healthy subscription of
 // its merchant (up to -duration) and summarizes publish → arrival.
-func (b *bench) probePhase(ctx context.Context, f *fleet, name string, merchants []string, rate float64, d time.Duration) phaseResult {
+func probePhase(ctx context.Context, l *lab, f *fleet, name string, merchants []string, rate float64, d time.Duration) phaseResult {
 	events := max(int(math.Round(rate*d.Seconds())), 1)
 	merchantOf := func(i int) string { return merchants[i%len(merchants)] }
-	b.logf("%s: %d events at %g/s over %d merchant(s)", name, events, rate, len(merchants))
-	pub := b.publish(ctx, publishPlan{events: events, merchant: merchantOf, payload: orDefault(b.cfg.payload, defaultPayload),
-		rate: rate, batch: 1, run: b.cfg.merchant + "-" + name, deadline: time.Now().Add(d + b.cfg.duration),
-		log: f.log, publisher: b.publishers(0)})
+	l.logf("%s: %d events at %g/s over %d merchant(s)", name, events, rate, len(merchants))
+	pub := l.load.publish(ctx, publishPlan{events: events, merchant: merchantOf, payload: orDefault(l.cfg.payload, defaultPayload),
+		rate: rate, batch: 1, run: l.cfg.merchant + "-" + name, deadline: time.Now().Add(d + l.cfg.duration),
+		log: f.log, publisher: l.load.publishersFor(0)})
 	per := f.healthyPerMerchant()
 	p := phaseResult{name: name, pub: pub}
 	for i, ok := range pub.ok {
@@ -98,7 +99,7 @@ func (b *bench) probePhase(ctx context.Context, f *fleet, name string, merchants
 			p.expected += int(per[merchantOf(i)])
 		}
 	}
-	lat, complete := waitArrivals(ctx, f, sentOf(f, pub), p.expected, b.cfg.duration)
+	lat, complete := waitArrivals(ctx, f, sentOf(f, pub), p.expected, l.cfg.duration)
 	p.arrived, p.complete = len(lat), complete && pub.failed == 0
 	p.lat = summarize(lat)
 	p.took = time.Since(pub.start)
@@ -109,17 +110,17 @@ func (b *bench) probePhase(ctx context.Context, f *fleet, name string, merchants
 // events/s one per request (rate 0: as fast as accepted, in -batch
 // batches), until it has published events or stop is called; stop
 // returns what was published.
-func (b *bench) background(ctx context.Context, f *fleet, name, merchant string, events int, rate float64) (stop func() publishStats) {
+func background(ctx context.Context, l *lab, f *fleet, name, merchant string, events int, rate float64) (stop func() publishStats) {
 	ctx, cancel := context.WithCancel(ctx)
 	batch := 1
 	if rate == 0 {
-		batch = b.cfg.batch
+		batch = l.cfg.batch
 	}
 	done := make(chan publishStats, 1)
 	go func() {
-		done <- b.publish(ctx, publishPlan{events: events, merchant: func(int) string { return merchant },
-			payload: orDefault(b.cfg.payload, defaultPayload), rate: rate, batch: batch, run: b.cfg.merchant + "-" + name,
-			deadline: time.Now().Add(2 * b.cfg.duration), log: f.log, publisher: b.publishers(0)})
+		done <- l.load.publish(ctx, publishPlan{events: events, merchant: func(int) string { return merchant },
+			payload: orDefault(l.cfg.payload, defaultPayload), rate: rate, batch: batch, run: l.cfg.merchant + "-" + name,
+			deadline: time.Now().Add(2 * l.cfg.duration), log: f.log, publisher: l.load.publishersFor(0)})
 	}()
 	var once sync.Once
 	var st publishStats
@@ -134,10 +135,10 @@ func (b *bench) background(ctx context.Context, f *fleet, name, merchant string,
 
 // publishAll publishes events of merchant in -batch batches as fast as
 // the engine accepts them, and returns when all were.
-func (b *bench) publishAll(ctx context.Context, f *fleet, name, merchant string, events int) publishStats {
-	return b.publish(ctx, publishPlan{events: events, merchant: func(int) string { return merchant },
-		payload: orDefault(b.cfg.payload, defaultPayload), batch: b.cfg.batch, run: b.cfg.merchant + "-" + name,
-		deadline: time.Now().Add(b.cfg.duration), log: f.log, publisher: b.publishers(0)})
+func publishAll(ctx context.Context, l *lab, f *fleet, name, merchant string, events int) publishStats {
+	return l.load.publish(ctx, publishPlan{events: events, merchant: func(int) string { return merchant },
+		payload: orDefault(l.cfg.payload, defaultPayload), batch: l.cfg.batch, run: l.cfg.merchant + "-" + name,
+		deadline: time.Now().Add(l.cfg.duration), log: f.log, publisher: l.load.publishersFor(0)})
 }
 
 // sleepCtx waits d, or until ctx ends.
@@ -182,16 +183,6 @@ func judgeBeside(r *report, solo, beside phaseResult) {
 		beside.lat.P99 <= limit && beside.complete && solo.complete)
 }
 
-// metricTotal reads one metric summed over its series and over -metrics;
-// a labelled counter none of whose series exists yet is 0.
-func (b *bench) metricTotal(ctx context.Context, name string) (float64, bool) {
-	m, err := b.eng.metrics(ctx, b.cfg.metricsURLs)
-	if err != nil {
-		return 0, false
-	}
-	return m[name], true
-}
-
 // repeat returns n copies of s.
 func repeat(s string, n int) []string {
 	out := make([]string, n)
@@ -213,23 +204,23 @@ func merchantNames(prefix string, n int) []string {
 // hostile (issue 24, shapes 1 and 6): a merchant whose subscriptions all
 // hang until the engine's delivery timeout, publishing steadily, beside a
 // merchant publishing to one fast receiver.
-func (b *bench) hostile(ctx context.Context) (*report, error) {
-	hanging := orDefault(b.cfg.hanging, hostileHanging)
-	loadRate := orDefault(b.cfg.loadRate, hostileRate)
-	rate := orDefault(b.cfg.rate, probeRate)
-	hostileM, calm := b.cfg.merchant+"-hostile-a", b.cfg.merchant+"-hostile-b"
+func hostile(ctx context.Context, l *lab) (*report, error) {
+	hanging := orDefault(l.cfg.hanging, hostileHanging)
+	loadRate := orDefault(l.cfg.loadRate, hostileRate)
+	rate := orDefault(l.cfg.rate, probeRate)
+	hostileM, calm := l.cfg.merchant+"-hostile-a", l.cfg.merchant+"-hostile-b"
 	r := &report{scenario: "hostile", params: fmt.Sprintf("merchant A: %d hanging subscriptions, %g events/s each to all of them (%g attempts/s); merchant B: 1 fast subscription, %g events/s; phases of %s, A's load %s ahead of B's beside phase",
-		hanging, loadRate, loadRate*float64(hanging), rate, b.cfg.phase, b.cfg.warmup)}
+		hanging, loadRate, loadRate*float64(hanging), rate, l.cfg.phase, l.cfg.warmup)}
 	owners := append(repeat(hostileM, hanging), calm)
-	f, err := b.setUp(ctx, owners, len(owners), hanging, "", int(rate*b.cfg.phase.Seconds())*2)
+	f, err := l.fleets.setUp(ctx, owners, len(owners), hanging, "", int(rate*l.cfg.phase.Seconds())*2)
 	if err != nil {
 		return r, err
 	}
-	defer b.tearDown(f)
-	solo := b.probePhase(ctx, f, "solo", []string{calm}, rate, b.cfg.phase)
-	stop := b.background(ctx, f, "hostile-load", hostileM, int(loadRate*(b.cfg.warmup+b.cfg.phase+2*b.cfg.duration).Seconds()), loadRate)
-	sleepCtx(ctx, b.cfg.warmup)
-	beside := b.probePhase(ctx, f, "beside", []string{calm}, rate, b.cfg.phase)
+	defer l.fleets.tearDown(f)
+	solo := probePhase(ctx, l, f, "solo", []string{calm}, rate, l.cfg.phase)
+	stop := background(ctx, l, f, "hostile-load", hostileM, int(loadRate*(l.cfg.warmup+l.cfg.phase+2*l.cfg.duration).Seconds()), loadRate)
+	sleepCtx(ctx, l.cfg.warmup)
+	beside := probePhase(ctx, l, f, "beside", []string{calm}, rate, l.cfg.phase)
 	load := stop()
 	reportPhase(r, solo)
 	reportPhase(r, beside)
@@ -240,101 +231,26 @@ func (b *bench) hostile(ctx context.Context) (*report, error) {
 	return r, ctx.Err()
 }
 
-// reportPool adds how much of the pool a fan-out used: the most
-// connections open at once and the time to the last arrival and the last
-// recorded attempt, against -workers and the ideal time, waves of
-// -workers deliveries each taking delay.
-func (b *bench) reportPool(r *report, res *deliveryResult, delay time.Duration) {
-	r.add("peak_connections", res.peakInFlight, "connections")
-	if !res.lastArrival.IsZero() {
-		r.add("all_arrived_s", res.lastArrival.Sub(res.pub.start).Seconds(), "s")
-	}
-	if b.cfg.workers == 0 || res.expected == 0 {
-		r.note("-workers not given: connections and time are not judged against the pool")
-		return
-	}
-	want := min(int64(b.cfg.workers), res.expected)
-	r.addTarget("peak_connections_pct", float64(res.peakInFlight)*100/float64(want), "%",
-		fmt.Sprintf(">= 75 (of %d: -workers, or the deliveries if fewer)", want), res.peakInFlight*4 >= want*3)
-	waves := (res.expected + int64(b.cfg.workers) - 1) / int64(b.cfg.workers)
-	ideal := time.Duration(waves) * delay
-	r.add("ideal_s", ideal.Seconds(), "s")
-	if ideal > 0 {
-		ratio := res.recordedAt.Sub(res.pub.start).Seconds() / ideal.Seconds()
-		r.addTarget("end_to_end_over_ideal", ratio, "×", "<= 2", ratio <= 2 && res.complete)
-	}
-}
-
-// spread (issue 24, shape 2): merchants × subscriptions receivers that
-// answer in -delay, one event per merchant, published together in -batch
-// batches as the core API would (-batch 1: each its own request); every
-// merchant under its share of the pool, so only a pool used whole
-// finishes in the ideal time.
-func (b *bench) spread(ctx context.Context) (*report, error) {
-	n := orDefault(b.cfg.merchants, spreadMerchants)
-	per := orDefault(b.cfg.subscriptions, spreadSubs)
-	payload := orDefault(b.cfg.payload, defaultPayload)
-	// One port unless -listeners says otherwise: a receiving platform
-	// every merchant uses, the layout the issue measured.
-	listeners := 1
-	if b.cfg.listenersSet {
-		listeners = b.cfg.listeners
-	}
-	r := &report{scenario: "spread", params: fmt.Sprintf("%d merchants × %d subscriptions answering in %s on %d receiver port(s), one event per merchant (%d deliveries) published together in batches of %d, %d B payload",
-		n, per, b.cfg.delay, min(listeners, n*per), n*per, b.cfg.batch, payload)}
-	merchants := merchantNames(b.cfg.merchant+"-spread", n)
-	var owners []string
-	for _, m := range merchants {
-		owners = append(owners, repeat(m, per)...)
-	}
-	res, err := b.deliver(ctx, deliveryRun{name: "spread", merchants: merchants, owners: owners, subs: len(owners),
-		events: n, batch: b.cfg.batch, payload: payload, delay: b.cfg.delay, listeners: listeners})
-	if err != nil {
-		return r, err
-	}
-	b.reportDelivery(r, res)
-	b.reportPool(r, res, b.cfg.delay)
-	return r, nil
-}
-
-// solofanout (issue 24, shape 4): one merchant alone, one event to
-// -subscriptions receivers answering in -delay: alone, the merchant should
-// have the whole pool.
-func (b *bench) solofanout(ctx context.Context) (*report, error) {
-	subs := orDefault(b.cfg.subscriptions, solofanoutSubs)
-	payload := orDefault(b.cfg.payload, defaultPayload)
-	r := &report{scenario: "solofanout", params: fmt.Sprintf("1 merchant alone, 1 event × %d subscriptions answering in %s, %d B payload",
-		subs, b.cfg.delay, payload)}
-	res, err := b.deliver(ctx, deliveryRun{name: "solofanout", merchants: []string{b.cfg.merchant + "-solofan"},
-		subs: subs, events: 1, batch: 1, payload: payload, delay: b.cfg.delay})
-	if err != nil {
-		return r, err
-	}
-	b.reportDelivery(r, res)
-	b.reportPool(r, res, b.cfg.delay)
-	return r, nil
-}
-
 // burst (issue 24, shape 3): one merchant publishes -events to its fast
 // receiver as fast as the engine accepts them, in -batch batches, while
 // another publishes steadily.
-func (b *bench) burst(ctx context.Context) (*report, error) {
-	events := orDefault(b.cfg.events, burstEvents)
-	rate := orDefault(b.cfg.rate, probeRate)
-	bursty, calm := b.cfg.merchant+"-burst-a", b.cfg.merchant+"-burst-b"
+func burst(ctx context.Context, l *lab) (*report, error) {
+	events := orDefault(l.cfg.events, burstEvents)
+	rate := orDefault(l.cfg.rate, probeRate)
+	bursty, calm := l.cfg.merchant+"-burst-a", l.cfg.merchant+"-burst-b"
 	r := &report{scenario: "burst", params: fmt.Sprintf("merchant A: %d events to 1 fast subscription in batches of %d, as fast as accepted, from the start of the beside phase; merchant B: 1 fast subscription, %g events/s; phases of %s",
-		events, b.cfg.batch, rate, b.cfg.phase)}
-	f, err := b.setUp(ctx, []string{bursty, calm}, 2, 0, "", events+int(rate*b.cfg.phase.Seconds())*2)
+		events, l.cfg.batch, rate, l.cfg.phase)}
+	f, err := l.fleets.setUp(ctx, []string{bursty, calm}, 2, 0, "", events+int(rate*l.cfg.phase.Seconds())*2)
 	if err != nil {
 		return r, err
 	}
-	defer b.tearDown(f)
-	solo := b.probePhase(ctx, f, "solo", []string{calm}, rate, b.cfg.phase)
-	stop := b.background(ctx, f, "burst-load", bursty, events, 0)
-	beside := b.probePhase(ctx, f, "beside", []string{calm}, rate, b.cfg.phase)
+	defer l.fleets.tearDown(f)
+	solo := probePhase(ctx, l, f, "solo", []string{calm}, rate, l.cfg.phase)
+	stop := background(ctx, l, f, "burst-load", bursty, events, 0)
+	beside := probePhase(ctx, l, f, "beside", []string{calm}, rate, l.cfg.phase)
 	load := stop()
 	sent := sentOf(f, load)
-	lat, complete := waitArrivals(ctx, f, sent, len(sent), b.cfg.duration)
+	lat, complete := waitArrivals(ctx, f, sent, len(sent), l.cfg.duration)
 	reportPhase(r, solo)
 	reportPhase(r, beside)
 	judgeBeside(r, solo, beside)
@@ -353,25 +269,25 @@ func (b *bench) burst(ctx context.Context) (*report, error) {
 // publish steadily, first alone, then beside a merchant with -backlog
 // deliveries queued to a receiver that answers in -delay, so the backlog
 // lasts the whole phase.
-func (b *bench) backlogScenario(ctx context.Context) (*report, error) {
-	n := orDefault(b.cfg.merchants, backlogMerchants)
-	rate := orDefault(b.cfg.rate, backlogRate)
-	queued := orDefault(b.cfg.backlog, backlogDeliveries)
-	slow := b.cfg.merchant + "-backlog-slow"
-	probes := merchantNames(b.cfg.merchant+"-backlog", n)
+func backlogScenario(ctx context.Context, l *lab) (*report, error) {
+	n := orDefault(l.cfg.merchants, backlogMerchants)
+	rate := orDefault(l.cfg.rate, backlogRate)
+	queued := orDefault(l.cfg.backlog, backlogDeliveries)
+	slow := l.cfg.merchant + "-backlog-slow"
+	probes := merchantNames(l.cfg.merchant+"-backlog", n)
 	r := &report{scenario: "backlog", params: fmt.Sprintf("%d merchants × 1 fast subscription, %g events/s together; beside a merchant with %d deliveries queued (batches of %d) to 1 subscription answering in %s; phases of %s",
-		n, rate, queued, b.cfg.batch, b.cfg.delay, b.cfg.phase)}
-	f, err := b.setUp(ctx, append([]string{slow}, probes...), n+1, 0, "", queued+int(rate*b.cfg.phase.Seconds())*2)
+		n, rate, queued, l.cfg.batch, l.cfg.delay, l.cfg.phase)}
+	f, err := l.fleets.setUp(ctx, append([]string{slow}, probes...), n+1, 0, "", queued+int(rate*l.cfg.phase.Seconds())*2)
 	if err != nil {
 		return r, err
 	}
-	defer b.tearDown(f)
-	f.rcv.setDelay(0, b.cfg.delay)
-	solo := b.probePhase(ctx, f, "solo", probes, rate, b.cfg.phase)
-	b.logf("backlog: queueing %d deliveries", queued)
-	load := b.publishAll(ctx, f, "backlog-load", slow, queued)
+	defer l.fleets.tearDown(f)
+	f.rcv.setDelay(0, l.cfg.delay)
+	solo := probePhase(ctx, l, f, "solo", probes, rate, l.cfg.phase)
+	l.logf("backlog: queueing %d deliveries", queued)
+	load := publishAll(ctx, l, f, "backlog-load", slow, queued)
 	delivered := f.rcv.uniqueAt(0)
-	beside := b.probePhase(ctx, f, "beside", probes, rate, b.cfg.phase)
+	beside := probePhase(ctx, l, f, "beside", probes, rate, l.cfg.phase)
 	reportPhase(r, solo)
 	reportPhase(r, beside)
 	judgeBeside(r, solo, beside)
@@ -384,67 +300,56 @@ func (b *bench) backlogScenario(ctx context.Context) (*report, error) {
 	return r, ctx.Err()
 }
 
-// pendingOf counts a subscription's pending deliveries in Postgres.
-func (b *bench) pendingOf(ctx context.Context, subscriptionID string) (int64, error) {
-	var n int64
-	err := b.db.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE subscription_id = $1::uuid AND status = 'pending'`,
-		subscriptionID).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count pending deliveries: %w", err)
-	}
-	return n, nil
-}
-
 // ratelimited (issue 24, shape 7): a subscription limited to one delivery
 // a second with -backlog deliveries queued, beside a merchant publishing
 // steadily; then the subscription is deleted and the other merchant
 // measured again, while the bench watches what the deleted subscription
 // still causes: arrivals at its receiver, deferred attempt tasks, pending
 // deliveries.
-func (b *bench) ratelimited(ctx context.Context) (*report, error) {
-	rate := orDefault(b.cfg.rate, probeRate)
-	queued := orDefault(b.cfg.backlog, ratelimitedBacklog)
-	limited, calm := b.cfg.merchant+"-rl-a", b.cfg.merchant+"-rl-b"
+func ratelimited(ctx context.Context, l *lab) (*report, error) {
+	rate := orDefault(l.cfg.rate, probeRate)
+	queued := orDefault(l.cfg.backlog, ratelimitedBacklog)
+	limited, calm := l.cfg.merchant+"-rl-a", l.cfg.merchant+"-rl-b"
 	r := &report{scenario: "ratelimited", params: fmt.Sprintf("merchant A: 1 subscription with rate_limit 1, %d deliveries queued (batches of %d); merchant B: 1 fast subscription, %g events/s; phases of %s: solo, beside, after (A's subscription deleted)",
-		queued, b.cfg.batch, rate, b.cfg.phase)}
-	f, err := b.setUp(ctx, []string{limited, calm}, 2, 0, "", queued+int(rate*b.cfg.phase.Seconds())*3)
+		queued, l.cfg.batch, rate, l.cfg.phase)}
+	f, err := l.fleets.setUp(ctx, []string{limited, calm}, 2, 0, "", queued+int(rate*l.cfg.phase.Seconds())*3)
 	if err != nil {
 		return r, err
 	}
-	defer b.tearDown(f)
+	defer l.fleets.tearDown(f)
 	limitedKey, limitedID := f.keys[limited], f.subIDs[0]
-	if err := b.eng.updateSubscription(ctx, limitedKey, limitedID, map[string]any{"rate_limit": 1}); err != nil {
+	if err := l.eng.updateSubscription(ctx, limitedKey, limitedID, map[string]any{"rate_limit": 1}); err != nil {
 		return r, err
 	}
-	solo := b.probePhase(ctx, f, "solo", []string{calm}, rate, b.cfg.phase)
-	b.logf("ratelimited: queueing %d deliveries", queued)
-	load := b.publishAll(ctx, f, "ratelimited-load", limited, queued)
-	deferredBefore, deferredOK := b.metricTotal(ctx, deferredMetric)
+	solo := probePhase(ctx, l, f, "solo", []string{calm}, rate, l.cfg.phase)
+	l.logf("ratelimited: queueing %d deliveries", queued)
+	load := publishAll(ctx, l, f, "ratelimited-load", limited, queued)
+	deferredBefore, deferredOK := l.meter.metricTotal(ctx, deferredMetric)
 	besideStart := time.Now()
-	beside := b.probePhase(ctx, f, "beside", []string{calm}, rate, b.cfg.phase)
-	deferredAtDelete, atDeleteOK := b.metricTotal(ctx, deferredMetric)
+	beside := probePhase(ctx, l, f, "beside", []string{calm}, rate, l.cfg.phase)
+	deferredAtDelete, atDeleteOK := l.meter.metricTotal(ctx, deferredMetric)
 	besideTook := time.Since(besideStart)
 	arrivedAtDelete := f.rcv.uniqueAt(0)
 	// A delete can fail while an attempt of the subscription is being
 	// recorded (a lock conflict): try again a few times.
 	for try := 0; ; try++ {
-		err := b.eng.deleteSubscription(ctx, limitedKey, limitedID)
+		err := l.eng.deleteSubscription(ctx, limitedKey, limitedID)
 		if err == nil {
 			break
 		}
 		if try == 4 {
 			return r, err
 		}
-		b.logf("ratelimited: %v; trying again", err)
+		l.logf("ratelimited: %v; trying again", err)
 		sleepCtx(ctx, 200*time.Millisecond)
 	}
 	f.subIDs[0] = "" // tearDown: already gone
 	deleted := time.Now()
-	pendingAtDelete, pendErr := b.pendingOf(ctx, limitedID)
-	after := b.probePhase(ctx, f, "after", []string{calm}, rate, b.cfg.phase)
-	deferredAfter, afterOK := b.metricTotal(ctx, deferredMetric)
+	pendingAtDelete, pendErr := pendingOfSubscription(ctx, l.meter.db, limitedID)
+	after := probePhase(ctx, l, f, "after", []string{calm}, rate, l.cfg.phase)
+	deferredAfter, afterOK := l.meter.metricTotal(ctx, deferredMetric)
 	afterTook := time.Since(deleted)
-	pendingAfter, pendErr2 := b.pendingOf(ctx, limitedID)
+	pendingAfter, pendErr2 := pendingOfSubscription(ctx, l.meter.db, limitedID)
 
 	reportPhase(r, solo)
 	reportPhase(r, beside)
@@ -471,5 +376,6 @@ func (b *bench) ratelimited(ctx context.Context) (*report, error) {
 	return r, ctx.Err()
 }
 
-// isolationScenarios are the scenarios of this file, for the tests.
+// isolationScenarios are the scenarios of issue 24, of this file and
+// pool.go, for the tests.
 var isolationScenarios = []string{"hostile", "spread", "burst", "solofanout", "backlog", "ratelimited"}

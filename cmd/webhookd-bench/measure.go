@@ -351,6 +351,7 @@ func machineBusy() float64 {
 	return v
 }
 
+// parseMachineBusy reads the busy CPU seconds from /proc/stat's text.
 func parseMachineBusy(stat string) (float64, error) {
 	line, _, _ := strings.Cut(stat, "\n")
 	fields := strings.Fields(line)

@@ -22,21 +22,21 @@ const (
 // ordered by payload.key, events spread over 1,000 keys in turn, so that
 // each key's deliveries go one at a time, in publish order. Read it
 // against throughput's deliveries_per_s: the price of ordering.
-func (b *bench) ordered(ctx context.Context) (*report, error) {
-	subs := orDefault(b.cfg.subscriptions, orderedSubs)
-	events := orDefault(b.cfg.events, orderedEvents)
-	payload := orDefault(b.cfg.payload, defaultPayload)
+func ordered(ctx context.Context, l *lab) (*report, error) {
+	subs := orDefault(l.cfg.subscriptions, orderedSubs)
+	events := orDefault(l.cfg.events, orderedEvents)
+	payload := orDefault(l.cfg.payload, defaultPayload)
 	r := &report{scenario: "ordered", params: fmt.Sprintf("%d events over %d keys × %d ordered subscriptions, %d B payload, batches of %d, %d publishers",
-		events, orderedKeys, subs, payload, b.cfg.batch, b.publishers(0))}
-	res, err := b.deliver(ctx, deliveryRun{name: "ordered", merchants: []string{b.cfg.merchant + "-ord"},
-		subs: subs, events: events, batch: b.cfg.batch, payload: payload, orderKeys: orderedKeys,
-		prepare: b.orderFleet})
+		events, orderedKeys, subs, payload, l.cfg.batch, l.load.publishersFor(0))}
+	res, err := l.deliver(ctx, deliveryRun{name: "ordered", merchants: []string{l.cfg.merchant + "-ord"},
+		subs: subs, events: events, batch: l.cfg.batch, payload: payload, orderKeys: orderedKeys,
+		prepare: func(ctx context.Context, f *fleet) error { return orderFleet(ctx, l.eng, f) }})
 	if err != nil {
 		return r, err
 	}
-	b.reportDelivery(r, res)
+	l.reportDelivery(r, res)
 	r.add("ordering_keys", orderedKeys, "keys")
-	if tp := b.find("throughput"); tp != nil {
+	if tp := l.earlier("throughput"); tp != nil {
 		if v, ok := tp.get("deliveries_per_s"); ok {
 			r.add("throughput_scenario_deliveries_per_s", v, "deliveries/s")
 		}
@@ -46,9 +46,9 @@ func (b *bench) ordered(ctx context.Context) (*report, error) {
 
 // orderFleet turns ordering by payload.key on for every subscription of
 // the fleet.
-func (b *bench) orderFleet(ctx context.Context, f *fleet) error {
+func orderFleet(ctx context.Context, eng *engine, f *fleet) error {
 	for i, id := range f.subIDs {
-		if err := b.eng.orderSubscription(ctx, f.keys[f.merchants[i]], id, orderedKeyPath); err != nil {
+		if err := eng.orderSubscription(ctx, f.keys[f.merchants[i]], id, orderedKeyPath); err != nil {
 			return err
 		}
 	}

@@ -113,3 +113,14 @@ func walPosition(ctx context.Context, db *pgxpool.Pool) (float64, bool) {
 	err := db.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8`).Scan(&pos)
 	return pos, err == nil
 }
+
+// pendingOfSubscription counts a subscription's pending deliveries.
+func pendingOfSubscription(ctx context.Context, db *pgxpool.Pool, subscriptionID string) (int64, error) {
+	var n int64
+	err := db.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE subscription_id = $1::uuid AND status = 'pending'`,
+		subscriptionID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count pending deliveries: %w", err)
+	}
+	return n, nil
+}

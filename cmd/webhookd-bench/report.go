@@ -29,6 +29,7 @@ type report struct {
 	notes    []string
 }
 
+// add appends a figure with no target.
 func (r *report) add(key string, value any, unit string) {
 	r.figures = append(r.figures, figure{key: key, value: value, unit: unit})
 }
@@ -50,6 +51,7 @@ func (r *report) target(key, target string, met bool) bool {
 	return false
 }
 
+// note appends a free note: what limited the run or could not be measured.
 func (r *report) note(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }
@@ -75,6 +77,7 @@ func round(v float64) float64 {
 	return float64(int64(v*1000+0.5*sign(v))) / 1000
 }
 
+// sign is -1 for a negative v, else 1.
 func sign(v float64) float64 {
 	if v < 0 {
 		return -1
@@ -112,6 +115,7 @@ func (r *report) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// writeJSONValue writes v as JSON, floats rounded as round does.
 func writeJSONValue(b *bytes.Buffer, v any) {
 	if f, ok := v.(float64); ok {
 		v = round(f)
@@ -160,6 +164,7 @@ func (r *report) writeHuman(w io.Writer) {
 	}
 }
 
+// metWord is a target's verdict as the tables print it.
 func metWord(met bool) string {
 	if met {
 		return "met"
@@ -167,6 +172,7 @@ func metWord(met bool) string {
 	return "NOT MET"
 }
 
+// formatValue prints a figure's value, floats to three decimals.
 func formatValue(v any) string {
 	switch x := v.(type) {
 	case float64:

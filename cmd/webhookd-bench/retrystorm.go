@@ -25,22 +25,22 @@ const (
 // the first attempt of each delivery and 204 to the second, so every one
 // of events × subscriptions deliveries is retried once. The engine must run
 // with a 1 s first retry delay; a probe checks that before the run.
-func (b *bench) retrystorm(ctx context.Context) (*report, error) {
-	load, params := b.batchedLoad("retrystorm", "-storm", retrystormEvents, retrystormSubs)
+func retrystorm(ctx context.Context, l *lab) (*report, error) {
+	load, params := batchedLoad(l, "retrystorm", "-storm", retrystormEvents, retrystormSubs)
 	load.failFirst = true
 	r := &report{scenario: "retrystorm", params: params + ", every receiver failing the first attempt of each delivery (HTTP 500)"}
-	gap, err := b.probeRetry(ctx)
+	gap, err := probeRetry(ctx, l)
 	if gap > 0 {
 		r.add("probe_first_retry_s", gap.Seconds(), "s")
 	}
 	if err != nil {
 		return r, err
 	}
-	res, err := b.deliver(ctx, load)
+	res, err := l.deliver(ctx, load)
 	if err != nil {
 		return r, err
 	}
-	b.reportDelivery(r, res)
+	l.reportDelivery(r, res)
 	r.add("first_attempts_refused", res.counts.FirstFails, "requests")
 	if !res.firstArrival.IsZero() {
 		// Every accepted arrival is a retry: the window runs from the first
@@ -64,17 +64,17 @@ func (b *bench) retrystorm(ctx context.Context) (*report, error) {
 // long after the failed first attempt the retry arrived. It refuses to go
 // on when the retry is much later than retrystormFirstDelay: the engine
 // then runs the default schedule, and the storm would measure its 5 s wait.
-func (b *bench) probeRetry(ctx context.Context) (time.Duration, error) {
-	merchant := b.cfg.merchant + "-storm-probe"
-	f, err := b.setUp(ctx, []string{merchant}, 1, 0, "", 1)
+func probeRetry(ctx context.Context, l *lab) (time.Duration, error) {
+	merchant := l.cfg.merchant + "-storm-probe"
+	f, err := l.fleets.setUp(ctx, []string{merchant}, 1, 0, "", 1)
 	if err != nil {
 		return 0, err
 	}
-	defer b.tearDown(f)
+	defer l.fleets.tearDown(f)
 	f.rcv.refuseFirst(0)
 	ctx, cancel := context.WithTimeout(ctx, retryProbeWait)
 	defer cancel()
-	pub := b.publish(ctx, publishPlan{events: 1, merchant: func(int) string { return merchant }, payload: defaultPayload,
+	pub := l.load.publish(ctx, publishPlan{events: 1, merchant: func(int) string { return merchant }, payload: defaultPayload,
 		batch: 1, run: merchant, deadline: time.Now().Add(retryProbeWait), log: f.log, publisher: 1})
 	if pub.published != 1 {
 		return 0, fmt.Errorf("retry probe: publish: %w", pub.firstErr)
@@ -88,7 +88,7 @@ func (b *bench) probeRetry(ctx context.Context) (time.Duration, error) {
 	if len(gaps) != 1 {
 		return 0, fmt.Errorf("retry probe: %d retries measured, want 1", len(gaps))
 	}
-	b.logf("retrystorm: probe: the first retry came %s after the failed attempt", gaps[0].Round(time.Millisecond))
+	l.logf("retrystorm: probe: the first retry came %s after the failed attempt", gaps[0].Round(time.Millisecond))
 	if gaps[0] > retryProbeLimit {
 		return gaps[0], fmt.Errorf("retry probe: the first retry came %s after the failed attempt, over %s; %s",
 			gaps[0].Round(time.Millisecond), retryProbeLimit, advice)

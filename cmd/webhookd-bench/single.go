@@ -22,18 +22,18 @@ const (
 // subscription, each event its own request from 32 concurrent publishers,
 // a realistic payout payload. A run at full rate must not leave deliveries
 // for the sweeper, so its re-queues are held against zero.
-func (b *bench) single(ctx context.Context) (*report, error) {
-	events := orDefault(b.cfg.events, singleEvents)
-	subs := orDefault(b.cfg.subscriptions, 1)
-	payload := orDefault(b.cfg.payload, singlePayload)
+func single(ctx context.Context, l *lab) (*report, error) {
+	events := orDefault(l.cfg.events, singleEvents)
+	subs := orDefault(l.cfg.subscriptions, 1)
+	payload := orDefault(l.cfg.payload, singlePayload)
 	r := &report{scenario: "single", params: fmt.Sprintf("%d events × %d subscription(s), %d B payout payload, one event per request, %d publishers, as fast as accepted",
-		events, subs, payload, b.publishers(singlePublishers))}
-	res, err := b.deliver(ctx, deliveryRun{name: "single", merchants: []string{b.cfg.merchant + "-single"},
+		events, subs, payload, l.load.publishersFor(singlePublishers))}
+	res, err := l.deliver(ctx, deliveryRun{name: "single", merchants: []string{l.cfg.merchant + "-single"},
 		subs: subs, events: events, batch: 1, payload: payload, publishers: singlePublishers, payloadOf: payoutPayload})
 	if err != nil {
 		return r, err
 	}
-	b.reportDelivery(r, res)
+	l.reportDelivery(r, res)
 	// deliveries_per_s runs to the last recorded attempt; this one to the
 	// last arrival, what a merchant sees.
 	if arrived := res.lastArrival.Sub(res.pub.start).Seconds(); !res.lastArrival.IsZero() && arrived > 0 {

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// usage prints what each scenario needs besides the flags.
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprintf(w, `Usage: webhookd-bench -scenario NAME|all -token TOKEN [flags]
+
+-scenario all runs %s.
+
+single      one merchant, one subscription, 20,000 events of a ~1 KiB payout
+            payload, one event per request from 32 publishers, as fast as the
+            engine accepts them; also reports the sweeper's re-queues (none
+            are expected).
+retrystorm  not in all: 10,000 events to 10 subscriptions whose receivers
+            answer 500 to the first attempt of every delivery and 204 to the
+            second. Start the engine with a 1 s first retry, e.g.
+              WEBHOOKD_RETRY_SCHEDULE=1s,2s,4s,8s,16s webhookd serve
+            The bench cannot set the engine's environment: it probes the
+            first retry delay before the run and refuses if it is over %s.
+
+The isolation scenarios (issue 24), not in all, each measure one merchant's
+publish → arrival alone ("solo") and beside another merchant's load
+("beside"), each phase -phase long, or whether fan-out uses the pool:
+hostile     a merchant with -hanging (5) subscriptions that never answer,
+            publishing -load-rate (20) events/s, beside one publishing -rate
+            (10) events/s to a fast receiver.
+spread      -merchants (20) × -subscriptions (100) receivers answering in
+            -delay (1s), one event per merchant, in -batch batches: the most
+            connections open at once and the time until all arrive, against
+            -workers. Every receiver on one host and port (a receiving
+            platform all the merchants use), unless -listeners is given.
+burst       one merchant's burst of -events (5,000) to its fast receiver,
+            batched as fast as accepted, beside one publishing -rate (10)/s.
+solofanout  one merchant, one event to -subscriptions (100) receivers
+            answering in -delay (1s): connections and time, against -workers.
+backlog     -merchants (50) × one subscription publishing -rate (50) events/s
+            together, beside a merchant with -backlog (10,000) deliveries
+            queued to a receiver answering in -delay (1s).
+ratelimited a subscription with rate_limit 1 and -backlog (5,000) queued
+            deliveries beside a merchant publishing -rate (10)/s, then the
+            subscription deleted: the other's latency after it, and what the
+            deleted one still gets (arrivals, deferrals, pending deliveries).
+-workers is the engine's worker slots over all its processes
+(WEBHOOKD_WORKER_CONCURRENCY × workers): the bench cannot read it.
+
+With several engine processes (webhookd api + webhookd worker ...), give
+every pid to -pid and every internal URL to -metrics.
+
+Flags:
+`, strings.Join(scenarios, ", "), retryProbeLimit)
+	fs.PrintDefaults()
+}
+
+// config is the command line.
+type config struct {
+	scenario      string
+	events        int
+	rate          float64
+	subscriptions int
+	payload       int
+	concurrency   int
+	publishers    int
+	batch         int
+	pending       int
+	listeners     int
+	jsonOut       bool
+	api           string
+	internal      string
+	token         string
+	redisURL      string
+	databaseURL   string
+	merchant      string
+	duration      time.Duration
+	// pids are the engine's processes (one `serve`, or an `api` and its
+	// `worker`s): their CPU and RSS are summed.
+	pids []int
+	// metricsURLs are the internal base URLs whose /metrics are scraped
+	// and summed: every engine process has its own counters.
+	metricsURLs []string
+	// The isolation scenarios' (issue 24): see usage.
+	phase     time.Duration
+	warmup    time.Duration
+	delay     time.Duration
+	hanging   int
+	loadRate  float64
+	merchants int
+	backlog   int
+	workers   int
+	// listenersSet: -listeners was given (spread otherwise puts every
+	// receiver on one port).
+	listenersSet bool
+}
+
+// parseFlags reads the command line and checks its bounds.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("webhookd-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.scenario, "scenario", "all", "scenario: "+strings.Join(append(slices.Clone(scenarios), ownScenarios...), ", ")+", or all")
+	fs.IntVar(&c.events, "events", 0, "events to publish (0: the scenario's default)")
+	fs.Float64Var(&c.rate, "rate", 0, "publish rate in events/s for latency, noisy and noisy5 (0: the scenario's default, 500); the probe merchants' rate in hostile, burst, backlog, ratelimited")
+	fs.IntVar(&c.subscriptions, "subscriptions", 0, "subscriptions (receivers); merchants in noisy and noisy5; per merchant in spread (0: the scenario's default)")
+	fs.IntVar(&c.payload, "payload", 0, "payload size in bytes (0: the scenario's default; footprint uses 1024)")
+	fs.IntVar(&c.concurrency, "concurrency", 256, "concurrent senders in the raw scenario (webhookd's default worker concurrency is 256)")
+	fs.IntVar(&c.publishers, "publishers", 0, fmt.Sprintf("concurrent publish requests (0: the scenario's default, %d; single: %d)", defaultPublishers, singlePublishers))
+	fs.IntVar(&c.batch, "batch", 100, "events per publish request in throughput, ordered, footprint and retrystorm (1: no batching)")
+	fs.IntVar(&c.pending, "pending", 100000, "pending deliveries for the footprint scenario's Redis and RSS figures")
+	fs.IntVar(&c.listeners, "listeners", 1000, "at most this many receiver ports; subscriptions beyond share them")
+	fs.DurationVar(&c.phase, "phase", isolationPhase, "isolation scenarios: how long each measured phase publishes")
+	fs.DurationVar(&c.warmup, "warmup", isolationWarmup, "hostile: how long the hostile load runs before the beside phase")
+	fs.DurationVar(&c.delay, "delay", answerDelay, "spread, solofanout, backlog: how long the receivers take to answer")
+	fs.IntVar(&c.hanging, "hanging", 0, fmt.Sprintf("hostile: hanging subscriptions of the hostile merchant (0: %d)", hostileHanging))
+	fs.Float64Var(&c.loadRate, "load-rate", 0, fmt.Sprintf("hostile: the hostile merchant's events/s (0: %d)", hostileRate))
+	fs.IntVar(&c.merchants, "merchants", 0, fmt.Sprintf("spread, backlog: merchants (0: %d, %d)", spreadMerchants, backlogMerchants))
+	fs.IntVar(&c.backlog, "backlog", 0, fmt.Sprintf("backlog, ratelimited: deliveries queued (0: %d, %d)", backlogDeliveries, ratelimitedBacklog))
+	fs.IntVar(&c.workers, "workers", 0, "spread, solofanout: the engine's worker slots over all its processes, to judge connections and time (0: not judged)")
+	fs.BoolVar(&c.jsonOut, "json", false, "print one JSON object per scenario instead of tables")
+	fs.StringVar(&c.api, "api", envOr("WEBHOOKD_BENCH_API", "http://127.0.0.1:8080"), "public API base URL")
+	fs.StringVar(&c.internal, "internal", envOr("WEBHOOKD_BENCH_INTERNAL", "http://127.0.0.1:8081"), "internal API base URL")
+	fs.StringVar(&c.token, "token", os.Getenv("WEBHOOKD_INGEST_TOKEN"), "ingest token (default $WEBHOOKD_INGEST_TOKEN)")
+	fs.StringVar(&c.redisURL, "redis", envOr("WEBHOOKD_REDIS_URL", "redis://127.0.0.1:6379/0"), "the engine's Redis, for memory and CPU figures")
+	fs.StringVar(&c.databaseURL, "database", envOr("WEBHOOKD_DATABASE_URL", "postgres://127.0.0.1:5432/webhookd?sslmode=disable"), "the engine's Postgres, to check recorded attempts and sizes")
+	fs.StringVar(&c.merchant, "merchant", fmt.Sprintf("bench-%d", time.Now().Unix()), "merchant id prefix, fresh per run so runs do not interfere")
+	fs.DurationVar(&c.duration, "duration", 5*time.Minute, "time cap per scenario (publishing and waiting for deliveries)")
+	pids := fs.String("pid", "", "engine pid, or a comma-separated list of them (an api and its workers), for CPU and RSS from /proc; without it, process_* metrics from -metrics")
+	metricsURLs := fs.String("metrics", "", "comma-separated internal base URLs whose /metrics are summed (default: -internal); with several engine processes list every one's")
+	fs.Usage = func() { usage(fs) }
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	fs.Visit(func(f *flag.Flag) { c.listenersSet = c.listenersSet || f.Name == "listeners" })
+	var err error
+	if c.pids, err = parsePIDs(*pids); err != nil {
+		return c, err
+	}
+	c.metricsURLs = []string{c.internal}
+	if *metricsURLs != "" {
+		c.metricsURLs = splitList(*metricsURLs)
+	}
+	if c.scenario != "all" && !slices.Contains(scenarios, c.scenario) && !slices.Contains(ownScenarios, c.scenario) {
+		return c, fmt.Errorf("unknown -scenario %q", c.scenario)
+	}
+	if c.token == "" && c.scenario != "raw" {
+		return c, errors.New("-token (or WEBHOOKD_INGEST_TOKEN) is required to publish")
+	}
+	if c.events < 0 || c.subscriptions < 0 || c.payload < 0 || c.rate < 0 || c.pending < 0 || c.publishers < 0 {
+		return c, errors.New("-events, -subscriptions, -payload, -rate, -pending and -publishers must not be negative")
+	}
+	if c.concurrency < 1 || c.batch < 1 || c.listeners < 1 || c.duration <= 0 || c.phase <= 0 {
+		return c, errors.New("-concurrency, -batch, -listeners, -duration and -phase must be positive")
+	}
+	if c.hanging < 0 || c.loadRate < 0 || c.merchants < 0 || c.backlog < 0 || c.workers < 0 || c.delay < 0 || c.warmup < 0 {
+		return c, errors.New("-hanging, -load-rate, -merchants, -backlog, -workers, -delay and -warmup must not be negative")
+	}
+	return c, nil
+}
+
+// splitList splits a comma-separated flag value, dropping spaces and
+// empty items.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// parsePIDs reads -pid: empty, or distinct positive pids separated by
+// commas. A pid listed twice would count its CPU twice, so it is refused.
+func parsePIDs(s string) ([]int, error) {
+	var pids []int
+	for _, item := range splitList(s) {
+		pid, err := strconv.Atoi(item)
+		if err != nil || pid < 1 {
+			return nil, fmt.Errorf("-pid: %q is not a process id", item)
+		}
+		if slices.Contains(pids, pid) {
+			return nil, fmt.Errorf("-pid: %d listed twice", pid)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
+}
+
+// envOr is the environment variable name, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"io"
+	"slices"
+	"testing"
+)
+
+func TestParseFlagsScenarios(t *testing.T) {
+	if i, j := slices.Index(scenarios, "noisy"), slices.Index(scenarios, "noisy5"); i < 0 || j < i {
+		t.Errorf("scenarios %v: want noisy5 in all, after noisy (it reads noisy's figures)", scenarios)
+	}
+	for _, name := range append(slices.Clone(scenarios), "all") {
+		if c, err := parseFlags([]string{"-scenario", name, "-token", "t"}, io.Discard); err != nil || c.scenario != name {
+			t.Errorf("-scenario %s: %+v, %v", name, c, err)
+		}
+	}
+	if _, err := parseFlags([]string{"-scenario", "noisy6", "-token", "t"}, io.Discard); err == nil {
+		t.Error("-scenario noisy6 accepted")
+	}
+	// retrystorm needs the engine started for it: it runs only when named.
+	if c, err := parseFlags([]string{"-scenario", "retrystorm", "-token", "t"}, io.Discard); err != nil || c.scenario != "retrystorm" {
+		t.Errorf("-scenario retrystorm: %+v, %v", c, err)
+	}
+	if slices.Contains(scenarios, "retrystorm") || !slices.Contains(scenarios, "single") {
+		t.Errorf("scenarios %v: want single in all and retrystorm not", scenarios)
+	}
+}
+
+func TestParseFlagsEngineProcesses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		pids    []int
+		metrics []string
+		wantErr bool
+	}{
+		{"none: /metrics of -internal", nil, nil, []string{"http://127.0.0.1:8081"}, false},
+		{"one serve process", []string{"-pid", "4242"}, []int{4242}, []string{"http://127.0.0.1:8081"}, false},
+		{"an api and three workers", []string{"-pid", "10, 11,12,13", "-internal", "http://h:1",
+			"-metrics", "http://h:1,http://h:2, http://h:3,http://h:4"},
+			[]int{10, 11, 12, 13}, []string{"http://h:1", "http://h:2", "http://h:3", "http://h:4"}, false},
+		{"empty items dropped", []string{"-pid", "10,,11,"}, []int{10, 11}, []string{"http://127.0.0.1:8081"}, false},
+		{"a pid twice would count twice", []string{"-pid", "10,10"}, nil, nil, true},
+		{"not a number", []string{"-pid", "api"}, nil, nil, true},
+		{"not a process id", []string{"-pid", "0"}, nil, nil, true},
+		{"negative", []string{"-pid", "-3"}, nil, nil, true},
+	} {
+		c, err := parseFlags(append([]string{"-token", "t"}, tc.args...), io.Discard)
+		if tc.wantErr {
+			if err == nil {
+				t.Errorf("%s: accepted, pids %v", tc.name, c.pids)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(c.pids, tc.pids) || !slices.Equal(c.metricsURLs, tc.metrics) {
+			t.Errorf("%s: pids %v, metrics %v, %v; want %v, %v", tc.name, c.pids, c.metricsURLs, err, tc.pids, tc.metrics)
+		}
+	}
+}
