@@ -24,8 +24,9 @@ type APIKeys struct {
 }
 
 // ErrAPIKeyInactive reports a roll asked of a key that is revoked, expired
-// or already rolled: only a key in use can have a successor. It wraps
-// ErrConflict (a state conflict, not a race).
+// or already rolled: only a key in use can have a successor (the rule is
+// merchants.MayRoll's). It wraps ErrConflict (a state conflict, not a
+// race).
 var ErrAPIKeyInactive = fmt.Errorf("api key is revoked, expired or already rolled: %w", ErrConflict)
 
 // apiKeyPrefixChars is how many characters of a key's random part its
@@ -140,12 +141,18 @@ func (s *APIKeys) EndAPIKeyGrants(ctx context.Context, merchantID string, id uui
 	return g, nil
 }
 
+// RollRule decides, under the key's row lock and at the store's clock,
+// whether key may be given a successor: nil lets the roll go on; an error
+// is returned and nothing is written. The domain writes it
+// (merchants.MayRoll); the store only locks and persists.
+type RollRule func(key APIKey, now time.Time) error
+
 // RollAPIKey gives a key of the merchant a successor, newKey, with the same
 // environment and scopes, and makes the old key expire at expiresAt; both
-// in one transaction. A key that is revoked, expired or already rolled is
-// ErrAPIKeyInactive. It returns the successor.
-func (s *APIKeys) RollAPIKey(ctx context.Context, merchantID string, id uuid.UUID, newKey string, expiresAt time.Time) (APIKey, error) {
-	now := s.now()
+// in one transaction. mayRoll runs under the key's lock, so that of two
+// concurrent rolls the second sees the first's; its error is returned (a
+// key no longer active: ErrAPIKeyInactive). It returns the successor.
+func (s *APIKeys) RollAPIKey(ctx context.Context, merchantID string, id uuid.UUID, newKey string, expiresAt time.Time, mayRoll RollRule) (APIKey, error) {
 	var successor APIKey
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		old, err := scanAPIKey(tx.QueryRow(ctx, `SELECT `+apiKeyColumns+` FROM api_keys
@@ -153,8 +160,11 @@ func (s *APIKeys) RollAPIKey(ctx context.Context, merchantID string, id uuid.UUI
 		if err != nil {
 			return notFound(err)
 		}
-		if old.RevokedAt != nil || old.ExpiresAt != nil {
-			return ErrAPIKeyInactive
+		// The clock after the lock: a roll that waited for it is judged
+		// and dated after the one that held it.
+		now := s.now()
+		if err := mayRoll(old, now); err != nil {
+			return err
 		}
 		successor = APIKey{ID: uuid.Must(uuid.NewV7()), MerchantID: merchantID, Environment: old.Environment,
 			Scopes: old.Scopes, CreatedAt: now, Prefix: APIKeyPrefix(newKey)}
