@@ -64,8 +64,8 @@ type KeyRingStore interface {
 	// RevokeAPIKey revokes one key of the merchant now.
 	RevokeAPIKey(ctx context.Context, merchantID string, id uuid.UUID) (store.APIKey, error)
 	// RollAPIKey stores newKey as the key's successor and makes the key
-	// expire at expiresAt.
-	RollAPIKey(ctx context.Context, merchantID string, id uuid.UUID, newKey string, expiresAt time.Time) (store.APIKey, error)
+	// expire at expiresAt, if mayRoll allows it under the key's lock.
+	RollAPIKey(ctx context.Context, merchantID string, id uuid.UUID, newKey string, expiresAt time.Time, mayRoll store.RollRule) (store.APIKey, error)
 	// Now is the clock.
 	Now() time.Time
 }
@@ -116,24 +116,34 @@ func (r *KeyRing) Roll(ctx context.Context, merchantID, keyID string, overlapSec
 		}
 		keep = time.Duration(*overlapSeconds) * time.Second
 	}
-	// The successor is of the old key's environment; the store checks
-	// again, under a lock, that the key may still be rolled.
+	// The successor is of the old key's environment; the store asks
+	// MayRoll again, under the key's lock, before it writes.
 	old, err := r.store.GetAPIKey(ctx, merchantID, id)
 	if err != nil {
 		return IssuedKey{}, err
 	}
-	if KeyStatus(old, r.store.Now()) != KeyActive {
-		return IssuedKey{}, fmt.Errorf("roll api key %s: %w", id, store.ErrAPIKeyInactive)
+	if err := MayRoll(old, r.store.Now()); err != nil {
+		return IssuedKey{}, err
 	}
 	key, err := NewAPIKey(old.Environment)
 	if err != nil {
 		return IssuedKey{}, err
 	}
-	successor, err := r.store.RollAPIKey(ctx, merchantID, id, key, r.store.Now().Add(keep))
+	successor, err := r.store.RollAPIKey(ctx, merchantID, id, key, r.store.Now().Add(keep), MayRoll)
 	if err != nil {
 		return IssuedKey{}, err
 	}
 	return IssuedKey{Key: key, APIKey: successor}, nil
+}
+
+// MayRoll is the rule of a roll (a store.RollRule): only a key that is
+// active at now, neither revoked nor rolled already, gets a successor; any
+// other is store.ErrAPIKeyInactive.
+func MayRoll(k store.APIKey, now time.Time) error {
+	if KeyStatus(k, now) != KeyActive {
+		return fmt.Errorf("roll api key %s: %w", k.ID, store.ErrAPIKeyInactive)
+	}
+	return nil
 }
 
 // checkKey applies the merchant-id rule and parses a key id.

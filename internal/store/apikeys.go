@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,9 +14,19 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// APIKeys owns the api_keys table: the hashes of merchants' keys, their
+// prefixes, use, rolls and revocations, and the ending of what a dead key
+// opened (its portal sessions and listeners).
+type APIKeys struct {
+	db
+	// merchants creates a key's merchant on its first key.
+	merchants *Merchants
+}
+
 // ErrAPIKeyInactive reports a roll asked of a key that is revoked, expired
-// or already rolled: only a key in use can have a successor. It wraps
-// ErrConflict (a state conflict, not a race).
+// or already rolled: only a key in use can have a successor (the rule is
+// merchants.MayRoll's). It wraps ErrConflict (a state conflict, not a
+// race).
 var ErrAPIKeyInactive = fmt.Errorf("api key is revoked, expired or already rolled: %w", ErrConflict)
 
 // apiKeyPrefixChars is how many characters of a key's random part its
@@ -42,7 +53,7 @@ func scanAPIKey(row pgx.Row) (APIKey, error) {
 
 // ListAPIKeys returns every key of the merchant, revoked and expired ones
 // included, newest first. A merchant webhookd does not know has none.
-func (s *Store) ListAPIKeys(ctx context.Context, merchantID string) ([]APIKey, error) {
+func (s *APIKeys) ListAPIKeys(ctx context.Context, merchantID string) ([]APIKey, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+apiKeyColumns+` FROM api_keys
 		WHERE merchant_id = $1 ORDER BY created_at DESC, id DESC`, merchantID)
 	if err != nil {
@@ -57,7 +68,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, merchantID string) ([]APIKey, e
 
 // GetAPIKey returns one key of the merchant; another merchant's key is
 // ErrNotFound.
-func (s *Store) GetAPIKey(ctx context.Context, merchantID string, id uuid.UUID) (APIKey, error) {
+func (s *APIKeys) GetAPIKey(ctx context.Context, merchantID string, id uuid.UUID) (APIKey, error) {
 	k, err := scanAPIKey(s.pool.QueryRow(ctx, `SELECT `+apiKeyColumns+` FROM api_keys
 		WHERE merchant_id = $1 AND id = $2`, merchantID, id))
 	if err != nil {
@@ -68,9 +79,9 @@ func (s *Store) GetAPIKey(ctx context.Context, merchantID string, id uuid.UUID) 
 
 // RevokeAPIKey revokes one key of the merchant now. Revoking a revoked key
 // changes nothing: its first revocation time stays.
-func (s *Store) RevokeAPIKey(ctx context.Context, merchantID string, id uuid.UUID) (APIKey, error) {
+func (s *APIKeys) RevokeAPIKey(ctx context.Context, merchantID string, id uuid.UUID) (APIKey, error) {
 	k, err := scanAPIKey(s.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $3)
-		WHERE merchant_id = $1 AND id = $2 RETURNING `+apiKeyColumns, merchantID, id, s.Now()))
+		WHERE merchant_id = $1 AND id = $2 RETURNING `+apiKeyColumns, merchantID, id, s.now()))
 	if err != nil {
 		return APIKey{}, fmt.Errorf("revoke api key %s of %s: %w", id, merchantID, notFound(err))
 	}
@@ -94,7 +105,7 @@ type EndedGrants struct {
 // a second call. Lookups refuse what a dead key opened whether or not this
 // has run (PortalSessionByHash, ListenerLive, ExtendListener): this records
 // it, stops the deliveries, and names the connections to close.
-func (s *Store) EndAPIKeyGrants(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, reason string) (EndedGrants, error) {
+func (s *APIKeys) EndAPIKeyGrants(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, reason string) (EndedGrants, error) {
 	var g EndedGrants
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE portal_sessions p SET revoked_at = $2
@@ -123,19 +134,25 @@ func (s *Store) EndAPIKeyGrants(ctx context.Context, merchantID string, id uuid.
 	// does, for the same lock order. Should this fail, a worker stops each
 	// of them at its next attempt: the listener has ended.
 	for _, l := range g.Listeners {
-		if err := s.stopListenerDeliveries(ctx, merchantID, l, now, reason); err != nil {
+		if err := stopListenerDeliveries(ctx, s.pool, merchantID, l, now, reason); err != nil {
 			return g, err
 		}
 	}
 	return g, nil
 }
 
+// RollRule decides, under the key's row lock and at the store's clock,
+// whether key may be given a successor: nil lets the roll go on; an error
+// is returned and nothing is written. The domain writes it
+// (merchants.MayRoll); the store only locks and persists.
+type RollRule func(key APIKey, now time.Time) error
+
 // RollAPIKey gives a key of the merchant a successor, newKey, with the same
 // environment and scopes, and makes the old key expire at expiresAt; both
-// in one transaction. A key that is revoked, expired or already rolled is
-// ErrAPIKeyInactive. It returns the successor.
-func (s *Store) RollAPIKey(ctx context.Context, merchantID string, id uuid.UUID, newKey string, expiresAt time.Time) (APIKey, error) {
-	now := s.Now()
+// in one transaction. mayRoll runs under the key's lock, so that of two
+// concurrent rolls the second sees the first's; its error is returned (a
+// key no longer active: ErrAPIKeyInactive). It returns the successor.
+func (s *APIKeys) RollAPIKey(ctx context.Context, merchantID string, id uuid.UUID, newKey string, expiresAt time.Time, mayRoll RollRule) (APIKey, error) {
 	var successor APIKey
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		old, err := scanAPIKey(tx.QueryRow(ctx, `SELECT `+apiKeyColumns+` FROM api_keys
@@ -143,8 +160,11 @@ func (s *Store) RollAPIKey(ctx context.Context, merchantID string, id uuid.UUID,
 		if err != nil {
 			return notFound(err)
 		}
-		if old.RevokedAt != nil || old.ExpiresAt != nil {
-			return ErrAPIKeyInactive
+		// The clock after the lock: a roll that waited for it is judged
+		// and dated after the one that held it.
+		now := s.now()
+		if err := mayRoll(old, now); err != nil {
+			return err
 		}
 		successor = APIKey{ID: uuid.Must(uuid.NewV7()), MerchantID: merchantID, Environment: old.Environment,
 			Scopes: old.Scopes, CreatedAt: now, Prefix: APIKeyPrefix(newKey)}
@@ -165,7 +185,7 @@ func (s *Store) RollAPIKey(ctx context.Context, merchantID string, id uuid.UUID,
 // RecordAPIKeyUsage sets the last use of many keys in one statement. A
 // time older than the stored one changes nothing (another process may have
 // written a later use first); a key deleted meanwhile is skipped.
-func (s *Store) RecordAPIKeyUsage(ctx context.Context, lastUsed map[uuid.UUID]time.Time) error {
+func (s *APIKeys) RecordAPIKeyUsage(ctx context.Context, lastUsed map[uuid.UUID]time.Time) error {
 	if len(lastUsed) == 0 {
 		return nil
 	}
@@ -185,4 +205,44 @@ func (s *Store) RecordAPIKeyUsage(ctx context.Context, lastUsed map[uuid.UUID]ti
 		return fmt.Errorf("record the use of %d api keys: %w", len(ids), err)
 	}
 	return nil
+}
+
+// HashAPIKey is how keys are stored and looked up. A fast hash is right
+// here: keys carry 256 bits of randomness, so there is nothing to brute-force.
+func HashAPIKey(key string) []byte {
+	h := sha256.Sum256([]byte(key))
+	return h[:]
+}
+
+// CreateAPIKey stores the hash of a new key for a merchant (created if new).
+func (s *APIKeys) CreateAPIKey(ctx context.Context, merchantID, defaultVersion, environment, key string, scopes []string) (APIKey, error) {
+	if _, err := s.merchants.EnsureMerchant(ctx, merchantID, defaultVersion); err != nil {
+		return APIKey{}, err
+	}
+	k := APIKey{ID: uuid.Must(uuid.NewV7()), MerchantID: merchantID, Environment: environment, Scopes: scopes, CreatedAt: s.now(),
+		Prefix: APIKeyPrefix(key)}
+	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (id, merchant_id, environment, key_hash, scopes, created_at, prefix)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, k.ID, merchantID, environment, HashAPIKey(key), scopes, k.CreatedAt, k.Prefix)
+	if err != nil {
+		return APIKey{}, fmt.Errorf("create api key for %s: %w", merchantID, err)
+	}
+	return k, nil
+}
+
+// APIKeyByHash finds a key, with its merchant's pinned version. A revoked
+// or expired key is found too (with RevokedAt, ExpiresAt): whether it may
+// still be used is for the caller to decide, with its clock.
+func (s *APIKeys) APIKeyByHash(ctx context.Context, hash []byte) (APIKey, Merchant, error) {
+	var k APIKey
+	var m Merchant
+	err := s.pool.QueryRow(ctx, `
+		SELECT k.id, k.merchant_id, k.environment, k.scopes, k.created_at, k.expires_at, k.revoked_at,
+		       m.id, m.api_version, m.notification_email, m.portal_accent_color, m.portal_logo_url, m.created_at, m.updated_at
+		FROM api_keys k JOIN merchants m ON m.id = k.merchant_id WHERE k.key_hash = $1`, hash).
+		Scan(&k.ID, &k.MerchantID, &k.Environment, &k.Scopes, &k.CreatedAt, &k.ExpiresAt, &k.RevokedAt,
+			&m.ID, &m.APIVersion, &m.NotificationEmail, &m.PortalAccentColor, &m.PortalLogoURL, &m.CreatedAt, &m.UpdatedAt)
+	if err != nil {
+		return APIKey{}, Merchant{}, fmt.Errorf("look up api key: %w", notFound(err))
+	}
+	return k, m, nil
 }

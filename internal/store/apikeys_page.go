@@ -13,7 +13,7 @@ import (
 // expired ones included, newest first (created_at, then id, descending):
 // up to p.Limit+1 keys after p.After, the extra one telling that there is
 // more. A merchant webhookd does not know has none.
-func (s *Store) ListAPIKeysPage(ctx context.Context, merchantID string, p Page) ([]APIKey, error) {
+func (s *APIKeys) ListAPIKeysPage(ctx context.Context, merchantID string, p Page) ([]APIKey, error) {
 	var afterAt *time.Time
 	var afterID *uuid.UUID
 	if p.After != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 )
@@ -27,17 +28,25 @@ func TestAPIKeyPrefix(t *testing.T) {
 	}
 }
 
+// storeWithKey is a store on a test clock holding one key of merchant m1,
+// "sandbox.AAAAAAfirst", with the read scope.
+func storeWithKey(t *testing.T) (*store.Store, *testClock, store.APIKey) {
+	t.Helper()
+	clock := newTestClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	st := storetest.NewStore(t, store.WithClock(clock.Now))
+	k, err := st.CreateAPIKey(context.Background(), "m1", "2026-05-01", "sandbox", "sandbox.AAAAAAfirst", []string{"webhooks:read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, clock, k
+}
+
 // TestAPIKeyLifecycle creates, lists, rolls and revokes keys, and checks
 // that one merchant never reaches another's key.
 func TestAPIKeyLifecycle(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-	st := storetest.NewStore(t, store.WithClock(clock.Now))
+	st, clock, first := storeWithKey(t)
 	ctx := context.Background()
-	first, err := st.CreateAPIKey(ctx, "m1", "2026-05-01", "sandbox", "sandbox.AAAAAAfirst", []string{"webhooks:read"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if first.Prefix != "sandbox.AAAAAA" {
 		t.Errorf("prefix %q", first.Prefix)
 	}
@@ -53,19 +62,19 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	if _, err := st.RevokeAPIKey(ctx, "m2", first.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RevokeAPIKey of another merchant's key: %v", err)
 	}
-	if _, err := st.RollAPIKey(ctx, "m2", first.ID, "sandbox.CCCCCC", clock.Now()); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.RollAPIKey(ctx, "m2", first.ID, "sandbox.CCCCCC", clock.Now(), merchants.MayRoll); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RollAPIKey of another merchant's key: %v", err)
 	}
 
 	expires := clock.Now().Add(time.Hour)
-	successor, err := st.RollAPIKey(ctx, "m1", first.ID, "sandbox.DDDDDDsuccessor", expires)
+	successor, err := st.RollAPIKey(ctx, "m1", first.ID, "sandbox.DDDDDDsuccessor", expires, merchants.MayRoll)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if successor.Prefix != "sandbox.DDDDDD" || successor.Environment != "sandbox" || len(successor.Scopes) != 1 || successor.Scopes[0] != "webhooks:read" {
 		t.Errorf("successor %+v", successor)
 	}
-	if _, err := st.RollAPIKey(ctx, "m1", first.ID, "sandbox.EEEEEE", expires); !errors.Is(err, store.ErrAPIKeyInactive) {
+	if _, err := st.RollAPIKey(ctx, "m1", first.ID, "sandbox.EEEEEE", expires, merchants.MayRoll); !errors.Is(err, store.ErrAPIKeyInactive) {
 		t.Errorf("rolling a rolled key: %v, want ErrAPIKeyInactive", err)
 	}
 	k, _, err := st.APIKeyByHash(ctx, store.HashAPIKey("sandbox.AAAAAAfirst"))
@@ -83,7 +92,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	if err != nil || !again.RevokedAt.Equal(*revoked.RevokedAt) {
 		t.Errorf("revoking again moved revoked_at: %+v, %v", again, err)
 	}
-	if _, err := st.RollAPIKey(ctx, "m1", successor.ID, "sandbox.FFFFFF", expires); !errors.Is(err, store.ErrAPIKeyInactive) {
+	if _, err := st.RollAPIKey(ctx, "m1", successor.ID, "sandbox.FFFFFF", expires, merchants.MayRoll); !errors.Is(err, store.ErrAPIKeyInactive) {
 		t.Errorf("rolling a revoked key: %v, want ErrAPIKeyInactive", err)
 	}
 
@@ -96,6 +105,54 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	}
 	if keys, err := st.ListAPIKeys(ctx, "m_unknown"); err != nil || len(keys) != 0 {
 		t.Errorf("list of an unknown merchant: %v, %v", keys, err)
+	}
+}
+
+// TestRollAPIKeyAsksTheRuleUnderTheLock: the rule sees the key as the lock
+// found it, at the store's clock; its refusal writes nothing; and of two
+// concurrent rolls of one key, the second sees the first's.
+func TestRollAPIKeyAsksTheRuleUnderTheLock(t *testing.T) {
+	t.Parallel()
+	st, clock, k := storeWithKey(t)
+	ctx := context.Background()
+
+	refused := errors.New("refused")
+	var seen store.APIKey
+	var seenAt time.Time
+	_, err := st.RollAPIKey(ctx, "m1", k.ID, "sandbox.BBBBBB", clock.Now(), func(key store.APIKey, now time.Time) error {
+		seen, seenAt = key, now
+		return refused
+	})
+	if !errors.Is(err, refused) {
+		t.Errorf("a refused roll: %v, want the rule's error", err)
+	}
+	if seen.ID != k.ID || !seenAt.Equal(st.Now()) {
+		t.Errorf("the rule saw %s at %v, want %s at %v", seen.ID, seenAt, k.ID, st.Now())
+	}
+	if keys, err := st.ListAPIKeys(ctx, "m1"); err != nil || len(keys) != 1 || keys[0].ExpiresAt != nil {
+		t.Errorf("after a refused roll: %+v, %v; want the one key, unexpired", keys, err)
+	}
+
+	errs := make(chan error, 2)
+	for _, newKey := range []string{"sandbox.CCCCCC", "sandbox.DDDDDD"} {
+		go func() {
+			_, err := st.RollAPIKey(ctx, "m1", k.ID, newKey, clock.Now().Add(time.Hour), merchants.MayRoll)
+			errs <- err
+		}()
+	}
+	var rolled, inactive int
+	for range 2 {
+		switch err := <-errs; {
+		case err == nil:
+			rolled++
+		case errors.Is(err, store.ErrAPIKeyInactive):
+			inactive++
+		default:
+			t.Errorf("concurrent roll: %v", err)
+		}
+	}
+	if rolled != 1 || inactive != 1 {
+		t.Errorf("two concurrent rolls: %d rolled, %d inactive; want one of each", rolled, inactive)
 	}
 }
 

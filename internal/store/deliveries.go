@@ -8,7 +8,16 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// Deliveries owns the scheduled life of a delivery: the lease an attempt
+// takes, the record of its outcome (and the subscription health it moves),
+// the release or abandonment of a lease, the ordered lines (ordering.go),
+// and the due list the sweeper pages through.
+type Deliveries struct {
+	db
+}
 
 // deliveryColumns is the column list scanDelivery reads, in its order.
 const deliveryColumns = `id, merchant_id, event_id, event_created_at, event_type, subscription_id,
@@ -54,7 +63,7 @@ type LeasedDelivery struct {
 // ordered delivery, it is the head of its key's line, so that
 // one attempt number never runs twice at once and a stale or duplicate task
 // finds nothing: then it returns ErrNotFound.
-func (s *Store) LeaseDelivery(ctx context.Context, id uuid.UUID, createdAt time.Time, number int, now time.Time, leaseFor time.Duration) (LeasedDelivery, error) {
+func (s *Deliveries) LeaseDelivery(ctx context.Context, id uuid.UUID, createdAt time.Time, number int, now time.Time, leaseFor time.Duration) (LeasedDelivery, error) {
 	ls, errs, err := s.LeaseDeliveries(ctx, []LeaseRequest{{ID: id, CreatedAt: createdAt, Number: number}}, now, leaseFor)
 	if err != nil {
 		return LeasedDelivery{}, err
@@ -99,7 +108,7 @@ const leaseSQL = `
 // LeaseDeliveries is LeaseDelivery for many attempts in one statement (the
 // workers' group commit). It returns one LeasedDelivery and one error per
 // request: nil, or ErrNotFound when that attempt is stale or running.
-func (s *Store) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now time.Time, leaseFor time.Duration) ([]LeasedDelivery, []error, error) {
+func (s *Deliveries) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now time.Time, leaseFor time.Duration) ([]LeasedDelivery, []error, error) {
 	ids, created, numbers := attemptColumns(reqs)
 	rows, err := s.pool.Query(ctx, leaseSQL,
 		ids, created, numbers, now.Add(leaseFor), now)
@@ -165,7 +174,7 @@ type AttemptRecord struct {
 // subscription's health. If that attempt number is already recorded (a
 // worker whose lease lapsed finished late), nothing is written and
 // ErrConflict is returned.
-func (s *Store) RecordAttempt(ctx context.Context, r AttemptRecord) error {
+func (s *Deliveries) RecordAttempt(ctx context.Context, r AttemptRecord) error {
 	errs, err := s.RecordAttempts(ctx, []AttemptRecord{r})
 	if err != nil {
 		return err
@@ -176,7 +185,7 @@ func (s *Store) RecordAttempt(ctx context.Context, r AttemptRecord) error {
 // AbandonDelivery ends a delivery that can no longer be attempted (its
 // subscription was deleted or disabled) without adding an attempt: it
 // becomes failed with nothing due, and its lease is released.
-func (s *Store) AbandonDelivery(ctx context.Context, d Delivery, now time.Time) error {
+func (s *Deliveries) AbandonDelivery(ctx context.Context, d Delivery, now time.Time) error {
 	abandon := func(ctx context.Context, q querier) error {
 		_, err := q.Exec(ctx, `
 			UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, lease_until = NULL, updated_at = $3
@@ -206,7 +215,7 @@ func (s *Store) AbandonDelivery(ctx context.Context, d Delivery, now time.Time) 
 // dueBefore and that no live lease holds at now, oldest due first, at most
 // limit of them after the position after (nil for the start). The sweeper
 // pages through them with the last row's (NextAttemptAt, ID).
-func (s *Store) DueDeliveries(ctx context.Context, dueBefore, now time.Time, after *DuePosition, limit int) ([]Delivery, error) {
+func (s *Deliveries) DueDeliveries(ctx context.Context, dueBefore, now time.Time, after *DuePosition, limit int) ([]Delivery, error) {
 	var afterAt *time.Time
 	var afterID *uuid.UUID
 	if after != nil {
@@ -237,7 +246,7 @@ const isDue = `d.status = 'pending' AND d.next_attempt_at < $1 AND (d.lease_unti
 // still list at the same attempt count. The sweeper asks it after it found
 // no task for them in Redis: an attempt made between its page's read and
 // that look took its finished task with it, and is no loss.
-func (s *Store) StillDue(ctx context.Context, ds []Delivery, dueBefore, now time.Time) ([]Delivery, error) {
+func (s *Deliveries) StillDue(ctx context.Context, ds []Delivery, dueBefore, now time.Time) ([]Delivery, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
@@ -274,14 +283,19 @@ type DuePosition struct {
 
 // DeliveryByID returns one delivery with its attempts, oldest first,
 // whatever its merchant; callers that serve a merchant compare MerchantID.
-func (s *Store) DeliveryByID(ctx context.Context, id uuid.UUID) (Delivery, error) {
+func (s *Deliveries) DeliveryByID(ctx context.Context, id uuid.UUID) (Delivery, error) {
+	return readDelivery(ctx, s.pool, id)
+}
+
+// readDelivery is DeliveryByID, for the families that read a delivery.
+func readDelivery(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (Delivery, error) {
 	// The id is a UUIDv7 whose timestamp is created_at: bounding created_at
 	// by it prunes the lookup to one partition.
 	createdAt := uuidTime(id)
 	var d Delivery
 	// One snapshot for both reads, so that attempt_count and the attempts
 	// agree even while an attempt is being recorded.
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries
 			WHERE id = $1 AND created_at >= $2 AND created_at < $3`, id, createdAt, createdAt.Add(time.Millisecond))
 		if err != nil {
@@ -323,7 +337,7 @@ func uuidTime(id uuid.UUID) time.Time {
 // ReleaseLease ends the lease a worker took with LeaseDelivery (identified
 // by its leaseUntil, so that a lease taken since by another worker stays)
 // without recording anything, so that the attempt can run again at once.
-func (s *Store) ReleaseLease(ctx context.Context, d Delivery, leaseUntil time.Time) error {
+func (s *Deliveries) ReleaseLease(ctx context.Context, d Delivery, leaseUntil time.Time) error {
 	_, err := s.pool.Exec(ctx, `UPDATE deliveries SET lease_until = NULL
 		WHERE id = $1 AND created_at = $2 AND lease_until = $3`, d.ID, d.CreatedAt, leaseUntil)
 	if err != nil {
@@ -337,7 +351,7 @@ func (s *Store) ReleaseLease(ctx context.Context, d Delivery, leaseUntil time.Ti
 // transaction. It has RecordAttempt's semantics per record, and returns one
 // error per record: nil, or ErrConflict when that attempt number was
 // already recorded. The records must be of distinct deliveries.
-func (s *Store) RecordAttempts(ctx context.Context, rs []AttemptRecord) ([]error, error) {
+func (s *Deliveries) RecordAttempts(ctx context.Context, rs []AttemptRecord) ([]error, error) {
 	if !endsOrdered(rs) {
 		return recordAttempts(ctx, s.pool, rs)
 	}
@@ -472,7 +486,7 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 // left alone. gone reports whether the subscription is deleted or disabled
 // (an ended listener is not: the relay records why its deliveries stop);
 // when it is not, nothing is changed.
-func (s *Store) AbandonSubscriptionDeliveries(ctx context.Context, subscriptionID uuid.UUID, now time.Time) (ended int64, gone bool, err error) {
+func (s *Deliveries) AbandonSubscriptionDeliveries(ctx context.Context, subscriptionID uuid.UUID, now time.Time) (ended int64, gone bool, err error) {
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `
 			SELECT kind <> 'listener' AND (deleted_at IS NOT NULL OR status <> 'enabled') FROM subscriptions WHERE id = $1`,

@@ -13,6 +13,13 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// Events owns the publishing writes: an event, its id guard and its
+// fan-out into deliveries, one at a time or a commit group at once, and the
+// read of the merchant and filters a publish needs first (filters.go).
+type Events struct {
+	db
+}
+
 // NewEvent is an event as a producer publishes it.
 type NewEvent struct {
 	// ID is the producer's event id; nil lets webhookd make a UUIDv7.
@@ -64,13 +71,13 @@ const maxOrderingKeyValue = "256"
 // CreateEvent writes nothing and returns the stored event with created
 // false and no deliveries. The same id from another merchant is
 // ErrConflict.
-func (s *Store) CreateEvent(ctx context.Context, e Event, to Audience) (Event, []Delivery, bool, error) {
+func (s *Events) CreateEvent(ctx context.Context, e Event, to Audience) (Event, []Delivery, bool, error) {
 	return s.createEvent(ctx, e, to, nil)
 }
 
 // createEvent is CreateEvent with the deliveries' ids marked with group
 // (nil: not).
-func (s *Store) createEvent(ctx context.Context, e Event, to Audience, group []byte) (Event, []Delivery, bool, error) {
+func (s *Events) createEvent(ctx context.Context, e Event, to Audience, group []byte) (Event, []Delivery, bool, error) {
 	rows, err := s.pool.Query(ctx, createEventSQL, createEventArgs(e, to, group)...)
 	if err != nil {
 		return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
@@ -88,7 +95,7 @@ func (s *Store) createEvent(ctx context.Context, e Event, to Audience, group []b
 
 // storedEvent is the event already stored under e's id, which a publish of
 // e leaves as it is; the same id from another merchant is ErrConflict.
-func (s *Store) storedEvent(ctx context.Context, e Event) (Event, error) {
+func (s *Events) storedEvent(ctx context.Context, e Event) (Event, error) {
 	stored, err := s.EventByID(ctx, e.ID)
 	if err != nil {
 		return Event{}, err
@@ -149,7 +156,7 @@ func DeliveryGroup(id uuid.UUID) []byte { return id[len(id)-GroupSize:] }
 // write is tried again in a transaction of its own: one bad event fails
 // alone. An error of the connection or the commit fails the whole group
 // (err), as it would each write alone.
-func (s *Store) CreateEvents(ctx context.Context, writes []EventWrite, group []byte) ([]EventWritten, []error, error) {
+func (s *Events) CreateEvents(ctx context.Context, writes []EventWrite, group []byte) ([]EventWritten, []error, error) {
 	if len(writes) == 1 {
 		// No transaction to share: one implicit transaction, one round trip.
 		out, errs := make([]EventWritten, 1), make([]error, 1)
@@ -189,7 +196,7 @@ func (s *Store) CreateEvents(ctx context.Context, writes []EventWrite, group []b
 
 // createEventsOneByOne writes each event in its own transaction, after a
 // group's transaction was refused.
-func (s *Store) createEventsOneByOne(ctx context.Context, writes []EventWrite, group []byte) ([]EventWritten, []error, error) {
+func (s *Events) createEventsOneByOne(ctx context.Context, writes []EventWrite, group []byte) ([]EventWritten, []error, error) {
 	out, errs := make([]EventWritten, len(writes)), make([]error, len(writes))
 	for i, w := range writes {
 		out[i].Event, out[i].Deliveries, out[i].Created, errs[i] = s.createEvent(ctx, w.Event, w.To, group)
@@ -298,7 +305,7 @@ func scanCreatedEvent(rows pgx.Rows) ([]Delivery, bool, error) {
 
 // EventByID returns a stored event, whatever its merchant; callers that
 // serve a merchant must compare MerchantID themselves.
-func (s *Store) EventByID(ctx context.Context, id uuid.UUID) (Event, error) {
+func (s *Events) EventByID(ctx context.Context, id uuid.UUID) (Event, error) {
 	var e Event
 	// event_ids gives created_at, so that the events lookup prunes to one
 	// partition.

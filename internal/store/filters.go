@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // FilteredSubscription is a subscription with a filter that an event's
@@ -25,7 +24,7 @@ type FilteredSubscription struct {
 // The publisher reads the merchant for every event anyway, so filters
 // cost no extra round trip, and subscriptions without a filter are not
 // read at all: the fan-out statement selects them itself.
-func (s *Store) MerchantWithFilters(ctx context.Context, id, eventType string) (Merchant, []FilteredSubscription, error) {
+func (s *Events) MerchantWithFilters(ctx context.Context, id, eventType string) (Merchant, []FilteredSubscription, error) {
 	key := MerchantEventType{MerchantID: id, EventType: eventType}
 	found, err := s.MerchantsWithFilters(ctx, []MerchantEventType{key})
 	if err != nil {
@@ -54,7 +53,7 @@ type MerchantFilters struct {
 // MerchantsWithFilters is MerchantWithFilters for every pair of keys in one
 // statement, so that a group of publishes reads its merchants in one round
 // trip. A merchant not found is absent from the map.
-func (s *Store) MerchantsWithFilters(ctx context.Context, keys []MerchantEventType) (map[MerchantEventType]MerchantFilters, error) {
+func (s *Events) MerchantsWithFilters(ctx context.Context, keys []MerchantEventType) (map[MerchantEventType]MerchantFilters, error) {
 	ids, types := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		ids[i], types[i] = k.MerchantID, k.EventType
@@ -96,45 +95,4 @@ func (s *Store) MerchantsWithFilters(ctx context.Context, keys []MerchantEventTy
 		return nil, fmt.Errorf("get %d merchants with filters: %w", len(keys), err)
 	}
 	return found, nil
-}
-
-// AutoDisabled is a subscription that DisableFailingSubscriptions disabled,
-// with what its e-mail needs.
-type AutoDisabled struct {
-	SubscriptionID uuid.UUID
-	MerchantID     string
-	URL            string
-	// FailingSince is when its run of failed attempts began.
-	FailingSince time.Time
-	// Email is the merchant's notification address; nil or empty for none.
-	Email *string
-}
-
-// DisableFailingSubscriptions disables at most limit enabled endpoints
-// whose every attempt has failed since before failingBefore, and returns
-// them. SKIP LOCKED lets two instances run it at once without waiting on
-// (or disabling twice) the same rows.
-func (s *Store) DisableFailingSubscriptions(ctx context.Context, failingBefore time.Time, limit int) ([]AutoDisabled, error) {
-	rows, err := s.pool.Query(ctx, `
-		UPDATE subscriptions s SET status = 'disabled', updated_at = $3
-		FROM merchants m
-		WHERE m.id = s.merchant_id AND s.id IN (
-			SELECT id FROM subscriptions
-			WHERE status = 'enabled' AND deleted_at IS NULL AND kind = 'endpoint'
-			  AND failing_since IS NOT NULL AND failing_since <= $1
-			ORDER BY failing_since LIMIT $2 FOR UPDATE SKIP LOCKED)
-		RETURNING s.id, s.merchant_id, s.url, s.failing_since, m.notification_email`,
-		failingBefore, limit, s.Now())
-	if err != nil {
-		return nil, fmt.Errorf("disable failing subscriptions: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AutoDisabled, error) {
-		var a AutoDisabled
-		err := r.Scan(&a.SubscriptionID, &a.MerchantID, &a.URL, &a.FailingSince, &a.Email)
-		return a, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("disable failing subscriptions: %w", err)
-	}
-	return out, nil
 }

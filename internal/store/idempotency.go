@@ -10,6 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// IdempotencyKeys owns the idempotency_keys table: the claims of requests
+// carrying an Idempotency-Key and the answers stored for their replays.
+type IdempotencyKeys struct {
+	db
+}
+
 // IdempotencyOutcome says what a request carrying an Idempotency-Key must do.
 type IdempotencyOutcome int
 
@@ -37,8 +43,8 @@ type StoredResponse struct {
 // ClaimIdempotencyKey takes the key for a request whose parameters hash to
 // requestHash. The claim is held until lockFor has passed, so that a crashed
 // request does not block its key for 30 days.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, merchantID, key string, requestHash []byte, lockFor time.Duration) (IdempotencyOutcome, StoredResponse, error) {
-	now := s.Now()
+func (s *IdempotencyKeys) ClaimIdempotencyKey(ctx context.Context, merchantID, key string, requestHash []byte, lockFor time.Duration) (IdempotencyOutcome, StoredResponse, error) {
+	now := s.now()
 	var out IdempotencyOutcome
 	var resp StoredResponse
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -92,7 +98,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, merchantID, key string,
 }
 
 // CompleteIdempotencyKey stores the successful answer under the key.
-func (s *Store) CompleteIdempotencyKey(ctx context.Context, merchantID, key string, resp StoredResponse) error {
+func (s *IdempotencyKeys) CompleteIdempotencyKey(ctx context.Context, merchantID, key string, resp StoredResponse) error {
 	_, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET response_status = $3, response_header = $4,
 		response_body = $5, locked_until = NULL WHERE merchant_id = $1 AND key = $2`,
 		merchantID, key, resp.Status, resp.Header, resp.Body)
@@ -104,7 +110,7 @@ func (s *Store) CompleteIdempotencyKey(ctx context.Context, merchantID, key stri
 
 // ReleaseIdempotencyKey forgets the key after a failed request (spec 4.4
 // rule 5: only successes are cached).
-func (s *Store) ReleaseIdempotencyKey(ctx context.Context, merchantID, key string) error {
+func (s *IdempotencyKeys) ReleaseIdempotencyKey(ctx context.Context, merchantID, key string) error {
 	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE merchant_id = $1 AND key = $2 AND response_status IS NULL`, merchantID, key)
 	if err != nil {
 		return fmt.Errorf("release idempotency key: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 )
@@ -57,7 +58,7 @@ func newKey(t *testing.T, st *store.Store, m string) uuid.UUID {
 
 func rollKey(t *testing.T, st *store.Store, m string, id uuid.UUID, expiresAt time.Time) {
 	t.Helper()
-	if _, err := st.RollAPIKey(context.Background(), m, id, "sandbox."+uuid.NewString(), expiresAt); err != nil {
+	if _, err := st.RollAPIKey(context.Background(), m, id, "sandbox."+uuid.NewString(), expiresAt, merchants.MayRoll); err != nil {
 		t.Fatal(err)
 	}
 }

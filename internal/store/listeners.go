@@ -10,6 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Listeners owns the subscriptions of kind listener that `webhookd listen`
+// holds: their creation under the merchant's cap, their binding to the key
+// that opened them, their heartbeats and their end.
+type Listeners struct {
+	db
+}
+
 // SubscriptionKind says how a subscription's deliveries travel.
 type SubscriptionKind string
 
@@ -58,8 +65,8 @@ const listenerColumns = subscriptionColumns + `, expires_at, api_key_id`
 // CreateListener stores an enabled listener subscription and its signing
 // secret, already sealed, in one transaction. Listeners never count
 // against the merchant's cap of subscriptions (see checkSubscriptionLimit).
-func (s *Store) CreateListener(ctx context.Context, n NewListener, sealedSecret []byte) (Listener, error) {
-	now := s.Now()
+func (s *Listeners) CreateListener(ctx context.Context, n NewListener, sealedSecret []byte) (Listener, error) {
+	now := s.now()
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Listener{}, fmt.Errorf("create listener: %w", err)
@@ -119,10 +126,10 @@ func scanListener(row pgx.Row) (Listener, error) {
 // GetListener returns one of the merchant's listeners that has not ended
 // and whose expiry is after now. Another merchant's, an ended or an expired
 // one is ErrNotFound: a command that reconnects too late gets a new one.
-func (s *Store) GetListener(ctx context.Context, merchantID string, id uuid.UUID) (Listener, error) {
+func (s *Listeners) GetListener(ctx context.Context, merchantID string, id uuid.UUID) (Listener, error) {
 	l, err := scanListener(s.pool.QueryRow(ctx, `SELECT `+listenerColumns+` FROM subscriptions
 		WHERE merchant_id = $1 AND id = $2 AND kind = 'listener' AND deleted_at IS NULL AND expires_at > $3`,
-		merchantID, id, s.Now()))
+		merchantID, id, s.now()))
 	if err != nil {
 		return Listener{}, fmt.Errorf("get listener %s: %w", id, notFound(err))
 	}
@@ -133,11 +140,11 @@ func (s *Store) GetListener(ctx context.Context, merchantID string, id uuid.UUID
 // An ended listener, or one whose API key no longer works (revoked, or its
 // roll's overlap over), is ErrNotFound: its connection must stop relaying,
 // and without heartbeats it ends after its grace.
-func (s *Store) ExtendListener(ctx context.Context, id uuid.UUID, expiresAt time.Time) error {
+func (s *Listeners) ExtendListener(ctx context.Context, id uuid.UUID, expiresAt time.Time) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE subscriptions l SET expires_at = GREATEST(l.expires_at, $3)
 		WHERE l.id = $1 AND l.kind = 'listener' AND l.deleted_at IS NULL
 		  AND NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.id = l.api_key_id AND NOT `+keyUsableAt+`)`,
-		id, s.Now(), expiresAt)
+		id, s.now(), expiresAt)
 	if err != nil {
 		return fmt.Errorf("extend listener %s: %w", id, err)
 	}
@@ -151,10 +158,10 @@ func (s *Store) ExtendListener(ctx context.Context, id uuid.UUID, expiresAt time
 // has not ended and the key that opened it still works. The connection
 // asks before each delivery it writes, so that none reaches the command
 // after the key's revocation, even one already relayed.
-func (s *Store) ListenerLive(ctx context.Context, id uuid.UUID) (bool, error) {
+func (s *Listeners) ListenerLive(ctx context.Context, id uuid.UUID) (bool, error) {
 	var live bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions l LEFT JOIN api_keys k ON k.id = l.api_key_id
-		WHERE l.id = $1 AND l.kind = 'listener' AND l.deleted_at IS NULL AND `+keyUsableAt+`)`, id, s.Now()).Scan(&live)
+		WHERE l.id = $1 AND l.kind = 'listener' AND l.deleted_at IS NULL AND `+keyUsableAt+`)`, id, s.now()).Scan(&live)
 	if err != nil {
 		return false, fmt.Errorf("listener %s live: %w", id, err)
 	}
@@ -167,10 +174,10 @@ func (s *Store) ListenerLive(ctx context.Context, id uuid.UUID) (bool, error) {
 // binding, and then finds the listener to end, or goes first, and then the
 // binding sees it. A key that no longer works (or is another merchant's)
 // is ErrNotFound, and the listener is ended at once: nothing may reach it.
-func (s *Store) BindListener(ctx context.Context, merchantID string, id, keyID uuid.UUID) error {
+func (s *Listeners) BindListener(ctx context.Context, merchantID string, id, keyID uuid.UUID) error {
 	keyEnded := false
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		now := s.Now()
+		now := s.now()
 		var usable bool
 		err := tx.QueryRow(ctx, `SELECT true FROM api_keys k WHERE k.merchant_id = $1 AND k.id = $3 AND `+keyUsableAt+`
 			FOR SHARE`, merchantID, now, keyID).Scan(&usable)
@@ -203,7 +210,7 @@ func (s *Store) BindListener(ctx context.Context, merchantID string, id, keyID u
 
 // ListenerExpiry tells when a listener ends; ended is true once it was
 // ended (or if id is no listener at all).
-func (s *Store) ListenerExpiry(ctx context.Context, id uuid.UUID) (expiresAt time.Time, ended bool, err error) {
+func (s *Listeners) ListenerExpiry(ctx context.Context, id uuid.UUID) (expiresAt time.Time, ended bool, err error) {
 	var exp *time.Time
 	var deleted bool
 	err = s.pool.QueryRow(ctx, `SELECT expires_at, deleted_at IS NOT NULL FROM subscriptions
@@ -227,7 +234,7 @@ func (s *Store) ListenerExpiry(ctx context.Context, id uuid.UUID) (expiresAt tim
 // reconnect extended it) or already ended is left alone. A delivery whose
 // attempt is in flight is left to its worker, which sees the listener
 // ended.
-func (s *Store) EndListener(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, reason string) (bool, error) {
+func (s *Listeners) EndListener(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, reason string) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, updated_at = $3
 		WHERE merchant_id = $1 AND id = $2 AND kind = 'listener' AND deleted_at IS NULL AND expires_at <= $3`,
 		merchantID, id, now)
@@ -239,7 +246,7 @@ func (s *Store) EndListener(ctx context.Context, merchantID string, id uuid.UUID
 	}
 	// A second statement, as DeleteSubscription's, for the same lock
 	// order.
-	if err := s.stopListenerDeliveries(ctx, merchantID, id, now, reason); err != nil {
+	if err := stopListenerDeliveries(ctx, s.pool, merchantID, id, now, reason); err != nil {
 		return true, err
 	}
 	return true, nil
@@ -248,8 +255,8 @@ func (s *Store) EndListener(ctx context.Context, merchantID string, id uuid.UUID
 // stopListenerDeliveries fails each pending delivery of an ended listener
 // that no attempt holds: a last failed attempt with error reason, which
 // says why it stopped, and nothing more due.
-func (s *Store) stopListenerDeliveries(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, reason string) error {
-	if _, err := s.pool.Exec(ctx, `
+func stopListenerDeliveries(ctx context.Context, q querier, merchantID string, id uuid.UUID, now time.Time, reason string) error {
+	if _, err := q.Exec(ctx, `
 		WITH d AS (
 			UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, attempt_count = attempt_count + 1,
 				manual_requested = 0, manual_requested_at = NULL, updated_at = $3
@@ -269,7 +276,7 @@ func (s *Store) stopListenerDeliveries(ctx context.Context, merchantID string, i
 // EndExpiredListeners ends every listener whose expiry has passed at now
 // (EndListener), so that a listener whose API process died with it is
 // cleaned up too. It returns how many it ended.
-func (s *Store) EndExpiredListeners(ctx context.Context, now time.Time, reason string) (int, error) {
+func (s *Listeners) EndExpiredListeners(ctx context.Context, now time.Time, reason string) (int, error) {
 	rows, err := s.pool.Query(ctx, `SELECT merchant_id, id FROM subscriptions
 		WHERE kind = 'listener' AND deleted_at IS NULL AND expires_at <= $1 LIMIT 1000`, now)
 	if err != nil {

@@ -32,7 +32,7 @@ const lockSubscriptionCreate int32 = 4_180_031
 // takes the lock (no snapshot is kept between statements at read committed,
 // no row is written), so holding it open does not hold back vacuum; it ends
 // with fn, or with the connection if the process dies.
-func (s *Store) WithAdvisoryLock(ctx context.Context, key int64, fn func(ctx context.Context) error) (ran bool, err error) {
+func (s *Maintenance) WithAdvisoryLock(ctx context.Context, key int64, fn func(ctx context.Context) error) (ran bool, err error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("advisory lock %d: %w", key, err)

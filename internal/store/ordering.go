@@ -112,7 +112,7 @@ func advanceLines(ctx context.Context, tx querier, ended []Delivery, now time.Ti
 // LineHead returns the pending delivery at the head of an ordered line,
 // with its subscription's rate limit, so that the worker that ended the
 // one before can enqueue it; ErrNotFound when the line is idle.
-func (s *Store) LineHead(ctx context.Context, subscriptionID uuid.UUID, key string) (Delivery, error) {
+func (s *Deliveries) LineHead(ctx context.Context, subscriptionID uuid.UUID, key string) (Delivery, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+qualified("d", deliveryColumns)+`, d.ordering_key, d.sequence, coalesce(s.rate_limit, 0)
 		FROM ordering_keys k

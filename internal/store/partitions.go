@@ -9,6 +9,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Maintenance owns the jobs that keep the database in shape: the day
+// partitions ahead and past retention, the expiry of idempotency keys and
+// event-id guards, and the advisory lock that lets one instance run them
+// (locks.go).
+type Maintenance struct {
+	db
+}
+
 // Retention is how long events, deliveries, attempts and idempotency keys are
 // kept (spec 4.4 rule 6, 6.4 rule 6).
 const Retention = 30 * 24 * time.Hour
@@ -23,7 +31,7 @@ var partitionedTables = [...]string{"events", "deliveries", "attempts"}
 // EnsurePartitions creates, for each partitioned table, the daily partitions
 // from the day before now to days after it. It is idempotent. It returns the
 // names of the partitions it created.
-func (s *Store) EnsurePartitions(ctx context.Context, now time.Time, days int) ([]string, error) {
+func (s *Maintenance) EnsurePartitions(ctx context.Context, now time.Time, days int) ([]string, error) {
 	var created []string
 	start := day(now).AddDate(0, 0, -1)
 	for i := 0; i <= days+1; i++ {
@@ -54,7 +62,7 @@ func (s *Store) EnsurePartitions(ctx context.Context, now time.Time, days int) (
 
 // DropExpiredPartitions drops every daily partition whose whole day ended
 // more than Retention before now. It returns the names it dropped.
-func (s *Store) DropExpiredPartitions(ctx context.Context, now time.Time) ([]string, error) {
+func (s *Maintenance) DropExpiredPartitions(ctx context.Context, now time.Time) ([]string, error) {
 	cutoff := day(now.Add(-Retention))
 	rows, err := s.pool.Query(ctx, `
 		SELECT c.relname FROM pg_inherits i
@@ -85,7 +93,7 @@ func (s *Store) DropExpiredPartitions(ctx context.Context, now time.Time) ([]str
 
 // ExpireIdempotencyKeys deletes idempotency keys older than Retention and
 // the event-id guard rows of events that are gone.
-func (s *Store) ExpireIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
+func (s *Maintenance) ExpireIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < $1`, now.Add(-Retention))
 	if err != nil {
 		return 0, fmt.Errorf("expire idempotency keys: %w", err)

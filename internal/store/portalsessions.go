@@ -10,6 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// PortalSessions owns the portal_sessions table: the hashed tokens of
+// portal sessions, each live until its TTL, its revocation or its key's
+// end.
+type PortalSessions struct {
+	db
+}
+
 // PortalSession is a stored portal session: only its token's hash is kept.
 type PortalSession struct {
 	ID           uuid.UUID
@@ -59,8 +66,8 @@ const keyUsableAt = `(k.id IS NULL OR k.revoked_at IS NULL AND (k.expires_at IS 
 // now and ending TTL later, or when the key minting it expires if that is
 // sooner (a rolled key). An unknown merchant is ErrNotFound: a session of
 // a merchant webhookd never saw would show an empty portal.
-func (s *Store) CreatePortalSession(ctx context.Context, n NewPortalSession) (PortalSession, error) {
-	now := s.Now()
+func (s *PortalSessions) CreatePortalSession(ctx context.Context, n NewPortalSession) (PortalSession, error) {
+	now := s.now()
 	id, err := uuid.NewV7()
 	if err != nil {
 		return PortalSession{}, fmt.Errorf("create portal session: %w", err)
@@ -92,7 +99,7 @@ func (s *Store) CreatePortalSession(ctx context.Context, n NewPortalSession) (Po
 // nor expired), with its merchant. Any other is ErrNotFound. Reading the
 // key on every lookup is what ends a key's sessions with it on every
 // process at once, whatever EndAPIKeyGrants has recorded yet.
-func (s *Store) PortalSessionByHash(ctx context.Context, hash []byte, now time.Time) (PortalSession, Merchant, error) {
+func (s *PortalSessions) PortalSessionByHash(ctx context.Context, hash []byte, now time.Time) (PortalSession, Merchant, error) {
 	var p PortalSession
 	var m Merchant
 	err := s.pool.QueryRow(ctx, `
@@ -112,9 +119,9 @@ func (s *Store) PortalSessionByHash(ctx context.Context, hash []byte, now time.T
 
 // RevokePortalSession ends one session of the merchant now. Ending one
 // already ended changes nothing.
-func (s *Store) RevokePortalSession(ctx context.Context, merchantID string, id uuid.UUID) error {
+func (s *PortalSessions) RevokePortalSession(ctx context.Context, merchantID string, id uuid.UUID) error {
 	if _, err := s.pool.Exec(ctx, `UPDATE portal_sessions SET revoked_at = $3
-		WHERE merchant_id = $1 AND id = $2 AND revoked_at IS NULL`, merchantID, id, s.Now()); err != nil {
+		WHERE merchant_id = $1 AND id = $2 AND revoked_at IS NULL`, merchantID, id, s.now()); err != nil {
 		return fmt.Errorf("revoke portal session %s: %w", id, err)
 	}
 	return nil
@@ -122,9 +129,9 @@ func (s *Store) RevokePortalSession(ctx context.Context, merchantID string, id u
 
 // RevokeMerchantPortalSessions ends every live session of the merchant now
 // and says how many it ended.
-func (s *Store) RevokeMerchantPortalSessions(ctx context.Context, merchantID string) (int64, error) {
+func (s *PortalSessions) RevokeMerchantPortalSessions(ctx context.Context, merchantID string) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE portal_sessions SET revoked_at = $2
-		WHERE merchant_id = $1 AND revoked_at IS NULL`, merchantID, s.Now())
+		WHERE merchant_id = $1 AND revoked_at IS NULL`, merchantID, s.now())
 	if err != nil {
 		return 0, fmt.Errorf("revoke portal sessions of %s: %w", merchantID, err)
 	}

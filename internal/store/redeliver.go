@@ -10,12 +10,19 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// ManualAttempts owns the attempts a merchant asks for (redeliver, recover):
+// their requests on the delivery row, the sweeper's list of those still to
+// make, their lease, and the failed deliveries a recover replays.
+type ManualAttempts struct {
+	db
+}
+
 // RequestManualAttempts records that one manual attempt (redeliver) of
 // each of the merchant's deliveries was asked for at now, before any task
 // for it is enqueued: a task lost with Redis is then found again by
 // ManualRequestsDue. It returns how many deliveries it found (ErrNotFound
 // when none).
-func (s *Store) RequestManualAttempts(ctx context.Context, merchantID string, ds []Delivery, now time.Time) (int, error) {
+func (s *ManualAttempts) RequestManualAttempts(ctx context.Context, merchantID string, ds []Delivery, now time.Time) (int, error) {
 	ids := make([]uuid.UUID, len(ds))
 	created := make([]time.Time, len(ds))
 	for i, d := range ds {
@@ -47,7 +54,7 @@ type ManualRequest struct {
 // before before and are still to be made, and that no lease younger than
 // before holds, oldest request first, at most limit of them: the sweeper
 // enqueues their tasks again in case Redis lost them.
-func (s *Store) ManualRequestsDue(ctx context.Context, before time.Time, limit int) ([]ManualRequest, error) {
+func (s *ManualAttempts) ManualRequestsDue(ctx context.Context, before time.Time, limit int) ([]ManualRequest, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+`, manual_requested FROM deliveries
 		WHERE manual_requested > 0 AND manual_requested_at < $1 AND (lease_until IS NULL OR lease_until < $1)
 		ORDER BY manual_requested_at LIMIT $2`, before, limit)
@@ -76,7 +83,7 @@ func (s *Store) ManualRequestsDue(ctx context.Context, before time.Time, limit i
 // ErrConflict when an attempt of it is running right now: the same lease as
 // scheduled attempts, so that two attempts of one delivery never run at
 // once and one number is never used twice.
-func (s *Store) LeaseManualAttempt(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, leaseFor time.Duration) (LeasedDelivery, error) {
+func (s *ManualAttempts) LeaseManualAttempt(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, leaseFor time.Duration) (LeasedDelivery, error) {
 	var l LeasedDelivery
 	d := &l.Delivery
 	createdAt := uuidTime(id)
@@ -122,7 +129,7 @@ func (s *Store) LeaseManualAttempt(ctx context.Context, merchantID string, id uu
 // subscription that failed for good, or were skipped while it was
 // disabled, and were created at or after since
 // (at most limit of them, oldest first), for a bulk replay.
-func (s *Store) FailedDeliveries(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time, limit int) ([]Delivery, error) {
+func (s *ManualAttempts) FailedDeliveries(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time, limit int) ([]Delivery, error) {
 	if start := s.retentionStart(); since.Before(start) {
 		since = start
 	}

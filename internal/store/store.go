@@ -1,5 +1,9 @@
 // Package store is webhookd's one place for SQL: every statement that reads
 // or writes Postgres lives here, behind methods named for what they mean.
+// The methods come in families, one type per part of the schema
+// (Subscriptions, Listeners, Events, Deliveries, ManualAttempts, APIKeys,
+// PortalSessions, Merchants, IdempotencyKeys, EndpointHealth, Views,
+// Maintenance), each in its own files; Store composes them on one pool.
 package store
 
 import (
@@ -25,10 +29,24 @@ import (
 // merchant: callers must not be able to tell the two apart.
 var ErrNotFound = errors.New("not found")
 
-// Store wraps a pgx pool. It is safe for concurrent use.
+// Store is every family of the store's methods on one pool, each family
+// promoted, so that a caller holding a Store reaches them all. It is safe
+// for concurrent use. A family owns one part of the schema; a caller that
+// needs only that part can be given the family alone.
 type Store struct {
-	pool *pgxpool.Pool
-	now  func() time.Time
+	db
+	*Merchants
+	*APIKeys
+	*PortalSessions
+	*IdempotencyKeys
+	*Subscriptions
+	*Listeners
+	*Events
+	*Deliveries
+	*ManualAttempts
+	*EndpointHealth
+	*Views
+	*Maintenance
 }
 
 // Option configures a Store.
@@ -36,7 +54,7 @@ type Option func(*Store)
 
 // WithClock replaces the wall clock, so that tests can shift time.
 func WithClock(now func() time.Time) Option {
-	return func(s *Store) { s.now = now }
+	return func(s *Store) { s.clock = now }
 }
 
 // Open connects to Postgres and checks the connection.
@@ -68,11 +86,30 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("ping postgres: %w", err)
 	}
-	s := &Store{pool: pool, now: time.Now}
+	s := &Store{db: db{pool: pool, clock: time.Now}}
 	for _, o := range opts {
 		o(s)
 	}
+	s.assemble()
 	return s, nil
+}
+
+// assemble makes the families, once the options have set the clock they
+// share.
+func (s *Store) assemble() {
+	d := s.db
+	s.Merchants = &Merchants{db: d}
+	s.APIKeys = &APIKeys{db: d, merchants: s.Merchants}
+	s.PortalSessions = &PortalSessions{db: d}
+	s.IdempotencyKeys = &IdempotencyKeys{db: d}
+	s.Subscriptions = &Subscriptions{db: d}
+	s.Listeners = &Listeners{db: d}
+	s.Events = &Events{db: d}
+	s.Deliveries = &Deliveries{db: d}
+	s.ManualAttempts = &ManualAttempts{db: d}
+	s.EndpointHealth = &EndpointHealth{db: d}
+	s.Views = &Views{db: d}
+	s.Maintenance = &Maintenance{db: d}
 }
 
 // Close releases the pool.
@@ -83,7 +120,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Now is the store's clock, in UTC and at microsecond precision (what
 // Postgres keeps), so that values read back compare equal to values written.
-func (s *Store) Now() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+func (s *Store) Now() time.Time { return s.now() }
 
 // Ping checks that Postgres answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
@@ -129,11 +166,6 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// tx runs fn in a transaction, committing when it returns nil.
-func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, fn)
 }
 
 // nameParameterTypes tells pgx which Postgres type the store's Go types

@@ -12,6 +12,13 @@ import (
 	"github.com/webhookd/webhookd/signer"
 )
 
+// Subscriptions owns the merchant's endpoints (the subscriptions rows of
+// kind endpoint) and the signing secrets of every subscription: create,
+// read, list, update, delete, and the rotation of secrets.
+type Subscriptions struct {
+	db
+}
+
 // NewSubscription is what a merchant asks for when creating a subscription.
 // The store does not validate it: package subscriptions does, before calling.
 type NewSubscription struct {
@@ -105,8 +112,8 @@ func nonNil(m map[string]string) map[string]string {
 // CreateSubscription stores an enabled subscription and its first signing
 // secret, already sealed, in one transaction: a subscription never exists
 // without a secret to sign its deliveries.
-func (s *Store) CreateSubscription(ctx context.Context, n NewSubscription, sealedSecret []byte) (Subscription, error) {
-	now := s.Now()
+func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscription, sealedSecret []byte) (Subscription, error) {
+	now := s.now()
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Subscription{}, fmt.Errorf("create subscription: %w", err)
@@ -168,7 +175,7 @@ func checkSubscriptionLimit(ctx context.Context, tx pgx.Tx, merchantID string, l
 
 // GetSubscription returns one of the merchant's subscriptions. Another
 // merchant's, or a deleted one, is ErrNotFound.
-func (s *Store) GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (Subscription, error) {
+func (s *Subscriptions) GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (Subscription, error) {
 	sub, err := scanSubscription(s.pool.QueryRow(ctx, `SELECT `+subscriptionColumns+`
 		FROM subscriptions WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'`, merchantID, id))
 	if err != nil {
@@ -180,7 +187,7 @@ func (s *Store) GetSubscription(ctx context.Context, merchantID string, id uuid.
 // ListSubscriptions returns one page of the merchant's subscriptions, newest
 // first. It fetches up to p.Limit+1 rows: the extra row tells the caller
 // there is another page.
-func (s *Store) ListSubscriptions(ctx context.Context, merchantID string, f SubscriptionFilter, p Page) ([]Subscription, error) {
+func (s *Subscriptions) ListSubscriptions(ctx context.Context, merchantID string, f SubscriptionFilter, p Page) ([]Subscription, error) {
 	var afterAt *time.Time
 	var afterID *uuid.UUID
 	if p.After != nil {
@@ -207,7 +214,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, merchantID string, f Subs
 }
 
 // UpdateSubscription applies a partial update and returns the result.
-func (s *Store) UpdateSubscription(ctx context.Context, merchantID string, id uuid.UUID, u SubscriptionUpdate) (Subscription, error) {
+func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID string, id uuid.UUID, u SubscriptionUpdate) (Subscription, error) {
 	sub, err := scanSubscription(s.pool.QueryRow(ctx, `
 		UPDATE subscriptions SET
 			url = COALESCE($3, url),
@@ -225,7 +232,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, merchantID string, id uu
 			headers_sealed = CASE WHEN $16 THEN $17::bytea ELSE headers_sealed END
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
-		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.Now(),
+		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.now(),
 		u.SetRateLimit, u.RateLimit, u.SetOrderingKey, u.OrderingKey,
 		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders))
 	if err != nil {
@@ -237,8 +244,8 @@ func (s *Store) UpdateSubscription(ctx context.Context, merchantID string, id uu
 // DeleteSubscription soft-deletes a subscription (its deliveries keep naming
 // it) and, in the same transaction, fails its pending deliveries with no
 // next attempt, so that nothing more is sent to it.
-func (s *Store) DeleteSubscription(ctx context.Context, merchantID string, id uuid.UUID) error {
-	now := s.Now()
+func (s *Subscriptions) DeleteSubscription(ctx context.Context, merchantID string, id uuid.UUID) error {
+	now := s.now()
 	tag, err := s.pool.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, updated_at = $3
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'`, merchantID, id, now)
 	if err != nil {
@@ -277,7 +284,7 @@ type RotationRule func(current []signer.Secret, now time.Time) (signer.Rotation,
 // that concurrent rotations apply one after the other and never leave
 // three secrets active. An error of decide is returned and nothing is
 // written.
-func (s *Store) RotateSecret(ctx context.Context, merchantID string, id uuid.UUID, sealedSecret []byte, decide RotationRule) (Subscription, error) {
+func (s *Subscriptions) RotateSecret(ctx context.Context, merchantID string, id uuid.UUID, sealedSecret []byte, decide RotationRule) (Subscription, error) {
 	var sub Subscription
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		// Lock first, read the clock after: a rotation that waited for the
@@ -287,7 +294,7 @@ func (s *Store) RotateSecret(ctx context.Context, merchantID string, id uuid.UUI
 			WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint' FOR UPDATE`, merchantID, id).Scan(&locked); err != nil {
 			return notFound(err)
 		}
-		now := s.Now()
+		now := s.now()
 		rows, err := tx.Query(ctx, `SELECT id, created_at, expires_at FROM subscription_secrets
 			WHERE subscription_id = $1 AND (expires_at IS NULL OR expires_at > $2)`, id, now)
 		if err != nil {
@@ -328,10 +335,10 @@ func (s *Store) RotateSecret(ctx context.Context, merchantID string, id uuid.UUI
 // SigningSecrets returns the sealed secrets of a subscription that have not
 // expired at the store's now, newest first. The dispatcher opens them and
 // applies signer.Active at the instant of the attempt.
-func (s *Store) SigningSecrets(ctx context.Context, subscriptionID uuid.UUID) ([]Secret, error) {
+func (s *Subscriptions) SigningSecrets(ctx context.Context, subscriptionID uuid.UUID) ([]Secret, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, ciphertext, created_at, expires_at FROM subscription_secrets
 		WHERE subscription_id = $1 AND (expires_at IS NULL OR expires_at > $2)
-		ORDER BY created_at DESC, id DESC`, subscriptionID, s.Now())
+		ORDER BY created_at DESC, id DESC`, subscriptionID, s.now())
 	if err != nil {
 		return nil, fmt.Errorf("signing secrets of %s: %w", subscriptionID, err)
 	}

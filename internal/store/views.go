@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,9 +12,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// This file holds the merchant-facing reads of events and deliveries (GET
-// /v1/events, /v1/webhook_deliveries) and the claim that rate-limits
-// failure e-mails. Every read is scoped to one merchant and to the 30-day
+// Views owns the merchant-facing reads of events and deliveries (GET
+// /v1/events, /v1/webhook_deliveries): lists walking the index made for
+// their filters, and single reads, all within retention.
+type Views struct {
+	db
+}
+
+// Every read is scoped to one merchant and to the 30-day
 // retention: a row whose partition is not dropped yet is still gone for the
 // merchant once it is older than Retention (spec 6.4 rule 6).
 
@@ -39,13 +43,10 @@ type DeliveryFilter struct {
 	SubscriptionID *uuid.UUID
 }
 
-// retentionStart is the oldest created_at a merchant may still see.
-func (s *Store) retentionStart() time.Time { return s.Now().Add(-Retention) }
-
 // listFrom is the lower bound on created_at of a list: the greater of the
 // created_at.gte filter and the retention start, so that the planner prunes
 // to the partitions asked for.
-func (s *Store) listFrom(gte *time.Time) time.Time {
+func (s *Views) listFrom(gte *time.Time) time.Time {
 	from := s.retentionStart()
 	if gte != nil && gte.After(from) {
 		from = *gte
@@ -152,9 +153,9 @@ func (r flaggedRow) Scan(dest ...any) error {
 }
 
 // runList runs q and splits its rows into the page and the resume cursor.
-func runList[T any](ctx context.Context, s *Store, q listQuery, scan func(pgx.CollectableRow) (T, error), position func(T) Cursor) ([]T, *Cursor, error) {
+func runList[T any](ctx context.Context, db querier, q listQuery, scan func(pgx.CollectableRow) (T, error), position func(T) Cursor) ([]T, *Cursor, error) {
 	sql, args := q.statement()
-	rows, err := s.pool.Query(ctx, sql, append([]any{listExecMode}, args...)...)
+	rows, err := db.Query(ctx, sql, append([]any{listExecMode}, args...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -187,12 +188,12 @@ func runList[T any](ctx context.Context, s *Store, q listQuery, scan func(pgx.Co
 // p.Limit+1 rows (the extra one tells the caller there is another page), or
 // fewer with a resume cursor when the read stopped at MaxRowsExamined (see
 // listQuery).
-func (s *Store) ListEvents(ctx context.Context, merchantID string, f EventFilter, p Page) ([]Event, *Cursor, error) {
+func (s *Views) ListEvents(ctx context.Context, merchantID string, f EventFilter, p Page) ([]Event, *Cursor, error) {
 	q, err := s.eventList(merchantID, f, p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list events of %s: %w", merchantID, err)
 	}
-	events, resume, err := runList(ctx, s, q, scanEvent, func(e Event) Cursor { return Cursor{CreatedAt: e.CreatedAt, ID: e.ID.String()} })
+	events, resume, err := runList(ctx, s.pool, q, scanEvent, func(e Event) Cursor { return Cursor{CreatedAt: e.CreatedAt, ID: e.ID.String()} })
 	if err != nil {
 		return nil, nil, fmt.Errorf("list events of %s: %w", merchantID, err)
 	}
@@ -201,7 +202,7 @@ func (s *Store) ListEvents(ctx context.Context, merchantID string, f EventFilter
 
 // eventList is the statement of ListEvents. events_merchant_type_idx serves
 // the event_type filter, events_merchant_idx the rest.
-func (s *Store) eventList(merchantID string, f EventFilter, p Page) (listQuery, error) {
+func (s *Views) eventList(merchantID string, f EventFilter, p Page) (listQuery, error) {
 	q := listQuery{table: "events", columns: eventColumns, limit: p.Limit + 1}
 	q.where("merchant_id = %s", merchantID)
 	if f.Type != "" {
@@ -215,7 +216,7 @@ const eventColumns = "id, merchant_id, type, api_version, body, created_at"
 
 // GetEvent returns one of the merchant's events. Another merchant's, or one
 // past retention, is ErrNotFound.
-func (s *Store) GetEvent(ctx context.Context, merchantID string, id uuid.UUID) (Event, error) {
+func (s *Views) GetEvent(ctx context.Context, merchantID string, id uuid.UUID) (Event, error) {
 	// event_ids gives created_at, so that the events lookup prunes to one
 	// partition.
 	rows, err := s.pool.Query(ctx, `
@@ -241,12 +242,12 @@ func scanEvent(row pgx.CollectableRow) (Event, error) {
 // ListDeliveries returns one page of the merchant's deliveries with their
 // attempts, newest first: up to p.Limit+1 rows, or fewer with a resume cursor
 // when the read stopped at MaxRowsExamined (see listQuery).
-func (s *Store) ListDeliveries(ctx context.Context, merchantID string, f DeliveryFilter, p Page) ([]Delivery, *Cursor, error) {
+func (s *Views) ListDeliveries(ctx context.Context, merchantID string, f DeliveryFilter, p Page) ([]Delivery, *Cursor, error) {
 	q, err := s.deliveryList(merchantID, f, p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list deliveries of %s: %w", merchantID, err)
 	}
-	ds, resume, err := runList(ctx, s, q, scanDelivery, func(d Delivery) Cursor { return Cursor{CreatedAt: d.CreatedAt, ID: d.ID.String()} })
+	ds, resume, err := runList(ctx, s.pool, q, scanDelivery, func(d Delivery) Cursor { return Cursor{CreatedAt: d.CreatedAt, ID: d.ID.String()} })
 	if err != nil {
 		return nil, nil, fmt.Errorf("list deliveries of %s: %w", merchantID, err)
 	}
@@ -264,7 +265,7 @@ func (s *Store) ListDeliveries(ctx context.Context, merchantID string, f Deliver
 //     given, is checked on at most MaxRowsExamined rows;
 //   - status alone: deliveries_merchant_status_idx;
 //   - nothing: deliveries_merchant_idx.
-func (s *Store) deliveryList(merchantID string, f DeliveryFilter, p Page) (listQuery, error) {
+func (s *Views) deliveryList(merchantID string, f DeliveryFilter, p Page) (listQuery, error) {
 	q := listQuery{table: "deliveries", columns: deliveryColumns, limit: p.Limit + 1}
 	q.where("merchant_id = %s", merchantID)
 	switch {
@@ -289,7 +290,7 @@ func (s *Store) deliveryList(merchantID string, f DeliveryFilter, p Page) (listQ
 
 // attachAttempts fills the Attempts of ds with one query. from bounds the
 // partitions searched: no delivery of ds is older.
-func (s *Store) attachAttempts(ctx context.Context, ds []Delivery, from time.Time) error {
+func (s *Views) attachAttempts(ctx context.Context, ds []Delivery, from time.Time) error {
 	if len(ds) == 0 {
 		return nil
 	}
@@ -325,8 +326,8 @@ func (s *Store) attachAttempts(ctx context.Context, ds []Delivery, from time.Tim
 
 // GetDelivery returns one of the merchant's deliveries with its attempts.
 // Another merchant's, or one past retention, is ErrNotFound.
-func (s *Store) GetDelivery(ctx context.Context, merchantID string, id uuid.UUID) (Delivery, error) {
-	d, err := s.DeliveryByID(ctx, id)
+func (s *Views) GetDelivery(ctx context.Context, merchantID string, id uuid.UUID) (Delivery, error) {
+	d, err := readDelivery(ctx, s.pool, id)
 	if err != nil {
 		return Delivery{}, err
 	}
@@ -337,44 +338,4 @@ func (s *Store) GetDelivery(ctx context.Context, merchantID string, id uuid.UUID
 		d.Attempts = []Attempt{}
 	}
 	return d, nil
-}
-
-// FailureNotice is what a failure e-mail needs to know about the
-// subscription it is about.
-type FailureNotice struct {
-	// SubscriptionID and URL name the failing endpoint.
-	SubscriptionID uuid.UUID
-	URL            string
-	// MerchantID owns the subscription.
-	MerchantID string
-	// Email is the merchant's notification address (a claim is only made
-	// when there is one).
-	Email *string
-}
-
-// ClaimFailureNotification claims the right to send the failure e-mail of a
-// subscription: it succeeds for at most one caller per interval, across
-// every instance, because the check and the stamp are one UPDATE. It
-// returns ErrConflict when there is nothing to send now: an e-mail was
-// claimed less than interval ago, or the merchant has no notification
-// address (then nothing is stamped, so the first failure after the address
-// is set sends one).
-func (s *Store) ClaimFailureNotification(ctx context.Context, subscriptionID uuid.UUID, interval time.Duration) (FailureNotice, error) {
-	now := s.Now()
-	var n FailureNotice
-	err := s.pool.QueryRow(ctx, `
-		UPDATE subscriptions s SET last_notified_at = $2
-		FROM merchants m
-		WHERE s.id = $1 AND m.id = s.merchant_id
-		  AND m.notification_email IS NOT NULL AND m.notification_email <> ''
-		  AND (s.last_notified_at IS NULL OR s.last_notified_at <= $3)
-		RETURNING s.id, s.url, s.merchant_id, m.notification_email`,
-		subscriptionID, now, now.Add(-interval)).Scan(&n.SubscriptionID, &n.URL, &n.MerchantID, &n.Email)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return FailureNotice{}, fmt.Errorf("claim failure notification of %s: %w", subscriptionID, ErrConflict)
-	}
-	if err != nil {
-		return FailureNotice{}, fmt.Errorf("claim failure notification of %s: %w", subscriptionID, err)
-	}
-	return n, nil
 }
