@@ -15,6 +15,7 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/receiver"
 	"github.com/webhookd/webhookd/signer"
 )
 
@@ -160,12 +161,12 @@ func newSignatureReceiver(t *testing.T) *signatureReceiver {
 			return
 		}
 		libErr := wh.Verify(body, r.Header)
-		ours, err := signer.NewVerifier(*rc.secret.Load())
+		ours, err := receiver.NewVerifier(receiver.VerifierConfig{Secrets: []string{*rc.secret.Load()}})
 		if err != nil {
 			w.WriteHeader(http.StatusInternalServerError)
 			return
 		}
-		ourErr := ours.Verify(r.Header, body, time.Now())
+		ourErr := ours.Verify(r.Header, body)
 		rc.mu.Lock()
 		rc.got++
 		if (libErr == nil) != (ourErr == nil) {

@@ -4,15 +4,27 @@
 // event and tells a handler whether a payout or return event is older than
 // what it already knows.
 //
-// The package imports only the standard library and package signer, whose
-// signature check it shares with webhookd. Shared duplicate stores
-// live in sub-packages so that a program pays only for the client it uses:
+// The package is the one home of the Standard Webhooks rules webhookd
+// signs and verifies by: the header names, the "whsec_" secret format
+// ([ParseSecret]), the webhook-timestamp format and tolerance
+// ([ParseTimestamp], [DefaultTolerance]), the signed content and its
+// HMAC ([Signature]), and the errors a delivery is refused with. Package
+// signer, which signs webhookd's deliveries, imports them from here; this
+// package imports only the standard library. Shared duplicate stores live in
+// sub-packages so that a program pays only for the client it uses:
 // receiver/redisdedup (go-redis) and receiver/pgdedup (pgx).
 //
 // The pieces, from the wire inwards:
 //
 //   - [Verifier] checks the webhook-id, webhook-timestamp and
-//     webhook-signature headers against the raw body.
+//     webhook-signature headers against the raw body. It is webhookd's only
+//     verifier: signer.Verifier is gone. Code that called
+//     signer.NewVerifier(secret) and v.Verify(h, body, time.Now()) now calls
+//     NewVerifier(VerifierConfig{Secrets: []string{secret}}) and
+//     v.Verify(h, body), with VerifierConfig.Now to pin the clock. signer's
+//     verification errors have their namesakes here, except
+//     ErrTimestampOutOfRange, which is [ErrTimestampTooOld] or
+//     [ErrTimestampTooNew]; signer.ParseTimestamp is [ParseTimestamp].
 //   - [Receiver] is an [net/http.Handler]: it reads and verifies the body,
 //     decodes the [Event], asks a [Deduplicator] whether the event is new,
 //     and calls a [Handler]. Its answer tells webhookd whether to retry.

@@ -19,11 +19,13 @@ import (
 )
 
 // Verify a delivery by hand, with the test vector of the Standard Webhooks
-// libraries and a clock pinned at its timestamp.
+// libraries and a clock the example moves: a real endpoint leaves
+// VerifierConfig.Now nil, for time.Now.
 func ExampleVerifier_Verify() {
+	now := time.Unix(1614265330, 0).Add(time.Minute)
 	v, err := receiver.NewVerifier(receiver.VerifierConfig{
 		Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
-		Now:     func() time.Time { return time.Unix(1614265330, 0) },
+		Now:     func() time.Time { return now },
 	})
 	if err != nil {
 		panic(err)
@@ -32,13 +34,24 @@ func ExampleVerifier_Verify() {
 	h.Set("webhook-id", "msg_p5jXN8AQM9LWM0D4loKWxJek")
 	h.Set("webhook-timestamp", "1614265330")
 	h.Set("webhook-signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+	body := []byte(`{"test": 2432232314}`)
 
-	fmt.Println(v.Verify(h, []byte(`{"test": 2432232314}`)))
+	fmt.Println(v.Verify(h, body))
+
+	// A body altered in transit is refused.
 	err = v.Verify(h, []byte(`{"test": 1}`))
 	fmt.Println(errors.Is(err, receiver.ErrNoMatchingSignature))
+
+	// The same request ten minutes later is refused: it may be a replay.
+	now = now.Add(10 * time.Minute)
+	err = v.Verify(h, body)
+	fmt.Println(errors.Is(err, receiver.ErrTimestampTooOld))
+	fmt.Println(err)
 	// Output:
 	// <nil>
 	// true
+	// true
+	// receiver: timestamp too old: 11m0s behind the receiver's clock, tolerance 5m0s
 }
 
 // A complete endpoint: verification, duplicate suppression and a handler.

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-
-	"github.com/webhookd/webhookd/signer"
 )
 
 // DefaultMaxBodyBytes bounds the body a [Receiver] reads when
@@ -114,8 +112,8 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.refuse(r, w, http.StatusBadRequest, "could not read body", err)
 		return
 	}
-	id, ts := signer.HeaderValue(r.Header, HeaderID), signer.HeaderValue(r.Header, HeaderTimestamp)
-	if err := rc.cfg.Verifier.VerifyValues(id, ts, signer.HeaderValue(r.Header, HeaderSignature), body); err != nil {
+	id, ts := headerValue(r.Header, HeaderID), headerValue(r.Header, HeaderTimestamp)
+	if err := rc.cfg.Verifier.VerifyValues(id, ts, headerValue(r.Header, HeaderSignature), body); err != nil {
 		rc.refuse(r, w, http.StatusUnauthorized, verifyReason(err), err)
 		return
 	}
@@ -127,7 +125,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.refuse(r, w, http.StatusBadRequest, "body is not a webhook event envelope", err)
 		return
 	}
-	ev.Attempted, _ = signer.ParseTimestamp(ts) // verified above
+	ev.Attempted, _ = ParseTimestamp(ts) // verified above
 	rc.handle(r.Context(), w, ev)
 }
 
@@ -201,7 +199,7 @@ func (rc *Receiver) release(ctx context.Context, logger *slog.Logger, c Claim) {
 // refuse logs why a delivery was refused and answers status with reason.
 func (rc *Receiver) refuse(r *http.Request, w http.ResponseWriter, status int, reason string, err error) {
 	rc.cfg.Logger.WarnContext(r.Context(), "webhook delivery refused", "status", status,
-		"webhook_id", signer.HeaderValue(r.Header, HeaderID), "error", err)
+		"webhook_id", headerValue(r.Header, HeaderID), "error", err)
 	answer(w, status, reason)
 }
 

@@ -6,30 +6,27 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/webhookd/webhookd/signer"
 )
 
-// Names of the Standard Webhooks headers every delivery carries.
+// Names of the Standard Webhooks headers every delivery carries. They are
+// written in lower case as in the specification; [http.Header]
+// canonicalises them on the wire.
 const (
-	HeaderID        = signer.HeaderID
-	HeaderTimestamp = signer.HeaderTimestamp
-	HeaderSignature = signer.HeaderSignature
+	HeaderID        = "webhook-id"
+	HeaderTimestamp = "webhook-timestamp"
+	HeaderSignature = "webhook-signature"
 )
-
-// SecretPrefix starts every signing secret webhookd issues; the rest of the
-// secret is the standard base64 encoding of the HMAC key.
-const SecretPrefix = signer.SecretPrefix
 
 // DefaultTolerance is how far a delivery's timestamp may be from the
 // receiver's clock, in either direction, when [VerifierConfig.Tolerance] is
 // zero. It bounds how long a captured request can be replayed while allowing
 // for modest clock skew.
-const DefaultTolerance = signer.DefaultTolerance
+const DefaultTolerance = 5 * time.Minute
 
-// Errors of [Verifier.Verify] and [NewVerifier]. Verify wraps them with
-// detail: test with [errors.Is]. A receiver answers every Verify error with a
-// 4xx status and must not act on the body.
+// Errors of [Verifier.Verify] (and [ParseTimestamp]). Verify wraps them with
+// detail: test with [errors.Is]. A receiver answers every one of them with a
+// 4xx status and must not act on the body. [ErrInvalidSecret] is the error
+// of [NewVerifier].
 var (
 	// ErrMissingHeader: webhook-id, webhook-timestamp or webhook-signature
 	// is absent or empty. [*MissingHeaderError] names which.
@@ -46,9 +43,6 @@ var (
 	// ErrNoMatchingSignature: no "v1," value of webhook-signature is the
 	// signature of this delivery under any of the secrets.
 	ErrNoMatchingSignature = errors.New("receiver: no matching signature")
-	// ErrInvalidSecret: a signing secret is not "whsec_" followed by
-	// non-empty standard base64. Returned by NewVerifier, never by Verify.
-	ErrInvalidSecret = errors.New("receiver: invalid secret")
 )
 
 // MissingHeaderError reports which Standard Webhooks header a delivery
@@ -122,18 +116,20 @@ func (c VerifierConfig) validate() error {
 	return nil
 }
 
-// Verifier checks the signature and timestamp of deliveries. It is
-// immutable and safe for concurrent use.
+// Verifier checks the signature and timestamp of deliveries: the one
+// verifier of webhookd's deliveries, in merchants' code and in webhookd's
+// own tests. It is immutable and safe for concurrent use.
 type Verifier struct {
-	// signatures matches webhook-signature against the secrets' keys.
-	signatures signer.Verifier
-	tolerance  time.Duration
-	now        func() time.Time
+	// keys are the secrets' HMAC keys, each non-empty.
+	keys      []Key
+	tolerance time.Duration
+	now       func() time.Time
 }
 
-// NewVerifier returns a Verifier for cfg. It refuses a secret that is not
-// "whsec_" followed by standard base64 (error matching [ErrInvalidSecret]);
-// error messages never quote a secret, as they may end up in logs.
+// NewVerifier returns a Verifier for cfg. It refuses a secret that
+// [ParseSecret] refuses, once surrounding spaces (of a paste, a file's last
+// newline) are trimmed; the error matches [ErrInvalidSecret] and never
+// quotes a secret, as it may end up in logs.
 func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -146,25 +142,13 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		v.now = time.Now
 	}
 	for i, s := range cfg.Secrets {
-		k, err := parseSecret(s)
+		k, err := ParseSecret(strings.TrimSpace(s))
 		if err != nil {
 			return nil, fmt.Errorf("secret #%d: %w", i+1, err)
 		}
-		v.signatures.Keys = append(v.signatures.Keys, k)
+		v.keys = append(v.keys, k)
 	}
 	return v, nil
-}
-
-// parseSecret decodes a "whsec_…" secret (surrounding spaces of a paste
-// ignored) into its HMAC key, as package signer does: the prefix is
-// required, and an empty key refused, since an HMAC under it is a value
-// anyone can compute. Error messages never quote a secret.
-func parseSecret(s string) (signer.Key, error) {
-	key, err := signer.ParseSecret(strings.TrimSpace(s))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidSecret, err)
-	}
-	return key, nil
 }
 
 // Verify checks the Standard Webhooks headers in h against body, the raw
@@ -175,7 +159,7 @@ func parseSecret(s string) (signer.Key, error) {
 // clock and some "v1," value of webhook-signature is the HMAC-SHA256 of
 // "{webhook-id}.{webhook-timestamp}.{body}" under one of the secrets.
 func (v *Verifier) Verify(h http.Header, body []byte) error {
-	return v.VerifyValues(signer.HeaderValue(h, HeaderID), signer.HeaderValue(h, HeaderTimestamp), signer.HeaderValue(h, HeaderSignature), body)
+	return v.VerifyValues(headerValue(h, HeaderID), headerValue(h, HeaderTimestamp), headerValue(h, HeaderSignature), body)
 }
 
 // VerifyValues is [Verifier.Verify] for callers that hold the three header
@@ -189,17 +173,31 @@ func (v *Verifier) VerifyValues(id, timestamp, signature string, body []byte) er
 	case signature == "":
 		return &MissingHeaderError{Header: HeaderSignature}
 	}
-	ts, err := signer.ParseTimestamp(timestamp)
+	ts, err := ParseTimestamp(timestamp)
 	if err != nil {
-		// signer's message says what is wrong without quoting a long header.
-		return fmt.Errorf("%w: %w", ErrInvalidTimestamp, err)
+		return err
 	}
+	// Refuse future timestamps too: one would extend the replay window of
+	// a captured request by however far ahead it is.
 	now := v.now()
 	if age := now.Sub(ts); age > v.tolerance || age < -v.tolerance {
 		return &TimestampError{Timestamp: ts, Now: now, Tolerance: v.tolerance}
 	}
-	if err := v.signatures.MatchSignature(id, timestamp, signature, body); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoMatchingSignature, err)
+	if !matchSignature(id, timestamp, signature, body, v.keys) {
+		return ErrNoMatchingSignature
 	}
 	return nil
+}
+
+// headerValue reads a header by its canonical name and falls back to the
+// exact lower-case key, for maps built by hand (http.Header{"webhook-id": …})
+// that [http.Header.Get] would miss.
+func headerValue(h http.Header, name string) string {
+	if v := h.Get(name); v != "" {
+		return v
+	}
+	if vs := h[name]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
-// Package signer signs and verifies webhook deliveries as described by the
-// Standard Webhooks specification (https://www.standardwebhooks.com), and
-// decides which signing secrets are active while a secret is being rotated.
+// Package signer signs webhook deliveries as described by the Standard
+// Webhooks specification (https://www.standardwebhooks.com), makes new
+// signing secrets, decides which secrets are active while a secret is being
+// rotated, and seals secrets at rest.
 //
 // A delivery carries three headers:
 //
@@ -13,7 +14,23 @@
 // the sender signs with both active secrets, so a receiver holding either the
 // old or the new secret accepts the delivery.
 //
+// Those rules are written once, in package receiver, which verifies
+// deliveries; signer imports them and signs by them ([Sign] is
+// [receiver.Signature], [ParseSecret] is [receiver.ParseSecret]; [Key],
+// [SecretPrefix], [ErrInvalidSecret] and the header names are receiver's),
+// so that what webhookd signs is what receivers check.
+//
+// To verify a delivery, use [receiver.Verifier]: signer no longer has a
+// verifier. Removed, with where each went: Verifier and NewVerifier
+// ([receiver.NewVerifier] with [receiver.VerifierConfig]; Verify reads the
+// clock of the config instead of a now argument), ParseTimestamp
+// ([receiver.ParseTimestamp]), DefaultTolerance ([receiver.DefaultTolerance]),
+// HeaderValue (done inside [receiver.Verifier.Verify]), and the errors
+// ErrMissingHeader, ErrInvalidTimestamp and ErrNoMatchingSignature
+// (receiver's of the same names) and ErrTimestampOutOfRange
+// ([receiver.ErrTimestampTooOld] or [receiver.ErrTimestampTooNew]).
+//
 // Apart from reading crypto/rand (new secrets, sealing nonces) the package
 // does no I/O and reads no clock: every decision about time is made against
-// the instant the caller passes in. Receivers can import it directly: see [Verifier].
+// the instant the caller passes in.
 package signer

@@ -1,13 +1,13 @@
 package signer_test
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"time"
 
+	"github.com/webhookd/webhookd/receiver"
 	"github.com/webhookd/webhookd/signer"
 )
 
@@ -22,35 +22,31 @@ func ExampleSign() {
 	// Output: v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
 }
 
-// A receiver verifies the raw body before decoding it. During a rotation it
-// can hold both the old and the new secret.
-func ExampleVerifier_Verify() {
-	v, err := signer.NewVerifier("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+// Signing a request as the engine does: package receiver, where the rules
+// live, verifies it.
+func ExampleSetHeaders() {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	key, err := signer.ParseSecret(secret)
 	if err != nil {
 		panic(err)
 	}
-	body := `{"test": 2432232314}`
-	req := httptest.NewRequest(http.MethodPost, "/webhooks", strings.NewReader(body))
-	req.Header.Set("webhook-id", "msg_p5jXN8AQM9LWM0D4loKWxJek")
-	req.Header.Set("webhook-timestamp", "1614265330")
-	req.Header.Set("webhook-signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+	signedAt := time.Unix(1614265330, 0)
+	body := []byte(`{"test": 2432232314}`)
+	req := httptest.NewRequest(http.MethodPost, "/webhooks", bytes.NewReader(body))
+	signer.SetHeaders(req.Header, "msg_p5jXN8AQM9LWM0D4loKWxJek", signedAt, body, key)
+	fmt.Println(req.Header.Get(signer.HeaderSignature))
 
-	// A real handler passes time.Now(); the example pins the clock to the
-	// vector's timestamp plus one minute.
-	now := time.Unix(1614265330, 0).Add(time.Minute)
-	fmt.Println(v.Verify(req.Header, []byte(body), now))
-
-	// The same request ten minutes later is refused: it may be a replay.
-	err = v.Verify(req.Header, []byte(body), now.Add(10*time.Minute))
-	fmt.Println(errors.Is(err, signer.ErrTimestampOutOfRange))
-
-	// A body altered in transit is refused.
-	err = v.Verify(req.Header, []byte(`{"test": 1}`), now)
-	fmt.Println(errors.Is(err, signer.ErrNoMatchingSignature))
+	v, err := receiver.NewVerifier(receiver.VerifierConfig{
+		Secrets: []string{secret},
+		Now:     func() time.Time { return signedAt.Add(time.Minute) }, // a real receiver leaves the clock nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(v.Verify(req.Header, body))
 	// Output:
+	// v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
 	// <nil>
-	// true
-	// true
 }
 
 // Rotating a secret: the store inserts Rotation.New and applies every Expiry

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/webhookd/webhookd/receiver"
 	"github.com/webhookd/webhookd/signer"
 )
 
@@ -56,7 +57,7 @@ type endpoint struct {
 	url  string
 	hang bool
 
-	verifier atomic.Pointer[signer.Verifier]
+	verifier atomic.Pointer[receiver.Verifier]
 	// failFirst makes the endpoint answer 500 to the first attempt of
 	// every delivery and accept the next (the retrystorm scenario).
 	failFirst atomic.Bool
@@ -167,7 +168,7 @@ func startReceivers(n, hanging, maxListeners int, log *publishLog) (*receivers, 
 
 // setSecret arms endpoint i with the subscription's signing secret.
 func (rs *receivers) setSecret(i int, secret string) error {
-	v, err := signer.NewVerifier(secret)
+	v, err := receiver.NewVerifier(receiver.VerifierConfig{Secrets: []string{secret}})
 	if err != nil {
 		return fmt.Errorf("endpoint %d: %w", i, err)
 	}
@@ -206,7 +207,7 @@ func (rs *receivers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	arrived := time.Now()
 	v := ep.verifier.Load()
-	if v == nil || v.Verify(r.Header, body, arrived) != nil {
+	if v == nil || v.Verify(r.Header, body) != nil {
 		rs.bad.Add(1)
 		http.Error(w, "bad signature", http.StatusBadRequest)
 		return

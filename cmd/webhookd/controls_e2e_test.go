@@ -18,7 +18,6 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/webhookd/webhookd/internal/store/storetest"
-	"github.com/webhookd/webhookd/signer"
 )
 
 // controlledReceiver is a real endpoint that verifies every request with
@@ -56,10 +55,7 @@ func newControlledReceiver(t *testing.T, fail func(req *http.Request, body []byt
 			err = wh.Verify(body, req.Header)
 		}
 		if err == nil {
-			var v *signer.Verifier
-			if v, err = signer.NewVerifier(secret); err == nil {
-				err = v.Verify(req.Header, body, at)
-			}
+			err = verifyWithReceiver(secret, req.Header, body, at)
 		}
 		if err != nil {
 			c.mu.Lock()

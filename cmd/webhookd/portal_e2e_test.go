@@ -17,7 +17,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/webhookd/webhookd/internal/store/storetest"
-	"github.com/webhookd/webhookd/signer"
+	webhookreceiver "github.com/webhookd/webhookd/receiver"
 )
 
 // These tests drive the merchant portal in headless Chromium against the
@@ -116,6 +116,16 @@ func verifyWithLibrary(secrets []string, h http.Header, body []byte) error {
 	return err
 }
 
+// verifyWithReceiver checks a delivery against one secret with webhookd's
+// own verifier, package receiver's, at now.
+func verifyWithReceiver(secret string, h http.Header, body []byte, now time.Time) error {
+	v, err := webhookreceiver.NewVerifier(webhookreceiver.VerifierConfig{Secrets: []string{secret}, Now: func() time.Time { return now }})
+	if err != nil {
+		return err
+	}
+	return v.Verify(h, body)
+}
+
 // mustVerify checks a delivery against one secret with the published
 // library and with webhookd's own verifier.
 func mustVerify(t *testing.T, what, secret string, req hookRequest) {
@@ -123,11 +133,7 @@ func mustVerify(t *testing.T, what, secret string, req hookRequest) {
 	if err := verifyWithLibrary([]string{secret}, req.header, req.body); err != nil {
 		t.Errorf("%s: the Standard Webhooks library does not verify the delivery: %v", what, err)
 	}
-	v, err := signer.NewVerifier(secret)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	if err := v.Verify(req.header, req.body, time.Now()); err != nil {
+	if err := verifyWithReceiver(secret, req.header, req.body, time.Now()); err != nil {
 		t.Errorf("%s: webhookd's verifier does not verify the delivery: %v", what, err)
 	}
 }

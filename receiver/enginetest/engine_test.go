@@ -249,7 +249,7 @@ func (ep *endpoint) received() []request {
 }
 
 // checkSigned verifies a raw request with each secret alone, with the
-// Standard Webhooks library and with webhookd's signer.
+// Standard Webhooks library and with package receiver's Verifier.
 func checkSigned(t *testing.T, r request, secrets ...string) {
 	t.Helper()
 	for i, secret := range secrets {
@@ -260,12 +260,12 @@ func checkSigned(t *testing.T, r request, secrets ...string) {
 		if err := wh.Verify(r.body, r.header); err != nil {
 			t.Errorf("secret #%d: Standard Webhooks library: %v", i+1, err)
 		}
-		v, err := signer.NewVerifier(secret)
+		v, err := receiver.NewVerifier(receiver.VerifierConfig{Secrets: []string{secret}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := v.Verify(r.header, r.body, time.Now()); err != nil {
-			t.Errorf("secret #%d: signer: %v", i+1, err)
+		if err := v.Verify(r.header, r.body); err != nil {
+			t.Errorf("secret #%d: receiver: %v", i+1, err)
 		}
 	}
 }
