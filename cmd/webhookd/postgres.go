@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	goretry "github.com/sethvargo/go-retry"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
@@ -29,7 +30,8 @@ const waitReportInterval = 3 * time.Second
 // wait, its clients reconnect by themselves.
 func openStore(ctx context.Context, cfg config, logger *slog.Logger, migrate bool) (*store.Store, error) {
 	target := describeDatabase(cfg.DatabaseURL)
-	started := time.Now()
+	wall := clock.System{}
+	started := wall.Now()
 	var reported time.Time
 	var st *store.Store
 	backoff := goretry.WithCappedDuration(5*time.Second, goretry.NewExponential(100*time.Millisecond))
@@ -47,9 +49,9 @@ func openStore(ctx context.Context, cfg config, logger *slog.Logger, migrate boo
 		if refusal := databaseRefusal(err); refusal != nil {
 			return refusal
 		}
-		if time.Since(reported) >= waitReportInterval {
-			reported = time.Now()
-			waited := time.Since(started).Round(time.Second)
+		if now := wall.Now(); now.Sub(reported) >= waitReportInterval {
+			reported = now
+			waited := now.Sub(started).Round(time.Second)
 			logger.Warn(fmt.Sprintf("waiting for Postgres at %s (%s)", target.addr, waited),
 				"variable", "WEBHOOKD_DATABASE_URL", "addr", target.addr, "database", target.database,
 				"waited", waited.String(), "timeout", cfg.StartupTimeout.String(), "error", err)

@@ -103,6 +103,10 @@ func (e *egressDialer) resolve(ctx context.Context, host string) ([]netip.Addr, 
 	return addrs, nil
 }
 
+// longAgo is a deadline already past: it ends a connection's blocked
+// reads and writes at once (net/http's aLongTimeAgo).
+var longAgo = time.Unix(1, 0)
+
 // connect opens a tunnel to target (ip:port) and returns it once the
 // proxy said 200.
 func (e *egressDialer) connect(ctx context.Context, target string) (net.Conn, error) {
@@ -110,13 +114,12 @@ func (e *egressDialer) connect(ctx context.Context, target string) (net.Conn, er
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy %s: %w", e.proxy.Host, err)
 	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(e.timeout)
-	}
+	ctx, cancel := context.WithTimeout(ctx, e.timeout) // the sooner of ctx's deadline and the timeout
+	defer cancel()
+	deadline, _ := ctx.Deadline()
 	_ = conn.SetDeadline(deadline)
-	// Closing the connection when ctx ends unblocks the exchange below.
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	// A deadline in the past when ctx ends unblocks the exchange below.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(longAgo) })
 	defer stop()
 	req := &http.Request{
 		Method: http.MethodConnect,

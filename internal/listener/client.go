@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
+	"github.com/webhookd/webhookd/internal/clock"
 )
 
 // maxMessage bounds one message from the engine: a delivery's envelope
@@ -81,7 +82,7 @@ func (c *Client) now() time.Time {
 	if c.Now != nil {
 		return c.Now()
 	}
-	return time.Now()
+	return clock.System{}.Now()
 }
 
 // listenURL is the WebSocket URL of GET /v1/listen.
