@@ -148,7 +148,10 @@ func (c *Checker) run(ctx context.Context, snd *deliver.Sender, merchantID strin
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
-	ev, deliveries, _, err := c.store.CreateEvent(ctx, ev, store.Audience{SubscriptionID: &subscriptionID, Test: true})
+	// Held for the lease it takes next, so that the sweeper never takes
+	// the delivery for lost in between, however slow this process is.
+	ev, deliveries, _, err := c.store.CreateEvent(ctx, ev, store.Audience{SubscriptionID: &subscriptionID, Test: true,
+		HeldUntil: c.clock.Now().Add(c.leaseFor)})
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}

@@ -45,6 +45,12 @@ type Audience struct {
 	// gets a delivery only when listed here, so one whose filter was set
 	// meanwhile gets none rather than an unfiltered one.
 	Matched []uuid.UUID
+	// HeldUntil, when set, is when the deliveries come due instead of at
+	// once: an endpoint check, which leases and sends its deliveries
+	// itself right after this, keeps the sweeper from taking one for lost
+	// meanwhile; if the check dies first, its deliveries are swept after
+	// this instant and sent by a worker.
+	HeldUntil time.Time
 }
 
 // maxOrderingKeyValue bounds the key value of an ordered delivery, in
@@ -209,7 +215,8 @@ func (s *Events) createEventsOneByOne(ctx context.Context, writes []EventWrite, 
 // delivery id is a UUIDv7 built from the event's millisecond timestamp and
 // gen_random_uuid's random bits (the version nibble turned from 4 into 7),
 // so id and created_at agree without a round trip per subscription; its
-// last GroupSize bytes are the commit group's ($11) when it has one. The
+// last GroupSize bytes are the commit group's ($11) when it has one; $12
+// delays their first attempt (Audience.HeldUntil). The
 // outer join returns one row even when no subscription matches, to carry
 // the created flag.
 const createEventSQL = `
@@ -257,7 +264,7 @@ const createEventSQL = `
 				-- A skipped delivery is due never; an ordered delivery behind
 				-- a pending one of its key waits, due at no time, until that
 				-- one ends.
-				CASE WHEN NOT t.skip AND (k.last IS NULL OR k.last = k.head) THEN $3::timestamptz END,
+				CASE WHEN NOT t.skip AND (k.last IS NULL OR k.last = k.head) THEN coalesce($12::timestamptz, $3::timestamptz) END,
 				$3, $3, k.key, k.last
 			FROM t CROSS JOIN e LEFT JOIN k ON k.subscription_id = t.id
 			RETURNING ` + deliveryColumns + `, ordering_key, sequence
@@ -267,8 +274,12 @@ const createEventSQL = `
 // createEventArgs are createEventSQL's parameters for e, its audience and
 // its commit group (nil: none).
 func createEventArgs(e Event, to Audience, group []byte) []any {
+	var heldUntil *time.Time
+	if !to.HeldUntil.IsZero() {
+		heldUntil = &to.HeldUntil
+	}
 	return []any{e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body, to.Matched,
-		group}
+		group, heldUntil}
 }
 
 // scanCreatedEvent reads createEventSQL's rows: the deliveries created, and

@@ -71,3 +71,33 @@ func TestCreateEventsGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldDeliveriesAreNotDueUntilHeldUntil: an endpoint check's delivery,
+// created held until the check has leased it, is not due (so the sweeper
+// cannot take it for lost) until then, and the check can lease it at once.
+func TestHeldDeliveriesAreNotDueUntilHeldUntil(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.NewStore(t)
+	held := time.Now().Add(time.Minute).UTC().Truncate(time.Millisecond)
+	_, d := newDelivery(t, s, store.Audience{SubscriptionID: &uuid.UUID{}, Test: true, HeldUntil: held})
+	if d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(held) {
+		t.Fatalf("next attempt at %v, want %v", d.NextAttemptAt, held)
+	}
+	for _, at := range []struct {
+		name string
+		now  time.Time
+		due  bool
+	}{{"before it is held until", held.Add(-time.Second), false}, {"after", held.Add(time.Second), true}} {
+		due, err := s.DueDeliveries(ctx, at.now, at.now, nil, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (len(due) == 1) != at.due {
+			t.Errorf("%s: %d deliveries due, want due %v", at.name, len(due), at.due)
+		}
+	}
+	if _, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, time.Now(), time.Minute); err != nil {
+		t.Fatalf("the check leases its held delivery at once: %v", err)
+	}
+}
