@@ -112,7 +112,7 @@ type endpointHealth struct {
 func TestEndpointHealth(t *testing.T) {
 	clock := &movableClock{}
 	clock.Advance(30 * time.Hour)
-	h := newHarness(t, func(c *admin.Config) { c.Now = clock.Now })
+	h := newHarness(t, func(c *admin.Config) { c.Clock = clock })
 	key := h.merchant("m_health")
 	sub := h.createSubscription(key, hookBody("https://example.com/hook"))
 	path := "/v1/webhook_subscriptions/" + sub.ID + "/health"

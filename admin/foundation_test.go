@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/merchants"
 )
 
@@ -135,7 +136,7 @@ func TestAPIVersions(t *testing.T) {
 	}
 	h := newHarness(t, func(c *admin.Config) {
 		c.Versions = versions
-		c.Now = func() time.Time { return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC) }
+		c.Clock = clock.Func(func() time.Time { return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC) })
 	})
 	key := h.merchant("m_versions")
 

@@ -177,7 +177,7 @@ func TestPortalBrandingRefusesPlainHTTPLogosInProduction(t *testing.T) {
 
 func TestPortalSessionEnds(t *testing.T) {
 	clock := &movableClock{}
-	h := newHarness(t, func(c *admin.Config) { c.Now = clock.Now })
+	h := newHarness(t, func(c *admin.Config) { c.Clock = clock })
 	h.merchant("m_end")
 	h.merchant("m_other")
 	works := func(token string) bool {
