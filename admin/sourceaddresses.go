@@ -5,15 +5,6 @@ import (
 	"net/netip"
 )
 
-// documentHandlers serve what the public API publishes to anyone, without
-// a key: the API versions and the addresses deliveries leave from (the
-// OpenAPI documents, fixed at build time, need no group). They are
-// separate because they read only configuration: no store, no caller.
-type documentHandlers struct {
-	versions        Versions
-	sourceAddresses []netip.Prefix
-}
-
 // listSourceAddresses answers GET /v1/webhook_source_addresses: the
 // addresses the operator declares deliveries leave from
 // (WEBHOOKD_SOURCE_ADDRESSES), for receivers that allow-list their
