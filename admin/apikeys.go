@@ -3,24 +3,41 @@ package admin
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/internal/listener"
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
-// apiKeyRoutes are the internal routes of a merchant's API keys: issue,
-// list, revoke and roll.
-func (s *Server) apiKeyRoutes(r chi.Router) {
-	r.Post("/merchants/{id}/api_keys", s.handle(s.createAPIKey))
-	r.Get("/merchants/{id}/api_keys", s.handle(s.listAPIKeys))
-	r.Delete("/merchants/{id}/api_keys/{key_id}", s.handle(s.revokeAPIKey))
-	r.Post("/merchants/{id}/api_keys/{key_id}/roll", s.handle(s.rollAPIKey))
+// apiKeyStore is what the key routes read and end in the database
+// directly; issuing, revoking and rolling go through merchants' rules.
+type apiKeyStore interface {
+	ListAPIKeysPage(ctx context.Context, merchantID string, p store.Page) ([]store.APIKey, error)
+	EndAPIKeyGrants(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, reason string) (store.EndedGrants, error)
+	// Now is the database's clock, which a key's status is judged by.
+	Now() time.Time
+}
+
+// apiKeyHandlers serve the core API's routes of a merchant's API keys
+// (/internal/v1/merchants/{id}/api_keys): issue, list, revoke and roll.
+// They are separate because only they end what a key opened, portal
+// sessions and listeners, and tell the processes holding those
+// listeners' connections through Redis.
+type apiKeyHandlers struct {
+	issuer *merchants.KeyIssuer
+	ring   *merchants.KeyRing
+	store  apiKeyStore
+	// redis carries the end of a listener to the process holding its
+	// connection; nil leaves the connection to its next heartbeat.
+	redis  redis.UniversalClient
+	pages  pager
+	logger *slog.Logger
 }
 
 // apiKeyJSON is what the internal API shows of a key: never the key nor
@@ -55,6 +72,7 @@ func apiKeyView(k store.APIKey, now time.Time) apiKeyJSON {
 	return v
 }
 
+// utcOrNil is *t in UTC, or nil.
 func utcOrNil(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
@@ -63,60 +81,61 @@ func utcOrNil(t *time.Time) *time.Time {
 	return &u
 }
 
-func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
+// create issues a key and answers it, with the key itself, this once.
+func (h apiKeyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Scopes []string `json:"scopes"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	issued, err := s.keys.Create(r.Context(), pathParam(r, "id"), req.Scopes)
+	issued, err := h.issuer.Create(r.Context(), pathParam(r, "id"), req.Scopes)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, issuedKeyJSON{apiKeyJSON: apiKeyView(issued.APIKey, s.store.Now()), Key: issued.Key})
+	writeJSON(w, http.StatusCreated, issuedKeyJSON{apiKeyJSON: apiKeyView(issued.APIKey, h.store.Now()), Key: issued.Key})
 	return nil
 }
 
-// listAPIKeys answers the merchant's keys, revoked and expired ones
+// list answers the merchant's keys, revoked and expired ones
 // included (their status and dates say so), newest first, one page at a
 // time like every list: limit and cursor, has_more and next_cursor. Rolls
 // add keys and none is ever deleted, so the list grows.
-func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
+func (h apiKeyHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	merchantID := pathParam(r, "id")
 	if err := merchants.CheckID("merchant_id", merchantID); err != nil {
 		return err
 	}
-	p, err := s.listPage(r)
+	p, err := h.pages.listPage(r)
 	if err != nil {
 		return err
 	}
-	keys, err := s.store.ListAPIKeysPage(r.Context(), merchantID, p)
+	keys, err := h.store.ListAPIKeysPage(r.Context(), merchantID, p)
 	if err != nil {
 		return err
 	}
-	now := s.store.Now()
-	writeList(s, w, r, p, keys, nil, func(k store.APIKey) store.Cursor {
+	now := h.store.Now()
+	writeList(h.pages, w, r, p, keys, nil, func(k store.APIKey) store.Cursor {
 		return store.Cursor{CreatedAt: k.CreatedAt, ID: k.ID.String()}
 	}, func(k store.APIKey) apiKeyJSON { return apiKeyView(k, now) })
 	return nil
 }
 
-// revokeAPIKey ends a key at once, with what it opened, and answers it,
+// revoke ends a key at once, with what it opened, and answers it,
 // revoked.
-func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
-	k, err := s.keyRing.Revoke(r.Context(), pathParam(r, "id"), pathParam(r, "key_id"))
+func (h apiKeyHandlers) revoke(w http.ResponseWriter, r *http.Request) error {
+	k, err := h.ring.Revoke(r.Context(), pathParam(r, "id"), pathParam(r, "key_id"))
 	if err != nil {
 		return err
 	}
-	if err := s.endKeyGrants(r.Context(), k.MerchantID, k.ID); err != nil {
+	if err := h.endGrants(r.Context(), k.MerchantID, k.ID); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, apiKeyView(k, s.store.Now()))
+	writeJSON(w, http.StatusOK, apiKeyView(k, h.store.Now()))
 	return nil
 }
 
-// endKeyGrants ends what a key that no longer works opened, before the
+// endGrants ends what a key that no longer works opened, before the
 // answer: its portal sessions and its listeners (store.EndAPIKeyGrants),
 // and it tells the API processes holding the listeners' connections,
 // whichever they are, to close them. A key still working ends nothing.
@@ -124,29 +143,29 @@ func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 // listeners from the revocation on, whatever this does (both are read
 // from Postgres): this closes the connections within moments rather than
 // at their next heartbeat.
-func (s *Server) endKeyGrants(ctx context.Context, merchantID string, keyID uuid.UUID) error {
-	ended, err := s.store.EndAPIKeyGrants(ctx, merchantID, keyID, s.store.Now(), listener.ClosedError)
+func (h apiKeyHandlers) endGrants(ctx context.Context, merchantID string, keyID uuid.UUID) error {
+	ended, err := h.store.EndAPIKeyGrants(ctx, merchantID, keyID, h.store.Now(), listener.ClosedError)
 	if err != nil {
 		return err
 	}
-	if len(ended.Listeners) > 0 && s.cfg.Redis != nil {
-		if err := pushListenerEnd(ctx, s.cfg.Redis, ended.Listeners); err != nil {
+	if len(ended.Listeners) > 0 && h.redis != nil {
+		if err := pushListenerEnd(ctx, h.redis, ended.Listeners); err != nil {
 			// The connections close at their next heartbeat instead, and
 			// send nothing meanwhile.
-			s.logger.WarnContext(ctx, "api key ended: tell its listeners' connections", "api_key_id", keyID,
+			h.logger.WarnContext(ctx, "api key ended: tell its listeners' connections", "api_key_id", keyID,
 				"listeners", len(ended.Listeners), "error", err)
 		}
 	}
 	if ended.Sessions > 0 || len(ended.Listeners) > 0 {
-		s.logger.InfoContext(ctx, "api key ended: what it opened ended too", "api_key_id", keyID,
+		h.logger.InfoContext(ctx, "api key ended: what it opened ended too", "api_key_id", keyID,
 			"portal_sessions", ended.Sessions, "listeners", len(ended.Listeners))
 	}
 	return nil
 }
 
-// rollAPIKey makes a key's successor and answers it like createAPIKey. The
+// roll makes a key's successor and answers it like create. The
 // body is optional: none keeps the default overlap.
-func (s *Server) rollAPIKey(w http.ResponseWriter, r *http.Request) error {
+func (h apiKeyHandlers) roll(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		OverlapSeconds *int64 `json:"overlap_seconds"`
 	}
@@ -155,7 +174,7 @@ func (s *Server) rollAPIKey(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	issued, err := s.keyRing.Roll(r.Context(), pathParam(r, "id"), pathParam(r, "key_id"), req.OverlapSeconds)
+	issued, err := h.ring.Roll(r.Context(), pathParam(r, "id"), pathParam(r, "key_id"), req.OverlapSeconds)
 	if err != nil {
 		return err
 	}
@@ -165,10 +184,10 @@ func (s *Server) rollAPIKey(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if err := s.endKeyGrants(r.Context(), issued.MerchantID, old); err != nil {
+		if err := h.endGrants(r.Context(), issued.MerchantID, old); err != nil {
 			return err
 		}
 	}
-	writeJSON(w, http.StatusCreated, issuedKeyJSON{apiKeyJSON: apiKeyView(issued.APIKey, s.store.Now()), Key: issued.Key})
+	writeJSON(w, http.StatusCreated, issuedKeyJSON{apiKeyJSON: apiKeyView(issued.APIKey, h.store.Now()), Key: issued.Key})
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/store"
-	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // issuedKey issues a key of the merchant with both scopes and returns it
@@ -36,7 +35,7 @@ func (c *keyClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 // rolled keys expire.
 func withKeyClock(t *testing.T, clock *keyClock) func(*admin.Config) {
 	clock.ns.Store(time.Now().UnixNano())
-	return func(c *admin.Config) { c.Store = storetest.NewStore(t, store.WithClock(clock.Now)) }
+	return func(c *admin.Config) { c.Store = databases.newStore(t, store.WithClock(clock.Now)) }
 }
 
 // listKeys answers the internal list of the merchant's keys.

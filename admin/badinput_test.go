@@ -61,6 +61,7 @@ func bodyCases(route string, internal bool, path string, hdr map[string]string) 
 // exact status, code and param of each answer. Every route the routers
 // serve must have a case here.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withIngestPipeline(t), func(c *admin.Config) { c.MaxBodyBytes = 4096 })
 	key := h.merchant("m_bad")
 	created := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key,

@@ -20,6 +20,7 @@ import (
 // key per API key) works on a Redis Cluster, each key counted on its own
 // node.
 func TestRateLimitOnCluster(t *testing.T) {
+	t.Parallel()
 	cluster := storetest.NewCluster(t)
 	conn, err := producer.ParseRedisURL(cluster.URL())
 	if err != nil {
@@ -54,6 +55,7 @@ func TestRateLimitOnCluster(t *testing.T) {
 // from, and pushes its answers to, lists on a Redis Cluster (single-key
 // commands and transactions, on whichever node holds each list).
 func TestListenRelayOnCluster(t *testing.T) {
+	t.Parallel()
 	cluster := storetest.NewCluster(t)
 	conn, err := producer.ParseRedisURL(cluster.URL())
 	if err != nil {

@@ -92,6 +92,7 @@ type controlled struct {
 // a filter that cannot be evaluated on the event (a missing field)
 // delivers nothing; a subscription without a filter gets everything.
 func TestFilterDecidesDeliveries(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	h := newLoggedPipeline(t, &logs)
 	key := h.merchant("m1")
@@ -155,6 +156,7 @@ func sameSet(a, b []string) bool {
 // or may cost too much is refused at create and at update with the
 // compiler's message; null clears a filter.
 func TestFilterRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m1")
 	created := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key,
@@ -199,6 +201,7 @@ func TestFilterRefused(t *testing.T) {
 // masked, never appear in the logs, are refused by name when reserved, and
 // are replaced whole or cleared by an update.
 func TestHeadersSentMaskedAndNeverLogged(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	h := newLoggedPipeline(t, &logs)
 	key := h.merchant("m1")
@@ -265,6 +268,7 @@ func TestHeadersSentMaskedAndNeverLogged(t *testing.T) {
 
 // TestHeadersRefused: each refused header is named in param.
 func TestHeadersRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m1")
 	many := map[string]string{}
@@ -318,6 +322,7 @@ func TestHeadersRefused(t *testing.T) {
 // under status=skipped; once the subscription is enabled again, recover
 // delivers it. A deleted subscription gets nothing.
 func TestSkippedWhileDisabledThenRecovered(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	h := newLoggedPipeline(t, &logs)
 	key := h.merchant("m1")
@@ -367,6 +372,7 @@ func TestSkippedWhileDisabledThenRecovered(t *testing.T) {
 // TestLegacyControls: the legacy surface takes and shows filter and
 // headers under the same names, with the same rules.
 func TestLegacyControls(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m1")
 	r := h.legacy("create", key, "", map[string]any{"url": "https://example.com/h", "events": []string{"*"},
@@ -412,6 +418,7 @@ type controls struct {
 }
 
 func TestSubscriptionControlsLifecycle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, strict)
 	key := h.merchant("m1")
 	created := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key, Body: map[string]any{
@@ -464,6 +471,7 @@ func TestSubscriptionControlsLifecycle(t *testing.T) {
 }
 
 func TestSubscriptionControlsValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, strict)
 	key := h.merchant("m1")
 	sub := h.createSubscription(key, hookBody("https://example.com/"))

@@ -1,23 +1,34 @@
 package admin
 
 import (
+	"context"
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/internal/sessions"
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
-// deliveryRoutes are the /v1/webhook_deliveries routes.
-func (s *Server) deliveryRoutes(r chi.Router) {
-	read, resend := s.requireCapability(sessions.View), s.requireCapability(sessions.Resend)
-	r.With(read).Get("/webhook_deliveries", s.handle(s.listDeliveries))
-	r.With(read).Get("/webhook_deliveries/{id}", s.handle(s.getDelivery))
-	r.With(resend).Post("/webhook_deliveries/{id}/redeliver", s.handle(s.redeliver))
-	r.With(resend).Post("/webhook_subscriptions/{id}/recover", s.handle(s.recoverDeliveries))
+// deliveryActions are what the delivery routes ask of the pipeline (the
+// Publisher is one): attempts made on a merchant's demand.
+type deliveryActions interface {
+	Redeliver(ctx context.Context, merchantID string, deliveryID uuid.UUID) (store.Delivery, error)
+	Recover(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time) (int, error)
+	SendTestEvent(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (store.Delivery, error)
+}
+
+// deliveryHandlers serve a merchant's deliveries: /v1/webhook_deliveries,
+// a redelivery, the bulk recovery of a subscription's failed deliveries,
+// and send_test_event. They are separate from the events because they act
+// on the pipeline's work: every route but the reads enqueues an attempt.
+type deliveryHandlers struct {
+	// reads is where list and get read (the replica when there is one).
+	reads   *store.Store
+	pages   pager
+	actions deliveryActions
+	clock   clock.Clock
 }
 
 // deliveryJSON is the Webhook delivery resource (DESIGN.md "Resources").
@@ -48,6 +59,7 @@ type attemptJSON struct {
 	AttemptedAt  time.Time           `json:"attempted_at"`
 }
 
+// deliveryView renders a stored delivery.
 func deliveryView(d store.Delivery) deliveryJSON {
 	out := deliveryJSON{
 		ID: d.ID, Type: "webhook_delivery", EventID: d.EventID, EventType: d.EventType,
@@ -69,8 +81,9 @@ var deliveryStatuses = map[store.DeliveryStatus]bool{
 	store.DeliveryPending: true, store.DeliverySucceeded: true, store.DeliveryFailed: true, store.DeliverySkipped: true,
 }
 
-func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.listPage(r, "status", "created_at.gte", "event_id", "subscription_id")
+// list answers a page of the merchant's deliveries, newest first.
+func (h deliveryHandlers) list(w http.ResponseWriter, r *http.Request) error {
+	p, err := h.pages.listPage(r, "status", "created_at.gte", "event_id", "subscription_id")
 	if err != nil {
 		return err
 	}
@@ -78,11 +91,11 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ds, resume, err := s.reads.ListDeliveries(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
+	ds, resume, err := h.reads.ListDeliveries(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
 	if err != nil {
 		return err
 	}
-	writeList(s, w, r, p, ds, resume,
+	writeList(h.pages, w, r, p, ds, resume,
 		func(d store.Delivery) store.Cursor { return store.Cursor{CreatedAt: d.CreatedAt, ID: d.ID.String()} },
 		deliveryView)
 	return nil
@@ -107,12 +120,13 @@ func deliveryFilter(r *http.Request) (store.DeliveryFilter, error) {
 	return f, nil
 }
 
-func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) error {
+// get answers one delivery with its attempts.
+func (h deliveryHandlers) get(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	d, err := s.reads.GetDelivery(r.Context(), principalOf(r.Context()).Merchant.ID, id)
+	d, err := h.reads.GetDelivery(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
 		return err
 	}
@@ -125,12 +139,12 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) error {
 // now: the attempt appears in its attempts (trigger manual) within moments.
 // The API never dials the receiver itself; another merchant's delivery is
 // 404, a disabled or deleted subscription 409.
-func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) error {
+func (h deliveryHandlers) redeliver(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	d, err := s.cfg.Publisher.Redeliver(r.Context(), principalOf(r.Context()).Merchant.ID, id)
+	d, err := h.actions.Redeliver(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
 		return err
 	}
@@ -146,10 +160,10 @@ type recoveryView struct {
 	Deliveries     int       `json:"deliveries"`
 }
 
-// recoverDeliveries replays the subscription's deliveries that failed for
+// recoverFailed replays the subscription's deliveries that failed for
 // good since the body's `since` (at most 30 days back: older deliveries are
 // gone): 202 with how many manual attempts were enqueued.
-func (s *Server) recoverDeliveries(w http.ResponseWriter, r *http.Request) error {
+func (h deliveryHandlers) recoverFailed(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
@@ -167,10 +181,10 @@ func (s *Server) recoverDeliveries(w http.ResponseWriter, r *http.Request) error
 	if !ok {
 		return errInvalid("since", "since must be an RFC 3339 timestamp such as 2026-05-01T00:00:00Z.")
 	}
-	if since.After(s.cfg.Now()) {
+	if since.After(h.clock.Now()) {
 		return errInvalid("since", "since must not be in the future.")
 	}
-	n, err := s.cfg.Publisher.Recover(r.Context(), principalOf(r.Context()).Merchant.ID, id, since)
+	n, err := h.actions.Recover(r.Context(), principalOf(r.Context()).Merchant.ID, id, since)
 	if err != nil {
 		return err
 	}

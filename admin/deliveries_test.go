@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,10 +157,17 @@ func (h *harness) publish(merchant, typ, payload string) event {
 	h.t.Helper()
 	// created_at is shown to the millisecond and created_at.gte takes what
 	// is shown: events published in one millisecond could not be told
-	// apart by the filter, so each is published in a millisecond of its own.
-	time.Sleep(2 * time.Millisecond)
+	// apart by the filter, so each is published in a millisecond of its
+	// own. An event's created_at falls within its request, so a request
+	// that starts a millisecond or more after the last one answered makes
+	// an event of a later millisecond; the round trip alone almost always
+	// takes that long, and the clock is waited on only when it did not.
+	for time.Since(h.lastPublished) < time.Millisecond {
+		runtime.Gosched()
+	}
 	r := h.doInternal(request{Method: http.MethodPost, Path: "/internal/v1/events",
 		Body: fmt.Sprintf(`{"merchant_id":%q,"type":%q,"payload":%s}`, merchant, typ, payload)})
+	h.lastPublished = time.Now()
 	if r.Status != http.StatusAccepted {
 		h.t.Fatalf("publish: %d %s", r.Status, r.Body)
 	}
@@ -205,21 +213,18 @@ func listAll[T any](h *harness, key, path string, limit int) []T {
 // waitDelivery polls GET /v1/webhook_deliveries/{id} until done holds.
 func (h *harness) waitDelivery(key, id string, what string, done func(delivery) bool) delivery {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var d delivery
+	if !eventually(10*time.Second, func() bool {
 		r := h.do(request{Method: http.MethodGet, Path: "/v1/webhook_deliveries/" + id, Key: key})
 		if r.Status != http.StatusOK {
 			h.t.Fatalf("get delivery: %d %s", r.Status, r.Body)
 		}
-		d := decode[delivery](h.t, r)
-		if done(d) {
-			return d
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for delivery %s to be %s; it is %+v", id, what, d)
-		}
-		time.Sleep(20 * time.Millisecond)
+		d = decode[delivery](h.t, r)
+		return done(d)
+	}) {
+		h.t.Fatalf("timed out waiting for delivery %s to be %s; it is %+v", id, what, d)
 	}
+	return d
 }
 
 func settled(d delivery) bool { return d.Status != "pending" }
@@ -231,6 +236,7 @@ func (h *harness) deliveriesOf(key, eventID string) []delivery {
 }
 
 func TestDeliveriesFiltersPagesAndAttempts(t *testing.T) {
+	t.Parallel()
 	h, _ := newPipelineHarness(t)
 	key := h.merchant("m1")
 	otherKey := h.merchant("m2")
@@ -375,6 +381,7 @@ func hasAttempts(n int) func(delivery) bool {
 }
 
 func TestRedeliverSeenByReceiver(t *testing.T) {
+	t.Parallel()
 	var redelivers atomic.Int32
 	h, clock := newPipelineHarness(t, func(c *admin.Config) {
 		c.Publisher = countingPublisher{Publisher: c.Publisher, redelivers: &redelivers}
@@ -467,6 +474,7 @@ func TestRedeliverSeenByReceiver(t *testing.T) {
 // TestRedeliverTwiceTwoAttempts: two redeliver calls under different
 // Idempotency-Keys are two requests, and append two manual attempts.
 func TestRedeliverTwiceTwoAttempts(t *testing.T) {
+	t.Parallel()
 	h, _ := newPipelineHarness(t)
 	key := h.merchant("m1")
 	rcv := newHookReceiver(t, http.StatusOK)
@@ -505,6 +513,7 @@ func TestRedeliverTwiceTwoAttempts(t *testing.T) {
 // TestRedeliverToDisabledSubscription: nothing is sent to a disabled
 // subscription; the merchant is told why, not asked to retry.
 func TestRedeliverToDisabledSubscription(t *testing.T) {
+	t.Parallel()
 	h, _ := newPipelineHarness(t)
 	key := h.merchant("m1")
 	rcv := newHookReceiver(t, http.StatusOK)
@@ -526,6 +535,7 @@ func TestRedeliverToDisabledSubscription(t *testing.T) {
 }
 
 func TestSendTestEventRateLimitAndHealth(t *testing.T) {
+	t.Parallel()
 	h, _ := newPipelineHarness(t, func(c *admin.Config) { c.TestEventRate = redis_rate.PerMinute(2) })
 	key := h.merchant("m1")
 	otherKey := h.merchant("m2")
@@ -601,6 +611,7 @@ func TestSendTestEventRateLimitAndHealth(t *testing.T) {
 // of the subscription that failed for good since a time one manual
 // attempt, and leaves test deliveries alone.
 func TestRecoverReplaysFailedDeliveries(t *testing.T) {
+	t.Parallel()
 	h, _ := newPipelineHarness(t)
 	key := h.merchant("m1")
 	otherKey := h.merchant("m2")

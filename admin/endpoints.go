@@ -5,30 +5,34 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/dispatcher/publish"
-	"github.com/webhookd/webhookd/internal/sessions"
+	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
 // EndpointChecker sends an endpoint the three deliveries of a check and
-// reports how it answered (dispatcher.Dispatcher is one).
+// reports how it answered (publish.Checker is one).
 type EndpointChecker interface {
 	// CheckEndpoint checks the merchant's subscription; a stranger's or a
 	// missing one is store.ErrNotFound.
 	CheckEndpoint(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (publish.CheckReport, error)
 }
 
-// endpointRoutes are what the portal asks of one endpoint beyond the
-// subscription itself: its secret, its health, and a check that it
-// verifies signatures (rate-limited per merchant like send_test_event:
-// each check sends three requests to a URL the merchant chose).
-func (s *Server) endpointRoutes(r chi.Router) {
-	r.With(s.requireCapability(sessions.ViewSecret)).Get("/webhook_subscriptions/{id}/secret", s.handle(s.revealSecret))
-	r.With(s.requireCapability(sessions.View)).Get("/webhook_subscriptions/{id}/health", s.handle(s.endpointHealth))
-	r.With(s.requireCapability(sessions.ManageEndpoints), s.limitRate(s.testEventRateLimit())).
-		Post("/webhook_subscriptions/{id}/check", s.handle(s.checkEndpoint))
+// endpointHandlers serve what the portal asks of one endpoint beyond the
+// subscription itself: its signing secret, its health, and a check that
+// it verifies signatures. They are separate from the subscription routes
+// because they need what those do not: the secret revealer, the attempt
+// counts and the endpoint checker, which sends the endpoint requests.
+type endpointHandlers struct {
+	secrets *subscriptions.SecretRevealer
+	// reads is where the health reads (the replica when there is one).
+	reads *store.Store
+	// checker is nil on a server whose Publisher sends nothing itself.
+	checker EndpointChecker
+	clock   clock.Clock
 }
 
 // secretJSON is a revealed signing secret.
@@ -37,12 +41,13 @@ type secretJSON struct {
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 }
 
-func (s *Server) revealSecret(w http.ResponseWriter, r *http.Request) error {
+// revealSecret answers the current signing secret.
+func (h endpointHandlers) revealSecret(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	rev, err := s.secrets.Reveal(r.Context(), principalOf(r.Context()).Merchant.ID, id)
+	rev, err := h.secrets.Reveal(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
 		return err
 	}
@@ -66,17 +71,18 @@ type endpointHealthJSON struct {
 // healthWindow is the period of the health's counts.
 const healthWindow = 24 * time.Hour
 
-func (s *Server) endpointHealth(w http.ResponseWriter, r *http.Request) error {
+// health answers the endpoint's health.
+func (h endpointHandlers) health(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
 	merchant := principalOf(r.Context()).Merchant.ID
-	sub, err := s.reads.GetSubscription(r.Context(), merchant, id)
+	sub, err := h.reads.GetSubscription(r.Context(), merchant, id)
 	if err != nil {
 		return err
 	}
-	counts, err := s.reads.SubscriptionAttemptsSince(r.Context(), merchant, id, s.cfg.Now().Add(-healthWindow))
+	counts, err := h.reads.SubscriptionAttemptsSince(r.Context(), merchant, id, h.clock.Now().Add(-healthWindow))
 	if err != nil {
 		return err
 	}
@@ -97,6 +103,7 @@ type checkJSON struct {
 	Results            []checkResultJSON `json:"results"`
 }
 
+// checkResultJSON is one delivery of a check.
 type checkResultJSON struct {
 	Case       string    `json:"case"`
 	DeliveryID uuid.UUID `json:"delivery_id"`
@@ -105,9 +112,9 @@ type checkResultJSON struct {
 	Accepted   bool      `json:"accepted"`
 }
 
-// checkEndpoint sends the three deliveries of a check and answers once
+// check sends the three deliveries of a check and answers once
 // the endpoint answered them (each within the delivery timeout).
-func (s *Server) checkEndpoint(w http.ResponseWriter, r *http.Request) error {
+func (h endpointHandlers) check(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
@@ -115,10 +122,10 @@ func (s *Server) checkEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeNoFields(r); err != nil {
 		return err
 	}
-	if s.cfg.Checker == nil {
+	if h.checker == nil {
 		return errCheckUnavailable
 	}
-	rep, err := s.cfg.Checker.CheckEndpoint(r.Context(), principalOf(r.Context()).Merchant.ID, id)
+	rep, err := h.checker.CheckEndpoint(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
 		return err
 	}

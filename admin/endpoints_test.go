@@ -27,6 +27,7 @@ type revealedSecret struct {
 }
 
 func TestRevealSecret(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m_secret")
 	created := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key, Body: hookBody("https://example.com/hook")})
@@ -111,9 +112,10 @@ type endpointHealth struct {
 // The API's clock runs 30 hours ahead, so that attempts dated now are
 // outside the window while their deliveries sit in today's partition.
 func TestEndpointHealth(t *testing.T) {
+	t.Parallel()
 	clock := &movableClock{}
 	clock.Advance(30 * time.Hour)
-	h := newHarness(t, func(c *admin.Config) { c.Now = clock.Now })
+	h := newHarness(t, func(c *admin.Config) { c.Clock = clock })
 	key := h.merchant("m_health")
 	sub := h.createSubscription(key, hookBody("https://example.com/hook"))
 	path := "/v1/webhook_subscriptions/" + sub.ID + "/health"
@@ -199,6 +201,7 @@ type checkAnswer struct {
 // test delivery in the log with its one attempt, and the subscription's
 // health is untouched.
 func TestCheckEndpoint(t *testing.T) {
+	t.Parallel()
 	h, _ := newPipelineHarness(t)
 	key := h.merchant("m_check")
 	verifying := newSignatureReceiver(t)

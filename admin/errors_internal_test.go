@@ -16,6 +16,7 @@ import (
 // TestUnreachable: what a request answers as a backing service to retry
 // (upstream_error, with Retry-After) rather than an internal error.
 func TestUnreachable(t *testing.T) {
+	t.Parallel()
 	dial := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
 	cases := []struct {
 		name string

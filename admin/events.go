@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -8,16 +9,33 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/invalid"
-	"github.com/webhookd/webhookd/internal/sessions"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/producer"
 )
 
-// eventRoutes are the /v1/events routes.
-func (s *Server) eventRoutes(r chi.Router) {
-	read := s.requireCapability(sessions.View)
-	r.With(read).Get("/events", s.handle(s.listEvents))
-	r.With(read).Get("/events/{id}", s.handle(s.getEvent))
+// eventPublisher publishes an event (the Publisher is one).
+type eventPublisher interface {
+	Publish(ctx context.Context, e producer.Event) (ev store.Event, created bool, err error)
+}
+
+// eventHandlers serve a merchant's events: /v1/events, the catalogue of
+// event types (GET /v1/event_types) and the sandbox's trigger (POST
+// /v1/event_types/{type}/trigger). They are separate from the deliveries
+// because they read and make events, judged by the catalogue, where the
+// deliveries' routes act on the pipeline's work.
+type eventHandlers struct {
+	// reads is where list and get read (the replica when there is one).
+	reads *store.Store
+	pages pager
+	// types is the catalogue of the configured event types, which judges
+	// every event type the API is given.
+	types     catalogue.Catalogue
+	publisher eventPublisher
+	// environment is "sandbox" or "production": only the sandbox
+	// triggers.
+	environment string
 }
 
 // eventJSON is the Event resource (DESIGN.md "Resources"). Payload and
@@ -89,36 +107,38 @@ func uuidFilter(r *http.Request, name string) (*uuid.UUID, error) {
 	return &id, nil
 }
 
-func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.listPage(r, "event_type", "created_at.gte")
+// list answers a page of the merchant's events, newest first.
+func (h eventHandlers) list(w http.ResponseWriter, r *http.Request) error {
+	p, err := h.pages.listPage(r, "event_type", "created_at.gte")
 	if err != nil {
 		return err
 	}
 	f := store.EventFilter{Type: r.URL.Query().Get("event_type")}
 	if r.URL.Query().Has("event_type") {
-		if bad := s.catalogue().CheckFilter("event_type", f.Type); bad != nil {
+		if bad := h.types.CheckFilter("event_type", f.Type); bad != nil {
 			return bad
 		}
 	}
 	if f.CreatedGTE, err = timeFilter(r, "created_at.gte"); err != nil {
 		return err
 	}
-	events, resume, err := s.reads.ListEvents(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
+	events, resume, err := h.reads.ListEvents(r.Context(), principalOf(r.Context()).Merchant.ID, f, p)
 	if err != nil {
 		return err
 	}
-	writeList(s, w, r, p, events, resume,
+	writeList(h.pages, w, r, p, events, resume,
 		func(e store.Event) store.Cursor { return store.Cursor{CreatedAt: e.CreatedAt, ID: e.ID.String()} },
 		eventView)
 	return nil
 }
 
-func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) error {
+// get answers one event.
+func (h eventHandlers) get(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	e, err := s.reads.GetEvent(r.Context(), principalOf(r.Context()).Merchant.ID, id)
+	e, err := h.reads.GetEvent(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestEventsFiltersAndPages(t *testing.T) {
+	t.Parallel()
 	h, _ := newPipelineHarness(t)
 	key := h.merchant("m1")
 	var paid, failed []event
@@ -82,6 +83,7 @@ func TestEventsFiltersAndPages(t *testing.T) {
 }
 
 func TestEventReadsTheStoredEnvelope(t *testing.T) {
+	t.Parallel()
 	h, _ := newPipelineHarness(t)
 	key := h.merchant("m1")
 	readOnly := h.merchant("m1", admin.ScopeRead)

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/merchants"
 )
 
 // The /v1 conventions of spec 4.1, 5, 7 and 9, seen from outside.
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	good := h.merchant("m_auth")
 	readOnly := h.merchant("m_auth", admin.ScopeRead)
@@ -54,6 +56,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestInsufficientScopeNamesTheScope(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	readOnly := h.merchant("m_scope", admin.ScopeRead)
 	r := h.do(request{Method: "POST", Path: "/v1/webhook_subscriptions", Key: readOnly,
@@ -66,6 +69,7 @@ func TestInsufficientScopeNamesTheScope(t *testing.T) {
 }
 
 func TestErrorFormat(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *admin.Config) { c.MaxBodyBytes = 2048 })
 	key := h.merchant("m_err")
 	tests := []struct {
@@ -110,6 +114,7 @@ func TestErrorFormat(t *testing.T) {
 }
 
 func TestInternalErrorLeaksNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m_500")
 	// Break the database under the API: the answer must be a bare 500.
@@ -124,6 +129,7 @@ func TestInternalErrorLeaksNothing(t *testing.T) {
 }
 
 func TestAPIVersions(t *testing.T) {
+	t.Parallel()
 	deprecated := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	sunset := time.Date(2027, 5, 1, 0, 0, 0, 0, time.UTC)
 	versions, err := admin.ParseVersions(`[
@@ -135,7 +141,7 @@ func TestAPIVersions(t *testing.T) {
 	}
 	h := newHarness(t, func(c *admin.Config) {
 		c.Versions = versions
-		c.Now = func() time.Time { return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC) }
+		c.Clock = clock.Func(func() time.Time { return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC) })
 	})
 	key := h.merchant("m_versions")
 
@@ -209,6 +215,7 @@ func TestAPIVersions(t *testing.T) {
 }
 
 func TestHTTPSIsRequiredOffLoopback(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *admin.Config) { c.RequireHTTPS = true })
 	key := h.merchant("m_tls")
 	r := h.do(request{Method: "GET", Path: "/v1/webhook_subscriptions", Key: key})
@@ -219,6 +226,7 @@ func TestHTTPSIsRequiredOffLoopback(t *testing.T) {
 }
 
 func TestInternalRoutes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	t.Run("ingest token is required", func(t *testing.T) {
 		r := h.doInternal(request{Method: "POST", Path: "/internal/v1/merchants/m1/api_keys",
@@ -274,6 +282,7 @@ func TestInternalRoutes(t *testing.T) {
 }
 
 func TestIdempotency(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m_idem")
 	other := h.merchant("m_idem_other")
@@ -308,6 +317,7 @@ func TestIdempotency(t *testing.T) {
 }
 
 func TestConcurrentRequestWithSameKeyIsInProgress(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m_busy")
 	body := `{"url":"https://example.com/hook","events":["*"]}`

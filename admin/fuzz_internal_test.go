@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
 )
@@ -25,17 +26,14 @@ import (
 // cursors, list filters) to their contracts, without a database: they run
 // far more inputs than the handler fuzz targets of fuzz_test.go.
 
-// fuzzNow is the clock of the pure server.
+// fuzzNow is the clock of the pure pager.
 var fuzzNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-// newPureServer is a Server with a configuration and no store or Redis,
-// for the functions that need only its configuration.
-func newPureServer(t testing.TB) *Server {
-	s, err := New(Config{MasterKey: bytes.Repeat([]byte{7}, 32), Now: func() time.Time { return fuzzNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+// newPurePager is the pager a Server builds, on a fixed clock: it needs
+// no store or Redis.
+func newPurePager() pager {
+	return pager{masterKey: bytes.Repeat([]byte{7}, 32), cursorTTL: defaultCursorTTL,
+		clock: clock.Func(func() time.Time { return fuzzNow })}
 }
 
 // asAPIError checks that err is a 400 of spec 7 with one of codes, naming
@@ -135,7 +133,7 @@ func requestWithQuery(raw string) *http.Request {
 // refusal is invalid_cursor, cursor_mismatch or a bad limit, each naming
 // its parameter; a cursor it takes is one this server signed.
 func FuzzCursor(f *testing.F) {
-	s := newPureServer(f)
+	s := newPurePager()
 	good := s.encodeCursor(store.Cursor{CreatedAt: fuzzNow, ID: uuid.NewString()}, fuzzListPath, url.Values{"status": {"failed"}})
 	for _, seed := range []struct{ cursor, query string }{
 		{good, "status=failed"}, {good, "status=pending"}, {good, "limit=100&status=failed"}, {good, ""},
@@ -180,7 +178,7 @@ func FuzzCursor(f *testing.F) {
 // FuzzCursorRoundTrip: a cursor this server issues is read back as the
 // same position, with the same filters, until it expires.
 func FuzzCursorRoundTrip(f *testing.F) {
-	s := newPureServer(f)
+	s := newPurePager()
 	f.Add(fuzzNow.UnixMicro(), uuid.NewString(), "status=failed&event_id=x")
 	f.Add(int64(-1), "", "")
 	f.Add(int64(1<<62), "\xff", "a=1&a=2&limit=3")

@@ -33,6 +33,8 @@ type harness struct {
 	redis    *redis.Client
 	public   *httptest.Server
 	internal *httptest.Server
+	// lastPublished is when the last publish answered (see publish).
+	lastPublished time.Time
 }
 
 const testIngestToken = "test-ingest-token"
@@ -56,7 +58,7 @@ func newHarness(t *testing.T, configure ...func(*admin.Config)) *harness {
 // given that input's t.
 func startHarness(t testing.TB, configure ...func(*admin.Config)) *harness {
 	t.Helper()
-	st := storetest.NewStore(t)
+	st := databases.newStore(t)
 	rd := storetest.NewRedis(t)
 	opt, err := redis.ParseURL(rd.URL())
 	if err != nil {
@@ -81,7 +83,10 @@ func startHarness(t testing.TB, configure ...func(*admin.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{cfg: cfg, store: st, redis: rc,
+	// A configure that gave the API a store of its own (on a clock of the
+	// test's) makes it the harness's too, so that h.merchant and the
+	// test's reads see what the API sees.
+	h := &harness{cfg: cfg, store: cfg.Store, redis: rc,
 		public: httptest.NewServer(srv.Public()), internal: httptest.NewServer(srv.Internal())}
 	t.Cleanup(h.public.Close)
 	t.Cleanup(h.internal.Close)

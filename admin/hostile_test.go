@@ -21,6 +21,7 @@ import (
 // TestCursorBoundToList: a cursor pages only the list that issued it; any
 // other list answers 400 cursor_mismatch naming cursor.
 func TestCursorBoundToList(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withIngestPipeline(t))
 	key := h.merchant("m_cursor")
 	for range 2 {
@@ -60,6 +61,7 @@ func TestCursorBoundToList(t *testing.T) {
 // percent-decoded once, whatever the case of its hex digits, so that an API
 // key is issued to the merchant that events are published for.
 func TestMerchantPathDecoding(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for _, tc := range []struct {
 		name, segment, want string
@@ -102,6 +104,7 @@ func TestMerchantPathDecoding(t *testing.T) {
 // subscriptions, counted across both surfaces, disabled ones included and
 // deleted ones not; beyond it either surface answers 400 parameter_invalid.
 func TestSubscriptionCap(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *admin.Config) { c.MaxSubscriptions = 3 })
 	key := h.merchant("m_cap")
 	other := h.merchant("m_other")
@@ -157,6 +160,7 @@ func TestSubscriptionCap(t *testing.T) {
 // TestSubscriptionCapConcurrent: creates racing each other cannot pass the
 // cap together: 20 at once with a cap of 5 make exactly 5.
 func TestSubscriptionCapConcurrent(t *testing.T) {
+	t.Parallel()
 	const attempts, limit = 20, 5
 	h := newHarness(t, func(c *admin.Config) { c.MaxSubscriptions = limit })
 	key := h.merchant("m_race")

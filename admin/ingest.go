@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/internal/invalid"
@@ -48,10 +47,19 @@ type Publisher interface {
 // inside the request timeout.
 const maxBatchEvents = 100
 
-// ingestRoutes are the internal publishing routes.
-func (s *Server) ingestRoutes(r chi.Router) {
-	r.Post("/events", s.handle(s.ingestEvent))
-	r.Post("/events/batch", s.handle(s.ingestBatch))
+// batchPublisher publishes events one at a time or in a batch (the
+// Publisher is one).
+type batchPublisher interface {
+	eventPublisher
+	PublishAll(ctx context.Context, es []producer.Event) (evs []store.Event, created []bool, errs []error)
+}
+
+// ingestHandlers serve the core API's publishing routes, POST
+// /internal/v1/events and /events/batch. They are separate from the
+// merchant's event routes because they publish for any merchant, on the
+// ingest token, and answer whether each event was new.
+type ingestHandlers struct {
+	publisher batchPublisher
 }
 
 // ingestRequest is the body of POST /internal/v1/events, one element of a
@@ -79,6 +87,7 @@ func (req ingestRequest) event() (producer.Event, error) {
 	return e, nil
 }
 
+// deref is *s, or "" for nil.
 func deref(s *string) string {
 	if s == nil {
 		return ""
@@ -86,9 +95,9 @@ func deref(s *string) string {
 	return *s
 }
 
-// ingestEvent publishes one event: 202 once it is durable, 200 when the id
+// publish publishes one event: 202 once it is durable, 200 when the id
 // was already published (nothing changes).
-func (s *Server) ingestEvent(w http.ResponseWriter, r *http.Request) error {
+func (h ingestHandlers) publish(w http.ResponseWriter, r *http.Request) error {
 	var req ingestRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -97,7 +106,7 @@ func (s *Server) ingestEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ev, created, err := s.cfg.Publisher.Publish(r.Context(), e)
+	ev, created, err := h.publisher.Publish(r.Context(), e)
 	if err != nil {
 		return err
 	}
@@ -109,13 +118,13 @@ func (s *Server) ingestEvent(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// ingestBatch publishes up to maxBatchEvents events: all are checked
+// publishBatch publishes up to maxBatchEvents events: all are checked
 // before any is published, then all are published together, in order (one
 // group commit). The answer is 202 if any event was new and 200 if all were
 // already published; data lists the events in request order. A failure
 // answers the first event's error: the other events may be stored, and
 // retrying the batch is safe because publishing is idempotent on the id.
-func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) error {
+func (h ingestHandlers) publishBatch(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Events []ingestRequest `json:"events"`
 	}
@@ -139,7 +148,7 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) error {
 	// PublishAll checks every event before it publishes any.
 	status := http.StatusOK
 	data := make([]eventJSON, 0, len(events))
-	evs, created, errs := s.cfg.Publisher.PublishAll(r.Context(), events)
+	evs, created, errs := h.publisher.PublishAll(r.Context(), events)
 	for i, err := range errs {
 		if bad := invalid.As(err); bad != nil {
 			return bad.Within(fmt.Sprintf("events[%d].", i))

@@ -5,8 +5,26 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/store"
 )
+
+// pinger is a backing service that says whether it answers.
+type pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// internalHandlers serve the internal listener's own routes: the probes
+// (readiness asks Postgres and Redis) and a merchant's settings (PUT
+// /internal/v1/merchants/{id}). Publishing (ingestHandlers), API keys and
+// portal sessions are groups of their own, mounted on the same listener.
+type internalHandlers struct {
+	postgres pinger
+	// redis is nil on a server without Redis, which is then never ready.
+	redis    redis.UniversalClient
+	settings *merchants.SettingsUpdater
+}
 
 // healthz answers that the process is alive: it checks nothing else.
 func healthz(w http.ResponseWriter, _ *http.Request) {
@@ -14,15 +32,15 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz answers 200 only when Postgres and Redis both answer.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+func (h internalHandlers) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	checks := map[string]string{"postgres": "ok", "redis": "ok"}
 	status := http.StatusOK
-	if err := s.store.Ping(ctx); err != nil {
+	if err := h.postgres.Ping(ctx); err != nil {
 		checks["postgres"], status = "unavailable", http.StatusServiceUnavailable
 	}
-	if s.cfg.Redis == nil || s.cfg.Redis.Ping(ctx).Err() != nil {
+	if h.redis == nil || h.redis.Ping(ctx).Err() != nil {
 		checks["redis"], status = "unavailable", http.StatusServiceUnavailable
 	}
 	writeJSON(w, status, checks)
@@ -39,7 +57,8 @@ type merchantJSON struct {
 	UpdatedAt         time.Time `json:"updated_at"`
 }
 
-func (s *Server) putMerchant(w http.ResponseWriter, r *http.Request) error {
+// putMerchant changes a merchant's settings, making the merchant when new.
+func (h internalHandlers) putMerchant(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		NotificationEmail *string `json:"notification_email"`
 		APIVersion        *string `json:"api_version"`
@@ -49,7 +68,7 @@ func (s *Server) putMerchant(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	m, err := s.merchantSettings.Update(r.Context(), pathParam(r, "id"),
+	m, err := h.settings.Update(r.Context(), pathParam(r, "id"),
 		store.MerchantSettings{NotificationEmail: req.NotificationEmail, APIVersion: req.APIVersion,
 			PortalAccentColor: req.PortalAccentColor, PortalLogoURL: req.PortalLogoURL})
 	if err != nil {

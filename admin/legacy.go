@@ -5,21 +5,20 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/internal/store"
 )
 
-// legacyRoutes are POST /api/service/webhook-subscription/create|update|delete
-// (DESIGN.md "Legacy webhook subscription"). They share the store and the
-// validation of the Banking routes, so a subscription made on one surface is
-// the same object on the other; only the JSON is camelCase.
-func (s *Server) legacyRoutes(r chi.Router) {
-	write := s.requireScope(ScopeWrite)
-	r.With(write).Post("/create", s.handle(s.legacyCreate))
-	r.With(write).Post("/update", s.handle(s.legacyUpdate))
-	r.With(write).Post("/delete", s.handle(s.legacyDelete))
+// legacyHandlers serve POST /api/service/webhook-subscription/create,
+// update and delete (DESIGN.md "Legacy webhook subscription"). They change
+// the same subscriptions as the /v1 routes, through the same
+// subscriptionChanges, so a subscription made on one surface is the same
+// object on the other; they are separate because their bodies are
+// camelCase, their ids travel in the body and their errors have the
+// legacy shape.
+type legacyHandlers struct {
+	changes subscriptionChanges
 }
 
 // legacySubscriptionJSON is the legacy resource.
@@ -40,17 +39,19 @@ type legacySubscriptionJSON struct {
 	Ordering  any       `json:"ordering"`
 }
 
-func (s *Server) legacySubscriptionView(ctx context.Context, sub store.Subscription) legacySubscriptionJSON {
+// view is the legacy resource, headers masked.
+func (h legacyHandlers) view(ctx context.Context, sub store.Subscription) legacySubscriptionJSON {
 	rateLimit, ordering := controlsView(sub)
 	return legacySubscriptionJSON{
 		RateLimit: rateLimit, Ordering: ordering,
 		ID: sub.ID.String(), URL: sub.URL, Events: sub.Events, Description: sub.Description,
 		Status: sub.Status, Metadata: sub.Metadata, CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(),
-		Filter: sub.Filter, Headers: s.maskedHeaders(ctx, sub),
+		Filter: sub.Filter, Headers: h.changes.maskedHeaders(ctx, sub),
 	}
 }
 
-func (s *Server) legacyCreate(w http.ResponseWriter, r *http.Request) error {
+// create answers 200 with the new subscription and, this once, its secret.
+func (h legacyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	var legacy struct {
 		URL         *string           `json:"url"`
 		Events      []string          `json:"events"`
@@ -65,17 +66,18 @@ func (s *Server) legacyCreate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	in := subscriptionInput(legacy)
-	sub, secret, err := s.subscriptions.Create(r.Context(), principalOf(r.Context()).Merchant.ID, in.draft())
+	sub, secret, err := h.changes.registry.Create(r.Context(), principalOf(r.Context()).Merchant.ID, in.draft())
 	if err != nil {
 		return err
 	}
-	v := s.legacySubscriptionView(r.Context(), sub)
+	v := h.view(r.Context(), sub)
 	v.Secret = secret
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 
-func (s *Server) legacyUpdate(w http.ResponseWriter, r *http.Request) error {
+// update changes the subscription the body's id names.
+func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		ID          *string           `json:"id"`
 		URL         *string           `json:"url"`
@@ -98,16 +100,16 @@ func (s *Server) legacyUpdate(w http.ResponseWriter, r *http.Request) error {
 	patch := subscriptionPatch{URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status,
 		RateLimit: in.RateLimit, Ordering: in.Ordering,
 		Filter: in.Filter, Headers: in.Headers}
-	sub, err := s.subscriptions.Update(r.Context(), principalOf(r.Context()).Merchant.ID, id, patch.change())
+	sub, err := h.changes.update(r.Context(), principalOf(r.Context()).Merchant.ID, id, patch.change())
 	if err != nil {
 		return err
 	}
-	s.dropIfDisabled(r, sub)
-	writeJSON(w, http.StatusOK, s.legacySubscriptionView(r.Context(), sub))
+	writeJSON(w, http.StatusOK, h.view(r.Context(), sub))
 	return nil
 }
 
-func (s *Server) legacyDelete(w http.ResponseWriter, r *http.Request) error {
+// delete deletes the subscription the body's id names.
+func (h legacyHandlers) delete(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		ID *string `json:"id"`
 	}
@@ -118,10 +120,9 @@ func (s *Server) legacyDelete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id); err != nil {
+	if err := h.changes.delete(r.Context(), principalOf(r.Context()).Merchant.ID, id); err != nil {
 		return err
 	}
-	s.dropWork(r, id)
 	writeJSON(w, http.StatusOK, map[string]any{"id": id.String(), "deleted": true})
 	return nil
 }

@@ -56,6 +56,7 @@ func expectLegacyError(t *testing.T, r response, status int, category string) ma
 }
 
 func TestLegacyLifecycle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m1")
 	r := h.legacy("create", key, "", map[string]any{
@@ -112,6 +113,7 @@ func TestLegacyLifecycle(t *testing.T) {
 }
 
 func TestLegacySeesBankingSubscriptions(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m1")
 	sub := h.createSubscription(key, hookBody("https://example.com/v1"))
@@ -130,6 +132,7 @@ func TestLegacySeesBankingSubscriptions(t *testing.T) {
 }
 
 func TestLegacyIdempotency(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m1")
 	idem := uuid.NewString()
@@ -160,6 +163,7 @@ func TestLegacyIdempotency(t *testing.T) {
 }
 
 func TestLegacyErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, strict)
 	key := h.merchant("m1")
 	stranger := h.merchant("m2")

@@ -1,25 +1,52 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/listener"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
-// listenRoutes is GET /v1/listen, the WebSocket of `webhookd listen`. It
-// takes an API key with webhooks:write, never a portal session: the
-// listener's signing secret is derived from the key.
-func (s *Server) listenRoutes(r chi.Router) {
-	r.With(s.requireScope(ScopeWrite)).Get("/listen", s.handle(s.listen))
+// listenStore is what opening a listener's WebSocket reads and writes
+// besides what the connection then needs.
+type listenStore interface {
+	listenerStore
+	// GetListener is store.ErrNotFound for a stranger's or a missing
+	// listener.
+	GetListener(ctx context.Context, merchantID string, id uuid.UUID) (store.Listener, error)
+	// BindListener ties the listener to the API key that opened it;
+	// store.ErrNotFound once the key no longer works.
+	BindListener(ctx context.Context, merchantID string, id, keyID uuid.UUID) error
+}
+
+// listenHandlers serve GET /v1/listen, the WebSocket of `webhookd listen`:
+// a listener receives the merchant's deliveries on the developer's
+// machine. They are separate because they alone hold a connection open,
+// relaying deliveries through Redis (listenerConn), for as long as the
+// command runs.
+type listenHandlers struct {
+	// registry opens listeners and derives their signing secret from the
+	// API key.
+	registry *subscriptions.Registry
+	store    listenStore
+	redis    redis.UniversalClient
+	// grace is how long a listener outlives its connection, for the
+	// command to reconnect.
+	grace  time.Duration
+	clock  clock.Clock
+	logger *slog.Logger
 }
 
 // errUpgradeRequired answers a GET /v1/listen that is no WebSocket
@@ -30,7 +57,7 @@ var errUpgradeRequired = errInvalid("Upgrade", "GET /v1/listen opens a WebSocket
 // and relays its deliveries down the WebSocket until the connection ends.
 // Everything that can be refused is refused before the upgrade, as an
 // ordinary API error the command can print.
-func (s *Server) listen(w http.ResponseWriter, r *http.Request) error {
+func (h listenHandlers) listen(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	p := principalOf(ctx)
 	q := r.URL.Query()
@@ -57,12 +84,12 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request) error {
 		return errUpgradeRequired
 	}
 	if secretOnly {
-		return s.sendListenerSecret(w, r)
+		return h.sendListenerSecret(w, r)
 	}
 
-	now := s.cfg.Now()
+	now := h.clock.Now()
 	var l store.Listener
-	secret, err := s.subscriptions.ListenerSecret(p.Key.ID)
+	secret, err := h.registry.ListenerSecret(p.Key.ID)
 	if err != nil {
 		return err
 	}
@@ -70,7 +97,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request) error {
 		// A listener that ended, another merchant's, or one another key
 		// opened (it ends with that key) is not resumed: a new one is
 		// opened, and the ready message names it.
-		l, err = s.store.GetListener(ctx, p.Merchant.ID, resumeID)
+		l, err = h.store.GetListener(ctx, p.Merchant.ID, resumeID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -79,14 +106,14 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if l.ID == uuid.Nil {
-		l, secret, err = s.subscriptions.OpenListener(ctx, p.Merchant.ID, p.Key.ID, events, now.Add(s.cfg.ListenerGrace))
+		l, secret, err = h.registry.OpenListener(ctx, p.Merchant.ID, p.Key.ID, events, now.Add(h.grace))
 		if err != nil {
 			return err
 		}
 		// Tied to the key, so that it ends when the key does. A key
 		// revoked since this request was authenticated ends the listener
 		// at once, and the request is refused as the key now is.
-		err = s.store.BindListener(ctx, p.Merchant.ID, l.ID, p.Key.ID)
+		err = h.store.BindListener(ctx, p.Merchant.ID, l.ID, p.Key.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			return errAuthentication
 		}
@@ -99,14 +126,14 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		// Accept has answered the client; the listener ends after the
 		// grace like any listener whose connection went away.
-		s.logger.InfoContext(ctx, "listener handshake failed", "listener_id", l.ID, "error", err)
+		h.logger.InfoContext(ctx, "listener handshake failed", "listener_id", l.ID, "error", err)
 		return nil
 	}
-	s.logger.InfoContext(ctx, "listener connected", "listener_id", l.ID, "merchant_id", p.Merchant.ID, "resumed", l.ID == resumeID)
-	session := &listenerConn{conn: conn, redis: s.cfg.Redis, store: s.store, listener: l, secret: secret,
-		grace: s.cfg.ListenerGrace, now: s.cfg.Now, logger: s.logger}
+	h.logger.InfoContext(ctx, "listener connected", "listener_id", l.ID, "merchant_id", p.Merchant.ID, "resumed", l.ID == resumeID)
+	session := &listenerConn{conn: conn, redis: h.redis, store: h.store, listener: l, secret: secret,
+		grace: h.grace, now: h.clock.Now, logger: h.logger}
 	session.run(ctx)
-	s.logger.InfoContext(ctx, "listener disconnected", "listener_id", l.ID, "merchant_id", p.Merchant.ID)
+	h.logger.InfoContext(ctx, "listener disconnected", "listener_id", l.ID, "merchant_id", p.Merchant.ID)
 	return nil
 }
 
@@ -114,8 +141,8 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request) error {
 // --print-secret`): the ready message with the key's listener secret and
 // no listener, then a normal close. No listener is opened, so nothing is
 // delivered to it.
-func (s *Server) sendListenerSecret(w http.ResponseWriter, r *http.Request) error {
-	secret, err := s.subscriptions.ListenerSecret(principalOf(r.Context()).Key.ID)
+func (h listenHandlers) sendListenerSecret(w http.ResponseWriter, r *http.Request) error {
+	secret, err := h.registry.ListenerSecret(principalOf(r.Context()).Key.ID)
 	if err != nil {
 		return err
 	}
@@ -124,7 +151,7 @@ func (s *Server) sendListenerSecret(w http.ResponseWriter, r *http.Request) erro
 		return nil // Accept has answered
 	}
 	msg, err := json.Marshal(listener.Ready{Type: listener.TypeReady, Secret: secret, Events: []string{},
-		GraceSeconds: int(s.cfg.ListenerGrace / time.Second)})
+		GraceSeconds: int(h.grace / time.Second)})
 	if err == nil {
 		err = conn.Write(r.Context(), websocket.MessageText, msg)
 	}

@@ -40,7 +40,7 @@ type listenerStore interface {
 
 // listenerEndType is the type of the message an API process pushes to the
 // head of a listener's deliveries list when the listener's API key ends
-// (endKeyGrants): whichever process holds the connection pops it next,
+// (apiKeyHandlers.endGrants): whichever process holds the connection pops it next,
 // before any delivery, and closes the connection. The list is the one that
 // process already waits on, so the signal needs nothing more of Redis, and
 // a process that is reconnecting to Redis finds it when it is back.

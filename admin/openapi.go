@@ -30,7 +30,7 @@ func OpenAPI() []byte { return append([]byte(nil), openAPIDocument...) }
 func OpenAPIInternal() []byte { return append([]byte(nil), openAPIInternalDocument...) }
 
 // openAPI serves the document, publicly (no key needed).
-func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
+func openAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	w.WriteHeader(http.StatusOK)
@@ -42,7 +42,7 @@ func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 // token. It holds no secret (it is in the repository), and tools that
 // read it (client generators, viewers) should not need the token that
 // publishes events and issues API keys.
-func (s *Server) openAPIInternal(w http.ResponseWriter, r *http.Request) {
+func openAPIInternal(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	w.WriteHeader(http.StatusOK)

@@ -55,6 +55,7 @@ func routerOf(doc *openapi3.T, err error) (routers.Router, error) {
 }
 
 func TestOpenAPIDocumentIsValid(t *testing.T) {
+	t.Parallel()
 	doc, err := openAPI()
 	if err != nil {
 		t.Fatalf("the OpenAPI document is invalid: %v", err)
@@ -108,6 +109,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 }
 
 func TestOpenAPIServedPublicly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	r := h.do(request{Method: http.MethodGet, Path: "/v1/openapi.json"})
 	if r.Status != http.StatusOK || !bytes.Equal(r.Body, admin.OpenAPI()) {
@@ -186,6 +188,7 @@ func checkExchangeAgainst(routerOf func() (routers.Router, error), req *http.Req
 // requests that the document does not describe, so that the hook in the
 // harness can fail.
 func TestValidateExchangeCatchesDrift(t *testing.T) {
+	t.Parallel()
 	headers := http.Header{"Api-Version": {"2026-05-01"}, "Correlation-Id": {"c1"}, "Content-Type": {"application/json"}}
 	delivery := `{"id":"0190a000-0000-7000-8000-000000000000","type":"webhook_delivery","event_id":"0190a000-0000-7000-8000-000000000001",
 		"event_type":"payout.paid","subscription_id":"0190a000-0000-7000-8000-000000000002","status":"failed","test":false,
@@ -255,6 +258,7 @@ var internalOpenAPI = sync.OnceValues(func() (*openapi3.T, error) { return loadO
 var internalOpenAPIRouter = sync.OnceValues(func() (routers.Router, error) { return routerOf(internalOpenAPI()) })
 
 func TestOpenAPIInternalDocumentIsValid(t *testing.T) {
+	t.Parallel()
 	doc, err := internalOpenAPI()
 	if err != nil {
 		t.Fatalf("the internal OpenAPI document is invalid: %v", err)
@@ -369,6 +373,7 @@ func documentedAt(doc *openapi3.T, method, path string) bool {
 }
 
 func TestOpenAPIInternalCoversEveryRoute(t *testing.T) {
+	t.Parallel()
 	doc, err := internalOpenAPI()
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
@@ -34,6 +35,18 @@ type cursorBody struct {
 	List      string `json:"l"` // path of the list the cursor was issued by
 }
 
+// pager reads a list request's page (limit and cursor) and writes the list
+// envelope with the next page's cursor: every list of both listeners shares
+// one, so that cursors are signed, bound to their list and filters, and
+// expire the same way everywhere.
+type pager struct {
+	// masterKey signs the cursors.
+	masterKey []byte
+	// cursorTTL is how long a cursor stays valid, by clock.
+	cursorTTL time.Duration
+	clock     clock.Clock
+}
+
 // filterHash sums the list's filter parameters (everything but limit and
 // cursor), so that a cursor cannot be used with other filters (spec 4.5).
 func filterHash(q url.Values) string {
@@ -51,8 +64,9 @@ func filterHash(q url.Values) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
 }
 
-func (s *Server) signCursor(payload []byte) []byte {
-	mac := hmac.New(sha256.New, s.cfg.MasterKey)
+// signCursor is the cursor payload's MAC.
+func (pg pager) signCursor(payload []byte) []byte {
+	mac := hmac.New(sha256.New, pg.masterKey)
 	mac.Write([]byte("cursor\x00"))
 	mac.Write(payload)
 	return mac.Sum(nil)
@@ -60,12 +74,12 @@ func (s *Server) signCursor(payload []byte) []byte {
 
 // encodeCursor is the cursor of position c in the list at path list (the
 // request's path: each list has one) queried with q.
-func (s *Server) encodeCursor(c store.Cursor, list string, q url.Values) string {
+func (pg pager) encodeCursor(c store.Cursor, list string, q url.Values) string {
 	payload, _ := json.Marshal(cursorBody{
 		CreatedAt: c.CreatedAt.UnixMicro(), ID: c.ID,
-		Expires: s.cfg.Now().Add(s.cfg.CursorTTL).Unix(), Filters: filterHash(q), List: list,
+		Expires: pg.clock.Now().Add(pg.cursorTTL).Unix(), Filters: filterHash(q), List: list,
 	})
-	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(s.signCursor(payload))
+	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(pg.signCursor(payload))
 }
 
 // listPage is page for a list that takes the given filters besides limit
@@ -73,7 +87,7 @@ func (s *Server) encodeCursor(c store.Cursor, list string, q url.Values) string 
 // (?statuss=failed) must not silently list everything. So is a parameter
 // given twice: every reader takes the first value only, so
 // ?status=failed&status=pending would list only failed deliveries.
-func (s *Server) listPage(r *http.Request, filters ...string) (store.Page, error) {
+func (pg pager) listPage(r *http.Request, filters ...string) (store.Page, error) {
 	known := append([]string{"limit", "cursor"}, filters...)
 	if err := wellFormed(r.URL.RawQuery); err != nil {
 		return store.Page{}, err
@@ -87,7 +101,7 @@ func (s *Server) listPage(r *http.Request, filters ...string) (store.Page, error
 			return store.Page{}, errInvalid(name, fmt.Sprintf("The query parameter %q is given %d times; give it once.", name, len(q[name])))
 		}
 	}
-	return s.page(r)
+	return pg.page(r)
 }
 
 // wellFormed refuses a query string holding a pair that url.Values would
@@ -115,7 +129,7 @@ func wellFormed(rawQuery string) error {
 }
 
 // page reads limit and cursor from the query.
-func (s *Server) page(r *http.Request) (store.Page, error) {
+func (pg pager) page(r *http.Request) (store.Page, error) {
 	q := r.URL.Query()
 	p := store.Page{Limit: defaultLimit}
 	if q.Has("limit") {
@@ -137,11 +151,11 @@ func (s *Server) page(r *http.Request) (store.Page, error) {
 	}
 	payload, err1 := base64.RawURLEncoding.DecodeString(enc)
 	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
-	if err1 != nil || err2 != nil || !hmac.Equal(mac, s.signCursor(payload)) {
+	if err1 != nil || err2 != nil || !hmac.Equal(mac, pg.signCursor(payload)) {
 		return p, bad
 	}
 	var c cursorBody
-	if err := json.Unmarshal(payload, &c); err != nil || s.cfg.Now().Unix() >= c.Expires {
+	if err := json.Unmarshal(payload, &c); err != nil || pg.clock.Now().Unix() >= c.Expires {
 		return p, bad
 	}
 	if c.List != r.URL.Path {
@@ -170,7 +184,7 @@ type list[T any] struct {
 // when set, is where the next page starts although rows holds at most Limit
 // items: the store stopped reading at its bound on rows examined
 // (store.MaxRowsExamined), so the page is short, even empty, and has more.
-func writeList[R, T any](s *Server, w http.ResponseWriter, r *http.Request, p store.Page, rows []R, resume *store.Cursor, position func(R) store.Cursor, view func(R) T) {
+func writeList[R, T any](pg pager, w http.ResponseWriter, r *http.Request, p store.Page, rows []R, resume *store.Cursor, position func(R) store.Cursor, view func(R) T) {
 	out := list[T]{Data: make([]T, 0, min(len(rows), p.Limit))}
 	if len(rows) > p.Limit {
 		rows = rows[:p.Limit]
@@ -179,7 +193,7 @@ func writeList[R, T any](s *Server, w http.ResponseWriter, r *http.Request, p st
 	}
 	if resume != nil {
 		out.HasMore = true
-		c := s.encodeCursor(*resume, r.URL.Path, r.URL.Query())
+		c := pg.encodeCursor(*resume, r.URL.Path, r.URL.Query())
 		out.NextCursor = &c
 	}
 	for _, row := range rows {

@@ -59,6 +59,7 @@ func (c *movableClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 func withPublicURL(c *admin.Config) { c.PublicURL = testPublicURL }
 
 func TestPortalSessionMintedInternally(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withPublicURL)
 	h.merchant("m_portal")
 	t.Run("defaults", func(t *testing.T) {
@@ -110,6 +111,7 @@ func TestPortalSessionMintedInternally(t *testing.T) {
 }
 
 func TestPortalSessionMintedByAKey(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withPublicURL)
 	full := h.merchant("m_keys")
 	readOnly := h.merchant("m_keys", admin.ScopeRead)
@@ -157,6 +159,7 @@ func TestPortalSessionMintedByAKey(t *testing.T) {
 }
 
 func TestPortalBrandingRefusesPlainHTTPLogosInProduction(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, strict)
 	h.merchant("m_strict")
 	for _, c := range []struct {
@@ -176,8 +179,9 @@ func TestPortalBrandingRefusesPlainHTTPLogosInProduction(t *testing.T) {
 }
 
 func TestPortalSessionEnds(t *testing.T) {
+	t.Parallel()
 	clock := &movableClock{}
-	h := newHarness(t, func(c *admin.Config) { c.Now = clock.Now })
+	h := newHarness(t, func(c *admin.Config) { c.Clock = clock })
 	h.merchant("m_end")
 	h.merchant("m_other")
 	works := func(token string) bool {
@@ -251,6 +255,7 @@ func capabilityOf(route string) string {
 // holding every capability passes them all on A's resources; on B's it
 // finds nothing, like B's key; the legacy routes refuse sessions.
 func TestPortalSessionCapabilities(t *testing.T) {
+	t.Parallel()
 	h, a, b := newTenants(t)
 	tw := h.twin()
 	tw.coversPublic()
@@ -332,6 +337,7 @@ func TestPortalSessionCapabilities(t *testing.T) {
 // TestPortalSessionOfTheOtherEnvironment: a sandbox engine's session is
 // refused by a production engine on the same database.
 func TestPortalSessionOfTheOtherEnvironment(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.merchant("m_env")
 	s := h.session("m_env", nil)
@@ -346,6 +352,7 @@ func TestPortalSessionOfTheOtherEnvironment(t *testing.T) {
 // TestPortalSessionsHaveTheirOwnBudget: each session spends its own API
 // budget, not a budget shared by every session.
 func TestPortalSessionsHaveTheirOwnBudget(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *admin.Config) { c.APIRate = redis_rate.Limit{Rate: 2, Burst: 2, Period: time.Minute} })
 	h.merchant("m_budget")
 	first, second := h.session("m_budget", nil), h.session("m_budget", nil)

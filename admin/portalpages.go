@@ -9,7 +9,7 @@ import (
 // portalRoutes mounts the merchant portal's static pages at /portal/. They
 // need no credential: the pages hold none, and read the session's token
 // from the URL's fragment, which browsers never send.
-func (s *Server) portalRoutes(r chi.Router) {
+func portalRoutes(r chi.Router, portal http.Handler) {
 	r.Get("/portal", http.RedirectHandler("/portal/", http.StatusMovedPermanently).ServeHTTP)
-	r.Mount("/portal/", http.StripPrefix("/portal", s.cfg.Portal))
+	r.Mount("/portal/", http.StripPrefix("/portal", portal))
 }

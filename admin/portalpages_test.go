@@ -11,6 +11,7 @@ import (
 )
 
 func TestPortalMountedOnThePublicListener(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *admin.Config) { c.Portal = portal.New(portal.Config{}) })
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	cases := []struct {
@@ -58,6 +59,7 @@ func TestPortalMountedOnThePublicListener(t *testing.T) {
 }
 
 func TestNoPortalWhenNotConfigured(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	resp, err := http.Get(h.public.URL + "/portal/")
 	if err != nil {

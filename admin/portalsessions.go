@@ -1,30 +1,35 @@
 package admin
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/sessions"
 )
 
-// portalSessionRoutes are the /v1/portal_sessions routes. Minting needs
-// an API key with webhooks:write: a session cannot mint sessions.
-func (s *Server) portalSessionRoutes(r chi.Router) {
-	r.With(s.requireScope(ScopeWrite)).Post("/portal_sessions", s.handle(s.createPortalSessionV1))
-	r.With(s.requireCapability(sessions.View)).Get("/portal_sessions/current", s.handle(s.currentPortalSession))
-	r.With(s.requireCapability(sessions.View)).Delete("/portal_sessions/current", s.handle(s.endPortalSession))
+// portalSessionRevoker ends portal sessions.
+type portalSessionRevoker interface {
+	RevokePortalSession(ctx context.Context, merchantID string, id uuid.UUID) error
+	RevokeMerchantPortalSessions(ctx context.Context, merchantID string) (int64, error)
 }
 
-// internalPortalSessionRoutes are the core API's: mint a session for a
-// merchant, and end all of a merchant's sessions.
-func (s *Server) internalPortalSessionRoutes(r chi.Router) {
-	r.Post("/merchants/{id}/portal_sessions", s.handle(s.createPortalSessionInternal))
-	r.Delete("/merchants/{id}/portal_sessions", s.handle(s.endMerchantPortalSessions))
+// portalSessionHandlers serve the portal's sessions on both listeners: a
+// merchant's API key mints one and the portal reads and ends its own
+// (/v1/portal_sessions), the core API mints one for a merchant and ends
+// them all (/internal/v1/merchants/{id}/portal_sessions). They are one
+// group because both mint the same session the same way; separate from
+// the rest because only they issue and revoke sessions.
+type portalSessionHandlers struct {
+	issuer *sessions.Issuer
+	store  portalSessionRevoker
+	// environment is shown to the portal; publicURL is the public
+	// listener's external base URL, which a session's link starts with.
+	environment, publicURL string
 }
 
 // portalSessionRequest is the body of both mint routes; every field is
@@ -58,21 +63,23 @@ type currentSessionJSON struct {
 	Environment  string       `json:"environment"`
 }
 
-// createPortalSessionV1 mints a session with the caller's API key, which
+// createForKey mints a session with the caller's API key, which
 // the session is tied to: it ends when the key is revoked or expires.
-func (s *Server) createPortalSessionV1(w http.ResponseWriter, r *http.Request) error {
+func (h portalSessionHandlers) createForKey(w http.ResponseWriter, r *http.Request) error {
 	p := principalOf(r.Context())
-	return s.mintPortalSession(w, r, p.Merchant.ID, p.Key.ID)
+	return h.mint(w, r, p.Merchant.ID, p.Key.ID)
 }
 
-func (s *Server) createPortalSessionInternal(w http.ResponseWriter, r *http.Request) error {
-	return s.mintPortalSession(w, r, pathParam(r, "id"), uuid.Nil)
+// createForMerchant mints a session for the merchant in the path, on the
+// core API's token: tied to no key.
+func (h portalSessionHandlers) createForMerchant(w http.ResponseWriter, r *http.Request) error {
+	return h.mint(w, r, pathParam(r, "id"), uuid.Nil)
 }
 
-// mintPortalSession issues a session for merchantID from the body (which
+// mint issues a session for merchantID from the body (which
 // may be empty: every field has a default) and answers 201 with its link.
 // keyID is the API key minting it (uuid.Nil for the core API's token).
-func (s *Server) mintPortalSession(w http.ResponseWriter, r *http.Request, merchantID string, keyID uuid.UUID) error {
+func (h portalSessionHandlers) mint(w http.ResponseWriter, r *http.Request, merchantID string, keyID uuid.UUID) error {
 	var in portalSessionRequest
 	if len(requestBody(r)) > 0 {
 		if err := decodeJSON(r, &in); err != nil {
@@ -83,11 +90,11 @@ func (s *Server) mintPortalSession(w http.ResponseWriter, r *http.Request, merch
 	if in.Branding != nil {
 		req.Branding = merchants.Branding{AccentColor: in.Branding.AccentColor, LogoURL: in.Branding.LogoURL}
 	}
-	token, sess, err := s.portalSessions.Issue(r.Context(), merchantID, req)
+	token, sess, err := h.issuer.Issue(r.Context(), merchantID, req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, portalSessionJSON{URL: s.portalURL(token), Token: token,
+	writeJSON(w, http.StatusCreated, portalSessionJSON{URL: h.portalURL(token), Token: token,
 		ExpiresAt: sess.ExpiresAt.UTC(), Capabilities: sess.Capabilities})
 	return nil
 }
@@ -95,17 +102,17 @@ func (s *Server) mintPortalSession(w http.ResponseWriter, r *http.Request, merch
 // portalURL is the link that opens the portal on a session. The token
 // travels in the fragment, which browsers never send to a server nor put
 // in a Referer.
-func (s *Server) portalURL(token string) string {
-	return strings.TrimRight(s.cfg.PublicURL, "/") + "/portal/#token=" + token
+func (h portalSessionHandlers) portalURL(token string) string {
+	return strings.TrimRight(h.publicURL, "/") + "/portal/#token=" + token
 }
 
-// currentPortalSession describes the caller: its session, or for an API
+// current describes the caller: its session, or for an API
 // key what its scopes grant, with no expiry.
-func (s *Server) currentPortalSession(w http.ResponseWriter, r *http.Request) error {
+func (h portalSessionHandlers) current(w http.ResponseWriter, r *http.Request) error {
 	p := principalOf(r.Context())
 	out := currentSessionJSON{MerchantID: p.Merchant.ID, Capabilities: p.Capabilities,
 		Branding:    brandingJSON{AccentColor: p.Merchant.PortalAccentColor, LogoURL: p.Merchant.PortalLogoURL},
-		Environment: publicEnvironment(s.cfg.Environment)}
+		Environment: publicEnvironment(h.environment)}
 	if p.Session != nil {
 		out.ExpiresAt = utcPtr(&p.Session.ExpiresAt)
 		// The session's own branding wins, field by field.
@@ -128,12 +135,12 @@ func publicEnvironment(env string) string {
 	return "sandbox"
 }
 
-// endPortalSession ends the calling session (sign out). A caller with an
+// end ends the calling session (sign out). A caller with an
 // API key has no session to end: nothing changes, and the answer is the
 // same 204, so that a sign-out is idempotent whatever the credential.
-func (s *Server) endPortalSession(w http.ResponseWriter, r *http.Request) error {
+func (h portalSessionHandlers) end(w http.ResponseWriter, r *http.Request) error {
 	if p := principalOf(r.Context()); p.Session != nil {
-		if err := s.store.RevokePortalSession(r.Context(), p.Merchant.ID, p.Session.ID); err != nil {
+		if err := h.store.RevokePortalSession(r.Context(), p.Merchant.ID, p.Session.ID); err != nil {
 			return err
 		}
 	}
@@ -141,14 +148,14 @@ func (s *Server) endPortalSession(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// endMerchantPortalSessions ends every live session of a merchant, for
+// endForMerchant ends every live session of a merchant, for
 // instance when a member of its staff leaves. Ending none is no error.
-func (s *Server) endMerchantPortalSessions(w http.ResponseWriter, r *http.Request) error {
+func (h portalSessionHandlers) endForMerchant(w http.ResponseWriter, r *http.Request) error {
 	id := pathParam(r, "id")
 	if err := merchants.CheckID("merchant_id", id); err != nil {
 		return err
 	}
-	if _, err := s.store.RevokeMerchantPortalSessions(r.Context(), id); err != nil {
+	if _, err := h.store.RevokeMerchantPortalSessions(r.Context(), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

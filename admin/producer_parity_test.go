@@ -114,17 +114,14 @@ func publishRefused(t *testing.T, p *producer.Producer, e producer.Event) *produ
 	if err != nil {
 		t.Fatalf("Publish: %v, neither accepted nor a *producer.Refused", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		refused, err := p.Refusal(ctx, e.ID)
+	if !eventually(10*time.Second, func() bool {
+		refused, err = p.Refusal(ctx, e.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if refused != nil {
-			return refused
-		}
-		time.Sleep(20 * time.Millisecond)
+		return refused != nil
+	}) {
+		t.Fatalf("the worker kept no refusal of %s within 10s", e.ID)
 	}
-	t.Fatalf("the worker kept no refusal of %s within 10s", e.ID)
-	return nil
+	return refused
 }

@@ -31,8 +31,8 @@ type rateLimit struct {
 // Redis key. It fails open: a Redis outage should not take the whole API
 // down with it, and Postgres is still guarded by its pool and by the bound
 // on rows a list reads (store.MaxRowsExamined).
-func (s *Server) apiRateLimit() rateLimit {
-	return rateLimit{name: "api", limit: s.cfg.APIRate, failOpen: true,
+func apiRateLimit(limit redis_rate.Limit) rateLimit {
+	return rateLimit{name: "api", limit: limit, failOpen: true,
 		owner: func(r *http.Request) string {
 			// A portal session spends its own budget, not the zero key's.
 			if p := principalOf(r.Context()); p.Session != nil {
@@ -46,9 +46,25 @@ func (s *Server) apiRateLimit() rateLimit {
 // closed: each test event is a request to a URL the merchant chose, and
 // deliveries wait for Redis anyway, so refusing one costs the merchant little
 // while letting a flood through would be sent on when Redis is back.
-func (s *Server) testEventRateLimit() rateLimit {
-	return rateLimit{name: "test_event", limit: s.cfg.TestEventRate, failOpen: false,
+func testEventRateLimit(limit redis_rate.Limit) rateLimit {
+	return rateLimit{name: "test_event", limit: limit, failOpen: false,
 		owner: func(r *http.Request) string { return principalOf(r.Context()).Merchant.ID }}
+}
+
+// rateLimiter is the middleware that spends a request's budget of one of
+// the two rate limits, kept in Redis. It is shared by the API's route
+// groups: the per-key limit wraps every authenticated public route, the
+// per-merchant one the routes that make webhookd call a merchant's URL.
+type rateLimiter struct {
+	respond responder
+	// limiter is nil without Redis: then nothing is limited.
+	limiter *redis_rate.Limiter
+	// errors counts requests whose rate limit Redis could not check.
+	errors *prometheus.CounterVec
+	// api is the limit of every authenticated request of the public API;
+	// testEvent that of each request that sends a merchant's endpoint
+	// something (send_test_event, an endpoint check).
+	api, testEvent rateLimit
 }
 
 // newLimiterErrors counts the requests for which Redis could not be asked.
@@ -69,35 +85,35 @@ func newLimiterErrors(reg prometheus.Registerer) (*prometheus.CounterVec, error)
 // limiterTimeout bounds one question to the limiter's Redis.
 const limiterTimeout = 250 * time.Millisecond
 
-// limitRate spends one unit of l's budget per request. Over the budget the
+// limit spends one unit of l's budget per request. Over the budget the
 // answer is 429 rate_limit_exceeded with Retry-After in whole seconds, at
 // least 1; every answer carries the RateLimit-Policy and RateLimit fields
 // (draft-ietf-httpapi-ratelimit-headers-11), one list member per limit.
-func (s *Server) limitRate(l rateLimit) func(http.Handler) http.Handler {
+func (rl rateLimiter) limit(l rateLimit) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		if s.limiter == nil || l.limit.Rate <= 0 {
+		if rl.limiter == nil || l.limit.Rate <= 0 {
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// A Redis that hangs must not hold every request for the
 			// client's full timeout before the limit fails open.
 			ctx, cancel := context.WithTimeout(r.Context(), limiterTimeout)
-			res, err := s.limiter.Allow(ctx, "webhookd:rl:"+l.name+":"+l.owner(r), l.limit)
+			res, err := rl.limiter.Allow(ctx, "webhookd:rl:"+l.name+":"+l.owner(r), l.limit)
 			cancel()
 			if err != nil {
-				s.limiterErrors.WithLabelValues(l.name).Inc()
+				rl.errors.WithLabelValues(l.name).Inc()
 				if !l.failOpen {
-					s.writeError(w, r, fmt.Errorf("%s rate limit: %w", l.name, err))
+					rl.respond.writeError(w, r, fmt.Errorf("%s rate limit: %w", l.name, err))
 					return
 				}
-				s.logger.WarnContext(r.Context(), "rate limit unchecked, request let through", "limit", l.name,
+				rl.respond.logger.WarnContext(r.Context(), "rate limit unchecked, request let through", "limit", l.name,
 					"correlation_id", correlationID(r.Context()), "error", err)
 				next.ServeHTTP(w, r)
 				return
 			}
 			setRateLimitFields(w.Header(), l.name, res)
 			if res.Allowed == 0 {
-				s.writeError(w, r, errRateLimited(wholeSeconds(res.RetryAfter)))
+				rl.respond.writeError(w, r, errRateLimited(wholeSeconds(res.RetryAfter)))
 				return
 			}
 			next.ServeHTTP(w, r)

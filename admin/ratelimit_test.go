@@ -42,6 +42,7 @@ func apiBudget(t *testing.T, r response) int {
 // answer is 429 rate_limit_exceeded in the surface's error format, with
 // Retry-After, and the refused request does nothing.
 func TestAPIRateLimitPerKey(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *admin.Config) { c.APIRate = redis_rate.PerMinute(3) })
 	key := h.merchant("m_rl")
 	list := request{Method: http.MethodGet, Path: "/v1/webhook_subscriptions", Key: key}
@@ -121,6 +122,7 @@ func (h *harness) subscriptionCount(merchant string) int {
 // the send_test_event limit refuses them (each would reach a merchant's URL
 // later, all at once).
 func TestRateLimitsWithoutRedis(t *testing.T) {
+	t.Parallel()
 	down := storetest.NewRedis(t)
 	opt, err := redis.ParseURL(down.URL())
 	if err != nil {
@@ -178,6 +180,7 @@ func gatheredCounter(t *testing.T, h *harness, name, limit string) float64 {
 // payload_too_large on the legacy routes (in their error shape) and on the
 // internal listener too, not only on /v1.
 func TestBodyLimitOnEverySurface(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *admin.Config) { c.MaxBodyBytes = 2048 })
 	key := h.merchant("m_big")
 	big := `{"url":"https://example.com/` + strings.Repeat("a", 4096) + `","events":["*"]}`
@@ -198,6 +201,7 @@ func TestBodyLimitOnEverySurface(t *testing.T) {
 // store.MaxRowsExamined rows per request; when they hold no match the page
 // is empty with has_more and a cursor, and the cursor reaches the match.
 func TestDeliveryListPageStopsAtRowsExamined(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m_scan")
 	sub := uuid.New()

@@ -18,6 +18,7 @@ import (
 // routes answer from it, and every write (creates, updates, deletes,
 // idempotency records, authentication's key lookups) leaves it untouched.
 func TestReadsGoToTheReadStore(t *testing.T) {
+	t.Parallel()
 	replica := storetest.NewStore(t)
 	// The replica holds its own subscription for m1, made through an API
 	// on the replica alone.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"reflect"
@@ -51,9 +52,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// responder renders every answer's error in the format of the request's
+// surface: one value, shared by the middleware and every handler group, so
+// that the error format is written once.
+type responder struct {
+	// logger receives the detail of every internal error (never sent).
+	logger *slog.Logger
+}
+
+// handlerFunc is a handler that returns its error for the responder to
+// render, rather than writing it itself.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
 // writeError renders err in the format of the request's surface.
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	e := asError(r.Context(), s.logger, err)
+func (rs responder) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := asError(r.Context(), rs.logger, err)
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
@@ -67,13 +80,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	})
 }
 
-// handle adapts a handler that returns an error: a non-nil error is rendered by writeError, in the format of the request's surface.
-func (s *Server) handle(h func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
+// handle adapts a handlerFunc: a non-nil error is rendered by writeError,
+// in the format of the request's surface.
+func (rs responder) handle(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			s.writeError(w, r, err)
+			rs.writeError(w, r, err)
 		}
 	}
+}
+
+// fail is a handler that always answers err.
+func (rs responder) fail(err *Error) http.HandlerFunc {
+	return rs.handle(func(http.ResponseWriter, *http.Request) error { return err })
 }
 
 // requestBody returns the body that the body middleware read (bounded).

@@ -171,6 +171,7 @@ func (n needles) addAPIKey(t *testing.T, name, key string) {
 // hide. A canary in an event's payload must be found, so the scan reads
 // what is stored.
 func TestNoSecretInTheDatabase(t *testing.T) {
+	t.Parallel()
 	h, a, b := newTenants(t)
 	n := needles{}
 	n.add("ingest token", testIngestToken, testIngestToken, []byte(testIngestToken))

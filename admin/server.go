@@ -11,12 +11,12 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/webhookd/webhookd/internal/catalogue"
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/sessions"
 	"github.com/webhookd/webhookd/internal/store"
@@ -24,7 +24,7 @@ import (
 )
 
 // Config is everything the HTTP surfaces need. cmd/webhookd fills every
-// field from the environment; New gives Now, Logger, CursorTTL and
+// field from the environment; New gives Clock, Logger, CursorTTL and
 // Versions a default when left zero (tests leave them so). The rules of a
 // published event, its payload limit included, are the Publisher's.
 type Config struct {
@@ -80,16 +80,16 @@ type Config struct {
 	// PublicURL is the public listener's external base URL; a portal
 	// session's link is PublicURL + "/portal/#token=…".
 	PublicURL string
-	// Checker runs endpoint checks (POST …/check); nil uses the Publisher
-	// when it is one (dispatcher.Dispatcher is).
+	// Checker runs endpoint checks (POST …/check; publish.Checker is
+	// one); nil on a server that sends no checks itself.
 	Checker EndpointChecker
 	// CursorTTL is how long a pagination cursor stays valid.
 	CursorTTL time.Duration
 	// KeyUsage notes when each API key authenticates a request and writes
 	// it in batches (cmd/webhookd runs it); nil records no last use.
 	KeyUsage *merchants.KeyUsage
-	// Now is the clock.
-	Now func() time.Time
+	// Clock is the engine's clock; nil is the system clock (clock.Or).
+	Clock clock.Clock
 	// SourceAddresses are the addresses deliveries leave from, as the
 	// operator declares them; GET /v1/webhook_source_addresses lists them.
 	SourceAddresses []netip.Prefix
@@ -101,38 +101,46 @@ type Config struct {
 	Portal http.Handler
 }
 
-// Server serves the HTTP surfaces.
+// defaultCursorTTL is how long a pagination cursor stays valid when
+// Config.CursorTTL is zero.
+const defaultCursorTTL = 24 * time.Hour
+
+// Server serves the HTTP surfaces. It holds one handler group per
+// resource family, each with only the dependencies it uses, and the
+// middleware they share; Public and Internal (routes.go) are the route
+// tables that put them together.
 type Server struct {
-	cfg   Config
-	store *store.Store
-	// reads is where the list and get routes read: the replica when there
-	// is one. They may lag Store (replication delay), which is why only
-	// routes that read what a client asks for, and nothing that decides
-	// a write, use it.
-	reads   *store.Store
-	logger  *slog.Logger
+	// The shared middleware and writers.
+	respond responder
+	rules   requestRules
 	metrics *httpMetrics
-	limiter *redis_rate.Limiter
-	// subscriptions applies the rules of subscriptions and makes their
-	// signing secrets; keys issues API keys; merchantSettings changes a
-	// merchant's settings.
-	subscriptions    *subscriptions.Registry
-	keys             *merchants.KeyIssuer
-	keyRing          *merchants.KeyRing
-	merchantSettings *merchants.SettingsUpdater
-	// portalSessions issues portal sessions; secrets reveals signing
-	// secrets.
-	portalSessions *sessions.Issuer
-	secrets        *subscriptions.SecretRevealer
-	// limiterErrors counts requests whose rate limit Redis could not check.
-	limiterErrors *prometheus.CounterVec
+	auth    authenticator
+	idem    idempotency
+	limits  rateLimiter
+
+	// The public listener's groups: the merchant API and the legacy
+	// routes.
+	documents      documentHandlers
+	subscriptions  subscriptionHandlers
+	endpoints      endpointHandlers
+	events         eventHandlers
+	deliveries     deliveryHandlers
+	portalSessions portalSessionHandlers
+	listen         listenHandlers
+	legacy         legacyHandlers
+	// portal serves the portal's pages at /portal/; nil serves none.
+	portal http.Handler
+
+	// The internal listener's groups (portalSessions serves there too).
+	internal internalHandlers
+	ingest   ingestHandlers
+	apiKeys  apiKeyHandlers
+	gatherer prometheus.Gatherer
 }
 
 // New builds a Server and registers its metrics.
 func New(cfg Config) (*Server, error) {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	clk := clock.Or(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -140,12 +148,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.ListenerGrace = 30 * time.Second
 	}
 	if cfg.CursorTTL == 0 {
-		cfg.CursorTTL = 24 * time.Hour
+		cfg.CursorTTL = defaultCursorTTL
 	}
 	if len(cfg.Versions) == 0 {
 		cfg.Versions = DefaultVersions()
 	}
-	m, err := newHTTPMetrics(cfg.Registerer)
+	metrics, err := newHTTPMetrics(cfg.Registerer, clk, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -153,100 +161,56 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, logger: cfg.Logger, metrics: m, limiterErrors: limiterErrors,
-		subscriptions: subscriptions.NewRegistry(cfg.Store, cfg.MasterKey, subscriptions.Rules{
-			EventTypes: cfg.EventTypes, AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
-			MaxSubscriptions: cfg.MaxSubscriptions,
-		}),
-		keys:             merchants.NewKeyIssuer(cfg.Store, cfg.Environment, cfg.Versions.Latest()),
-		keyRing:          merchants.NewKeyRing(cfg.Store),
-		merchantSettings: merchants.NewSettingsUpdater(cfg.Store, cfg.Versions, cfg.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets)),
-		portalSessions:   sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
-		secrets:          subscriptions.NewSecretRevealer(cfg.Store, cfg.MasterKey, cfg.Now),
+	// reads is where the list and get routes read: the replica when there
+	// is one. They may lag Store (replication delay), which is why only
+	// routes that read what a client asks for, and nothing that decides
+	// a write, use it.
+	reads := cfg.ReadStore
+	if reads == nil {
+		reads = cfg.Store
 	}
-	s.reads = cfg.ReadStore
-	if s.reads == nil {
-		s.reads = cfg.Store
-	}
-	if s.cfg.Checker == nil {
-		s.cfg.Checker, _ = cfg.Publisher.(EndpointChecker)
-	}
+	checker := cfg.Checker
+	var limiter *redis_rate.Limiter
 	if cfg.Redis != nil {
-		s.limiter = redis_rate.NewLimiter(cfg.Redis)
+		limiter = redis_rate.NewLimiter(cfg.Redis)
 	}
-	return s, nil
-}
-
-// Public is the handler of the public listener: /v1 and the legacy routes.
-func (s *Server) Public() http.Handler {
-	r := chi.NewRouter()
-	r.Use(s.correlate, s.instrument)
-	r.NotFound(s.fail(errNotFound))
-	r.MethodNotAllowed(s.fail(errMethodNotAllowed))
-
-	r.Route("/v1", func(r chi.Router) {
-		// The version comes first so that every /v1 answer, errors
-		// included, carries api-version (spec 9.3).
-		r.Use(s.requestedVersion, s.requireHTTPS, s.limitBody)
-		r.NotFound(s.fail(errNotFound))
-		r.MethodNotAllowed(s.fail(errMethodNotAllowed))
-		r.Get("/api_versions", s.listVersions)
-		r.Get("/openapi.json", s.openAPI)
-		r.Get("/webhook_source_addresses", s.listSourceAddresses)
-		r.Group(func(r chi.Router) {
-			// The rate limit comes before the idempotency claim, so that a
-			// refused request writes nothing and leaves its key unused.
-			r.Use(s.authenticate(bearerKey), s.limitRate(s.apiRateLimit()), s.idempotent(true))
-			s.subscriptionRoutes(r)
-			s.testEventRoutes(r)
-			s.eventRoutes(r)
-			s.deliveryRoutes(r)
-			s.portalSessionRoutes(r)
-			s.eventTypeRoutes(r)
-			s.endpointRoutes(r)
-			s.listenRoutes(r)
-			s.triggerRoutes(r)
-		})
+	registry := subscriptions.NewRegistry(cfg.Store, cfg.MasterKey, subscriptions.Rules{
+		EventTypes: cfg.EventTypes, AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
+		MaxSubscriptions: cfg.MaxSubscriptions,
 	})
-	r.Route("/api/service/webhook-subscription", func(r chi.Router) {
-		r.Use(markLegacy, s.requireHTTPS, s.limitBody)
-		r.NotFound(s.fail(errNotFound))
-		r.MethodNotAllowed(s.fail(errMethodNotAllowed))
-		r.Use(s.authenticate(serviceKey), s.limitRate(s.apiRateLimit()), s.idempotent(false))
-		s.legacyRoutes(r)
-	})
-	if s.cfg.Portal != nil {
-		s.portalRoutes(r)
-	}
-	return r
-}
+	respond := responder{logger: cfg.Logger}
+	pages := pager{masterKey: cfg.MasterKey, cursorTTL: cfg.CursorTTL, clock: clk}
+	changes := subscriptionChanges{registry: registry, store: cfg.Store, work: cfg.Publisher, logger: cfg.Logger}
+	return &Server{
+		respond: respond,
+		rules: requestRules{respond: respond, requireTLS: cfg.RequireHTTPS, trustedProxies: cfg.TrustedProxies,
+			maxBodyBytes: cfg.MaxBodyBytes, versions: cfg.Versions, clock: clk, ingestToken: cfg.IngestToken},
+		metrics: metrics,
+		auth: authenticator{respond: respond, store: cfg.Store, environment: cfg.Environment, keyUsage: cfg.KeyUsage,
+			versions: cfg.Versions, clock: clk},
+		idem: idempotency{respond: respond, store: cfg.Store, masterKey: cfg.MasterKey},
+		limits: rateLimiter{respond: respond, limiter: limiter, errors: limiterErrors,
+			api: apiRateLimit(cfg.APIRate), testEvent: testEventRateLimit(cfg.TestEventRate)},
 
-// Internal is the handler of the internal listener.
-func (s *Server) Internal() http.Handler {
-	r := chi.NewRouter()
-	r.Use(s.correlate, s.instrument, s.limitBody)
-	r.NotFound(s.fail(errNotFound))
-	r.MethodNotAllowed(s.fail(errMethodNotAllowed))
-	r.Get("/healthz", healthz)
-	r.Get("/readyz", s.readyz)
-	r.Handle("/metrics", s.metricsHandler())
-	// The document needs no token, like the public one (openapi.go); the
-	// static route wins over the /internal/v1 mount below.
-	r.Get("/internal/v1/openapi.json", s.openAPIInternal)
-	// Profiles for the benchmark and for incidents; the same token as the
-	// internal API, since a profile shows the process's inner workings.
-	r.With(s.requireIngestToken).Mount("/debug", middleware.Profiler())
-	r.Route("/internal/v1", func(r chi.Router) {
-		r.Use(s.requireIngestToken)
-		r.Put("/merchants/{id}", s.handle(s.putMerchant))
-		s.apiKeyRoutes(r)
-		s.internalPortalSessionRoutes(r)
-		s.ingestRoutes(r)
-	})
-	return r
-}
+		documents:     documentHandlers{versions: cfg.Versions, sourceAddresses: cfg.SourceAddresses},
+		subscriptions: subscriptionHandlers{changes: changes, reads: reads, pages: pages},
+		endpoints: endpointHandlers{secrets: subscriptions.NewSecretRevealer(cfg.Store, cfg.MasterKey, clk.Now),
+			reads: reads, checker: checker, clock: clk},
+		events: eventHandlers{reads: reads, pages: pages, types: catalogue.New(cfg.EventTypes),
+			publisher: cfg.Publisher, environment: cfg.Environment},
+		deliveries: deliveryHandlers{reads: reads, pages: pages, actions: cfg.Publisher, clock: clk},
+		portalSessions: portalSessionHandlers{issuer: sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
+			store: cfg.Store, environment: cfg.Environment, publicURL: cfg.PublicURL},
+		listen: listenHandlers{registry: registry, store: cfg.Store, redis: cfg.Redis, grace: cfg.ListenerGrace,
+			clock: clk, logger: cfg.Logger},
+		legacy: legacyHandlers{changes: changes},
+		portal: cfg.Portal,
 
-// fail is a handler that always answers err.
-func (s *Server) fail(err *Error) http.HandlerFunc {
-	return s.handle(func(http.ResponseWriter, *http.Request) error { return err })
+		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis,
+			settings: merchants.NewSettingsUpdater(cfg.Store, cfg.Versions, clk.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets))},
+		ingest: ingestHandlers{publisher: cfg.Publisher},
+		apiKeys: apiKeyHandlers{issuer: merchants.NewKeyIssuer(cfg.Store, cfg.Environment, cfg.Versions.Latest()),
+			ring: merchants.NewKeyRing(cfg.Store), store: cfg.Store, redis: cfg.Redis, pages: pages, logger: cfg.Logger},
+		gatherer: cfg.Gatherer,
+	}, nil
 }

@@ -10,8 +10,8 @@ import (
 // (WEBHOOKD_SOURCE_ADDRESSES), for receivers that allow-list their
 // callers. It needs no key: it is the same for every merchant, and a
 // receiver's operator may need it before holding one.
-func (s *Server) listSourceAddresses(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"data": sourceAddressList(s.cfg.SourceAddresses)})
+func (d documentHandlers) listSourceAddresses(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"data": sourceAddressList(d.sourceAddresses)})
 }
 
 // sourceAddressList renders prefixes in CIDR notation, never null.

@@ -13,6 +13,7 @@ import (
 // TestWebhookSourceAddresses lists the declared addresses without a key,
 // in CIDR notation, and an empty list (never null) when none is declared.
 func TestWebhookSourceAddresses(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		declared []netip.Prefix

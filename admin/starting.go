@@ -18,11 +18,11 @@ var errStarting = errUpstream("webhookd is starting and cannot reach Postgres ye
 // upstream_error. A probe meanwhile sees a process that is starting, not a
 // closed port, which an orchestrator would take for a crash.
 func Starting(logger *slog.Logger) http.Handler {
-	s := &Server{logger: logger}
+	respond := responder{logger: logger}
 	r := chi.NewRouter()
-	r.Use(s.correlate)
-	r.NotFound(s.fail(errStarting))
-	r.MethodNotAllowed(s.fail(errStarting))
+	r.Use(correlate)
+	r.NotFound(respond.fail(errStarting))
+	r.MethodNotAllowed(respond.fail(errStarting))
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"postgres": "unavailable", "redis": "unchecked"})

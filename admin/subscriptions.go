@@ -1,28 +1,27 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/internal/sessions"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
-// subscriptionRoutes are the /v1/webhook_subscriptions routes. Their
-// send_test_event sibling lives with the delivery pipeline's routes.
-func (s *Server) subscriptionRoutes(r chi.Router) {
-	read, manage := s.requireCapability(sessions.View), s.requireCapability(sessions.ManageEndpoints)
-	r.With(manage).Post("/webhook_subscriptions", s.handle(s.createSubscriptionV1))
-	r.With(read).Get("/webhook_subscriptions", s.handle(s.listSubscriptions))
-	r.With(read).Get("/webhook_subscriptions/{id}", s.handle(s.getSubscription))
-	r.With(manage).Post("/webhook_subscriptions/{id}", s.handle(s.updateSubscriptionV1))
-	r.With(manage).Delete("/webhook_subscriptions/{id}", s.handle(s.deleteSubscription))
-	r.With(manage).Post("/webhook_subscriptions/{id}/rotate_secret", s.handle(s.rotateSecret))
+// subscriptionHandlers serve /v1/webhook_subscriptions: create, list,
+// read, update, delete and rotate a merchant's subscriptions. They are
+// separate from the legacy routes, which change the same subscriptions
+// through the same subscriptionChanges but answer camelCase, and from the
+// endpoint routes, which read secrets and health and need the checker.
+type subscriptionHandlers struct {
+	changes subscriptionChanges
+	// reads is where list and get read (the replica when there is one).
+	reads *store.Store
+	pages pager
 }
 
 // subscriptionJSON is the Banking resource (DESIGN.md "Resources").
@@ -53,6 +52,7 @@ type healthJSON struct {
 	LastFailureAt       *time.Time `json:"last_failure_at"`
 }
 
+// subscriptionView is the Banking resource, headers left out (see view).
 func subscriptionView(sub store.Subscription) subscriptionJSON {
 	rateLimit, ordering := controlsView(sub)
 	return subscriptionJSON{
@@ -65,6 +65,13 @@ func subscriptionView(sub store.Subscription) subscriptionJSON {
 		},
 		CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(), Filter: sub.Filter,
 	}
+}
+
+// view is the Banking resource with its headers masked.
+func (h subscriptionHandlers) view(ctx context.Context, sub store.Subscription) subscriptionJSON {
+	v := subscriptionView(sub)
+	v.Headers = h.changes.maskedHeaders(ctx, sub)
+	return v
 }
 
 // subscriptionInput is the body of create, and the fields of update. Both
@@ -142,23 +149,25 @@ func (p subscriptionPatch) change() subscriptions.Change {
 		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value}
 }
 
-func (s *Server) createSubscriptionV1(w http.ResponseWriter, r *http.Request) error {
+// create answers 201 with the new subscription and, this once, its secret.
+func (h subscriptionHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	var in subscriptionInput
 	if err := decodeJSON(r, &in); err != nil {
 		return err
 	}
-	sub, secret, err := s.subscriptions.Create(r.Context(), principalOf(r.Context()).Merchant.ID, in.draft())
+	sub, secret, err := h.changes.registry.Create(r.Context(), principalOf(r.Context()).Merchant.ID, in.draft())
 	if err != nil {
 		return err
 	}
-	v := s.subscriptionView(r.Context(), sub)
+	v := h.view(r.Context(), sub)
 	v.Secret = secret
 	writeJSON(w, http.StatusCreated, v)
 	return nil
 }
 
-func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.listPage(r, "status")
+// list answers a page of the merchant's subscriptions, newest first.
+func (h subscriptionHandlers) list(w http.ResponseWriter, r *http.Request) error {
+	p, err := h.pages.listPage(r, "status")
 	if err != nil {
 		return err
 	}
@@ -168,30 +177,32 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error
 			return err
 		}
 	}
-	subs, err := s.reads.ListSubscriptions(r.Context(), principalOf(r.Context()).Merchant.ID, store.SubscriptionFilter{Status: store.SubscriptionStatus(status)}, p)
+	subs, err := h.reads.ListSubscriptions(r.Context(), principalOf(r.Context()).Merchant.ID, store.SubscriptionFilter{Status: store.SubscriptionStatus(status)}, p)
 	if err != nil {
 		return err
 	}
-	writeList(s, w, r, p, subs, nil, func(sub store.Subscription) store.Cursor {
+	writeList(h.pages, w, r, p, subs, nil, func(sub store.Subscription) store.Cursor {
 		return store.Cursor{CreatedAt: sub.CreatedAt, ID: sub.ID.String()}
-	}, func(sub store.Subscription) subscriptionJSON { return s.subscriptionView(r.Context(), sub) })
+	}, func(sub store.Subscription) subscriptionJSON { return h.view(r.Context(), sub) })
 	return nil
 }
 
-func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) error {
+// get answers one subscription.
+func (h subscriptionHandlers) get(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	sub, err := s.reads.GetSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id)
+	sub, err := h.reads.GetSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.subscriptionView(r.Context(), sub))
+	writeJSON(w, http.StatusOK, h.view(r.Context(), sub))
 	return nil
 }
 
-func (s *Server) updateSubscriptionV1(w http.ResponseWriter, r *http.Request) error {
+// update changes the fields the body names.
+func (h subscriptionHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
@@ -200,51 +211,30 @@ func (s *Server) updateSubscriptionV1(w http.ResponseWriter, r *http.Request) er
 	if err := decodeJSON(r, &p); err != nil {
 		return err
 	}
-	sub, err := s.subscriptions.Update(r.Context(), principalOf(r.Context()).Merchant.ID, id, p.change())
+	sub, err := h.changes.update(r.Context(), principalOf(r.Context()).Merchant.ID, id, p.change())
 	if err != nil {
 		return err
 	}
-	s.dropIfDisabled(r, sub)
-	writeJSON(w, http.StatusOK, s.subscriptionView(r.Context(), sub))
+	writeJSON(w, http.StatusOK, h.view(r.Context(), sub))
 	return nil
 }
 
-// dropIfDisabled ends the waiting work of a subscription an update left
-// disabled: its parked attempts would otherwise come up one by one only to
-// be abandoned.
-func (s *Server) dropIfDisabled(r *http.Request, sub store.Subscription) {
-	if sub.Status == store.SubscriptionDisabled {
-		s.dropWork(r, sub.ID)
-	}
-}
-
-// dropWork is Publisher.DropSubscription after a change the merchant made;
-// a failure is only logged.
-func (s *Server) dropWork(r *http.Request, id uuid.UUID) {
-	if s.cfg.Publisher == nil {
-		return // a server without the delivery pipeline (tests of the API alone)
-	}
-	if err := s.cfg.Publisher.DropSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id); err != nil {
-		s.logger.WarnContext(r.Context(), "drop the waiting work of a deleted or disabled subscription", "subscription_id", id, "error", err)
-	}
-}
-
-func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) error {
+// delete deletes a subscription and drops its waiting work.
+func (h subscriptionHandlers) delete(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteSubscription(r.Context(), principalOf(r.Context()).Merchant.ID, id); err != nil {
+	if err := h.changes.delete(r.Context(), principalOf(r.Context()).Merchant.ID, id); err != nil {
 		return err
 	}
-	s.dropWork(r, id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 // rotateSecret makes a new current secret and answers the subscription with
 // it; the previous secret keeps signing for signer.RotationOverlap.
-func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
+func (h subscriptionHandlers) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
@@ -252,11 +242,11 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeNoFields(r); err != nil {
 		return err
 	}
-	sub, secret, err := s.subscriptions.RotateSecret(r.Context(), principalOf(r.Context()).Merchant.ID, id)
+	sub, secret, err := h.changes.registry.RotateSecret(r.Context(), principalOf(r.Context()).Merchant.ID, id)
 	if err != nil {
 		return err
 	}
-	v := s.subscriptionView(r.Context(), sub)
+	v := h.view(r.Context(), sub)
 	v.Secret = secret
 	writeJSON(w, http.StatusOK, v)
 	return nil

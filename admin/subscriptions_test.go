@@ -67,6 +67,7 @@ func hookBody(url string, events ...string) map[string]any {
 }
 
 func TestSubscriptionLifecycle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, strict)
 	key := h.merchant("m1")
 	created := h.createSubscription(key, map[string]any{
@@ -147,6 +148,7 @@ type listPage struct {
 }
 
 func TestSubscriptionPagination(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m1")
 	other := h.merchant("m2")
@@ -243,6 +245,7 @@ func forge(cursor string) string {
 }
 
 func TestSubscriptionValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, strict)
 	key := h.merchant("m1")
 	long := func(n int) string { return strings.Repeat("a", n) }
@@ -347,6 +350,7 @@ func TestSubscriptionValidation(t *testing.T) {
 }
 
 func TestSubscriptionDevelopmentTargets(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t) // the harness allows http and private targets
 	key := h.merchant("m1")
 	sub := h.createSubscription(key, hookBody("http://127.0.0.1:9999/hooks"))
@@ -362,6 +366,7 @@ func TestSubscriptionDevelopmentTargets(t *testing.T) {
 }
 
 func TestSubscriptionIdempotentCreate(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m1")
 	idem := map[string]string{"Idempotency-Key": uuid.NewString()}
@@ -441,6 +446,7 @@ func verifies(t *testing.T, secret string, body []byte, h http.Header) bool {
 }
 
 func TestRotateSecretSeenFromOutside(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m1")
 	sub := h.createSubscription(key, hookBody("https://example.com/hooks"))
@@ -498,6 +504,7 @@ func TestRotateSecretSeenFromOutside(t *testing.T) {
 }
 
 func TestSubscriptionCrossMerchant(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	owner, stranger := h.merchant("m1"), h.merchant("m2")
 	sub := h.createSubscription(owner, hookBody("https://example.com/hooks"))
@@ -526,6 +533,7 @@ func TestSubscriptionCrossMerchant(t *testing.T) {
 }
 
 func TestSubscriptionSecretAtRest(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m1")
 	sub := h.createSubscription(key, hookBody("https://example.com/hooks"))
@@ -561,6 +569,7 @@ func TestSubscriptionSecretAtRest(t *testing.T) {
 }
 
 func TestSubscriptionScopes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	full := h.merchant("m1")
 	sub := h.createSubscription(full, hookBody("https://example.com/hooks"))
@@ -597,6 +606,7 @@ func TestSubscriptionScopes(t *testing.T) {
 }
 
 func TestSubscriptionSecretNotCachedInClear(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	key := h.merchant("m1")
 	idem := map[string]string{"Idempotency-Key": uuid.NewString()}

@@ -437,6 +437,7 @@ func (tw twin) walkPublic(owner tenant, fn func(route string, rc routeCase, c ca
 // they were and the pipeline was asked for nothing. A's own key on the
 // same calls succeeds, so each refusal is about the tenant.
 func TestTenantIsolation(t *testing.T) {
+	t.Parallel()
 	h, a, b := newTenants(t)
 	tw := h.twin()
 	tw.coversPublic()
@@ -559,6 +560,7 @@ func (tw twin) expectOwnerCall(c call, key string) {
 // key of the server's environment passes on the same calls. The public
 // routes (api_versions, openapi.json) answer without a key on both.
 func TestKeysOfTheOtherEnvironment(t *testing.T) {
+	t.Parallel()
 	h, a, _ := newTenants(t)
 	issue := func(env, prefix string) string {
 		key, err := merchants.NewAPIKey(env)
@@ -684,6 +686,7 @@ var internalRoutes = map[string]internalRoute{
 // token is configured; the right token gets a valid call past the guard.
 // Only the probes and the metrics are open.
 func TestInternalTokenOnEveryRoute(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t).twin()
 	none := h.twin(func(c *admin.Config) { c.IngestToken = "" })
 	var patterns []string

@@ -42,6 +42,7 @@ type textCase struct {
 // fan-out's jsonb cast, which fails the statement. Every route that reads
 // a body must have a case.
 func TestTextPostgresCannotStore(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withIngestPipeline(t))
 	key := h.merchant("m_text")
 	created := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key,
@@ -202,6 +203,7 @@ func TestTextPostgresCannotStore(t *testing.T) {
 // kept exactly: an escaped backslash before u0000, a surrogate pair, the
 // replacement character itself.
 func TestTextPostgresCanStore(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withIngestPipeline(t))
 	key := h.merchant("m_text")
 	created := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key,

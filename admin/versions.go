@@ -99,21 +99,22 @@ type versionEntry struct {
 	SunsetAt     *time.Time `json:"sunset_at"`
 }
 
-func (s *Server) listVersions(w http.ResponseWriter, r *http.Request) {
-	latest := s.cfg.Versions.Latest()
-	data := make([]versionEntry, 0, len(s.cfg.Versions))
-	for _, v := range s.cfg.Versions {
+// listVersions answers GET /v1/api_versions: the catalogue, oldest first.
+func (d documentHandlers) listVersions(w http.ResponseWriter, _ *http.Request) {
+	latest := d.versions.Latest()
+	data := make([]versionEntry, 0, len(d.versions))
+	for _, v := range d.versions {
 		data = append(data, versionEntry{Name: v.Name, ReleasedAt: v.ReleasedAt.UTC(), IsLatest: v.Name == latest,
 			DeprecatedAt: utcPtr(v.DeprecatedAt), SunsetAt: utcPtr(v.SunsetAt)})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": data})
 }
 
-// setVersionHeaders echoes the resolved version, with the Deprecation and
+// setHeaders echoes the resolved version, with the Deprecation and
 // Sunset headers of spec 9.5 when it is deprecated.
-func (s *Server) setVersionHeaders(w http.ResponseWriter, name string) {
+func (vs Versions) setHeaders(w http.ResponseWriter, name string) {
 	w.Header().Set("api-version", name)
-	v, ok := s.cfg.Versions.Lookup(name)
+	v, ok := vs.Lookup(name)
 	if !ok || v.DeprecatedAt == nil {
 		return
 	}
@@ -124,6 +125,7 @@ func (s *Server) setVersionHeaders(w http.ResponseWriter, name string) {
 	}
 }
 
+// utcPtr is *t in UTC, or nil.
 func utcPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil

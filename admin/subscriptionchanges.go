@@ -1,0 +1,87 @@
+package admin
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/subscriptions"
+)
+
+// subscriptionDeleter deletes a merchant's subscription.
+type subscriptionDeleter interface {
+	// DeleteSubscription is store.ErrNotFound for a stranger's or a
+	// missing subscription.
+	DeleteSubscription(ctx context.Context, merchantID string, id uuid.UUID) error
+}
+
+// workDropper ends the waiting work of a subscription (the Publisher is
+// one).
+type workDropper interface {
+	DropSubscription(ctx context.Context, merchantID string, subscriptionID uuid.UUID) error
+}
+
+// subscriptionChanges is what both subscription surfaces, /v1 and the
+// legacy routes, do to a merchant's subscriptions beyond their JSON: the
+// registry's rules, dropping the waiting work of a subscription deleted or
+// disabled, and masking headers. Written once here, so that a subscription
+// changed on one surface is changed exactly as on the other.
+type subscriptionChanges struct {
+	// registry applies the rules of subscriptions and makes their
+	// signing secrets.
+	registry *subscriptions.Registry
+	store    subscriptionDeleter
+	// work is nil on a server without the delivery pipeline (tests of
+	// the API alone).
+	work   workDropper
+	logger *slog.Logger
+}
+
+// update applies change and, when it leaves the subscription disabled,
+// ends its waiting work: its parked attempts would otherwise come up one
+// by one only to be abandoned.
+func (c subscriptionChanges) update(ctx context.Context, merchantID string, id uuid.UUID, change subscriptions.Change) (store.Subscription, error) {
+	sub, err := c.registry.Update(ctx, merchantID, id, change)
+	if err != nil {
+		return sub, err
+	}
+	if sub.Status == store.SubscriptionDisabled {
+		c.dropWork(ctx, merchantID, sub.ID)
+	}
+	return sub, nil
+}
+
+// delete deletes the subscription and ends its waiting work.
+func (c subscriptionChanges) delete(ctx context.Context, merchantID string, id uuid.UUID) error {
+	if err := c.store.DeleteSubscription(ctx, merchantID, id); err != nil {
+		return err
+	}
+	c.dropWork(ctx, merchantID, id)
+	return nil
+}
+
+// dropWork is DropSubscription after a change the merchant made; a
+// failure is only logged: each attempt then ends when it comes up.
+func (c subscriptionChanges) dropWork(ctx context.Context, merchantID string, id uuid.UUID) {
+	if c.work == nil {
+		return
+	}
+	if err := c.work.DropSubscription(ctx, merchantID, id); err != nil {
+		c.logger.WarnContext(ctx, "drop the waiting work of a deleted or disabled subscription", "subscription_id", id, "error", err)
+	}
+}
+
+// maskedHeaders shows a subscription's header names with masked values,
+// or nil when it has none. Headers that cannot be opened (a master key
+// changed without re-sealing) are logged, without their values, and shown
+// as none rather than failing the read of the rest of the subscription.
+func (c subscriptionChanges) maskedHeaders(ctx context.Context, sub store.Subscription) map[string]string {
+	h, err := c.registry.MaskedHeaders(sub)
+	if err != nil {
+		c.logger.ErrorContext(ctx, "open subscription headers", "subscription_id", sub.ID, "error", err)
+		return nil
+	}
+	return h
+}
