@@ -32,6 +32,11 @@ type Batcher[Req, Res any] struct {
 	stop  chan struct{}
 	once  sync.Once
 	done  sync.WaitGroup
+	// sending is held (read) by every enqueue and taken (write) by Close
+	// before it stops the writer, so that no request enters the queue
+	// after the writer's last drain: it would wait for ever.
+	sending sync.RWMutex
+	closed  bool
 }
 
 type batchRequest[Req, Res any] struct {
@@ -61,20 +66,31 @@ func New[Req, Res any](write func(context.Context, []Req) ([]Res, []error, error
 // acknowledges its task only after its record is durable.
 func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	r := batchRequest[Req, Res]{req: req, result: make(chan batchResult[Res], 1)}
-	select {
-	case b.queue <- r:
-	case <-b.stop:
+	if err := b.enqueue(ctx, r); err != nil {
 		var zero Res
-		return zero, ErrClosed
-	case <-ctx.Done():
-		var zero Res
-		return zero, ctx.Err()
+		return zero, err
 	}
 	out := <-r.result
 	return out.res, out.err
 }
 
-// DoAll is do for several requests, queued in their order without waiting
+// enqueue queues r unless the Batcher is closed (ErrClosed) or ctx ends
+// first (ctx's error).
+func (b *Batcher[Req, Res]) enqueue(ctx context.Context, r batchRequest[Req, Res]) error {
+	b.sending.RLock()
+	defer b.sending.RUnlock()
+	if b.closed {
+		return ErrClosed
+	}
+	select {
+	case b.queue <- r:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// DoAll is Do for several requests, queued in their order without waiting
 // for one another, so that they share a batch (or follow one another in
 // consecutive ones). It returns one result and one error per request; a
 // request ctx ended before it was queued gets ctx's error, and those
@@ -85,14 +101,9 @@ func (b *Batcher[Req, Res]) DoAll(ctx context.Context, reqs []Req) ([]Res, []err
 	queued := make([]chan batchResult[Res], 0, len(reqs))
 	for i, req := range reqs {
 		r := batchRequest[Req, Res]{req: req, result: make(chan batchResult[Res], 1)}
-		select {
-		case b.queue <- r:
+		if errs[i] = b.enqueue(ctx, r); errs[i] == nil {
 			queued = append(queued, r.result)
 			continue
-		case <-b.stop:
-			errs[i] = ErrClosed
-		case <-ctx.Done():
-			errs[i] = ctx.Err()
 		}
 		for j := i + 1; j < len(reqs); j++ {
 			errs[j] = errs[i]
@@ -108,7 +119,12 @@ func (b *Batcher[Req, Res]) DoAll(ctx context.Context, reqs []Req) ([]Res, []err
 
 // Close stops accepting requests, writes what is queued and returns.
 func (b *Batcher[Req, Res]) Close() {
-	b.once.Do(func() { close(b.stop) })
+	b.once.Do(func() {
+		b.sending.Lock()
+		b.closed = true
+		b.sending.Unlock()
+		close(b.stop)
+	})
 	b.done.Wait()
 }
 
