@@ -166,9 +166,13 @@ func TestHangingReceiverNeverAnswers(t *testing.T) {
 		_, err := post(t, &http.Client{Timeout: 30 * time.Second}, rcv.endpoints[0].url, uuid.NewString(), time.Now(), body, key)
 		done <- err
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for rcv.counts().Unknown < 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	// Wait until the endpoint holds it: its arrival is counted before the
+	// hold, and the counters are the only state the receivers show, so
+	// this polls them.
+	for deadline := time.Now().Add(5 * time.Second); rcv.counts().Unknown < 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the held request never reached the hanging endpoint")
+		}
 	}
 	rcv.close()
 	select {

@@ -162,23 +162,18 @@ func (tb *tab) open(url string) {
 // see waits until every text is visible on the page.
 func (tb *tab) see(texts ...string) {
 	tb.t.Helper()
-	deadline := time.Now().Add(stepTimeout)
-	for {
-		page := tb.text()
-		missing := ""
+	var page, missing string
+	if !eventually(stepTimeout, func() bool {
+		page, missing = tb.text(), ""
 		for _, s := range texts {
 			if !strings.Contains(page, s) {
 				missing = s
 				break
 			}
 		}
-		if missing == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.t.Fatalf("browser: %q is not on the page; page text:\n%s", missing, page)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return missing == ""
+	}) {
+		tb.t.Fatalf("browser: %q is not on the page; page text:\n%s", missing, page)
 	}
 }
 
@@ -212,28 +207,20 @@ func (tb *tab) clickIn(scope, label string) {
 	tb.t.Helper()
 	// The page may redraw the element between finding and clicking it
 	// (a list that reloads): then find it again.
-	deadline := time.Now().Add(stepTimeout)
-	for {
-		err := tb.try(chromedp.Click(clickable(scope, label), chromedp.NodeVisible))
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.t.Fatalf("browser: click %q: %v\npage text:\n%s", label, err, tb.text())
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	if !eventually(stepTimeout, func() bool {
+		err = tb.try(chromedp.Click(clickable(scope, label), chromedp.NodeVisible))
+		return err == nil
+	}) {
+		tb.t.Fatalf("browser: click %q: %v\npage text:\n%s", label, err, tb.text())
 	}
 }
 
 // gone waits until the XPath matches nothing a person can see.
 func (tb *tab) gone(xpath string) {
 	tb.t.Helper()
-	deadline := time.Now().Add(stepTimeout)
-	for tb.present(xpath) {
-		if time.Now().After(deadline) {
-			tb.t.Fatalf("browser: %s is still on the page; page text:\n%s", xpath, tb.text())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !eventually(stepTimeout, func() bool { return !tb.present(xpath) }) {
+		tb.t.Fatalf("browser: %s is still on the page; page text:\n%s", xpath, tb.text())
 	}
 }
 
@@ -271,9 +258,8 @@ func (tb *tab) clearField(label string) {
 func (tb *tab) setField(label, value string) {
 	tb.t.Helper()
 	xpath := string(field(label))
-	deadline := time.Now().Add(stepTimeout)
-	for {
-		set := eval[bool](tb, `(() => {
+	if !eventually(stepTimeout, func() bool {
+		return eval[bool](tb, `(() => {
 			const r = document.evaluate(`+jsString(xpath)+`, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
 			for (let i = 0; i < r.snapshotLength; i++) {
 				const el = r.snapshotItem(i);
@@ -285,13 +271,8 @@ func (tb *tab) setField(label, value string) {
 			}
 			return false;
 		})()`)
-		if set {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.t.Fatalf("browser: no field a person can see is labelled %q; page text:\n%s", label, tb.text())
-		}
-		time.Sleep(50 * time.Millisecond)
+	}) {
+		tb.t.Fatalf("browser: no field a person can see is labelled %q; page text:\n%s", label, tb.text())
 	}
 }
 
@@ -301,9 +282,9 @@ func (tb *tab) setField(label, value string) {
 // read it after a redraw replaced it, and answer nothing.
 func (tb *tab) textOf(xpath string) string {
 	tb.t.Helper()
-	deadline := time.Now().Add(stepTimeout)
-	for {
-		s := eval[*string](tb, `(() => {
+	var s *string
+	if !eventually(stepTimeout, func() bool {
+		s = eval[*string](tb, `(() => {
 			const r = document.evaluate(`+jsString(xpath)+`, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
 			for (let i = 0; i < r.snapshotLength; i++) {
 				const el = r.snapshotItem(i);
@@ -311,14 +292,11 @@ func (tb *tab) textOf(xpath string) string {
 			}
 			return null;
 		})()`)
-		if s != nil {
-			return strings.TrimSpace(*s)
-		}
-		if time.Now().After(deadline) {
-			tb.t.Fatalf("browser: nothing a person can see matches %s; page text:\n%s", xpath, tb.text())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return s != nil
+	}) {
+		tb.t.Fatalf("browser: nothing a person can see matches %s; page text:\n%s", xpath, tb.text())
 	}
+	return strings.TrimSpace(*s)
 }
 
 // eval runs a script in the page, waits for the promise it may answer, and
@@ -329,19 +307,24 @@ func eval[T any](tb *tab, script string) T {
 }
 
 // until clicks the button labelled label inside scope (a "Refresh"
-// button) until the XPath want matches a visible element.
+// button) until the XPath want matches a visible element. It clicks at most
+// every refreshEvery: each click reloads and redraws the list, and a list
+// redrawn at every look might never be seen whole.
 func (tb *tab) until(scope, label, want string) {
 	tb.t.Helper()
-	deadline := time.Now().Add(stepTimeout)
-	for {
+	const refreshEvery = 100 * time.Millisecond
+	var clicked time.Time
+	if !eventually(stepTimeout, func() bool {
 		if tb.present(want) {
-			return
+			return true
 		}
-		if time.Now().After(deadline) {
-			tb.t.Fatalf("browser: nothing matches %s after refreshing; page text:\n%s", want, tb.text())
+		if time.Since(clicked) >= refreshEvery {
+			_ = tb.try(chromedp.Click(clickable(scope, label), chromedp.NodeVisible))
+			clicked = time.Now()
 		}
-		_ = tb.try(chromedp.Click(clickable(scope, label), chromedp.NodeVisible))
-		time.Sleep(100 * time.Millisecond)
+		return false
+	}) {
+		tb.t.Fatalf("browser: nothing matches %s after refreshing; page text:\n%s", want, tb.text())
 	}
 }
 

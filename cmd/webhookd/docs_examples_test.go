@@ -244,16 +244,17 @@ func docsPrivateRedis(t *testing.T) string {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
+	var err error
+	if !eventually(30*time.Second, func() bool {
+		var c net.Conn
+		if c, err = net.Dial("tcp", addr); err == nil {
 			c.Close()
-			return addr
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s: %v", addr, err)
-		}
+		return err == nil
+	}) {
+		t.Fatalf("redis-server on %s: %v", addr, err)
 	}
+	return addr
 }
 
 // runDocsSession runs one page's blocks in order in one bash session in

@@ -136,14 +136,9 @@ func (e *engine) spawn(role, internal string, env ...string) *process {
 // within.
 func (p *process) waitReady(t *testing.T, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if p.ready() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !eventually(within, p.ready) {
+		t.Fatalf("webhookd %s was not ready within %s; logs:\n%s", p.cmd.Args[1], within, p.logs)
 	}
-	t.Fatalf("webhookd %s was not ready within %s; logs:\n%s", p.cmd.Args[1], within, p.logs)
 }
 
 // launch runs `webhookd <role>` with its internal listener on internal,
@@ -274,15 +269,12 @@ func newReceiver(t *testing.T) *receiver {
 
 func (r *receiver) wait(t *testing.T, id string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	if eventually(within, func() bool {
 		r.mu.Lock()
-		ok := slices.Contains(r.got, id)
-		r.mu.Unlock()
-		if ok {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer r.mu.Unlock()
+		return slices.Contains(r.got, id)
+	}) {
+		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -332,14 +324,10 @@ func TestEndToEndDeliveryAndMetrics(t *testing.T) {
 	// delivery shows.
 	var exported map[string]string
 	var series map[string]float64
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(10*time.Second, func() bool {
 		exported, series = scrape(t, "http://"+e.internal+"/metrics")
-		if series["webhookd_delivery_latency_seconds_count"] >= 1 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return series["webhookd_delivery_latency_seconds_count"] >= 1
+	}) // on a timeout, the checks below say what is missing
 	want := []string{
 		"webhookd_events_ingested_total", "webhookd_delivery_attempts_total",
 		"webhookd_delivery_attempt_duration_seconds_bucket", "webhookd_delivery_latency_seconds_bucket",

@@ -54,9 +54,6 @@ type faultScenario struct {
 	// fault strikes while events are being published and returns when the
 	// engine's environment is whole again.
 	fault func(f *faultRun)
-	// outage is true when a backing service is down for a while: both
-	// processes must report not-ready meanwhile.
-	outage bool
 	// interruptible is true when attempts may be cut off without a record
 	// (the worker process is killed, or the database is away longer than
 	// an attempt's lease); they are made again under the same number.
@@ -71,16 +68,17 @@ func TestFaults(t *testing.T) {
 			interruptible: true,
 			fault: func(f *faultRun) {
 				f.worker.kill()
-				time.Sleep(500 * time.Millisecond) // the fault: half a second without a worker
+				// The fault: no worker while half a second's worth of
+				// events is accepted.
+				f.waitUnderWay(f.acceptedCount()+25, 30*time.Second)
 				f.worker = f.e.spawn("worker", f.worker.internal)
 			},
 		},
 		{
-			name:   "Redis restart",
-			outage: true,
+			name: "Redis restart",
 			fault: func(f *faultRun) {
 				f.e.redis.Stop()
-				f.watchOutage(2 * time.Second)
+				f.waitOutageSeen()
 				f.e.redis.Start()
 			},
 		},
@@ -98,13 +96,12 @@ func TestFaults(t *testing.T) {
 		{
 			name:            "Postgres restart",
 			privatePostgres: true,
-			outage:          true,
 			// An outcome that cannot be recorded before the lease lapses
 			// (and the sweeper's grace after it) is attempted again.
 			interruptible: true,
 			fault: func(f *faultRun) {
 				f.pg.Stop()
-				f.watchOutage(2 * time.Second)
+				f.waitOutageSeen()
 				f.pg.Start()
 			},
 		},
@@ -138,9 +135,11 @@ func (m receiverMix) answer(rng *rand.Rand, w http.ResponseWriter, timeout time.
 		w.WriteHeader([]int{500, 502, 503}[rng.IntN(3)])
 		return false
 	case p < m.reset+m.fail+m.slow:
-		time.Sleep(timeout / 3) // the behaviour under test: a slow receiver
+		// Kept: the behaviour under test is a slow receiver, and a slow
+		// receiver is one that takes its time.
+		time.Sleep(timeout / 3)
 	case p < m.reset+m.fail+m.slow+m.late:
-		time.Sleep(timeout + 200*time.Millisecond) // and a late one
+		time.Sleep(timeout + 200*time.Millisecond) // kept: and a late one, past the delivery timeout
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return true
@@ -173,9 +172,8 @@ type faultRun struct {
 	mu sync.Mutex
 	// seen counts, per subscription path and webhook-id, the requests the
 	// receiver got and those it answered 2xx.
-	seen      map[string]*receipt
-	badSigs   int
-	sawNotRdy bool
+	seen    map[string]*receipt
+	badSigs int
 	// accepted is every event the engine accepted, in order.
 	accepted []published
 	// ingest are the internal listeners events are published to, in turn;
@@ -213,7 +211,9 @@ type answerFunc func(rng *rand.Rand, w http.ResponseWriter, timeout time.Duratio
 // acceptSoon answers 204 after a short pause, so that attempts are in
 // flight when a fault strikes.
 func acceptSoon(rng *rand.Rand, w http.ResponseWriter, _ time.Duration) bool {
-	time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond) // the behaviour: a receiver's short pause
+	// Kept: the receiver's pause is the behaviour, and what keeps attempts
+	// in flight when a fault strikes.
+	time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
 	w.WriteHeader(http.StatusNoContent)
 	return true
 }
@@ -282,8 +282,15 @@ func (f *faultRun) publishEvents(n int, gap time.Duration, stop <-chan struct{},
 			f.accepted = append(f.accepted, published{id, typ})
 			f.mu.Unlock()
 		}
-		time.Sleep(gap) // the publisher's pace
+		time.Sleep(gap) // kept: the publisher's pace, the load the faults strike under
 	}
+}
+
+// acceptedCount is how many events the engine has accepted so far.
+func (f *faultRun) acceptedCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.accepted)
 }
 
 // waitUnderWay waits until the engine has accepted at least n events and
@@ -317,14 +324,6 @@ func runFault(t *testing.T, sc faultScenario) {
 	struck := time.Now()
 	sc.fault(f)
 	restored := time.Now()
-	if sc.outage {
-		f.mu.Lock()
-		sawNotReady := f.sawNotRdy
-		f.mu.Unlock()
-		if !sawNotReady {
-			t.Errorf("readyz never reported not-ready while a backing service was down")
-		}
-	}
 	ready := f.waitReady(60 * time.Second)
 	<-done
 	if len(f.accepted) != events {
@@ -366,12 +365,9 @@ func (f *faultRun) verify(within time.Duration, interruptible bool) verification
 				continue
 			}
 			v.deliveries++
-			for f.receipt(s.path, ev.id).accepted == 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("event %s (%s) never reached %s; its deliveries: %s\napi logs:\n%s\nworker logs:\n%s",
-						ev.id, ev.typ, s.path, f.describe(ev.id), tail(f.api.logs), tail(f.worker.logs))
-				}
-				time.Sleep(20 * time.Millisecond)
+			if !eventually(time.Until(deadline), func() bool { return f.receipt(s.path, ev.id).accepted > 0 }) {
+				t.Fatalf("event %s (%s) never reached %s; its deliveries: %s\napi logs:\n%s\nworker logs:\n%s",
+					ev.id, ev.typ, s.path, f.describe(ev.id), tail(f.api.logs), tail(f.worker.logs))
 			}
 		}
 	}
@@ -482,6 +478,7 @@ func (f *faultRun) receipt(path, id string) receipt {
 // or 200 for an id it already has), as a producer that must not lose an
 // event does, for up to a minute.
 func (f *faultRun) publish(id, typ string) bool {
+	f.t.Helper()
 	body, _ := json.Marshal(map[string]any{"id": id, "merchant_id": "m_fault", "type": typ,
 		"payload": map[string]any{"id": "po_" + id[:8], "status": strings.TrimPrefix(typ, "payout.")}})
 	addr := f.e.internal
@@ -491,9 +488,9 @@ func (f *faultRun) publish(id, typ string) bool {
 	}
 	f.published++
 	f.mu.Unlock()
-	deadline := time.Now().Add(time.Minute)
-	for try := 0; time.Now().Before(deadline); try++ {
-		if try == 1 {
+	tries, refused := 0, false
+	accepted := eventually(time.Minute, func() bool {
+		if tries++; tries == 2 {
 			f.mu.Lock()
 			f.retried++
 			f.mu.Unlock()
@@ -502,46 +499,44 @@ func (f *faultRun) publish(id, typ string) bool {
 		req.Header.Set("Authorization", "Bearer "+e2eToken)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 202 || resp.StatusCode == 200 {
-				return true
-			}
-			if resp.StatusCode < 500 {
-				f.t.Errorf("publish %s: %d", id, resp.StatusCode)
-				return false
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return false
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 500 && resp.StatusCode != 202 && resp.StatusCode != 200 {
+			f.t.Errorf("publish %s: %d", id, resp.StatusCode)
+			refused = true
+		}
+		return resp.StatusCode < 500
+	})
+	return accepted && !refused
 }
 
-// watchOutage polls both processes' readiness for d, noting whether either
-// reported not-ready.
-func (f *faultRun) watchOutage(d time.Duration) {
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if !f.api.ready() || !f.worker.ready() {
-			f.mu.Lock()
-			f.sawNotRdy = true
-			f.mu.Unlock()
+// waitOutageSeen waits, while a backing service is down, until each of the
+// api and the worker process has reported not-ready: the outage lasts until
+// the engine has noticed it everywhere.
+func (f *faultRun) waitOutageSeen() {
+	f.t.Helper()
+	seen := map[*process]bool{}
+	if !eventually(30*time.Second, func() bool {
+		for _, p := range []*process{f.api, f.worker} {
+			seen[p] = seen[p] || !p.ready()
 		}
-		time.Sleep(100 * time.Millisecond)
+		return seen[f.api] && seen[f.worker]
+	}) {
+		f.t.Fatalf("readyz did not report not-ready while a backing service was down (api %v, worker %v)", seen[f.api], seen[f.worker])
 	}
 }
 
 // waitReady waits until both processes are ready again and returns how
 // long that took.
 func (f *faultRun) waitReady(within time.Duration) time.Duration {
+	f.t.Helper()
 	start := time.Now()
-	for !(f.api.ready() && f.worker.ready()) {
-		if time.Since(start) > within {
-			f.t.Fatalf("the engine was not ready %s after the fault ended\napi logs:\n%s\nworker logs:\n%s",
-				within, tail(f.api.logs), tail(f.worker.logs))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !eventually(within, func() bool { return f.api.ready() && f.worker.ready() }) {
+		f.t.Fatalf("the engine was not ready %s after the fault ended\napi logs:\n%s\nworker logs:\n%s",
+			within, tail(f.api.logs), tail(f.worker.logs))
 	}
 	return time.Since(start)
 }
@@ -565,18 +560,14 @@ func (f *faultRun) checkRecords(accepted []string, want int, deadline time.Time)
 		f.t.Fatal(err)
 	}
 	defer db.Close(ctx)
-	for {
-		var pending int
+	var pending int
+	if !eventually(time.Until(deadline), func() bool {
 		if err := db.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE status <> 'succeeded'`).Scan(&pending); err != nil {
 			f.t.Fatal(err)
 		}
-		if pending == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("%d deliveries have not succeeded", pending)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return pending == 0
+	}) {
+		f.t.Fatalf("%d deliveries have not succeeded", pending)
 	}
 	var lost []string
 	err = db.QueryRow(ctx, `SELECT coalesce(array_agg(id), '{}') FROM unnest($1::text[]) AS a(id)
@@ -699,11 +690,7 @@ func TestStartsBeforeItsBackingServices(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}
-	for deadline := time.Now().Add(10 * time.Second); !alive(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("/healthz never answered 200 while waiting for Postgres")
-		}
-	}
+	waitFor(t, "/healthz to answer 200 while waiting for Postgres", 10*time.Second, alive)
 	if status, body := e.call("GET", internal+"/readyz", "", nil); status != http.StatusServiceUnavailable || body["postgres"] != "unavailable" {
 		t.Errorf("/readyz while waiting for Postgres: %d %v, want 503 with postgres unavailable", status, body)
 	}

@@ -110,18 +110,6 @@ func (e *engine) runCLI(args ...string) *cli {
 	return c
 }
 
-// waitFor polls until cond holds, failing the test after within.
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 var (
 	readyLine  = regexp.MustCompile(`Listener ([0-9a-f-]{36}) forwards`)
 	secretLine = regexp.MustCompile(`secret is (whsec_\S+)`)

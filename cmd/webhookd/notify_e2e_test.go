@@ -33,31 +33,29 @@ func TestFailureEmailAfterTheAddressIsSet(t *testing.T) {
 	// returns its id.
 	failedForGood := func(eventID string) string {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			status, list := e.call("GET", "http://"+e.public+"/v1/webhook_deliveries?event_id="+eventID, key, nil)
+		var (
+			status int
+			list   map[string]any
+			id     string
+		)
+		if !eventually(15*time.Second, func() bool {
+			status, list = e.call("GET", "http://"+e.public+"/v1/webhook_deliveries?event_id="+eventID, key, nil)
 			if data, _ := list["data"].([]any); status == http.StatusOK && len(data) == 1 {
 				if d, _ := data[0].(map[string]any); d["status"] == "failed" {
-					return d["id"].(string)
+					id = d["id"].(string)
 				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the delivery of %s did not fail for good: %d %v", eventID, status, list)
-			}
-			time.Sleep(50 * time.Millisecond)
+			return id != ""
+		}) {
+			t.Fatalf("the delivery of %s did not fail for good: %d %v", eventID, status, list)
 		}
+		return id
 	}
 
 	first := failedForGood(e.publish("m_mail"))
 	// The notifier has had its say about the first failure (its log line),
 	// before the address is set.
-	deadline := time.Now().Add(10 * time.Second)
-	for !notifierSpoke(e.logs.String(), first) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the notifier said nothing of delivery %s", first)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "the notifier's line about delivery "+first, 10*time.Second, func() bool { return notifierSpoke(e.logs.String(), first) })
 	if n := len(sink.Messages()); n != 0 {
 		t.Fatalf("%d e-mails without an address", n)
 	}
@@ -67,13 +65,7 @@ func TestFailureEmailAfterTheAddressIsSet(t *testing.T) {
 		t.Fatalf("set the notification address: %d %v", status, body)
 	}
 	failedForGood(e.publish("m_mail"))
-	deadline = time.Now().Add(10 * time.Second)
-	for len(sink.Messages()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no failure e-mail after the address was set")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "a failure e-mail after the address was set", 10*time.Second, func() bool { return len(sink.Messages()) > 0 })
 	msgs := sink.Messages()
 	if len(msgs) != 1 || len(msgs[0].To) != 1 || !strings.Contains(msgs[0].To[0], "ops@merchant.test") {
 		t.Errorf("e-mails %+v, want one to ops@merchant.test", msgs)

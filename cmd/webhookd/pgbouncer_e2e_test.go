@@ -63,12 +63,8 @@ func TestServeThroughPgBouncer(t *testing.T) {
 		}
 	}
 	bouncer.Stop()
-	deadline := time.Now().Add(15 * time.Second)
-	for internal.ready() {
-		if time.Now().After(deadline) {
-			t.Fatalf("webhookd stayed ready with PgBouncer down; logs:\n%s", e.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !eventually(15*time.Second, func() bool { return !internal.ready() }) {
+		t.Fatalf("webhookd stayed ready with PgBouncer down; logs:\n%s", e.logs)
 	}
 	close(release)
 	bouncer.Start()
@@ -84,24 +80,19 @@ func TestServeThroughPgBouncer(t *testing.T) {
 
 	// Every delivery ends succeeded in the database (read directly).
 	ctx := context.Background()
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		conn, err := pgx.Connect(ctx, direct)
+	conn, err := pgx.Connect(ctx, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var total, succeeded int
+	if !eventually(30*time.Second, func() bool {
+		err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'succeeded') FROM deliveries`).Scan(&total, &succeeded)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var total, succeeded int
-		err = conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'succeeded') FROM deliveries`).Scan(&total, &succeeded)
-		conn.Close(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if total == len(ids) && succeeded == total {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d deliveries, %d succeeded; want %d, all succeeded; logs:\n%s", total, succeeded, len(ids), e.logs)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return total == len(ids) && succeeded == total
+	}) {
+		t.Fatalf("%d deliveries, %d succeeded; want %d, all succeeded; logs:\n%s", total, succeeded, len(ids), e.logs)
 	}
 }

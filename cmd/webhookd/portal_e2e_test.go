@@ -86,19 +86,12 @@ func (r *hookReceiver) count() int {
 // waitFor waits for the n-th request (from 1) and returns it.
 func (r *hookReceiver) waitFor(t *testing.T, n int) hookRequest {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		r.mu.Lock()
-		if len(r.requests) >= n {
-			req := r.requests[n-1]
-			r.mu.Unlock()
-			return req
-		}
-		r.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
+	if !eventually(15*time.Second, func() bool { return r.count() >= n }) {
+		t.Fatalf("the receiver got %d requests, want %d", r.count(), n)
 	}
-	t.Fatalf("the receiver got %d requests, want %d", r.count(), n)
-	return hookRequest{}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.requests[n-1]
 }
 
 // verifyWithLibrary checks a delivery with the published Standard Webhooks
@@ -479,37 +472,32 @@ func deliveryRow(status string, attempts int) string {
 // waitStatus waits until the API shows the subscription in status.
 func waitStatus(t *testing.T, e *engine, key, id, status string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, sub := e.call("GET", "http://"+e.public+"/v1/webhook_subscriptions/"+id, key, nil); sub["status"] == status {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("subscription %s never became %s", id, status)
+	waitFor(t, "subscription "+id+" to become "+status, 10*time.Second, func() bool {
+		_, sub := e.call("GET", "http://"+e.public+"/v1/webhook_subscriptions/"+id, key, nil)
+		return sub["status"] == status
+	})
 }
 
 // waitNonePending waits until the API lists no pending delivery of
 // eventType for the subscription.
 func waitNonePending(t *testing.T, e *engine, key, subID, eventType string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		status, page := e.call("GET", "http://"+e.public+"/v1/webhook_deliveries?status=pending&limit=100&subscription_id="+subID, key, nil)
+	var (
+		status, pending int
+		page            map[string]any
+	)
+	if !eventually(10*time.Second, func() bool {
+		status, page = e.call("GET", "http://"+e.public+"/v1/webhook_deliveries?status=pending&limit=100&subscription_id="+subID, key, nil)
 		data, _ := page["data"].([]any)
-		pending := 0
+		pending = 0
 		for _, d := range data {
 			if d.(map[string]any)["event_type"] == eventType {
 				pending++
 			}
 		}
-		if status == 200 && pending == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d deliveries of %s are still pending (%d): %v", pending, eventType, status, page)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return status == 200 && pending == 0
+	}) {
+		t.Fatalf("%d deliveries of %s are still pending (%d): %v", pending, eventType, status, page)
 	}
 }
 
@@ -542,14 +530,10 @@ func (e *engine) mintSession(merchant string, body map[string]any) (link, token 
 // waitRefused waits until the public API refuses token with 401.
 func waitRefused(t *testing.T, e *engine, token string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if status, _ := e.call("GET", "http://"+e.public+"/v1/portal_sessions/current", token, nil); status == 401 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("the API still accepts the session")
+	waitFor(t, "the API to refuse the session", 10*time.Second, func() bool {
+		status, _ := e.call("GET", "http://"+e.public+"/v1/portal_sessions/current", token, nil)
+		return status == 401
+	})
 }
 
 func TestPortalSessionsInTheBrowser(t *testing.T) {
@@ -569,16 +553,12 @@ func TestPortalSessionsInTheBrowser(t *testing.T) {
 	// endpoint has a 24 h success rate.
 	e.publish(merchant)
 	hook.waitFor(t, 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, health := e.call("GET", "http://"+e.public+"/v1/webhook_subscriptions/"+subID+"/health", key, nil)
-		if health["succeeded_24h"] == float64(1) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("health never counted the delivery: %v", health)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var health map[string]any
+	if !eventually(10*time.Second, func() bool {
+		_, health = e.call("GET", "http://"+e.public+"/v1/webhook_subscriptions/"+subID+"/health", key, nil)
+		return health["succeeded_24h"] == float64(1)
+	}) {
+		t.Fatalf("health never counted the delivery: %v", health)
 	}
 	b := newBrowser(t)
 

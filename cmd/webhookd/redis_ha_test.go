@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,24 +70,42 @@ func (d *haDeployment) live(killed *process) []*process {
 func (d *haDeployment) waitAllReady(ps []*process, within time.Duration) time.Duration {
 	d.t.Helper()
 	start := time.Now()
-	for {
-		var notReady []string
+	var notReady []string
+	if !eventually(within, func() bool {
+		notReady = notReady[:0]
 		for _, p := range ps {
 			if !p.ready() {
 				notReady = append(notReady, p.cmd.Args[1]+" "+p.internal)
 			}
 		}
-		if len(notReady) == 0 {
-			return time.Since(start)
+		return len(notReady) == 0
+	}) {
+		var logs strings.Builder
+		for _, p := range ps {
+			fmt.Fprintf(&logs, "\n%s %s logs:\n%s", p.cmd.Args[1], p.internal, tail(p.logs))
 		}
-		if time.Since(start) > within {
-			var logs strings.Builder
-			for _, p := range ps {
-				fmt.Fprintf(&logs, "\n%s %s logs:\n%s", p.cmd.Args[1], p.internal, tail(p.logs))
+		d.t.Fatalf("not ready %s after the fault without a restart: %v%s", within, notReady, logs.String())
+	}
+	return time.Since(start)
+}
+
+// waitAllNotReady waits, while a backing service is down, until every
+// process in ps has answered /readyz not-ready at least once.
+func (d *haDeployment) waitAllNotReady(ps []*process, within time.Duration) {
+	d.t.Helper()
+	seen := map[*process]bool{}
+	if !eventually(within, func() bool {
+		for _, p := range ps {
+			seen[p] = seen[p] || !p.ready()
+		}
+		return !slices.ContainsFunc(ps, func(p *process) bool { return !seen[p] })
+	}) {
+		for _, p := range ps {
+			if !seen[p] {
+				d.t.Errorf("%s %s never reported not-ready while the service was down", p.cmd.Args[1], p.internal)
 			}
-			d.t.Fatalf("not ready %s after the fault without a restart: %v%s", within, notReady, logs.String())
 		}
-		time.Sleep(20 * time.Millisecond)
+		d.t.FailNow()
 	}
 }
 
@@ -148,16 +167,9 @@ func (d *haDeployment) publishing() publisherCounts {
 // and delivered again, not only that attempts already under way went on.
 func (d *haDeployment) waitDeliveryAfter(n int, within time.Duration) {
 	d.t.Helper()
-	start := time.Now()
-	for {
-		if d.deliveredAfter(n) {
-			return
-		}
-		if time.Since(start) > within {
-			d.t.Fatalf("no event accepted after the first %d reached a subscription within %s\napi logs:\n%s\nworker logs:\n%s",
-				n, within, tail(d.api.logs), tail(d.worker.logs))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually(within, func() bool { return d.deliveredAfter(n) }) {
+		d.t.Fatalf("no event accepted after the first %d reached a subscription within %s\napi logs:\n%s\nworker logs:\n%s",
+			n, within, tail(d.api.logs), tail(d.worker.logs))
 	}
 }
 
@@ -184,10 +196,6 @@ func (d *haDeployment) report(name string, v verification, took time.Duration) {
 		name, v.events, len(d.apis), v.deliveries, retried, v.deliveries, v.deliveries, v.attempts, v.requests, v.interrupted,
 		v.duplicates, 100*float64(v.duplicates)/float64(v.deliveries), took.Round(time.Millisecond))
 }
-
-// pgbouncerOutage is how long the HA test keeps PgBouncer down: long
-// enough that every process's readiness check meets the outage.
-const pgbouncerOutage = time.Second
 
 // TestRedisHighAvailability runs the deployment of two api and three worker
 // processes on Redis with Sentinel (a master, a replica, three Sentinels)
@@ -248,29 +256,21 @@ func TestRedisHighAvailability(t *testing.T) {
 		// PgBouncer dies, as a crash would, cutting every connection of
 		// every process, and comes back on the same port: each process's
 		// pool must drop its dead connections and open new ones.
+		// The fault lasts until every process's readiness check has met it.
 		underWay()
 		before = d.publishing()
 		struck = time.Now()
-		watched = make(chan struct{})
-		notReady = d.watchReadiness(d.live(killed), watched)
 		d.bouncer.Stop()
-		time.Sleep(pgbouncerOutage) // the fault: PgBouncer away this long
+		d.waitAllNotReady(d.live(killed), 30*time.Second)
 		d.bouncer.Start()
 		back, acceptedBack := time.Now(), d.publishing().accepted
 		ready = d.waitAllReady(d.live(killed), 60*time.Second)
-		close(watched)
 		d.waitDeliveryAfter(acceptedBack, 60*time.Second)
 		resumed := time.Since(back)
-		sawNotReady := <-notReady
-		for _, p := range d.live(killed) {
-			if !sawNotReady[p] {
-				t.Errorf("%s %s never reported not-ready while PgBouncer was down", p.cmd.Args[1], p.internal)
-			}
-		}
-		t.Logf("REPORT sentinel PgBouncer restart: killed %s into publishing, started again on the same port %s later;"+
-			" %d of %d live processes reported not-ready meanwhile; every live process ready %s after PgBouncer was back without a restart;"+
+		t.Logf("REPORT sentinel PgBouncer restart: killed %s into publishing, started again on the same port %s later,"+
+			" when each of the %d live processes had reported not-ready; every live process ready %s after PgBouncer was back without a restart;"+
 			" the first event accepted after it delivered %s after it was back; %d publishes retried meanwhile",
-			struck.Sub(start).Round(time.Millisecond), back.Sub(struck).Round(time.Millisecond), len(sawNotReady), len(d.live(killed)),
+			struck.Sub(start).Round(time.Millisecond), back.Sub(struck).Round(time.Millisecond), len(d.live(killed)),
 			ready.Round(time.Millisecond), resumed.Round(time.Millisecond), d.publishing().retried-before.retried)
 
 		underWay()

@@ -120,16 +120,11 @@ func TestLogsHoldNoCredential(t *testing.T) {
 	if status, _ := e.call("POST", base+"/v1/webhook_subscriptions/"+subID+"/send_test_event", key, nil); status != 202 {
 		t.Errorf("send_test_event: %d", status)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	waitFor(t, "the redelivery and the test event to arrive", 15*time.Second, func() bool {
 		r.mu.Lock()
-		n := len(r.got)
-		r.mu.Unlock()
-		if n >= 3 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer r.mu.Unlock()
+		return len(r.got) >= 3
+	})
 	_ = e.cmd.Process.Signal(syscall.SIGTERM)
 	_ = e.cmd.Wait()
 

@@ -187,8 +187,12 @@ func TestOrderedFanOutRacesHeadEnd(t *testing.T) {
 	s := storetest.NewStore(t)
 	sub := orderedSubscription(t, s)
 	const events = 60
+	// committed tells of each publish once it has committed, and is closed
+	// after the last.
+	committed := make(chan struct{}, events)
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		defer close(committed)
 		for range events {
 			now := time.Now().UTC().Truncate(time.Millisecond)
 			ev := store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01",
@@ -197,17 +201,18 @@ func TestOrderedFanOutRacesHeadEnd(t *testing.T) {
 				t.Error(err)
 				return
 			}
+			committed <- struct{}{}
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
 	for finished := 0; finished < events && !t.Failed(); {
 		head, err := s.LineHead(ctx, sub.ID, "k")
 		if errors.Is(err, store.ErrNotFound) {
-			if time.Now().After(deadline) {
+			// Idle until the next publish commits. Once every publish
+			// has, and all were read, a key with deliveries left and no
+			// head is the bug.
+			if _, more := <-committed; !more {
 				t.Fatalf("after %d of %d, the key has no head", finished, events)
 			}
-			// Idle until the next publish commits.
-			time.Sleep(time.Millisecond)
 			continue
 		}
 		if err != nil {

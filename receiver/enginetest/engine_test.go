@@ -37,10 +37,42 @@ const (
 // Redis, with retries in milliseconds and plain-HTTP loopback targets
 // allowed.
 type engine struct {
-	t      *testing.T
-	store  *store.Store
-	sealer *signer.Sealer
-	d      *dispatcher.Dispatcher
+	t       *testing.T
+	store   *store.Store
+	sealer  *signer.Sealer
+	d       *dispatcher.Dispatcher
+	records *signalingRecorder
+}
+
+// signalingRecorder is the engine's own Recorder (the group commit) that
+// also tells, after each attempt's outcome is written, whoever waits for
+// the next one: a test waits on the records, never on the clock.
+type signalingRecorder struct {
+	dispatcher.Recorder
+	mu sync.Mutex
+	// wrote is closed when the next record has been written, then replaced.
+	wrote chan struct{}
+}
+
+func newSignalingRecorder(r dispatcher.Recorder) *signalingRecorder {
+	return &signalingRecorder{Recorder: r, wrote: make(chan struct{})}
+}
+
+// Record implements dispatcher.Recorder.
+func (r *signalingRecorder) Record(ctx context.Context, rec store.AttemptRecord) error {
+	err := r.Recorder.Record(ctx, rec)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	close(r.wrote)
+	r.wrote = make(chan struct{})
+	return err
+}
+
+// next is closed once a record written after this call has been written.
+func (r *signalingRecorder) next() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.wrote
 }
 
 func newEngine(t *testing.T) *engine {
@@ -51,8 +83,11 @@ func newEngine(t *testing.T) *engine {
 	if err != nil {
 		t.Fatal(err)
 	}
+	batch := dispatcher.NewBatchRecorder(st)
+	t.Cleanup(batch.Close) // after the dispatcher's cleanups below: they run last first
+	records := newSignalingRecorder(batch)
 	d, err := dispatcher.New(dispatcher.Config{
-		Store: st, Redis: asynq.RedisClientOpt{Network: "unix", Addr: rd.Socket},
+		Store: st, Redis: asynq.RedisClientOpt{Network: "unix", Addr: rd.Socket}, Recorder: records,
 		Schedule:        retry.Schedule{Delays: []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}},
 		DeliveryTimeout: 2 * time.Second, AllowHTTPTargets: true, AllowPrivateTargets: true, Concurrency: 4,
 		Sealer: sealer, Logger: slog.New(slog.DiscardHandler), SweepInterval: time.Second,
@@ -74,7 +109,7 @@ func newEngine(t *testing.T) *engine {
 	if _, err := st.EnsureMerchant(context.Background(), merchant, version); err != nil {
 		t.Fatal(err)
 	}
-	return &engine{t: t, store: st, sealer: sealer, d: d}
+	return &engine{t: t, store: st, sealer: sealer, d: d, records: records}
 }
 
 // subscribe points a subscription for every event type at url and returns
@@ -131,11 +166,15 @@ func (e *engine) publish(typ, payload string) (store.Event, store.Delivery) {
 }
 
 // settled waits until the delivery has attempts attempts and is no longer
-// pending, and returns it.
+// pending, and returns it. It reads the delivery again after each attempt
+// recorded: only a record changes what it waits for.
 func (e *engine) settled(id uuid.UUID, attempts int) store.Delivery {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.After(20 * time.Second)
 	for {
+		// Taken before the read, so that a record written meanwhile
+		// wakes this wait rather than the next one.
+		recorded := e.records.next()
 		del, err := e.store.DeliveryByID(context.Background(), id)
 		if err != nil {
 			e.t.Fatal(err)
@@ -143,10 +182,11 @@ func (e *engine) settled(id uuid.UUID, attempts int) store.Delivery {
 		if del.AttemptCount >= attempts && del.Status != store.DeliveryPending {
 			return del
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-recorded:
+		case <-deadline:
 			e.t.Fatalf("delivery %s: %s after %d attempts, waited for %d", id, del.Status, del.AttemptCount, attempts)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
