@@ -19,6 +19,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/internal/subscriptions"
@@ -48,17 +49,17 @@ type engine struct {
 // also tells, after each attempt's outcome is written, whoever waits for
 // the next one: a test waits on the records, never on the clock.
 type signalingRecorder struct {
-	dispatcher.Recorder
+	deliver.Recorder
 	mu sync.Mutex
 	// wrote is closed when the next record has been written, then replaced.
 	wrote chan struct{}
 }
 
-func newSignalingRecorder(r dispatcher.Recorder) *signalingRecorder {
+func newSignalingRecorder(r deliver.Recorder) *signalingRecorder {
 	return &signalingRecorder{Recorder: r, wrote: make(chan struct{})}
 }
 
-// Record implements dispatcher.Recorder.
+// Record implements deliver.Recorder.
 func (r *signalingRecorder) Record(ctx context.Context, rec store.AttemptRecord) error {
 	err := r.Recorder.Record(ctx, rec)
 	r.mu.Lock()
@@ -83,7 +84,7 @@ func newEngine(t *testing.T) *engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := dispatcher.NewBatchRecorder(st)
+	batch := deliver.NewBatchRecorder(st)
 	t.Cleanup(batch.Close) // after the dispatcher's cleanups below: they run last first
 	records := newSignalingRecorder(batch)
 	d, err := dispatcher.New(dispatcher.Config{
