@@ -10,6 +10,7 @@ import (
 // TestMaskedValue: long values keep a four-character prefix, short ones
 // show nothing.
 func TestMaskedValue(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"Bearer sk_live_0123456789": "Bear…••••••",
 		"short":                     "••••••",
@@ -53,6 +54,7 @@ func FuzzCheckHeaders(f *testing.F) {
 }
 
 func TestParseOrdering(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		raw  string
 		want string // "" for none
@@ -92,6 +94,7 @@ func TestParseOrdering(t *testing.T) {
 }
 
 func TestCheckRateLimit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		limit *int
 		ok    bool

@@ -18,6 +18,7 @@ import (
 // secret, that the secret signs them as stored, and that another key's
 // differs.
 func TestListenerSecretIsTheKeys(t *testing.T) {
+	t.Parallel()
 	g, st := registry(t, subscriptions.Rules{EventTypes: catalogue()}, "m1")
 	ctx := context.Background()
 	key, other := uuid.New(), uuid.New()
@@ -50,6 +51,7 @@ func TestListenerSecretIsTheKeys(t *testing.T) {
 
 // TestOpenListenerRules checks the events rules and the cap of listeners.
 func TestOpenListenerRules(t *testing.T) {
+	t.Parallel()
 	g, _ := registry(t, subscriptions.Rules{EventTypes: catalogue()}, "m1")
 	ctx := context.Background()
 	_, _, err := g.OpenListener(ctx, "m1", uuid.New(), []string{"payout.lost"}, time.Now().Add(time.Minute))

@@ -61,6 +61,10 @@ func wantBroken(t *testing.T, err error, want invalid.Error) {
 }
 
 func TestCreateRefusesBrokenRules(t *testing.T) {
+	t.Parallel()
+	// One database for every case: a refused create stores nothing, which
+	// each case checks, so the cases cannot see one another.
+	_, st := registry(t, subscriptions.Rules{}, "m_rules")
 	strict := subscriptions.Rules{EventTypes: catalogue()}
 	lax := subscriptions.Rules{EventTypes: catalogue(), AllowHTTPTargets: true, AllowPrivateTargets: true}
 	good := func(d subscriptions.Draft) subscriptions.Draft {
@@ -132,7 +136,7 @@ func TestCreateRefusesBrokenRules(t *testing.T) {
 			invalid.Error{Param: "metadata[b]", Rule: "metadata_value_too_long", Message: "at most 500 characters"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reg, st := registry(t, tc.rules, "m_rules")
+			reg := subscriptions.NewRegistry(st, masterKey(), tc.rules)
 			_, secret, err := reg.Create(context.Background(), "m_rules", tc.draft)
 			wantBroken(t, err, tc.want)
 			if secret != "" {
@@ -146,6 +150,7 @@ func TestCreateRefusesBrokenRules(t *testing.T) {
 }
 
 func TestCreateStoresTheSubscriptionAndItsSealedSecret(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		rules      subscriptions.Rules
@@ -212,6 +217,7 @@ func openSecrets(t *testing.T, st *store.Store, id uuid.UUID) []string {
 }
 
 func TestCreateWithABadMasterKeyStoresNothing(t *testing.T) {
+	t.Parallel()
 	st := storetest.NewStore(t)
 	ctx := context.Background()
 	if _, err := st.EnsureMerchant(ctx, "m_key", "2026-01-01"); err != nil {
@@ -228,6 +234,7 @@ func TestCreateWithABadMasterKeyStoresNothing(t *testing.T) {
 }
 
 func TestUpdate(t *testing.T) {
+	t.Parallel()
 	rules := subscriptions.Rules{EventTypes: catalogue()}
 	original := subscriptions.Draft{URL: ptr("https://example.com/old"), Events: []string{"payout.paid"},
 		Description: ptr("old"), Metadata: map[string]string{"k": "v"}}
@@ -293,6 +300,7 @@ func TestUpdate(t *testing.T) {
 }
 
 func TestUpdateOfAnotherMerchantsSubscriptionIsNotFound(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	reg, st := registry(t, subscriptions.Rules{EventTypes: catalogue()}, "m_owner")
 	if _, err := st.EnsureMerchant(ctx, "m_other", "2026-01-01"); err != nil {
@@ -311,6 +319,7 @@ func TestUpdateOfAnotherMerchantsSubscriptionIsNotFound(t *testing.T) {
 }
 
 func TestRotateSecretKeepsThePreviousOneSigning(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	reg, st := registry(t, subscriptions.Rules{EventTypes: catalogue()}, "m_rotate")
 	sub, first, err := reg.Create(ctx, "m_rotate", subscriptions.Draft{URL: ptr("https://example.com/"), Events: []string{"*"}})
@@ -330,6 +339,7 @@ func TestRotateSecretKeepsThePreviousOneSigning(t *testing.T) {
 }
 
 func TestCheckStatus(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status string
 		ok     bool
@@ -351,6 +361,7 @@ func TestCheckStatus(t *testing.T) {
 // Rules.MaxSubscriptions (100 when zero), every stored one not deleted
 // counted, with a broken rule naming url and saying the limit.
 func TestSubscriptionCap(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		rules     subscriptions.Rules

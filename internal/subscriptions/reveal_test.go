@@ -12,6 +12,7 @@ import (
 )
 
 func TestReveal(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	reg, st := registry(t, subscriptions.Rules{EventTypes: catalogue()}, "m_reveal")
 	sub, first, err := reg.Create(ctx, "m_reveal", subscriptions.Draft{URL: ptr("https://example.com/h"), Events: []string{"*"}})

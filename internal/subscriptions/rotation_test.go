@@ -12,6 +12,7 @@ import (
 // The rule the store applies under its lock is signer.Rotate, with the new
 // secret dated after every stored one, whatever the store's clock says.
 func TestRotationFollowsSignerRotate(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	secret, err := signer.NewSecret()
 	if err != nil {
