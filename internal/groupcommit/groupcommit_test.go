@@ -1,13 +1,12 @@
-package groupcommit_test
+package groupcommit
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
-
-	"github.com/webhookd/webhookd/internal/groupcommit"
 )
 
 // TestRequestsWaitingTogetherShareOneWrite: requests queued while a write
@@ -18,7 +17,7 @@ func TestRequestsWaitingTogetherShareOneWrite(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var sizes []int
-	b := groupcommit.New(func(_ context.Context, reqs []int) ([]string, []error, error) {
+	b := New(func(_ context.Context, reqs []int) ([]string, []error, error) {
 		mu.Lock()
 		sizes = append(sizes, len(reqs))
 		first := len(sizes) == 1
@@ -52,6 +51,7 @@ func TestRequestsWaitingTogetherShareOneWrite(t *testing.T) {
 		if n == 1 {
 			break
 		}
+		runtime.Gosched()
 	}
 	done := make(chan struct{})
 	var out []string
@@ -60,6 +60,9 @@ func TestRequestsWaitingTogetherShareOneWrite(t *testing.T) {
 		defer close(done)
 		out, errs = b.DoAll(context.Background(), []int{2, -3, 4})
 	}()
+	for len(b.queue) < 3 { // all three queued behind the held write
+		runtime.Gosched()
+	}
 	close(release)
 	<-firstDone
 	<-done
@@ -84,12 +87,12 @@ func TestRequestsWaitingTogetherShareOneWrite(t *testing.T) {
 func TestABatchErrorReachesEveryCaller(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("database down")
-	b := groupcommit.New(func(context.Context, []int) ([]int, []error, error) { return nil, nil, boom })
+	b := New(func(context.Context, []int) ([]int, []error, error) { return nil, nil, boom })
 	if _, errs := b.DoAll(context.Background(), []int{1, 2}); !errors.Is(errs[0], boom) || !errors.Is(errs[1], boom) {
 		t.Errorf("errors %v, want %v for each", errs, boom)
 	}
 	b.Close()
-	if _, err := b.Do(context.Background(), 3); !errors.Is(err, groupcommit.ErrClosed) {
+	if _, err := b.Do(context.Background(), 3); !errors.Is(err, ErrClosed) {
 		t.Errorf("Do after Close = %v, want ErrClosed", err)
 	}
 }
