@@ -119,6 +119,12 @@ func (c Catalogue) CheckSubscribe(param, t string) *invalid.Error {
 // CheckTrigger is the refusal of type t for an event triggered by hand in
 // the sandbox, under param, or nil when it is publishable.
 func (c Catalogue) CheckTrigger(param, t string) *invalid.Error {
+	if IsTest(t) {
+		// GET /v1/event_types lists it (the portal sends it), so "unknown"
+		// would be wrong: it goes to one endpoint, by its own route.
+		return invalid.Value(param, RuleTypeReserved, TestType+" is sent to one endpoint at a time: "+
+			"POST /v1/webhook_subscriptions/{id}/send_test_event. Trigger any other type GET /v1/event_types lists.")
+	}
 	if !c.Publishable(t) {
 		return invalid.Value(param, RuleTypeUnknown, "Unknown event type "+invalid.Quote(t)+"; GET /v1/event_types lists them.")
 	}

@@ -98,8 +98,11 @@ func TestCatalogueJudgesEveryUse(t *testing.T) {
 		{"subscribe", long, c.CheckSubscribe, invalid.Value("p", "event_type_unknown",
 			`Unknown event type "`+long[:64]+`…"; see the event catalogue.`)},
 		{"trigger", "card.captured", c.CheckTrigger, nil},
-		{"trigger", catalogue.TestType, c.CheckTrigger, invalid.Value("p", "type_unknown",
-			`Unknown event type "ping.test"; GET /v1/event_types lists them.`)},
+		{"trigger", catalogue.TestType, c.CheckTrigger, invalid.Value("p", "type_reserved",
+			"ping.test is sent to one endpoint at a time: POST /v1/webhook_subscriptions/{id}/send_test_event. "+
+				"Trigger any other type GET /v1/event_types lists.")},
+		{"trigger", "payout.unknown", c.CheckTrigger, invalid.Value("p", "type_unknown",
+			`Unknown event type "payout.unknown"; GET /v1/event_types lists them.`)},
 		{"filter", catalogue.TestType, c.CheckFilter, nil},
 		{"filter", "payout.paid", c.CheckFilter, nil},
 		{"filter", "", c.CheckFilter, invalid.Value("p", "type_unknown", `Unknown p "".`)},
