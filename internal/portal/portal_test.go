@@ -17,9 +17,14 @@ func TestServesAssetsWithSecurityHeaders(t *testing.T) {
 		path, contentType, contains string
 	}{
 		{"/portal/", "text/html", `<script type="module" src="js/app.js">`},
+		{"/portal/index.html", "text/html", `<link rel="icon" href="favicon.svg"`},
 		{"/portal/portal.css", "text/css", "--accent"},
 		{"/portal/js/app.js", "text/javascript", "portal_sessions/current"},
 		{"/portal/js/api.js", "text/javascript", "Idempotency-Key"},
+		// Its own icon, named by the page: a browser then never asks
+		// for /favicon.ico, which the engine does not serve (a 404 on
+		// every page).
+		{"/portal/favicon.svg", "image/svg+xml", "<svg"},
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {
