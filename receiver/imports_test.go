@@ -14,7 +14,8 @@ import (
 // verification rules in one place: receiver uses the standard library
 // alone; signer, which signs by receiver's rules, adds receiver and nothing
 // else of webhookd (so receiver can never import it back); redisdedup adds
-// go-redis and pgdedup adds pgx. Test files may import more.
+// go-redis, pgdedup adds pgx and jwe adds go-jose. Test files may import
+// more.
 func TestImports(t *testing.T) {
 	t.Parallel()
 	const self = "github.com/webhookd/webhookd/receiver"
@@ -23,6 +24,7 @@ func TestImports(t *testing.T) {
 		"../signer":  {self},
 		"redisdedup": {self, "github.com/redis/go-redis/v9"},
 		"pgdedup":    {self, "github.com/jackc/pgx/v5"},
+		"jwe":        {self, "github.com/go-jose/go-jose/v4"},
 	}
 	for dir, extra := range allowed {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
