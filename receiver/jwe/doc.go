@@ -22,9 +22,8 @@
 //     can encrypt to a public key, so a JWE that decrypts proves nothing
 //     about its sender;
 //   - a forged request is then refused by a cheap HMAC check, before any
-//     private-key operation (an RSA decryption costs about a millisecond),
-//     so unsigned traffic cannot make the endpoint spend its CPU, or probe
-//     its private key;
+//     private-key operation (far dearer than an HMAC), so unsigned traffic
+//     cannot make the endpoint spend its CPU, or probe its private key;
 //   - decrypting first would mean verifying a signature over something
 //     other than what webhookd signed.
 //
