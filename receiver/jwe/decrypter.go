@@ -117,7 +117,7 @@ func (d *Decrypter) Decrypt(body []byte) ([]byte, error) {
 			return plain, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: encrypted to another key, or altered (alg %s, kid %q)", ErrUndecryptable, h.Alg, h.Kid)
+	return nil, fmt.Errorf("%w: encrypted to another key, or altered (alg %s, kid %.40q)", ErrUndecryptable, h.Alg, h.Kid)
 }
 
 // candidates are the keys that can unwrap a JWE with header h: those of its

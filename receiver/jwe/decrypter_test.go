@@ -212,3 +212,26 @@ func TestNewRefusesKeys(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecrypt: whatever a body holds, Decrypt returns the plaintext of a
+// JWE made to its key or one of the package's three errors.
+func FuzzDecrypt(f *testing.F) {
+	k := newKeys(f)
+	good := encrypt(f, jwe.ECDHESA256KW, jose.A256GCM, &k.ec.PublicKey, "kid", nil)
+	f.Add(good)
+	f.Add(encrypt(f, jwe.RSAOAEP256, jose.A256GCM, &k.rsa.PublicKey, "", nil))
+	f.Add(encrypt(f, jose.ECDH_ES, jose.A256GCM, &k.ec.PublicKey, "", nil))
+	f.Add([]byte(envelope))
+	f.Add([]byte("...."))
+	f.Add([]byte("eyJhbGciOiJub25lIn0...."))
+	d := newDecrypter(f, jwe.Config{Keys: []crypto.PrivateKey{k.ec, k.rsa}})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		plain, err := d.Decrypt(body)
+		switch {
+		case err == nil && string(plain) != envelope:
+			t.Fatalf("decrypted %q", plain)
+		case err != nil && !errors.Is(err, jwe.ErrMalformed) && !errors.Is(err, jwe.ErrAlgorithmRefused) && !errors.Is(err, jwe.ErrUndecryptable):
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
