@@ -12,7 +12,9 @@
 // signer, which signs webhookd's deliveries, imports them from here; this
 // package imports only the standard library. Shared duplicate stores live in
 // sub-packages so that a program pays only for the client it uses:
-// receiver/redisdedup (go-redis) and receiver/pgdedup (pgx).
+// receiver/redisdedup (go-redis) and receiver/pgdedup (pgx). Likewise
+// receiver/jwe (go-jose) decrypts the bodies of subscriptions with
+// encrypted payloads, for [Config.Decrypter].
 //
 // The pieces, from the wire inwards:
 //
@@ -26,8 +28,10 @@
 //     ErrTimestampOutOfRange, which is [ErrTimestampTooOld] or
 //     [ErrTimestampTooNew]; signer.ParseTimestamp is [ParseTimestamp].
 //   - [Receiver] is an [net/http.Handler]: it reads and verifies the body,
-//     decodes the [Event], asks a [Deduplicator] whether the event is new,
-//     and calls a [Handler]. Its answer tells webhookd whether to retry.
+//     decrypts it when a [Decrypter] is set (after verifying: the
+//     signature covers the body as sent), decodes the [Event], asks a
+//     [Deduplicator] whether the event is new, and calls a [Handler]. Its
+//     answer tells webhookd whether to retry.
 //   - [MemoryDeduplicator] keeps handled event ids in memory, for a
 //     single process; redisdedup and pgdedup share them across processes.
 //   - [Guard] ranks payout and return statuses so that a late, stale event

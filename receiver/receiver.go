@@ -35,6 +35,12 @@ type Config struct {
 	// Handler processes each verified event that is not a duplicate;
 	// required.
 	Handler Handler
+	// Decrypter, when set, decrypts each body after its signature is
+	// verified and before it is decoded: for a subscription with
+	// encryption, whose bodies are JWEs (package receiver/jwe). The
+	// signature covers the body as sent, so verification comes first. nil
+	// decodes bodies as they arrive.
+	Decrypter Decrypter
 	// Dedup suppresses repeated deliveries of one event id; nil runs the
 	// handler for every verified delivery, duplicates included.
 	Dedup Deduplicator
@@ -67,7 +73,8 @@ func (c Config) validate() error {
 //	401  bad or missing signature headers, stale or future timestamp
 //	     (plain-text body says why); webhookd retries, and the delivery
 //	     fails in the end: check the secret and the clock
-//	400  signed body that is not an event envelope
+//	400  signed body that is not an event envelope, or that the
+//	     Decrypter cannot decrypt
 //	405  a method other than POST
 //	413  body above MaxBodyBytes
 //	200  handled now ("ok"), or handled before ("duplicate"): the handler
@@ -116,6 +123,12 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := rc.cfg.Verifier.VerifyValues(id, ts, headerValue(r.Header, HeaderSignature), body); err != nil {
 		rc.refuse(r, w, http.StatusUnauthorized, verifyReason(err), err)
 		return
+	}
+	if rc.cfg.Decrypter != nil {
+		if body, err = rc.cfg.Decrypter.Decrypt(body); err != nil {
+			rc.refuse(r, w, http.StatusBadRequest, "body could not be decrypted", err)
+			return
+		}
 	}
 	ev, err := ParseEvent(body)
 	if err == nil && ev.ID != id {

@@ -30,7 +30,16 @@
 // (receiver's of the same names) and ErrTimestampOutOfRange
 // ([receiver.ErrTimestampTooOld] or [receiver.ErrTimestampTooNew]).
 //
-// Apart from reading crypto/rand (new secrets, sealing nonces) the package
-// does no I/O and reads no clock: every decision about time is made against
-// the instant the caller passes in.
+// A subscription with encryption gets its deliveries' bodies encrypted to
+// the merchant's public JWK: [ParseEncryptionKey] checks the key once (an
+// RSA key for RSA-OAEP-256 or an EC key for ECDH-ES+A256KW, public only,
+// refused with [ErrInvalidEncryptionKey] otherwise) and
+// [EncryptionKey.Encrypt] turns each envelope into a compact JWE (A256GCM)
+// sent with content-type [ContentTypeJWE]. The signature is then computed
+// over that JWE, the body as sent, like any other body. The rules of what
+// is made are package receiver/jwe's, which merchants decrypt with.
+//
+// Apart from reading crypto/rand (new secrets, sealing nonces, content
+// keys) the package does no I/O and reads no clock: every decision about
+// time is made against the instant the caller passes in.
 package signer

@@ -2,12 +2,17 @@ package signer_test
 
 import (
 	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"time"
 
 	"github.com/webhookd/webhookd/receiver"
+	"github.com/webhookd/webhookd/receiver/jwe"
 	"github.com/webhookd/webhookd/signer"
 )
 
@@ -71,4 +76,57 @@ func ExampleRotate() {
 	// secret 1 expires at 2026-05-02T10:00:00Z
 	// active: secret 2
 	// active: secret 1
+}
+
+// Encrypting a delivery as the engine does for a subscription with
+// encryption: encrypt the envelope to the merchant's public JWK, send the
+// JWE with content-type application/jose, and sign the JWE, the body as
+// sent. The merchant's receiver verifies, then decrypts (package
+// receiver/jwe).
+func ExampleEncryptionKey_Encrypt() {
+	// The merchant's key pair; webhookd only ever sees the public JWK.
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	publicJWK, err := jwe.PublicJWK(priv, "2026-11")
+	if err != nil {
+		panic(err)
+	}
+
+	encryptTo, err := signer.ParseEncryptionKey(publicJWK) // at subscription create
+	if err != nil {
+		panic(err) // 400 parameter_invalid, encryption.public_key
+	}
+	fmt.Println(encryptTo.Algorithm(), encryptTo.KeyID())
+
+	envelope := []byte(`{"id":"msg_p5jXN8AQM9LWM0D4loKWxJek","type":"ping.test"}`)
+	body, err := encryptTo.Encrypt(envelope) // at each attempt
+	if err != nil {
+		panic(err)
+	}
+	key, err := signer.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	if err != nil {
+		panic(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/webhooks", bytes.NewReader(body))
+	req.Header.Set("Content-Type", signer.ContentTypeJWE)
+	signer.SetHeaders(req.Header, "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Now(), body, key)
+
+	// The merchant's side.
+	v, err := receiver.NewVerifier(receiver.VerifierConfig{Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}})
+	if err != nil {
+		panic(err)
+	}
+	d, err := jwe.New(jwe.Config{Keys: []crypto.PrivateKey{priv}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(v.Verify(req.Header, body))
+	plain, err := d.Decrypt(body)
+	fmt.Println(string(plain), err)
+	// Output:
+	// ECDH-ES+A256KW 2026-11
+	// <nil>
+	// {"id":"msg_p5jXN8AQM9LWM0D4loKWxJek","type":"ping.test"} <nil>
 }
