@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -633,6 +634,24 @@ func TestPortalSessionsInTheBrowser(t *testing.T) {
 		}
 	}
 	ro.checkClean()
+
+	// Times name their zone, and the reader picks theirs or UTC (a reader
+	// in Paris, this tab; the choice is kept for the next page).
+	zt := b.newTab(1280)
+	if _, err := chromedp.Call(zt.ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Europe/Paris"}); err != nil {
+		t.Fatalf("browser: set the tab's time zone: %v", err)
+	}
+	zt.open(readLink)
+	zt.see("Session ends")
+	sessionEnds := `//*[@id="session-ends"]/time`
+	if shown := zt.textOf(sessionEnds); !strings.Contains(shown, "GMT+1") {
+		t.Errorf("session end %q: want the reader's zone named (GMT+1 in Paris in November)", shown)
+	}
+	zt.setField("Times in", "utc")
+	if !eventually(stepTimeout, func() bool { return strings.HasSuffix(zt.textOf(sessionEnds), "UTC") }) {
+		t.Errorf("after picking UTC the session end reads %q", zt.textOf(sessionEnds))
+	}
+	zt.checkClean()
 
 	// A session revoked while open: the next page says so.
 	// It shows the session's logo too: the policy allows https images.

@@ -5,7 +5,7 @@
 // not make is not shown at all.
 
 import { Api, ApiError, takeToken, forgetToken } from './api.js';
-import { h, time, facts, badge, localToRFC3339, busy } from './dom.js';
+import { h, time, facts, badge, localToRFC3339, busy, zone, setZone } from './dom.js';
 import { rawField, indent } from './json.js';
 
 const verifyDocs = 'https://docs.webhookd.dev/events#verifying-the-signature';
@@ -104,6 +104,15 @@ function applySession() {
     ends.replaceChildren('Session ends ', time(s.expires_at));
     ends.hidden = false;
   }
+  // Times show in the zone the reader picks; the page redraws in it.
+  const zonePicker = document.getElementById('zone');
+  zonePicker.value = zone();
+  document.getElementById('zone-label').hidden = false;
+  zonePicker.addEventListener('change', () => {
+    setZone(zonePicker.value);
+    if (s.expires_at) ends.replaceChildren('Session ends ', time(s.expires_at));
+    render();
+  });
   document.getElementById('nav').hidden = false;
   const signOut = document.getElementById('sign-out');
   signOut.hidden = false;

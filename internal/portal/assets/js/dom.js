@@ -25,13 +25,37 @@ function append(el, children) {
   }
 }
 
-// time shows an RFC 3339 time in the reader's locale and zone, with the
-// exact UTC value as a tooltip; null shows a dash.
+// zoneKey keeps the reader's choice of zone for times in this browser.
+const zoneKey = 'webhookd.portal.zone';
+
+// zone is the zone times are shown in: 'local' (the reader's, the
+// default) or 'utc'.
+export function zone() {
+  try {
+    return localStorage.getItem(zoneKey) === 'utc' ? 'utc' : 'local';
+  } catch {
+    return 'local'; // storage refused (a sandboxed frame): the default
+  }
+}
+
+// setZone keeps the reader's choice of zone.
+export function setZone(z) {
+  try {
+    localStorage.setItem(zoneKey, z === 'utc' ? 'utc' : 'local');
+  } catch {
+    // Not kept: this page still shows the choice until it reloads.
+  }
+}
+
+// time shows an RFC 3339 time in the reader's locale, in the zone they
+// chose (their own or UTC) and naming it, with the exact UTC value as a
+// tooltip; null shows a dash.
 export function time(value) {
   if (!value) return h('span', { class: 'muted' }, '—');
   const d = new Date(value);
   return h('time', { datetime: value, title: value }, d.toLocaleString(undefined, {
     year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit',
+    timeZoneName: 'short', timeZone: zone() === 'utc' ? 'UTC' : undefined,
   }));
 }
 
