@@ -12,6 +12,18 @@
 // answers 401, Invalidate drops the token that was refused, once however
 // many workers saw the 401, and the next Token call fetches a new one.
 //
+// Tokens are sealed in Redis, not kept plain, because a live bearer token
+// lets whoever holds it post to the merchant's endpoint as webhookd until
+// it expires, and Redis is not a place secrets rest: its RDB and AOF files,
+// replicas, MONITOR and SLOWLOG, and the redis-cli of whoever is looking
+// into an incident all show values as they are. A sealed record also names
+// the key it was written under, so that one copied to another
+// subscription's key is not sent to that endpoint. The cost is one AES-GCM
+// open per Token call, nothing beside the delivery's HTTP exchange. Key
+// names carry an HMAC of the credentials under a key derived from the
+// master key, so that a changed secret gets a token of its own while the
+// names tell nothing of a secret, even a weak one.
+//
 // The token endpoint is reached through the client the engine gives
 // (the SSRF-guarded, egress-proxied one of deliveries). A failure is an
 // *Error carrying the endpoint's HTTP status; no error, log line or Redis

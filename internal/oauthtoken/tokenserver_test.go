@@ -34,12 +34,14 @@ type tokenServer struct {
 	hold      *hold
 	expiresIn int
 	jtis      map[string]bool
-	forms     []map[string][]string
-	refusals  []string
+	// issued holds the tokens it issued, false once revoked.
+	issued   map[string]bool
+	forms    []map[string][]string
+	refusals []string
 }
 
 func newTokenServer(t *testing.T, clientID string, now func() time.Time) *tokenServer {
-	s := &tokenServer{clientID: clientID, now: now, expiresIn: 3600, jtis: map[string]bool{}}
+	s := &tokenServer{clientID: clientID, now: now, expiresIn: 3600, jtis: map[string]bool{}, issued: map[string]bool{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -91,6 +93,22 @@ func (s *tokenServer) holding() *hold {
 	return s.hold
 }
 
+// revoke makes token invalid, as an authorization server does when it
+// rotates its keys or a client's grants.
+func (s *tokenServer) revoke(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.issued[token] = false
+}
+
+// valid reports whether token was issued and not revoked: what the
+// receiving endpoint checks.
+func (s *tokenServer) valid(token string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.issued[token]
+}
+
 // requests is how many token requests it has had.
 func (s *tokenServer) requests() int {
 	s.mu.Lock()
@@ -131,10 +149,12 @@ func (s *tokenServer) serve(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, http.StatusUnauthorized, "invalid_client", why)
 		return
 	}
+	token := fmt.Sprintf("token-%d-%s", n, s.clientID)
+	s.mu.Lock()
+	s.issued[token] = true
+	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
-		"access_token": fmt.Sprintf("token-%d-%s", n, s.clientID), "token_type": "bearer", "expires_in": expiresIn,
-	})
+	json.NewEncoder(w).Encode(map[string]any{"access_token": token, "token_type": "bearer", "expires_in": expiresIn})
 }
 
 // authenticate is the client authentication's fault, or "".
