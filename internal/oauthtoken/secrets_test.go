@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/webhookd/webhookd/internal/oauthtoken"
 )
 
@@ -71,7 +69,7 @@ func TestSecretsStayOutOfErrorsRedisAndLogs(t *testing.T) {
 func redisDump(t *testing.T, r *rig) []string {
 	t.Helper()
 	ctx := t.Context()
-	rc := redis.NewClient(&redis.Options{Network: "unix", Addr: r.redis.Socket})
+	rc := r.connect()
 	defer rc.Close()
 	keys, err := rc.Keys(ctx, "*").Result()
 	if err != nil || len(keys) == 0 {
