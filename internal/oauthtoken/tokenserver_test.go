@@ -41,8 +41,21 @@ type tokenServer struct {
 }
 
 func newTokenServer(t *testing.T, clientID string, now func() time.Time) *tokenServer {
+	s := unstartedTokenServer(t, clientID, now)
+	s.Start()
+	return s
+}
+
+// newTLSTokenServer is newTokenServer on https.
+func newTLSTokenServer(t *testing.T, clientID string, now func() time.Time) *tokenServer {
+	s := unstartedTokenServer(t, clientID, now)
+	s.StartTLS()
+	return s
+}
+
+func unstartedTokenServer(t *testing.T, clientID string, now func() time.Time) *tokenServer {
 	s := &tokenServer{clientID: clientID, now: now, expiresIn: 3600, jtis: map[string]bool{}, issued: map[string]bool{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
 }
