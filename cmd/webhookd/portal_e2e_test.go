@@ -267,6 +267,10 @@ func TestPortalInTheBrowser(t *testing.T) {
 	tb.see("Resent: a worker makes one more attempt now.")
 	tb.until(pendingDetail, "Reload attempts", pendingDetail+
 		`//tr[td[@data-label="Trigger"][.="manual"]][td[@data-label="Result"][normalize-space()="succeeded"]]`)
+	// The list's row says what the detail says: two attempts, succeeded.
+	if attempts, status := tb.textOf(pendingRow+`/td[@data-label="Attempts"]`), tb.textOf(pendingRow+`/td[@data-label="Status"]`); attempts != "2" || status != "succeeded" {
+		t.Errorf("after the resend the row says %s attempt(s), %s; its detail says 2, succeeded", attempts, status)
+	}
 
 	// Recover since a date: an event whose delivery failed for good (410
 	// ends it at once and disables the endpoint) gets another attempt.

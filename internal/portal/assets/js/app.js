@@ -701,6 +701,18 @@ function deliveryTable(deliveries, showEndpoint, expanded) {
     h('thead', null, h('tr', null, head.map((c) => h('th', { scope: 'col' }, c)))), body);
 }
 
+// syncRow brings the list's row of delivery d up to date with what its
+// detail just read (a resend adds an attempt and may end it), so that the
+// row and its open detail never disagree.
+function syncRow(detailCell, d) {
+  const row = detailCell.closest('tr')?.previousElementSibling;
+  if (!row || row.dataset.deliveryId !== d.id) return;
+  const cell = (label) => row.querySelector(`td[data-label="${label}"]`);
+  cell('Status')?.replaceChildren(badge(d.status));
+  cell('Attempts')?.replaceChildren(String(d.attempt_count));
+  cell('Next attempt')?.replaceChildren(time(d.next_attempt_at));
+}
+
 // detailLoads numbers the loads of each detail cell: only the latest one
 // draws it, so that a slow answer never replaces a newer one.
 const detailLoads = new WeakMap();
@@ -716,6 +728,7 @@ async function loadDelivery(id, into) {
     return;
   }
   if (detailLoads.get(into) !== load) return;
+  syncRow(into, d);
   const rows = d.attempts.map((a) => h('tr', null,
     h('td', { 'data-label': 'Attempt' }, String(a.number)),
     h('td', { 'data-label': 'Trigger' }, a.trigger),
