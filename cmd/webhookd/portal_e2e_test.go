@@ -363,11 +363,20 @@ func TestPortalInTheBrowser(t *testing.T) {
 
 	// Events: the list, one event's exact payload and its deliveries.
 	exact := e.publishRaw("m_portal", "payout.paid", `{"id":"po_2","amount":1.10,"fee":12345678901234567890,"status":"paid"}`)
+	// The newest event a test event, so that it is on the list's first page.
+	if status, res := e.call("POST", "http://"+e.public+"/v1/webhook_subscriptions/"+subID+"/send_test_event", key, nil); status/100 != 2 {
+		t.Fatalf("send_test_event: %d %v", status, res)
+	}
 	tb.click("Events")
 	tb.see("Events", "payout.paid", "ping.test")
+	// Test events (send_test_event, Check my endpoint) are marked as such.
+	testEventRow := `//td[@data-label="Type"][starts-with(normalize-space(), "ping.test")]`
+	if marked := tb.textOf(testEventRow); marked != "ping.test test" {
+		t.Errorf("a ping.test event's type cell reads %q, want it marked test", marked)
+	}
 	tb.setField("Event type", "payout.paid")
 	tb.click("Apply")
-	tb.gone(`//td[@data-label="Type"][normalize-space()="ping.test"]`)
+	tb.gone(testEventRow)
 	tb.click(eventID)
 	tb.see("Payload", `"status": "paid"`, "Deliveries", "Open endpoint")
 	tb.screenshot("event")

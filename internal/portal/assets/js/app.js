@@ -806,7 +806,9 @@ async function eventList(view) {
       h('thead', null, h('tr', null, ['Created', 'Type', 'Event'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', null, page.data.map((e) => h('tr', null,
         h('td', { 'data-label': 'Created' }, time(e.created_at)),
-        h('td', { 'data-label': 'Type' }, e.type),
+        // ping.test comes from send_test_event and Check my endpoint, not
+        // from money moving: marked as the deliveries list marks it.
+        h('td', { 'data-label': 'Type' }, e.type, e.type === 'ping.test' && ' ', e.type === 'ping.test' && h('span', { class: 'badge' }, 'test')),
         h('td', { 'data-label': 'Event', class: 'break' }, h('a', { href: `#/events/${enc(e.id)}` }, e.id)))))));
   }
   form.addEventListener('submit', (ev) => {
