@@ -10,11 +10,21 @@ import (
 	"github.com/webhookd/webhookd/receiver"
 )
 
-func TestEd25519SignatureMatchesTheReferenceVector(t *testing.T) {
+// TestEd25519SignatureMatchesTheReferenceVectors: both reference
+// implementations' vectors, one with a 64-byte key and one with a seed.
+func TestEd25519SignatureMatchesTheReferenceVectors(t *testing.T) {
 	t.Parallel()
-	got := receiver.Ed25519Signature(vectorMsgID, strconv.Itoa(vectorTimestamp), []byte(vectorPayload), mustPrivateKey(t, vectorPrivateKey))
-	if got != vectorEd25519 {
-		t.Errorf("Ed25519Signature = %q, want %q", got, vectorEd25519)
+	for _, tt := range []struct{ name, key, want string }{
+		{"Svix server, 64-byte key", vectorPrivateKey, vectorEd25519},
+		{"Standard Webhooks Go library, seed", swLibraryPrivateKey, swLibraryEd25519},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := receiver.Ed25519Signature(vectorMsgID, strconv.Itoa(vectorTimestamp), []byte(vectorPayload), mustPrivateKey(t, tt.key))
+			if got != tt.want {
+				t.Errorf("Ed25519Signature = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 

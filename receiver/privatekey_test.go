@@ -39,9 +39,11 @@ func TestParsePrivateKey(t *testing.T) {
 		{"the public key", vectorPublicKey, `missing "whsk_" prefix`},
 		{"empty string", "", `missing "whsk_" prefix`},
 		{"prefix only", "whsk_", "0 bytes, want 64"},
-		{"the 32-byte seed alone", enc(raw[:32]), "32 bytes, want 64"},
+		{"the 32-byte seed alone, as the Standard Webhooks Go library reads it", enc(raw[:32]), ""},
+		{"the library's test key, a seed", swLibraryPrivateKey, ""},
 		{"one byte short", enc(raw[:63]), "63 bytes, want 64"},
 		{"one byte long", enc(append(append([]byte(nil), raw...), 0)), "65 bytes, want 64"},
+		{"one byte more than a seed", enc(raw[:33]), "33 bytes, want 64 (or a 32-byte seed)"},
 		{"public half does not match the seed", enc(spliced), "does not match"},
 		{"not base64", "whsk_not*base64!", "not standard base64"},
 		{"missing padding", strings.TrimSuffix(vectorPrivateKey, "=="), "not standard base64"},
@@ -66,6 +68,17 @@ func TestPrivateKeyPublicIsTheReferencePublicKey(t *testing.T) {
 	t.Parallel()
 	if got := mustPrivateKey(t, vectorPrivateKey).Public().String(); got != vectorPublicKey {
 		t.Errorf("Public() = %s, want %s", got, vectorPublicKey)
+	}
+}
+
+// TestPrivateKeySeedIsTheWholeKey: the seed alone parses to the same key as
+// the 64-byte form it starts.
+func TestPrivateKeySeedIsTheWholeKey(t *testing.T) {
+	t.Parallel()
+	full := mustPrivateKey(t, vectorPrivateKey)
+	seed := mustPrivateKey(t, "whsk_"+base64.StdEncoding.EncodeToString(full[:ed25519.SeedSize]))
+	if string(seed) != string(full) {
+		t.Error("the seed parses to another key than the 64-byte form")
 	}
 }
 

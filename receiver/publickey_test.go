@@ -19,6 +19,16 @@ const (
 	vectorEd25519    = "v1a,hnO3f9T8Ytu9HwrXslvumlUpqtNVqkhqw/enGzPCXe5BdqzCInXqYXFymVJaA7AZdpXwVLPo3mNl8EM+m7TBAg=="
 )
 
+// The Ed25519 vector of the Standard Webhooks Go library
+// (libraries/go/webhook_asymmetric_test.go, TestAsymmetricWebhookSign, on
+// its main branch; no released version has Ed25519): the key is a 32-byte
+// seed, with the "whsk_" prefix the library strips, and signs vectorMsgID,
+// vectorTimestamp and vectorPayload to swLibraryEd25519.
+const (
+	swLibraryPrivateKey = "whsk_VEVTVFNJR05JTkdLRVlET05PVFVTRVRISVNGT1JBTlk="
+	swLibraryEd25519    = "v1a,tQ9V2XOqn7jL/DQenEFpqIugdBVtiMmER5mhSkXBNwM0mkATuDe6KYYUuxqtaiHeYGb7KaaBRdM5WqyeFiL8Ag=="
+)
+
 func mustPublicKey(t testing.TB, s string) receiver.PublicKey {
 	t.Helper()
 	k, err := receiver.ParsePublicKey(s)

@@ -15,7 +15,8 @@
 // The signed content is "{webhook-id}.{webhook-timestamp}.{raw body}". The
 // HMAC key is the base64-decoded part of a "whsec_…" secret; the Ed25519
 // key is the base64-decoded part of a "whsk_…" key (64 bytes, seed then
-// public key, as the Standard Webhooks reference implementation writes it).
+// public key, as the Svix server writes it; a 32-byte seed, as the Standard
+// Webhooks Go library reads it, is read too).
 // During a rotation the sender signs with both active secrets, so a
 // receiver holding either the old or the new secret (or public key) accepts
 // the delivery.

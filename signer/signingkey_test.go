@@ -44,7 +44,8 @@ func TestParseSigningKey(t *testing.T) {
 		{"empty", "", "", `neither "whsec_" nor "whsk_"`},
 		{"a public key is not a signing key", vectorPublicKey, "", `neither "whsec_" nor "whsk_"`},
 		{"empty HMAC key", "whsec_", "", "empty key"},
-		{"Ed25519 seed alone", "whsk_" + strings.Repeat("A", 43) + "=", "", "32 bytes, want 64"},
+		{"Ed25519 seed alone", "whsk_" + strings.Repeat("A", 43) + "=", signer.SchemeEd25519, ""},
+		{"Ed25519 key of 48 bytes", "whsk_" + strings.Repeat("A", 64), "", "48 bytes, want 64"},
 		{"Ed25519 key not base64", "whsk_not*base64!", "", "not standard base64"},
 	}
 	for _, tt := range tests {
