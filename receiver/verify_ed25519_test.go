@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,5 +139,52 @@ func TestVerifyEd25519RefusesASecondSpelling(t *testing.T) {
 	err = v.VerifyValues(vectorMsgID, strconv.Itoa(vectorTimestamp), respelled, []byte(vectorPayload))
 	if !errors.Is(err, receiver.ErrNoMatchingSignature) {
 		t.Fatalf("Verify = %v, want ErrNoMatchingSignature", err)
+	}
+}
+
+// TestReceiverAcceptsEd25519 sends deliveries over HTTP to a Receiver
+// whose Verifier holds a public key alone: a "v1a" signature by its
+// private key is handled; the HMAC signature the endpoint helper sends, and
+// a "v1a" signature by another key, are answered 401 without running the
+// handler.
+func TestReceiverAcceptsEd25519(t *testing.T) {
+	t.Parallel()
+	pub, priv := newKeyPair(t)
+	_, strangerPriv := newKeyPair(t)
+	now := time.Unix(1795000000, 0)
+	ts := strconv.FormatInt(now.Unix(), 10)
+	body := envelope("e1")
+	signedBy := func(k ed25519.PrivateKey) func(http.Header) {
+		return func(h http.Header) { h.Set(receiver.HeaderSignature, signV1a(k, "e1", ts, string(body))) }
+	}
+	tests := []struct {
+		name    string
+		edit    func(http.Header)
+		status  int
+		answer  string
+		handled bool
+	}{
+		{"v1a by the private key", signedBy(priv), 200, "ok", true},
+		{"v1 only, no secret held", func(http.Header) {}, 401, "no matching signature", false},
+		{"v1a by another key", signedBy(strangerPriv), 401, "no matching signature", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEndpoint(t, func(c *receiver.Config) {
+				v, err := receiver.NewVerifier(receiver.VerifierConfig{PublicKeys: []string{pub}, Now: at(now)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Verifier = v
+			})
+			status, answer := e.post(t, "e1", now, body, tt.edit)
+			if status != tt.status || answer != tt.answer {
+				t.Fatalf("answer %d %q, want %d %q", status, answer, tt.status, tt.answer)
+			}
+			if got := len(e.got()); (got == 1) != tt.handled || got > 1 {
+				t.Fatalf("handler ran %d times, want handled %v", got, tt.handled)
+			}
+		})
 	}
 }
