@@ -6,9 +6,11 @@
 //
 // The package is the one home of the Standard Webhooks rules webhookd
 // signs and verifies by: the header names, the "whsec_" secret format
-// ([ParseSecret]), the webhook-timestamp format and tolerance
+// ([ParseSecret]), the Ed25519 key formats "whsk_" ([ParsePrivateKey]) and
+// "whpk_" ([ParsePublicKey]), the webhook-timestamp format and tolerance
 // ([ParseTimestamp], [DefaultTolerance]), the signed content and its
-// HMAC ([Signature]), and the errors a delivery is refused with. Package
+// "v1" HMAC ([Signature]) and "v1a" Ed25519 signature
+// ([Ed25519Signature]), and the errors a delivery is refused with. Package
 // signer, which signs webhookd's deliveries, imports them from here; this
 // package imports only the standard library. Shared duplicate stores live in
 // sub-packages so that a program pays only for the client it uses:
@@ -19,7 +21,11 @@
 // The pieces, from the wire inwards:
 //
 //   - [Verifier] checks the webhook-id, webhook-timestamp and
-//     webhook-signature headers against the raw body. It is webhookd's only
+//     webhook-signature headers against the raw body: "v1" values with the
+//     subscription's "whsec_" secrets ([VerifierConfig.Secrets]), "v1a"
+//     values with its "whpk_" public keys ([VerifierConfig.PublicKeys]),
+//     for a subscription whose signature scheme is ed25519; a value of a
+//     version it holds no key for is ignored. It is webhookd's only
 //     verifier: signer.Verifier is gone. Code that called
 //     signer.NewVerifier(secret) and v.Verify(h, body, time.Now()) now calls
 //     NewVerifier(VerifierConfig{Secrets: []string{secret}}) and

@@ -54,6 +54,31 @@ func ExampleVerifier_Verify() {
 	// receiver: timestamp too old: 11m0s behind the receiver's clock, tolerance 5m0s
 }
 
+// Verify an Ed25519 ("v1a") delivery with the subscription's public key,
+// for a subscription whose signature_scheme is ed25519. The key and the
+// signature are the Svix server's test vector, with the same id, timestamp
+// and body as the HMAC example.
+func ExampleVerifier_Verify_ed25519() {
+	v, err := receiver.NewVerifier(receiver.VerifierConfig{
+		PublicKeys: []string{"whpk_1SiA4o9hyqTCpIqC5V9HUakiiaeACeqfZTInDBbOir4="}, // not a secret
+		Now:        func() time.Time { return time.Unix(1614265330, 0) },
+	})
+	if err != nil {
+		panic(err)
+	}
+	body := []byte(`{"test": 2432232314}`)
+	const sig = "v1a,hnO3f9T8Ytu9HwrXslvumlUpqtNVqkhqw/enGzPCXe5BdqzCInXqYXFymVJaA7AZdpXwVLPo3mNl8EM+m7TBAg=="
+	fmt.Println(v.VerifyValues("msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", sig, body))
+
+	// A "v1" value needs the secret, which this receiver does not hold:
+	// it is ignored, and without a "v1a" value nothing matches.
+	err = v.VerifyValues("msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", body)
+	fmt.Println(errors.Is(err, receiver.ErrNoMatchingSignature))
+	// Output:
+	// <nil>
+	// true
+}
+
 // A complete endpoint: verification, duplicate suppression and a handler.
 // The second delivery of the same event is acknowledged without running
 // the handler again.

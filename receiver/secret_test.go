@@ -50,13 +50,20 @@ func TestParseSecret(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, receiver.ErrInvalidSecret) || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("ParseSecret error = %v; want ErrInvalidSecret mentioning %q", err, tt.wantErr)
-			}
-			if raw := strings.TrimPrefix(tt.in, "whsec_"); len(raw) > 3 && strings.Contains(err.Error(), raw) {
-				t.Errorf("error %q quotes the secret", err)
-			}
+			checkRefusal(t, err, receiver.ErrInvalidSecret, tt.wantErr, strings.TrimPrefix(tt.in, "whsec_"))
 		})
+	}
+}
+
+// checkRefusal fails t unless err matches sentinel and mentions want, and
+// fails it if err quotes raw, the key material of the refused input.
+func checkRefusal(t *testing.T, err, sentinel error, want, raw string) {
+	t.Helper()
+	if !errors.Is(err, sentinel) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error = %v; want %v mentioning %q", err, sentinel, want)
+	}
+	if len(raw) > 3 && strings.Contains(err.Error(), raw) {
+		t.Errorf("error %q quotes the key", err)
 	}
 }
 

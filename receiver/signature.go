@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"iter"
 	"strings"
 )
 
@@ -29,16 +30,11 @@ func Signature(id, timestamp string, body []byte, keys ...Key) string {
 	}
 	c := newSignedContent(id, timestamp, body)
 	var out strings.Builder
-	out.Grow(len(keys)*(len(signatureVersion)+1+encodedDigestLen) + len(keys) - 1)
+	out.Grow(headerLen(len(keys), signatureVersion, encodedDigestLen))
 	var enc [encodedDigestLen]byte
-	for i, k := range keys {
+	for _, k := range keys {
 		c.digest(k, &enc)
-		if i > 0 {
-			out.WriteByte(' ')
-		}
-		out.WriteString(signatureVersion)
-		out.WriteByte(',')
-		out.Write(enc[:])
+		writeValue(&out, signatureVersion, enc[:])
 	}
 	return out.String()
 }
@@ -52,15 +48,7 @@ func matchSignature(id, timestamp, signature string, body []byte, keys []Key) bo
 	var enc [encodedDigestLen]byte
 	for _, k := range keys {
 		c.digest(k, &enc)
-		// Compare against every value rather than stopping at the first
-		// malformed one: senders may add versions this package does not know.
-		for rest := signature; rest != ""; {
-			var field string
-			field, rest, _ = strings.Cut(rest, " ")
-			version, sig, ok := strings.Cut(field, ",")
-			if !ok || version != signatureVersion {
-				continue
-			}
+		for sig := range values(signature, signatureVersion) {
 			// hmac.Equal runs in constant time for equal lengths, so timing
 			// reveals nothing about how much of a forged value was right.
 			if hmac.Equal([]byte(sig), enc[:]) {
@@ -69,6 +57,40 @@ func matchSignature(id, timestamp, signature string, body []byte, keys []Key) bo
 		}
 	}
 	return false
+}
+
+// headerLen is the length of a webhook-signature header of n values of
+// version, each encLen characters long.
+func headerLen(n int, version string, encLen int) int {
+	return n*(len(version)+1+encLen) + n - 1
+}
+
+// writeValue appends one "version,enc" value to a webhook-signature header,
+// after a space unless it is the first.
+func writeValue(out *strings.Builder, version string, enc []byte) {
+	if out.Len() > 0 {
+		out.WriteByte(' ')
+	}
+	out.WriteString(version)
+	out.WriteByte(',')
+	out.Write(enc)
+}
+
+// values yields the part after the comma of each value of a
+// webhook-signature header tagged version. Values of other versions and
+// malformed values are skipped rather than ending the walk: senders may add
+// versions this package does not know.
+func values(signature, version string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for rest := signature; rest != ""; {
+			var field string
+			field, rest, _ = strings.Cut(rest, " ")
+			v, value, ok := strings.Cut(field, ",")
+			if ok && v == version && !yield(value) {
+				return
+			}
+		}
+	}
 }
 
 // signedContent is what a delivery's signatures sign. It avoids building
@@ -82,12 +104,18 @@ type signedContent struct {
 }
 
 func newSignedContent(id, timestamp string, body []byte) signedContent {
-	scratch := make([]byte, 0, len(id)+len(timestamp)+2+sha256.Size)
-	scratch = append(scratch, id...)
-	scratch = append(scratch, '.')
-	scratch = append(scratch, timestamp...)
-	scratch = append(scratch, '.')
+	scratch := appendSignedPrefix(make([]byte, 0, len(id)+len(timestamp)+2+sha256.Size), id, timestamp)
 	return signedContent{scratch: scratch, body: body}
+}
+
+// appendSignedPrefix appends to dst the part of the signed content that
+// precedes the body, "{id}.{timestamp}.": the one spelling of the content
+// for both schemes.
+func appendSignedPrefix(dst []byte, id, timestamp string) []byte {
+	dst = append(dst, id...)
+	dst = append(dst, '.')
+	dst = append(dst, timestamp...)
+	return append(dst, '.')
 }
 
 // digest writes to enc the base64 HMAC-SHA256 of the content under key.

@@ -25,8 +25,8 @@ const DefaultTolerance = 5 * time.Minute
 
 // Errors of [Verifier.Verify] (and [ParseTimestamp]). Verify wraps them with
 // detail: test with [errors.Is]. A receiver answers every one of them with a
-// 4xx status and must not act on the body. [ErrInvalidSecret] is the error
-// of [NewVerifier].
+// 4xx status and must not act on the body. [ErrInvalidSecret] and
+// [ErrInvalidPublicKey] are the errors of [NewVerifier].
 var (
 	// ErrMissingHeader: webhook-id, webhook-timestamp or webhook-signature
 	// is absent or empty. [*MissingHeaderError] names which.
@@ -41,7 +41,8 @@ var (
 	// tolerance allows; usually the receiver's or sender's clock is wrong.
 	ErrTimestampTooNew = errors.New("receiver: timestamp too new")
 	// ErrNoMatchingSignature: no "v1," value of webhook-signature is the
-	// signature of this delivery under any of the secrets.
+	// signature of this delivery under any of the secrets, and no "v1a,"
+	// value is its signature under any of the public keys.
 	ErrNoMatchingSignature = errors.New("receiver: no matching signature")
 )
 
@@ -91,11 +92,18 @@ func (e *TimestampError) tooOld() bool { return e.Timestamp.Before(e.Now) }
 
 // VerifierConfig configures a [Verifier].
 type VerifierConfig struct {
-	// Secrets are the subscription's signing secrets ("whsec_…"); at least
-	// one. During a rotation list both the new and the previous secret: a
-	// delivery is accepted when any one of them signed it. webhookd signs
-	// with both for 24 hours after a rotation, so either alone also works.
+	// Secrets are the subscription's signing secrets ("whsec_…"), which
+	// check "v1" (HMAC-SHA256) signatures. During a rotation list both the
+	// new and the previous secret: a delivery is accepted when any one of
+	// them signed it. webhookd signs with both for 24 hours after a
+	// rotation, so either alone also works.
 	Secrets []string
+	// PublicKeys are the subscription's Ed25519 public keys ("whpk_…"),
+	// which check "v1a" signatures, for a subscription whose signature
+	// scheme is ed25519. Rotation works as for Secrets: list both keys, or
+	// either. At least one secret or public key is required; with both, a
+	// delivery is accepted when any one of them matches.
+	PublicKeys []string
 	// Tolerance is the accepted distance between webhook-timestamp and
 	// Now, in both directions; zero means DefaultTolerance. A future
 	// timestamp is refused too, because it would stretch the window in
@@ -107,8 +115,8 @@ type VerifierConfig struct {
 
 // validate checks the config without changing it.
 func (c VerifierConfig) validate() error {
-	if len(c.Secrets) == 0 {
-		return fmt.Errorf("%w: no secret given", ErrInvalidSecret)
+	if len(c.Secrets) == 0 && len(c.PublicKeys) == 0 {
+		return fmt.Errorf("%w: no secret or public key given", ErrInvalidSecret)
 	}
 	if c.Tolerance < 0 {
 		return fmt.Errorf("receiver: negative tolerance %s", c.Tolerance)
@@ -121,14 +129,17 @@ func (c VerifierConfig) validate() error {
 // own tests. It is immutable and safe for concurrent use.
 type Verifier struct {
 	// keys are the secrets' HMAC keys, each non-empty.
-	keys      []Key
-	tolerance time.Duration
-	now       func() time.Time
+	keys []Key
+	// publicKeys check "v1a" values.
+	publicKeys []PublicKey
+	tolerance  time.Duration
+	now        func() time.Time
 }
 
 // NewVerifier returns a Verifier for cfg. It refuses a secret that
-// [ParseSecret] refuses, once surrounding spaces (of a paste, a file's last
-// newline) are trimmed; the error matches [ErrInvalidSecret] and never
+// [ParseSecret] refuses or a public key that [ParsePublicKey] refuses, once
+// surrounding spaces (of a paste, a file's last newline) are trimmed; the
+// error matches [ErrInvalidSecret] or [ErrInvalidPublicKey] and never
 // quotes a secret, as it may end up in logs.
 func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	if err := cfg.validate(); err != nil {
@@ -148,6 +159,13 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		}
 		v.keys = append(v.keys, k)
 	}
+	for i, s := range cfg.PublicKeys {
+		k, err := ParsePublicKey(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("public key #%d: %w", i+1, err)
+		}
+		v.publicKeys = append(v.publicKeys, k)
+	}
 	return v, nil
 }
 
@@ -157,7 +175,10 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 //
 // It returns nil when webhook-timestamp is within the tolerance of the
 // clock and some "v1," value of webhook-signature is the HMAC-SHA256 of
-// "{webhook-id}.{webhook-timestamp}.{body}" under one of the secrets.
+// "{webhook-id}.{webhook-timestamp}.{body}" under one of the secrets, or
+// some "v1a," value is the Ed25519 signature of that content under one of
+// the public keys. Values of a version the Verifier has no key for are
+// ignored, as the specification asks.
 func (v *Verifier) Verify(h http.Header, body []byte) error {
 	return v.VerifyValues(headerValue(h, HeaderID), headerValue(h, HeaderTimestamp), headerValue(h, HeaderSignature), body)
 }
@@ -183,7 +204,8 @@ func (v *Verifier) VerifyValues(id, timestamp, signature string, body []byte) er
 	if age := now.Sub(ts); age > v.tolerance || age < -v.tolerance {
 		return &TimestampError{Timestamp: ts, Now: now, Tolerance: v.tolerance}
 	}
-	if !matchSignature(id, timestamp, signature, body, v.keys) {
+	if !matchSignature(id, timestamp, signature, body, v.keys) &&
+		!matchEd25519Signature(id, timestamp, signature, body, v.publicKeys) {
 		return ErrNoMatchingSignature
 	}
 	return nil

@@ -130,3 +130,33 @@ func ExampleEncryptionKey_Encrypt() {
 	// <nil>
 	// {"id":"msg_p5jXN8AQM9LWM0D4loKWxJek","type":"ping.test"} <nil>
 }
+
+// Signing with an Ed25519 key, a subscription's "whsk_" secret when its
+// signature_scheme is ed25519: the value is "v1a," and the merchant
+// verifies with the public key, which PublicKeyOf derives.
+func ExampleSignWith() {
+	const secret = "whsk_6Xb/dCcHpPea21PS1N9VY/NZW723CEc77N4rJCubMbfVKIDij2HKpMKkioLlX0dRqSKJp4AJ6p9lMicMFs6Kvg=="
+	key, err := signer.ParseSigningKey(secret)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(key)
+	fmt.Println(signer.SignWith("msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`), key))
+	fmt.Println(signer.PublicKeyOf(secret))
+	// Output:
+	// SigningKey(ed25519, redacted)
+	// v1a,hnO3f9T8Ytu9HwrXslvumlUpqtNVqkhqw/enGzPCXe5BdqzCInXqYXFymVJaA7AZdpXwVLPo3mNl8EM+m7TBAg==
+	// whpk_1SiA4o9hyqTCpIqC5V9HUakiiaeACeqfZTInDBbOir4= <nil>
+}
+
+// A new ed25519 subscription: the private key is stored (sealed) like a
+// "whsec_" secret; the public key is what the merchant is shown.
+func ExampleNewSigningKeyPair() {
+	privateKey, publicKey, err := signer.NewSigningKeyPair()
+	if err != nil {
+		panic(err)
+	}
+	scheme, _ := signer.SchemeOf(privateKey)
+	fmt.Println(scheme, publicKey[:len(signer.PublicKeyPrefix)])
+	// Output: ed25519 whpk_
+}

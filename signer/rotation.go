@@ -20,7 +20,8 @@ const MaxActiveSecrets = 2
 type Secret struct {
 	// ID identifies the secret in the store; zero for one not stored yet.
 	ID int64
-	// Value is the "whsec_…" secret.
+	// Value is the "whsec_…" secret, or the "whsk_…" private key of an
+	// ed25519 subscription.
 	Value string
 	// CreatedAt is when the secret became current.
 	CreatedAt time.Time
@@ -70,10 +71,14 @@ type Rotation struct {
 // drops the oldest secret immediately. Secrets already expired, or created
 // after now, are left alone.
 //
-// newValue must be a valid secret (see [ParseSecret]), typically from
-// [NewSecret]; the input slice is not modified.
+// newValue must be a valid signing secret of either scheme (see
+// [ParseSigningKey]), typically from [NewSigningSecret]; the input slice is
+// not modified. Rotating to a secret of the other scheme is how a
+// subscription changes scheme without a gap: during the overlap deliveries
+// carry a "v1" and a "v1a" signature, and a receiver holding the old secret
+// or the new public key accepts them.
 func Rotate(secrets []Secret, now time.Time, newValue string) (Rotation, error) {
-	if _, err := ParseSecret(newValue); err != nil {
+	if _, err := ParseSigningKey(newValue); err != nil {
 		return Rotation{}, fmt.Errorf("rotate: %w", err)
 	}
 	active := activeNewestFirst(secrets, now)

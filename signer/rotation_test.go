@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,5 +192,100 @@ func TestRotatedSecretsSignAndVerify(t *testing.T) {
 		if err := v.Verify(h, []byte("{}")); err != nil {
 			t.Errorf("secret %d alone does not verify the rotated signature: %v", s.ID, err)
 		}
+	}
+}
+
+// TestRotationSignsWithBothKeysOfEitherScheme: during the overlap a
+// delivery carries one signature per active key, newest first, each of its
+// key's scheme, whether the rotation keeps Ed25519 or moves from HMAC to
+// Ed25519; a receiver holding either the old or the new key (a "whsec_"
+// secret or a "whpk_" public key) accepts it, and after the overlap only
+// the new one does.
+func TestRotationSignsWithBothKeysOfEitherScheme(t *testing.T) {
+	edOld, edOldPub := mustKeyPair(t)
+	edNew, edNewPub := mustKeyPair(t)
+	hmacOld := mustSecret(t)
+	// verifierOf builds a receiver config holding the key a merchant has
+	// for a stored signing secret.
+	verifierOf := func(secret, publicKey string) receiver.VerifierConfig {
+		if publicKey != "" {
+			return receiver.VerifierConfig{PublicKeys: []string{publicKey}}
+		}
+		return receiver.VerifierConfig{Secrets: []string{secret}}
+	}
+	tests := []struct {
+		name                string
+		oldValue, oldPublic string
+		newValue, newPublic string
+		wantVersions        string // of the header during the overlap, newest first
+	}{
+		{"ed25519 to ed25519", edOld, edOldPub, edNew, edNewPub, "v1a v1a"},
+		{"hmac_sha256 to ed25519", hmacOld, "", edNew, edNewPub, "v1a v1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			secrets := []signer.Secret{{ID: 1, Value: tt.oldValue, CreatedAt: t0}}
+			r, err := signer.Rotate(secrets, at(time.Hour), tt.newValue)
+			if err != nil {
+				t.Fatal(err)
+			}
+			secrets = r.Apply(secrets, 2)
+			body := []byte(`{"id":"evt"}`)
+			for _, phase := range []struct {
+				name        string
+				now         time.Time
+				oldAccepted bool
+			}{
+				{"during the overlap", at(2 * time.Hour), true},
+				{"after the overlap", at(time.Hour + signer.RotationOverlap), false},
+			} {
+				keys, err := signer.SigningKeys(signer.Active(secrets, phase.now))
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := http.Header{}
+				signer.SetHeadersWith(h, "evt", phase.now, body, keys...)
+				if phase.oldAccepted {
+					if got := versions(h.Get(signer.HeaderSignature)); got != tt.wantVersions {
+						t.Errorf("%s: header versions %q, want %q", phase.name, got, tt.wantVersions)
+					}
+				}
+				for _, held := range []struct {
+					name string
+					cfg  receiver.VerifierConfig
+					want bool
+				}{
+					{"old key", verifierOf(tt.oldValue, tt.oldPublic), phase.oldAccepted},
+					{"new key", verifierOf(tt.newValue, tt.newPublic), true},
+				} {
+					held.cfg.Now = func() time.Time { return phase.now }
+					v, err := receiver.NewVerifier(held.cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := v.Verify(h, body); (err == nil) != held.want {
+						t.Errorf("%s, receiver holding the %s: Verify = %v, want accepted %v", phase.name, held.name, err, held.want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// versions lists the version tags of a webhook-signature header's values.
+func versions(header string) string {
+	var out []string
+	for _, v := range strings.Fields(header) {
+		tag, _, _ := strings.Cut(v, ",")
+		out = append(out, tag)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestRotateAcceptsAnEd25519Key(t *testing.T) {
+	priv, _ := mustKeyPair(t)
+	r, err := signer.Rotate(nil, t0, priv)
+	if err != nil || r.New.Value != priv {
+		t.Errorf("Rotate to a whsk_ key: %v, or New is not the key", err)
 	}
 }

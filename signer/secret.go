@@ -44,9 +44,15 @@ func ParseSecret(s string) (Key, error) {
 // Keys parses each secret's Value, in order, typically the result of
 // [Active], to feed [Sign].
 func Keys(secrets []Secret) ([]Key, error) {
-	keys := make([]Key, 0, len(secrets))
+	return parseAll(secrets, ParseSecret)
+}
+
+// parseAll parses each secret's Value with parse, in order; an error names
+// the secret by its ID, never by its value.
+func parseAll[K any](secrets []Secret, parse func(string) (K, error)) ([]K, error) {
+	keys := make([]K, 0, len(secrets))
 	for _, s := range secrets {
-		k, err := ParseSecret(s.Value)
+		k, err := parse(s.Value)
 		if err != nil {
 			return nil, fmt.Errorf("secret %d: %w", s.ID, err)
 		}

@@ -2,6 +2,7 @@ package signer
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/webhookd/webhookd/receiver"
@@ -35,4 +36,31 @@ func SetHeaders(h http.Header, id string, ts time.Time, body []byte, keys ...Key
 	h.Set(HeaderID, id)
 	h.Set(HeaderTimestamp, timestamp)
 	h.Set(HeaderSignature, receiver.Signature(id, timestamp, body, keys...))
+}
+
+// SignWith is [Sign] for keys of either scheme: one value per key, in the
+// order given, "v1,<base64 HMAC-SHA256>" for an HMAC key and
+// "v1a,<base64 Ed25519 signature>" for an Ed25519 one, space-separated.
+// With HMAC keys only, its result is byte for byte Sign's. During a
+// rotation both active keys sign, so a receiver holding either the old or
+// the new secret or public key verifies.
+func SignWith(id string, ts time.Time, body []byte, keys ...SigningKey) string {
+	return signWith(id, receiver.FormatTimestamp(ts), body, keys)
+}
+
+// SetHeadersWith is [SetHeaders] for keys of either scheme, signing as
+// [SignWith] does.
+func SetHeadersWith(h http.Header, id string, ts time.Time, body []byte, keys ...SigningKey) {
+	timestamp := receiver.FormatTimestamp(ts)
+	h.Set(HeaderID, id)
+	h.Set(HeaderTimestamp, timestamp)
+	h.Set(HeaderSignature, signWith(id, timestamp, body, keys))
+}
+
+func signWith(id, timestamp string, body []byte, keys []SigningKey) string {
+	values := make([]string, len(keys))
+	for i, k := range keys {
+		values[i] = k.signature(id, timestamp, body)
+	}
+	return strings.Join(values, " ")
 }
