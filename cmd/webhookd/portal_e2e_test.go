@@ -563,10 +563,27 @@ func TestPortalSessionsInTheBrowser(t *testing.T) {
 		t.Fatalf("create subscription: %d %v", status, sub)
 	}
 	subID, secret := sub["id"].(string), sub["secret"].(string)
+	// A second endpoint, whose receiver answers 500: it is failing.
+	broken := newHookReceiver(t)
+	broken.answer(http.StatusInternalServerError, "down")
+	status, failing := e.call("POST", "http://"+e.public+"/v1/webhook_subscriptions", key,
+		map[string]any{"url": broken.URL + "/hook", "events": []string{"*"}, "description": "Payments"})
+	if status != 201 {
+		t.Fatalf("create subscription: %d %v", status, failing)
+	}
 	// One delivery (not a test one, which health leaves out), so that the
 	// endpoint has a 24 h success rate.
 	e.publish(merchant)
 	hook.waitFor(t, 1)
+	broken.waitFor(t, 1)
+	if !eventually(10*time.Second, func() bool {
+		_, failing = e.call("GET", "http://"+e.public+"/v1/webhook_subscriptions/"+failing["id"].(string), key, nil)
+		h, _ := failing["health"].(map[string]any)
+		n, _ := h["consecutive_failures"].(float64)
+		return n >= 1 // retries may have failed too by now
+	}) {
+		t.Fatalf("health never counted the failure: %v", failing)
+	}
 	var health map[string]any
 	if !eventually(10*time.Second, func() bool {
 		_, health = e.call("GET", "http://"+e.public+"/v1/webhook_subscriptions/"+subID+"/health", key, nil)
@@ -585,6 +602,11 @@ func TestPortalSessionsInTheBrowser(t *testing.T) {
 	tb := b.newTab(1280)
 	tb.open(link)
 	tb.see("Endpoints", hook.URL+"/hook", "Ledger", "Session ends", "Success rate (24 h)", "100 % (1 of 1 attempt)")
+	// The failing endpoint says so beside its status, the healthy one not.
+	tb.see("Payments", "failing: ", " in a row")
+	if n := eval[int](tb, `document.querySelectorAll(".badge.failing").length`); n != 1 {
+		t.Errorf("%d failing badges, want the one of the endpoint whose attempt failed", n)
+	}
 	if accent := eval[string](tb, `getComputedStyle(document.documentElement).getPropertyValue("--accent").trim()`); accent != "#0a7d4f" {
 		t.Errorf("accent colour %q, want the session's #0a7d4f", accent)
 	}

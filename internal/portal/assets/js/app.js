@@ -259,6 +259,17 @@ function rateText(health) {
   return `${pct} % (${health.succeeded_24h} of ${health.attempts_24h} ${health.attempts_24h === 1 ? 'attempt' : 'attempts'})`;
 }
 
+// statusBadges shows a subscription's status and, when it is enabled but
+// its last attempts failed, that it is failing and for how many attempts
+// in a row: "enabled" alone would read as healthy.
+function statusBadges(sub) {
+  const failures = (sub.health && sub.health.consecutive_failures) || 0;
+  if (sub.status !== 'enabled' || failures === 0) return badge(sub.status);
+  return [badge(sub.status), ' ', h('span', { class: 'badge failing',
+    title: 'Its last attempts failed. An endpoint that keeps failing for days is disabled.' },
+  `failing: ${failures} in a row`)];
+}
+
 // healthFacts shows a subscription's health, then completes it with the
 // last 24 hours from /health.
 function healthFacts(sub) {
@@ -315,7 +326,7 @@ async function endpointList(view) {
 function endpointCard(sub) {
   const card = h('article', { class: 'card', 'aria-label': `Endpoint ${sub.url}` },
     h('h2', null, h('a', { href: `#/endpoints/${enc(sub.id)}` }, sub.url)),
-    h('div', { class: 'row' }, badge(sub.status), sub.description && h('span', null, sub.description)),
+    h('div', { class: 'row' }, statusBadges(sub), sub.description && h('span', null, sub.description)),
     facts([['Event types', eventsText(sub.events)], ...healthFacts(sub)]));
   if (can('manage_endpoints')) {
     const actions = h('div', { class: 'actions' },
@@ -439,7 +450,7 @@ async function endpointDetail(view, id) {
     h('p', null, h('a', { href: '#/endpoints' }, '← All endpoints')),
     h('h1', null, sub.url),
     h('section', { class: 'card', 'aria-label': 'Endpoint' },
-      h('div', { class: 'row' }, badge(sub.status), sub.description && h('span', null, sub.description)),
+      h('div', { class: 'row' }, statusBadges(sub), sub.description && h('span', null, sub.description)),
       facts([['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...controlFacts(sub), ...healthFacts(sub)])));
 
   const actions = h('div', { class: 'actions' });
