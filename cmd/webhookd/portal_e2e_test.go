@@ -302,6 +302,12 @@ func TestPortalInTheBrowser(t *testing.T) {
 	if !strings.HasPrefix(rotated, "whsec_") || rotated == secret {
 		t.Fatalf("the page shows the new secret %q, want another whsec_…", rotated)
 	}
+	// The next action's answer replaces the panel, and the rotation's
+	// message goes with it.
+	tb.see("Signing secret rotated.")
+	tb.click("Check my endpoint")
+	tb.see("Three test deliveries were sent")
+	tb.notSee("Signing secret rotated.", "New signing secret")
 	n = hook.count()
 	tb.click("Send test event")
 	delivered := hook.waitFor(t, n+1)

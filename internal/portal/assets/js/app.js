@@ -501,10 +501,18 @@ function secretBox(title, secret, ...notes) {
     h('h2', null, title), h('p', null, h('code', { class: 'secret', id: 'signing-secret' }, secret)), ...notes);
 }
 
+// showInPanel puts what an action answered in the endpoint's panel, in
+// place of the last one's, and clears the last one's message with it (a
+// "rotated" banner above a check's results read as if about them).
+function showInPanel(panel, ...nodes) {
+  flash();
+  panel.replaceChildren(...nodes);
+}
+
 async function revealSecret(sub, panel) {
   try {
     const s = await state.api.get(`/webhook_subscriptions/${enc(sub.id)}/secret`);
-    panel.replaceChildren(secretBox('Signing secret', s.secret,
+    showInPanel(panel, secretBox('Signing secret', s.secret,
       s.previous_secret_expires_at && h('p', null, 'The previous secret also signs deliveries until ', time(s.previous_secret_expires_at), '.')));
   } catch (err) {
     showError(err);
@@ -524,7 +532,7 @@ async function rotateSecret(sub, panel) {
   const overlap = until
     ? h('p', null, 'The previous secret keeps signing deliveries, alongside the new one, until ', time(until), '. Update your endpoint before then.')
     : h('p', null, 'The previous secret keeps signing deliveries, alongside the new one, for 24 hours. Update your endpoint before then.');
-  panel.replaceChildren(secretBox('New signing secret', rotated.secret, overlap));
+  showInPanel(panel, secretBox('New signing secret', rotated.secret, overlap));
   flash('ok', 'Signing secret rotated.');
 }
 
@@ -559,7 +567,7 @@ async function checkEndpoint(sub, panel) {
       h('strong', null, 'Does not verify signatures.'),
       ' Your endpoint accepted a delivery with a wrong signature or a stale timestamp, so anyone who knows its URL can send it forged webhooks. ',
       h('a', { href: verifyDocs, target: '_blank', rel: 'noopener noreferrer' }, 'How to verify signatures'));
-  panel.replaceChildren(h('section', { class: 'card', 'aria-label': 'Check my endpoint' },
+  showInPanel(panel, h('section', { class: 'card', 'aria-label': 'Check my endpoint' },
     h('h2', null, 'Check my endpoint'),
     h('p', null, 'Three test deliveries were sent: one correctly signed, one with a wrong signature, one with a stale timestamp.'),
     h('div', { class: 'table-wrap' }, h('table', { class: 'stackable' },
