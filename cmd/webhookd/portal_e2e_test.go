@@ -623,6 +623,13 @@ func TestPortalSessionsInTheBrowser(t *testing.T) {
 	tb.click("Example payload")
 	tb.see(`"currency": "EUR"`)
 	tb.screenshotViewport("event-types")
+	// In the sandbox, any type's example can be sent to the endpoints.
+	before := hook.count()
+	tb.clickIn(`//section[@aria-label="deposit.received"]`, "Send an example")
+	tb.see("Sent deposit.received")
+	if got := hook.waitFor(t, before+1); !strings.Contains(string(got.body), `"type":"deposit.received"`) {
+		t.Errorf("the example sent reached the endpoint as %s", got.body)
+	}
 
 	tb.click("Endpoints")
 	tb.click(hook.URL + "/hook")

@@ -869,13 +869,34 @@ async function catalogue(view) {
     return;
   }
   view.append(h('p', null, 'Every type of event your endpoints can receive, with an example of its payload.'));
+  // In the sandbox a person who manages endpoints can send any type's
+  // example to their endpoints (the API's trigger; ping.test goes to one
+  // endpoint at a time, from the endpoint's page).
+  const sendable = can('manage_endpoints') && state.session.environment !== 'live';
   for (const t of types) {
-    view.append(h('section', { class: 'card', 'aria-label': t.name },
+    const section = h('section', { class: 'card', 'aria-label': t.name },
       h('h2', null, h('code', null, t.name)),
       h('p', null, t.description),
       h('details', null, h('summary', null, 'Example payload'),
-        h('pre', { tabindex: '0' }, JSON.stringify(t.example, null, 2)))));
+        h('pre', { tabindex: '0' }, JSON.stringify(t.example, null, 2))));
+    if (sendable && t.name !== 'ping.test') section.append(h('div', { class: 'actions' }, sendExample(t.name)));
+    view.append(section);
   }
+}
+
+// sendExample is the button that publishes an example event of type to
+// the merchant's endpoints that take it.
+function sendExample(type) {
+  const send = h('button', { type: 'button', class: 'secondary' }, 'Send an example');
+  send.addEventListener('click', () => busy(send, async () => {
+    try {
+      const ev = await state.api.post(`/event_types/${enc(type)}/trigger`);
+      flash('ok', `Sent ${type} (event ${ev.id}) to your endpoints that take it.`);
+    } catch (err) {
+      showError(err);
+    }
+  }));
+  return send;
 }
 
 // A new link opened in a tab that shows the portal already changes only
