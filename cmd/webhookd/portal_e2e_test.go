@@ -633,6 +633,8 @@ func TestPortalSessionsInTheBrowser(t *testing.T) {
 
 	tb.click("Endpoints")
 	tb.click(hook.URL + "/hook")
+	tb.click("Verify these deliveries")
+	tb.see("receiver.NewVerifier", "npm install standardwebhooks", "pip install standardwebhooks")
 	tb.click("Reveal signing secret")
 	tb.see("Signing secret")
 	if shown := tb.textOf(`//*[@id="signing-secret"]`); shown != secret {

@@ -491,9 +491,44 @@ async function endpointDetail(view, id) {
     state.createdSecret = null;
   }
 
+  view.append(verifySnippets());
   if (can('resend')) view.append(recoverForm(sub, deliveries));
   view.append(h('h2', null, 'Deliveries'), deliveries);
   await deliveries.reload();
+}
+
+// verifySnippets shows how an endpoint verifies its deliveries, in the
+// languages receivers are written in, each with a library that follows
+// Standard Webhooks; the secret comes from the endpoint's configuration,
+// never from this page.
+function verifySnippets() {
+  const langs = [
+    ['Go', 'webhookd\'s receiver package', `import "github.com/webhookd/webhookd/receiver"
+
+v, err := receiver.NewVerifier(receiver.VerifierConfig{Secrets: []string{os.Getenv("WEBHOOK_SECRET")}})
+// In the handler, on the raw body, before decoding it:
+body, err := io.ReadAll(r.Body)
+if err := v.Verify(r.Header, body); err != nil {
+\thttp.Error(w, "bad signature", http.StatusUnauthorized)
+\treturn
+}`],
+    ['Node.js', 'npm install standardwebhooks', `import { Webhook } from "standardwebhooks";
+
+const wh = new Webhook(process.env.WEBHOOK_SECRET.replace(/^whsec_/, ""));
+// rawBody: the request body as received (a string), before JSON.parse.
+const event = wh.verify(rawBody, req.headers); // throws on a bad signature: answer 401`],
+    ['Python', 'pip install standardwebhooks', `import os
+from standardwebhooks.webhooks import Webhook
+
+wh = Webhook(os.environ["WEBHOOK_SECRET"].removeprefix("whsec_"))
+# request.get_data(): the raw body, before json.loads.
+event = wh.verify(request.get_data(), dict(request.headers))  # raises on a bad signature: answer 401`],
+  ];
+  return h('details', { class: 'card verify' }, h('summary', null, 'Verify these deliveries'),
+    h('p', null, 'Check every delivery\'s signature with the endpoint\'s signing secret before acting on it, on the body exactly as received.'),
+    langs.map(([name, how, code]) => h('section', { 'aria-label': `Verify in ${name}` },
+      h('h3', null, name, ' ', h('span', { class: 'muted' }, `(${how})`)),
+      h('pre', { tabindex: '0' }, code))));
 }
 
 function secretBox(title, secret, ...notes) {
