@@ -29,6 +29,7 @@ type Error struct {
 	RetryAfter int
 }
 
+// Error is the code and the message, as the API sends them.
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // The categories of spec 7.

@@ -67,6 +67,7 @@ type APIError struct {
 	RequiredScopes []string `json:"required_scopes"`
 }
 
+// Error says what the engine refused and, for a missing scope, how to get it.
 func (e *APIError) Error() string {
 	if e.Code == "insufficient_scope" && len(e.RequiredScopes) > 0 {
 		return fmt.Sprintf("the API key lacks the %s scope (insufficient_scope): use a key created with it, e.g. `webhookd keys create --merchant ID --scopes %s`",
