@@ -82,11 +82,10 @@ func newTestSealer(t *testing.T) *signer.Sealer {
 // the endpoint's certificate is checked against.
 func TestSendPresentsClientCertificate(t *testing.T) {
 	sealer := newTestSealer(t)
-	now := time.Now()
 	serverCA, clientCA, strangerCA := testpki.NewCA(t, "endpoint CA"), testpki.NewCA(t, "merchant client CA"), testpki.NewCA(t, "stranger CA")
 	endpoint := newMTLSEndpoint(t, serverCA, clientCA)
-	ours := clientCA.Client(t, "webhookd", now.Add(-time.Hour), now.Add(time.Hour))
-	theirs := strangerCA.Client(t, "stranger", now.Add(-time.Hour), now.Add(time.Hour))
+	ours := clientCA.ValidClient(t, "webhookd")
+	theirs := strangerCA.ValidClient(t, "stranger")
 
 	snd, err := NewSender(SenderConfig{Timeout: 5 * time.Second, AllowPrivate: true, MaxConns: 8, MaxConnsPerHost: 2, Version: "test"}, clock.System{}, nil)
 	if err != nil {
@@ -133,7 +132,6 @@ func TestSendPresentsClientCertificate(t *testing.T) {
 // bounded.
 func TestSendKeepsConnectionsPerCertificate(t *testing.T) {
 	sealer := newTestSealer(t)
-	now := time.Now()
 	serverCA, clientCA := testpki.NewCA(t, "endpoint CA"), testpki.NewCA(t, "client CA")
 	endpoint := newMTLSEndpoint(t, serverCA, clientCA)
 	snd, err := NewSender(SenderConfig{Timeout: 5 * time.Second, AllowPrivate: true, MaxConns: 8, MaxConnsPerHost: 2, Version: "test"}, clock.System{}, nil)
@@ -143,7 +141,7 @@ func TestSendKeepsConnectionsPerCertificate(t *testing.T) {
 	t.Cleanup(snd.Close)
 	snd.endpoints.max = 2
 
-	first := endpointTLSOf(t, sealer, clientCA.Client(t, "first", now.Add(-time.Hour), now.Add(time.Hour)), serverCA.PEM)
+	first := endpointTLSOf(t, sealer, clientCA.ValidClient(t, "first"), serverCA.PEM)
 	send := func(e *EndpointTLS) {
 		t.Helper()
 		res, err := snd.SendSignedAt(context.Background(), endpoint.url, "evt", []byte(`{}`), nil, time.Time{}, nil, e)
@@ -157,12 +155,12 @@ func TestSendKeepsConnectionsPerCertificate(t *testing.T) {
 	if n := endpoint.connections.Load(); n != 1 {
 		t.Fatalf("5 attempts with one certificate opened %d connections, want 1", n)
 	}
-	second := endpointTLSOf(t, sealer, clientCA.Client(t, "second", now.Add(-time.Hour), now.Add(time.Hour)), serverCA.PEM)
+	second := endpointTLSOf(t, sealer, clientCA.ValidClient(t, "second"), serverCA.PEM)
 	send(second)
 	if n := endpoint.connections.Load(); n != 2 || endpoint.clientName.Load() != "second" {
 		t.Fatalf("another certificate: %d connections, client %v; want 2, second", n, endpoint.clientName.Load())
 	}
-	send(endpointTLSOf(t, sealer, clientCA.Client(t, "third", now.Add(-time.Hour), now.Add(time.Hour)), serverCA.PEM))
+	send(endpointTLSOf(t, sealer, clientCA.ValidClient(t, "third"), serverCA.PEM))
 	if n := snd.endpoints.len(); n != 2 {
 		t.Fatalf("%d transports kept, want the bound, 2", n)
 	}

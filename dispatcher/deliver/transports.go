@@ -53,7 +53,12 @@ func (t *endpointTransports) client(e *EndpointTLS) (*http.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client certificate %s: %w", e.Version, err)
 	}
-	transport := t.build(&tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{ct.Certificate}, RootCAs: ct.ServerCA})
+	transport := t.build(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ct.ServerCA,
+		// Always the subscription's certificate: crypto/tls would otherwise
+		// send none when the server's list of acceptable CAs does not name
+		// its issuer (an intermediate, or a list that is wrong), and the
+		// merchant set this certificate for this endpoint alone.
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &ct.Certificate, nil }})
 	client := &http.Client{Transport: transport, CheckRedirect: noRedirects}
 
 	t.mu.Lock()

@@ -87,7 +87,7 @@ func TestSealedAuthenticationOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	ca := testpki.NewCA(t, "merchant CA")
-	client := ca.Client(t, "c", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	client := ca.ValidClient(t, "c")
 	a, summary, err := checkAuthentication("authentication", AuthenticationInput{Type: ptr("mtls"),
 		ClientCertificate: &client.CertPEM, ClientKey: &client.KeyPEM, ServerCA: &ca.PEM}, time.Now())
 	if err != nil {
@@ -123,7 +123,7 @@ func pemOf(kind, der string) string {
 // never quotes the key in its message.
 func FuzzCheckAuthentication(f *testing.F) {
 	ca := testpki.NewCA(f, "fuzz CA")
-	good := ca.Client(f, "fuzz", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	good := ca.ValidClient(f, "fuzz")
 	f.Add("mtls", good.CertPEM, good.KeyPEM, ca.PEM)
 	f.Add("mtls", good.CertPEM, good.KeyPEM, "")
 	f.Add("mtls", good.CertPEM[:len(good.CertPEM)/2], good.KeyPEM, "")

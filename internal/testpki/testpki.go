@@ -70,6 +70,13 @@ func (ca *CA) Client(t testing.TB, name string, notBefore, notAfter time.Time) I
 	})
 }
 
+// ValidClient issues a client certificate for name, valid from an hour
+// ago to an hour from now.
+func (ca *CA) ValidClient(t testing.TB, name string) Issued {
+	t.Helper()
+	return ca.Client(t, name, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+}
+
 // Server issues a server certificate for 127.0.0.1 and localhost, valid
 // for a day.
 func (ca *CA) Server(t testing.TB) Issued {
