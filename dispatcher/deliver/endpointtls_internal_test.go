@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/connectproxy"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/internal/testpki"
@@ -24,12 +25,12 @@ import (
 // clientCA, serving a certificate of serverCA; it counts its connections
 // and remembers the last client's common name.
 type mtlsEndpoint struct {
-	url         string
+	url, addr   string
 	connections atomic.Int64
 	clientName  atomic.Value
 }
 
-func newMTLSEndpoint(t *testing.T, serverCA, clientCA *testpki.CA) *mtlsEndpoint {
+func newMTLSEndpoint(t *testing.T, serverCA, clientCA *testpki.CA, hosts ...string) *mtlsEndpoint {
 	t.Helper()
 	e := &mtlsEndpoint{}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -37,7 +38,7 @@ func newMTLSEndpoint(t *testing.T, serverCA, clientCA *testpki.CA) *mtlsEndpoint
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCA.Pool(),
-		Certificates: []tls.Certificate{serverCA.Server(t).TLS(t)}}
+		Certificates: []tls.Certificate{serverCA.Server(t, hosts...).TLS(t)}}
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			e.connections.Add(1)
@@ -46,6 +47,7 @@ func newMTLSEndpoint(t *testing.T, serverCA, clientCA *testpki.CA) *mtlsEndpoint
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	e.url = srv.URL + "/hook"
+	e.addr = srv.Listener.Addr().String()
 	return e
 }
 
@@ -163,5 +165,45 @@ func TestSendKeepsConnectionsPerCertificate(t *testing.T) {
 	send(endpointTLSOf(t, sealer, clientCA.ValidClient(t, "third"), serverCA.PEM))
 	if n := snd.endpoints.len(); n != 2 {
 		t.Fatalf("%d transports kept, want the bound, 2", n)
+	}
+}
+
+// TestMTLSKeepsTheAddressCheckAndTheEgressProxy: the transports of mTLS
+// endpoints dial like the shared one: through the egress proxy, to the
+// checked address, and never to a forbidden one.
+func TestMTLSKeepsTheAddressCheckAndTheEgressProxy(t *testing.T) {
+	sealer := newTestSealer(t)
+	serverCA, clientCA := testpki.NewCA(t, "endpoint CA"), testpki.NewCA(t, "client CA")
+	// The proxy tunnels the public address to the local endpoint, so that
+	// nothing leaves the machine.
+	endpoint := newMTLSEndpoint(t, serverCA, clientCA, "1.1.1.1")
+	proxy := connectproxy.New(t, func(authority string) string {
+		if authority == "1.1.1.1:8443" {
+			return endpoint.addr
+		}
+		return "127.0.0.1:1"
+	})
+	cfg := guardedConfig()
+	cfg.EgressProxy = proxy.URL
+	snd, err := NewSender(cfg, clock.System{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(snd.Close)
+	ours := endpointTLSOf(t, sealer, clientCA.ValidClient(t, "webhookd"), serverCA.PEM)
+
+	res, err := snd.SendSignedAt(context.Background(), endpoint.url, "evt", []byte(`{}`), nil, time.Time{}, nil, ours)
+	if err != nil || res.ErrCode == nil || *res.ErrCode != errTargetBlocked {
+		t.Fatalf("send to a loopback endpoint = %v, %v; want %s", res.ErrCode, err, errTargetBlocked)
+	}
+	res, err = snd.SendSignedAt(context.Background(), "https://1.1.1.1:8443/hook", "evt", []byte(`{}`), nil, time.Time{}, nil, ours)
+	if err != nil || !res.OK() {
+		t.Fatalf("send through the proxy = %v, %v; want delivered", res.ErrCode, err)
+	}
+	if got := proxy.Connects(); len(got) != 1 || got[0] != "1.1.1.1:8443" {
+		t.Fatalf("proxy CONNECTs = %v, want the public target alone", got)
+	}
+	if endpoint.clientName.Load() != "webhookd" {
+		t.Fatalf("the endpoint saw client %v through the proxy", endpoint.clientName.Load())
 	}
 }

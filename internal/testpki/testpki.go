@@ -77,16 +77,24 @@ func (ca *CA) ValidClient(t testing.TB, name string) Issued {
 	return ca.Client(t, name, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
 }
 
-// Server issues a server certificate for 127.0.0.1 and localhost, valid
-// for a day.
-func (ca *CA) Server(t testing.TB) Issued {
+// Server issues a server certificate for 127.0.0.1, localhost and hosts
+// (names or IP addresses), valid for a day.
+func (ca *CA) Server(t testing.TB, hosts ...string) Issued {
 	t.Helper()
-	return ca.issue(t, &x509.Certificate{
+	tmpl := &x509.Certificate{
 		Subject:   pkix.Name{CommonName: "localhost"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	})
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	return ca.issue(t, tmpl)
 }
 
 func (ca *CA) issue(t testing.TB, tmpl *x509.Certificate) Issued {
