@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/json"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,6 +32,8 @@ func newMTLSReceiver(t *testing.T, serverCA, clientCA *testpki.CA) *mtlsReceiver
 	}))
 	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCA.Pool(),
 		Certificates: []tls.Certificate{serverCA.Server(t).TLS(t)}}
+	// The handshakes refused on purpose are not news.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	rc.url = srv.URL + "/hooks"

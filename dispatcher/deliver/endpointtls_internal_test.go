@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -44,6 +46,8 @@ func newMTLSEndpoint(t *testing.T, serverCA, clientCA *testpki.CA, hosts ...stri
 			e.connections.Add(1)
 		}
 	}
+	// The handshakes refused on purpose are not news.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	e.url = srv.URL + "/hook"
