@@ -37,6 +37,9 @@ type legacySubscriptionJSON struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 	RateLimit *int      `json:"rateLimit"`
 	Ordering  any       `json:"ordering"`
+	// Authentication is the summary of the endpoint authentication, in
+	// camelCase (no key); null for none.
+	Authentication authenticationJSON `json:"authentication"`
 }
 
 // view is the legacy resource, headers masked.
@@ -47,6 +50,7 @@ func (h legacyHandlers) view(ctx context.Context, sub store.Subscription) legacy
 		ID: sub.ID.String(), URL: sub.URL, Events: sub.Events, Description: sub.Description,
 		Status: sub.Status, Metadata: sub.Metadata, CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(),
 		Filter: sub.Filter, Headers: h.changes.maskedHeaders(ctx, sub),
+		Authentication: authenticationView(ctx, sub.Authentication),
 	}
 }
 
@@ -61,12 +65,17 @@ func (h legacyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		Ordering    rawField          `json:"ordering"`
 		Filter      optionalString    `json:"filter"`
 		Headers     optionalHeaders   `json:"headers"`
+		// Authentication's fields are camelCase (authenticationInput).
+		Authentication rawField `json:"authentication"`
 	}
 	if err := decodeJSON(r, &legacy); err != nil {
 		return err
 	}
-	in := subscriptionInput(legacy)
-	sub, secret, err := h.changes.registry.Create(r.Context(), principalOf(r.Context()).Merchant.ID, in.draft())
+	draft, err := subscriptionInput(legacy).draft(r.Context())
+	if err != nil {
+		return err
+	}
+	sub, secret, err := h.changes.registry.Create(r.Context(), principalOf(r.Context()).Merchant.ID, draft)
 	if err != nil {
 		return err
 	}
@@ -89,6 +98,8 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		Ordering    rawField          `json:"ordering"`
 		Filter      optionalString    `json:"filter"`
 		Headers     optionalHeaders   `json:"headers"`
+		// Authentication's fields are camelCase (authenticationInput).
+		Authentication rawField `json:"authentication"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -99,8 +110,12 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	}
 	patch := subscriptionPatch{URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status,
 		RateLimit: in.RateLimit, Ordering: in.Ordering,
-		Filter: in.Filter, Headers: in.Headers}
-	sub, err := h.changes.update(r.Context(), principalOf(r.Context()).Merchant.ID, id, patch.change())
+		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication}
+	change, err := patch.change(r.Context())
+	if err != nil {
+		return err
+	}
+	sub, err := h.changes.update(r.Context(), principalOf(r.Context()).Merchant.ID, id, change)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,9 @@ type subscriptionJSON struct {
 	// Headers are masked.
 	Filter  *string           `json:"filter"`
 	Headers map[string]string `json:"headers"`
+	// Authentication is the summary of the endpoint authentication (no
+	// key); null for none.
+	Authentication authenticationJSON `json:"authentication"`
 	// Secret is only in the answers of create and rotate_secret.
 	Secret string `json:"secret,omitempty"`
 }
@@ -71,6 +74,7 @@ func subscriptionView(sub store.Subscription) subscriptionJSON {
 func (h subscriptionHandlers) view(ctx context.Context, sub store.Subscription) subscriptionJSON {
 	v := subscriptionView(sub)
 	v.Headers = h.changes.maskedHeaders(ctx, sub)
+	v.Authentication = authenticationView(ctx, sub.Authentication)
 	return v
 }
 
@@ -85,6 +89,8 @@ type subscriptionInput struct {
 	Ordering    rawField          `json:"ordering"`
 	Filter      optionalString    `json:"filter"`
 	Headers     optionalHeaders   `json:"headers"`
+	// Authentication is read by authenticationInput.
+	Authentication rawField `json:"authentication"`
 }
 
 // subscriptionPatch is an update: every field is optional. It repeats the
@@ -100,6 +106,8 @@ type subscriptionPatch struct {
 	Ordering    rawField          `json:"ordering"`
 	Filter      optionalString    `json:"filter"`
 	Headers     optionalHeaders   `json:"headers"`
+	// Authentication is read by authenticationInput.
+	Authentication rawField `json:"authentication"`
 }
 
 // optionalString tells a field that is absent from one that is null, so
@@ -134,19 +142,29 @@ func parseID(raw string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// draft is the domain's form of a create body.
-func (in subscriptionInput) draft() subscriptions.Draft {
+// draft is the domain's form of a create body; ctx names the surface
+// (the authentication's field names).
+func (in subscriptionInput) draft(ctx context.Context) (subscriptions.Draft, error) {
+	_, auth, err := authenticationInput(ctx, in.Authentication)
+	if err != nil {
+		return subscriptions.Draft{}, err
+	}
 	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata,
 		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes(),
-		Filter: in.Filter.Value, Headers: in.Headers.Value}
+		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth}, nil
 }
 
-// change is the domain's form of an update body.
-func (p subscriptionPatch) change() subscriptions.Change {
+// change is the domain's form of an update body; ctx names the surface.
+func (p subscriptionPatch) change(ctx context.Context) (subscriptions.Change, error) {
+	setAuth, auth, err := authenticationInput(ctx, p.Authentication)
+	if err != nil {
+		return subscriptions.Change{}, err
+	}
 	return subscriptions.Change{URL: p.URL, Events: p.Events, SetDescription: p.Description.Set,
 		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status,
 		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes(),
-		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value}
+		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value,
+		SetAuthentication: setAuth, Authentication: auth}, nil
 }
 
 // create answers 201 with the new subscription and, this once, its secret.
@@ -155,7 +173,11 @@ func (h subscriptionHandlers) create(w http.ResponseWriter, r *http.Request) err
 	if err := decodeJSON(r, &in); err != nil {
 		return err
 	}
-	sub, secret, err := h.changes.registry.Create(r.Context(), principalOf(r.Context()).Merchant.ID, in.draft())
+	draft, err := in.draft(r.Context())
+	if err != nil {
+		return err
+	}
+	sub, secret, err := h.changes.registry.Create(r.Context(), principalOf(r.Context()).Merchant.ID, draft)
 	if err != nil {
 		return err
 	}
@@ -211,7 +233,11 @@ func (h subscriptionHandlers) update(w http.ResponseWriter, r *http.Request) err
 	if err := decodeJSON(r, &p); err != nil {
 		return err
 	}
-	sub, err := h.changes.update(r.Context(), principalOf(r.Context()).Merchant.ID, id, p.change())
+	change, err := p.change(r.Context())
+	if err != nil {
+		return err
+	}
+	sub, err := h.changes.update(r.Context(), principalOf(r.Context()).Merchant.ID, id, change)
 	if err != nil {
 		return err
 	}

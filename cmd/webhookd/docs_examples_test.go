@@ -47,6 +47,8 @@ var docsSkipped = []struct{ file, contains, why string }{
 	{"docs/listen.md", "--api https://webhooks.example.com --api-key \"$KEY\" \\", "a production engine (and the synopsis of the flags)"},
 	{"docs/listen.md", "trigger payout.paid --api https://webhooks.example.com", "a production engine"},
 	{"docs/ordering.md", "curl -s https://webhooks.example.com", "a production engine"},
+	{"docs/endpoint-security.md", "openssl s_server", "starts a TLS server that runs until stopped"},
+	{"docs/endpoint-security.md", "https://hooks.example.com/webhooks -d", "the merchant's own endpoint"},
 }
 
 // TestDocsShellExamplesRun runs every shell example of README.md and

@@ -90,7 +90,8 @@ func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, keys
 	if err != nil {
 		return Result{}, err
 	}
-	return r.sender.sendWith(ctx, leased.URL, leased.EventID.String(), leased.Body, keys, extra, orderingHeaders(leased.Delivery)), nil
+	return r.sender.sendWith(ctx, leased.URL, leased.EventID.String(), leased.Body, keys, extra, orderingHeaders(leased.Delivery),
+		r.secrets.EndpointTLS(leased))
 }
 
 // send relays one attempt and returns the command's answer as its result.

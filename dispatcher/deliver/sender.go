@@ -33,11 +33,14 @@ const (
 	errTimeout           = "timeout"
 	errConnectionRefused = "connection_refused"
 	errTLS               = "tls_error"
-	errRedirect          = "redirect"
-	errTargetBlocked     = "target_blocked"
-	errDNS               = "dns_error"
-	errNetwork           = "network_error"
-	errHTTPStatus        = "http_status"
+	// errTLSHandshake is an endpoint that refused the handshake (an alert:
+	// no client certificate, or one it does not trust).
+	errTLSHandshake  = "tls_handshake"
+	errRedirect      = "redirect"
+	errTargetBlocked = "target_blocked"
+	errDNS           = "dns_error"
+	errNetwork       = "network_error"
+	errHTTPStatus    = "http_status"
 )
 
 // SenderConfig is what the sender needs.
@@ -83,6 +86,9 @@ type Sender struct {
 	cfg   SenderConfig
 	http  *http.Client
 	clock clock.Clock
+	// endpoints are the transports of mTLS endpoints, one per client
+	// certificate, on the same dialer.
+	endpoints *endpointTransports
 }
 
 // NewSender builds the sender and its client on dialer, or on newDialer's
@@ -94,11 +100,15 @@ func NewSender(cfg SenderConfig, clock clock.Clock, dialer *net.Dialer) (*Sender
 	if dialer == nil {
 		dialer = NewDialer(cfg)
 	}
-	return &Sender{cfg: cfg, http: httpClientDialing(cfg, dialer), clock: clock}, nil
+	shared, endpoints := httpClientDialing(cfg, dialer)
+	return &Sender{cfg: cfg, http: shared, clock: clock, endpoints: endpoints}, nil
 }
 
 // Close drops the idle connections.
-func (s *Sender) Close() { s.http.CloseIdleConnections() }
+func (s *Sender) Close() {
+	s.http.CloseIdleConnections()
+	s.endpoints.closeIdle()
+}
 
 // NewDialer is the dialer of every delivery: unless private targets are
 // allowed, it refuses loopback, private, link-local, CGNAT, multicast and
@@ -120,34 +130,42 @@ func NewDialer(cfg SenderConfig) *net.Dialer {
 // connections to receivers, no environment proxy (it would bypass the
 // address check), no redirects, the dialer's address check, and at most
 // MaxConns connections open at once. With an EgressProxy, connections are
-// tunnels through it, the address check made before each CONNECT.
-func httpClientDialing(cfg SenderConfig, dialer *net.Dialer) *http.Client {
+// tunnels through it, the address check made before each CONNECT. The
+// transports of mTLS endpoints are built the same way on the same bounded
+// dialer, so that the bound counts their connections too.
+func httpClientDialing(cfg SenderConfig, dialer *net.Dialer) (*http.Client, *endpointTransports) {
 	dial := dialer.DialContext
 	if cfg.EgressProxy != nil {
 		dial = egressDialing(cfg, dialer).DialContext
 	}
 	bounded := &boundedDialer{dial: dial, open: semaphore.NewWeighted(int64(cfg.MaxConns))}
-	transport := &http.Transport{
-		Proxy:                  nil,
-		DialContext:            bounded.DialContext,
-		ForceAttemptHTTP2:      true,
-		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    cfg.Timeout,
-		MaxIdleConns:           cfg.MaxConns,
-		MaxIdleConnsPerHost:    cfg.MaxConnsPerHost,
-		MaxConnsPerHost:        cfg.MaxConnsPerHost,
-		IdleConnTimeout:        90 * time.Second,
-		ExpectContinueTimeout:  time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
+	build := func(config *tls.Config) *http.Transport {
+		return &http.Transport{
+			Proxy:                  nil,
+			DialContext:            bounded.DialContext,
+			ForceAttemptHTTP2:      true,
+			TLSClientConfig:        config,
+			TLSHandshakeTimeout:    cfg.Timeout,
+			MaxIdleConns:           cfg.MaxConns,
+			MaxIdleConnsPerHost:    cfg.MaxConnsPerHost,
+			MaxConnsPerHost:        cfg.MaxConnsPerHost,
+			IdleConnTimeout:        90 * time.Second,
+			ExpectContinueTimeout:  time.Second,
+			MaxResponseHeaderBytes: 64 << 10,
+		}
 	}
-	bounded.closeIdle = transport.CloseIdleConnections
-	return &http.Client{
-		Transport: transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
+	transport := build(&tls.Config{MinVersion: tls.VersionTLS12})
+	endpoints := newEndpointTransports(build, maxEndpointTransports)
+	bounded.closeIdle = func() {
+		transport.CloseIdleConnections()
+		endpoints.closeIdle()
 	}
+	return &http.Client{Transport: transport, CheckRedirect: noRedirects}, endpoints
 }
+
+// noRedirects hands a redirect back as the answer: an attempt never
+// follows one.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // egressDialing is the egressDialer of cfg's proxy: dialer's resolver for
 // targets, the address check of newDialer unless private targets are
@@ -241,26 +259,43 @@ func (r Result) gone() bool { return r.HTTPStatus != nil && *r.HTTPStatus == htt
 // extra are the subscription's own headers (checked when they were set:
 // none of them is one of ours).
 func (s *Sender) send(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, extra map[string]string) Result {
-	return s.post(ctx, target, eventID, body, keys, time.Time{}, extra, nil)
+	res, _ := s.post(ctx, target, eventID, body, keys, time.Time{}, extra, nil, nil) // no certificate to open: no error
+	return res
 }
 
 // SendSignedAt is send with the signature dated signedAt instead of the
-// instant of sending (zero: that instant): the endpoint check sends a stale
-// timestamp on purpose.
-func (s *Sender) SendSignedAt(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, extra map[string]string) Result {
-	return s.post(ctx, target, eventID, body, keys, signedAt, extra, nil)
+// instant of sending (zero: that instant), presenting endpoint's client
+// certificate when it is not nil: the endpoint check sends a stale
+// timestamp on purpose. An error is internal (the certificate could not
+// be opened): no request was sent.
+func (s *Sender) SendSignedAt(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, extra map[string]string, endpoint *EndpointTLS) (Result, error) {
+	return s.post(ctx, target, eventID, body, keys, signedAt, extra, nil, endpoint)
 }
 
 // sendWith is send with an ordered delivery's headers (ordering) besides
-// the subscription's own (custom).
-func (s *Sender) sendWith(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, custom map[string]string, ordering http.Header) Result {
-	return s.post(ctx, target, eventID, body, keys, time.Time{}, custom, ordering)
+// the subscription's own (custom), presenting endpoint's client
+// certificate when it is not nil (see SendSignedAt for the error).
+func (s *Sender) sendWith(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, custom map[string]string, ordering http.Header, endpoint *EndpointTLS) (Result, error) {
+	return s.post(ctx, target, eventID, body, keys, time.Time{}, custom, ordering, endpoint)
 }
 
 // post is the exchange behind send, sendSignedAt and sendWith: custom are
 // the subscription's headers, set before ours; ordering are the ordered
-// delivery's, set after ours.
-func (s *Sender) post(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, custom map[string]string, ordering http.Header) Result {
+// delivery's, set after ours; endpoint, when not nil, is the client
+// certificate presented, on the connections kept for it.
+func (s *Sender) post(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, custom map[string]string, ordering http.Header, endpoint *EndpointTLS) (Result, error) {
+	client := s.http
+	if endpoint != nil {
+		var err error
+		if client, err = s.endpoints.client(endpoint); err != nil {
+			return Result{}, err
+		}
+	}
+	return s.exchange(ctx, client, target, eventID, body, keys, signedAt, custom, ordering), nil
+}
+
+// exchange makes post's request on client.
+func (s *Sender) exchange(ctx context.Context, client *http.Client, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, custom map[string]string, ordering http.Header) Result {
 	started := s.clock.Now()
 	if signedAt.IsZero() {
 		signedAt = started
@@ -301,7 +336,7 @@ func (s *Sender) post(ctx context.Context, target, eventID string, body []byte, 
 		req.Header[name] = values
 	}
 
-	resp, err := s.http.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		outcome, code := classify(ctx, err)
 		return finish(outcome, code)
@@ -356,12 +391,28 @@ func classify(ctx context.Context, err error) (outcome, code string) {
 		return metrics.OutcomeNetworkError, errNetwork
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return metrics.OutcomeNetworkError, errConnectionRefused
+	case refusedHandshake(err):
+		return metrics.OutcomeNetworkError, errTLSHandshake
 	case errors.As(err, &certErr), errors.As(err, &recErr), errors.As(err, &alert), errors.As(err, &unknownAuth),
 		errors.As(err, &hostErr), errors.As(err, &invalid), strings.Contains(err.Error(), "tls: "):
 		return metrics.OutcomeNetworkError, errTLS
 	default:
 		return metrics.OutcomeNetworkError, errNetwork
 	}
+}
+
+// refusedHandshake tells an endpoint that refused the TLS handshake: it
+// sent an alert (crypto/tls reports it as a "remote error"), for a client
+// certificate missing or not trusted, say. With TLS 1.3 the server checks
+// the client's certificate after the client finished its side, so the
+// alert arrives when the answer is read; the transport may then wrap it
+// without keeping its type, hence the text.
+func refusedHandshake(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "remote error" {
+		return true
+	}
+	return strings.Contains(err.Error(), "remote error: tls: ")
 }
 
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date.

@@ -180,7 +180,10 @@ func (c *Checker) run(ctx context.Context, snd *deliver.Sender, merchantID strin
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
-	res := snd.SendSignedAt(ctx, leased.URL, ev.ID.String(), leased.Body, keys, signedAt, extra)
+	res, err := snd.SendSignedAt(ctx, leased.URL, ev.ID.String(), leased.Body, keys, signedAt, extra, c.secrets.EndpointTLS(leased))
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
+	}
 	rec := store.AttemptRecord{Delivery: leased.Delivery, Status: store.DeliveryFailed,
 		Attempt: store.Attempt{DeliveryID: leased.ID, Number: 1, Status: store.AttemptFailed, Trigger: store.TriggerManual,
 			HTTPStatus: res.HTTPStatus, Error: res.ErrCode, DurationMS: int(res.Duration.Milliseconds()),

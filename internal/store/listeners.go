@@ -110,10 +110,12 @@ func (s *Listeners) CreateListener(ctx context.Context, n NewListener, sealedSec
 func scanListener(row pgx.Row) (Listener, error) {
 	var l Listener
 	var keyID *uuid.UUID
+	var auth authenticationColumns
 	s := &l.Subscription
 	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &l.ExpiresAt, &keyID)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary, &l.ExpiresAt, &keyID)
+	s.Authentication = auth.value()
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -34,6 +35,8 @@ type NewSubscription struct {
 	Filter *string
 	// SealedHeaders are the sealed extra headers; nil for none.
 	SealedHeaders []byte
+	// Authentication is the checked endpoint authentication; nil for none.
+	Authentication *Authentication
 	// Limit, when positive, is how many subscriptions the merchant may hold
 	// (every one not deleted, whichever surface made it): the create fails
 	// with ErrSubscriptionLimit when the merchant already holds Limit.
@@ -68,6 +71,10 @@ type SubscriptionUpdate struct {
 	// header); a nil SealedHeaders clears them.
 	SetHeaders    bool
 	SealedHeaders []byte
+	// SetAuthentication says whether Authentication is applied (replacing
+	// the whole of it); a nil Authentication removes it.
+	SetAuthentication bool
+	Authentication    *Authentication
 }
 
 // SubscriptionFilter narrows a subscription list.
@@ -88,17 +95,49 @@ type Secret struct {
 // subscriptionColumns is the select list that scanSubscription reads.
 const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
 	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key,
-	filter, headers_sealed`
+	filter, headers_sealed, authentication_sealed, authentication`
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
+	var auth authenticationColumns
 	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary)
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}
+	s.Authentication = auth.value()
 	return s, err
+}
+
+// authenticationColumns are the two columns of an Authentication as
+// scanned: both NULL (a constraint keeps them so) for none.
+type authenticationColumns struct {
+	sealed  []byte
+	summary *AuthenticationSummary
+}
+
+func (a authenticationColumns) value() *Authentication {
+	if a.sealed == nil || a.summary == nil {
+		return nil
+	}
+	return &Authentication{Sealed: a.sealed, Summary: *a.summary}
+}
+
+// authenticationArgs are an Authentication's two column values, nil for
+// none. The summary goes as JSON text: through PgBouncer (the simple
+// protocol) pgx cannot encode a struct for a column whose type it is not
+// told.
+func authenticationArgs(a *Authentication) (sealed []byte, summary *string, err error) {
+	if a == nil {
+		return nil, nil, nil
+	}
+	b, err := json.Marshal(a.Summary)
+	if err != nil {
+		return nil, nil, fmt.Errorf("authentication summary: %w", err)
+	}
+	text := string(b)
+	return a.Sealed, &text, nil
 }
 
 // nonNil keeps a nil map from being stored as the JSON null.
@@ -119,6 +158,10 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 		return Subscription{}, fmt.Errorf("create subscription: %w", err)
 	}
 	var sub Subscription
+	authSealed, authSummary, err := authenticationArgs(n.Authentication)
+	if err != nil {
+		return Subscription{}, fmt.Errorf("create subscription for %s: %w", n.MerchantID, err)
+	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		if n.Limit > 0 {
 			if err := checkSubscriptionLimit(ctx, tx, n.MerchantID, n.Limit); err != nil {
@@ -128,11 +171,11 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 		var err error
 		sub, err = scanSubscription(tx.QueryRow(ctx, `
 			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at,
-				rate_limit, ordering_key, filter, headers_sealed)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12)
+				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb)
 			RETURNING `+subscriptionColumns,
 			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now,
-			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders))
+			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary))
 		if err != nil {
 			return err
 		}
@@ -215,6 +258,10 @@ func (s *Subscriptions) ListSubscriptions(ctx context.Context, merchantID string
 
 // UpdateSubscription applies a partial update and returns the result.
 func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID string, id uuid.UUID, u SubscriptionUpdate) (Subscription, error) {
+	authSealed, authSummary, err := authenticationArgs(u.Authentication)
+	if err != nil {
+		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, err)
+	}
 	sub, err := scanSubscription(s.pool.QueryRow(ctx, `
 		UPDATE subscriptions SET
 			url = COALESCE($3, url),
@@ -229,12 +276,14 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 			rate_limit = CASE WHEN $10 THEN $11 ELSE rate_limit END,
 			ordering_key = CASE WHEN $12 THEN $13 ELSE ordering_key END,
 			filter = CASE WHEN $14 THEN $15 ELSE filter END,
-			headers_sealed = CASE WHEN $16 THEN $17::bytea ELSE headers_sealed END
+			headers_sealed = CASE WHEN $16 THEN $17::bytea ELSE headers_sealed END,
+			authentication_sealed = CASE WHEN $18 THEN $19::bytea ELSE authentication_sealed END,
+			authentication = CASE WHEN $18 THEN $20::jsonb ELSE authentication END
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
 		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.now(),
 		u.SetRateLimit, u.RateLimit, u.SetOrderingKey, u.OrderingKey,
-		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders))
+		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary))
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, notFound(err))
 	}

@@ -70,6 +70,36 @@ type Subscription struct {
 	// SealedHeaders are the extra request headers, sealed (see
 	// signer.Sealer); nil when there are none.
 	SealedHeaders []byte
+	// Authentication is how deliveries authenticate to the endpoint beyond
+	// their signature (mTLS); nil for none.
+	Authentication *Authentication
+}
+
+// Authentication is a subscription's endpoint authentication as stored:
+// the whole of it sealed, and the summary that reads may show.
+type Authentication struct {
+	// Sealed is the authentication as JSON, sealed with the master key
+	// (signer.Sealer): it holds the secrets (a client key).
+	Sealed []byte
+	// Summary is its public part.
+	Summary AuthenticationSummary
+}
+
+// AuthenticationSummary is what a read shows of an authentication: never
+// a secret. Each type fills the fields that describe it.
+type AuthenticationSummary struct {
+	// Type is the kind of authentication: "mtls".
+	Type string `json:"type"`
+	// Subject, Issuer and Serial name the mtls client certificate
+	// (distinguished names as RFC 2253 strings, the serial in decimal).
+	Subject string `json:"subject,omitempty"`
+	Issuer  string `json:"issuer,omitempty"`
+	Serial  string `json:"serial,omitempty"`
+	// NotAfter is when the client certificate expires.
+	NotAfter *time.Time `json:"not_after,omitempty"`
+	// ServerCA says whether the endpoint's certificate is checked against
+	// the merchant's own CA rather than the system's roots.
+	ServerCA bool `json:"server_ca,omitempty"`
 }
 
 // Health counts a subscription's recent outcomes; test deliveries never

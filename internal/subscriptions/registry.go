@@ -51,6 +51,9 @@ type Draft struct {
 	Filter *string
 	// Headers are the extra request headers; nil for none.
 	Headers map[string]string
+	// Authentication is how deliveries authenticate to the endpoint
+	// beyond their signature; nil for none.
+	Authentication *AuthenticationInput
 }
 
 // Change is an update of a subscription: nil fields are left as they are.
@@ -74,6 +77,10 @@ type Change struct {
 	// alone: an update replaces the whole map.
 	SetHeaders bool
 	Headers    map[string]string
+	// SetAuthentication tells an authentication to set, replace (or
+	// remove, nil) from one left alone.
+	SetAuthentication bool
+	Authentication    *AuthenticationInput
 }
 
 // Registry creates and changes webhook subscriptions under Rules, and makes
@@ -163,8 +170,12 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 	if err != nil {
 		return store.NewSubscription{}, err
 	}
+	auth, err := g.sealAuthentication(d.Authentication)
+	if err != nil {
+		return store.NewSubscription{}, err
+	}
 	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata,
-		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed}, nil
+		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth}, nil
 }
 
 // Update checks the fields present in c and applies them to the merchant's
@@ -241,6 +252,13 @@ func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
 			return u, err
 		}
 		u.SetHeaders, u.SealedHeaders = true, sealed
+	}
+	if c.SetAuthentication {
+		auth, err := g.sealAuthentication(c.Authentication)
+		if err != nil {
+			return u, err
+		}
+		u.SetAuthentication, u.Authentication = true, auth
 	}
 	return u, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"code.dny.dev/ssrf"
@@ -47,6 +48,16 @@ type Rules struct {
 	// cannot make every event fan out without end; zero is
 	// DefaultMaxSubscriptions.
 	MaxSubscriptions int
+	// Now is the time certificates must be valid at; nil is time.Now.
+	Now func() time.Time
+}
+
+// now is Now's time.
+func (r Rules) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // maxSubscriptions is the cap that applies.
