@@ -63,12 +63,9 @@ func TestRedeliverOutcomes(t *testing.T) {
 			// away, so the delivery stays pending during the test.
 			schedule := retry.Schedule{Delays: []time.Duration{50 * time.Millisecond}}
 			if tt.before == store.DeliveryPending {
+				// An hour away: the manual attempt never races it (a retry
+				// 2 s after the clock's jump ran first under load).
 				schedule = retry.Schedule{Delays: []time.Duration{time.Hour, time.Hour}}
-				if tt.after == store.DeliverySucceeded {
-					// Soon enough to see that the scheduled attempt, when it
-					// comes, does nothing: 2 s after the clock's jump below.
-					schedule.Delays[0] = time.Minute + 2*time.Second
-				}
 			}
 			// The dispatcher's clock jumps a minute ahead before the manual
 			// attempt, so that its webhook-timestamp is visibly fresh.
@@ -140,14 +137,20 @@ func TestRedeliverOutcomes(t *testing.T) {
 			}
 
 			if tt.before == store.DeliveryPending && tt.after == store.DeliverySucceeded {
-				// The stale scheduled task of that attempt number finds
-				// nothing to do, even when the sweeper re-enqueues it.
+				// The stale scheduled attempt of that number finds nothing
+				// to do when it comes: the clock jumps past it, a worker
+				// takes it from the schedule, and no request follows.
 				n := len(rcv.got())
-				// Wait (on the shrunk schedule) until the scheduled attempt
-				// was due, plus a few task-check intervals.
-				due := before.NextAttemptAt.Add(300 * time.Millisecond)
-				e.waitFor("the scheduled attempt to come due", 10*time.Second, func() bool {
-					return time.Now().Add(time.Duration(offset.Load())).After(due) // on the dispatcher's clock
+				if parked, err := dispatcher.Parked(ctx, d, before, before.AttemptCount+1); err != nil || !parked {
+					t.Fatalf("the scheduled attempt is not parked before its time (%v)", err)
+				}
+				offset.Store(int64(2 * time.Hour))
+				e.waitFor("a worker to take the scheduled attempt", 10*time.Second, func() bool {
+					parked, err := dispatcher.Parked(ctx, d, before, before.AttemptCount+1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return !parked
 				})
 				if len(rcv.got()) != n || e.delivery(del.ID).Status != store.DeliverySucceeded {
 					t.Fatal("an attempt ran after a manual success ended the schedule")
