@@ -31,10 +31,10 @@ func (e *EndpointTLS) open() (subscriptions.ClientTLS, error) {
 }
 
 // EndpointTLS is the client certificate of a leased delivery's
-// subscription; nil when it has no mtls authentication. It comes with the
-// lease's row, so it costs no query.
+// subscription; nil when it has no mtls authentication (none, or another
+// type). It comes with the lease's row, so it costs no query.
 func (c *SecretCache) EndpointTLS(l store.LeasedDelivery) *EndpointTLS {
-	if l.SealedAuthentication == nil {
+	if l.SealedAuthentication == nil || l.AuthenticationType != subscriptions.AuthenticationMTLS {
 		return nil
 	}
 	// A new authentication is sealed with a new nonce: its digest is new

@@ -69,7 +69,8 @@ func endpointTLSOf(t *testing.T, sealer *signer.Sealer, client testpki.Issued, s
 		t.Fatal(err)
 	}
 	cache := NewSecretCache(nil, sealer)
-	return cache.EndpointTLS(store.LeasedDelivery{Delivery: store.Delivery{SubscriptionID: uuid.New()}, SealedAuthentication: sealed})
+	return cache.EndpointTLS(store.LeasedDelivery{Delivery: store.Delivery{SubscriptionID: uuid.New()}, SealedAuthentication: sealed,
+		AuthenticationType: subscriptions.AuthenticationMTLS})
 }
 
 func newTestSealer(t *testing.T) *signer.Sealer {
