@@ -15,10 +15,9 @@ import (
 	"github.com/webhookd/webhookd/internal/store"
 )
 
-// apiKeyStore is what the key routes read and end in the database
-// directly; issuing, revoking and rolling go through merchants' rules.
+// apiKeyStore is what the key routes end in the database directly;
+// issuing, listing, revoking and rolling go through merchants' rules.
 type apiKeyStore interface {
-	ListAPIKeysPage(ctx context.Context, merchantID string, p store.Page) ([]store.APIKey, error)
 	EndAPIKeyGrants(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, reason string) (store.EndedGrants, error)
 	// Now is the database's clock, which a key's status is judged by.
 	Now() time.Time
@@ -102,6 +101,7 @@ func (h apiKeyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 // time like every list: limit and cursor, has_more and next_cursor. Rolls
 // add keys and none is ever deleted, so the list grows.
 func (h apiKeyHandlers) list(w http.ResponseWriter, r *http.Request) error {
+	// The merchant is judged before the page, as on every merchant route.
 	merchantID := pathParam(r, "id")
 	if err := merchants.CheckID("merchant_id", merchantID); err != nil {
 		return err
@@ -110,7 +110,7 @@ func (h apiKeyHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	keys, err := h.store.ListAPIKeysPage(r.Context(), merchantID, p)
+	keys, err := h.ring.List(r.Context(), merchantID, p)
 	if err != nil {
 		return err
 	}

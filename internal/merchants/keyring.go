@@ -58,7 +58,7 @@ func KeyStatus(k store.APIKey, now time.Time) string {
 // KeyRingStore is what a KeyRing needs of the database.
 type KeyRingStore interface {
 	// ListAPIKeys returns the merchant's keys, newest first.
-	ListAPIKeys(ctx context.Context, merchantID string) ([]store.APIKey, error)
+	ListAPIKeysPage(ctx context.Context, merchantID string, p store.Page) ([]store.APIKey, error)
 	// GetAPIKey returns one key of the merchant, or store.ErrNotFound.
 	GetAPIKey(ctx context.Context, merchantID string, id uuid.UUID) (store.APIKey, error)
 	// RevokeAPIKey revokes one key of the merchant now.
@@ -79,13 +79,13 @@ type KeyRing struct {
 // NewKeyRing is a KeyRing on st.
 func NewKeyRing(st KeyRingStore) *KeyRing { return &KeyRing{store: st} }
 
-// List returns every key of the merchant, revoked and expired ones
+// List returns one page of the merchant's keys, revoked and expired ones
 // included, newest first; never a key itself, which webhookd does not keep.
-func (r *KeyRing) List(ctx context.Context, merchantID string) ([]store.APIKey, error) {
+func (r *KeyRing) List(ctx context.Context, merchantID string, p store.Page) ([]store.APIKey, error) {
 	if err := CheckID("merchant_id", merchantID); err != nil {
 		return nil, err
 	}
-	return r.store.ListAPIKeys(ctx, merchantID)
+	return r.store.ListAPIKeysPage(ctx, merchantID, p)
 }
 
 // Revoke ends one key of the merchant at once. Another merchant's key, or

@@ -141,11 +141,11 @@ func TestKeyRing(t *testing.T) {
 	if err != nil || revoked.RevokedAt == nil || merchants.KeyUsable(revoked, clock.Now()) {
 		t.Fatalf("revoke: %+v, %v", revoked, err)
 	}
-	keys, err := ring.List(ctx, "m1")
+	keys, err := ring.List(ctx, "m1", store.Page{Limit: 100})
 	if err != nil || len(keys) != 4 {
 		t.Fatalf("list: %d keys, %v; want 4 (revoked and expired included)", len(keys), err)
 	}
-	if _, err := ring.List(ctx, "m\x00"); invalid.As(err) == nil {
+	if _, err := ring.List(ctx, "m\x00", store.Page{Limit: 100}); invalid.As(err) == nil {
 		t.Errorf("List of a malformed merchant id: %v", err)
 	}
 }

@@ -51,21 +51,6 @@ func scanAPIKey(row pgx.Row) (APIKey, error) {
 	return k, err
 }
 
-// ListAPIKeys returns every key of the merchant, revoked and expired ones
-// included, newest first. A merchant webhookd does not know has none.
-func (s *APIKeys) ListAPIKeys(ctx context.Context, merchantID string) ([]APIKey, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+apiKeyColumns+` FROM api_keys
-		WHERE merchant_id = $1 ORDER BY created_at DESC, id DESC`, merchantID)
-	if err != nil {
-		return nil, fmt.Errorf("list api keys of %s: %w", merchantID, err)
-	}
-	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (APIKey, error) { return scanAPIKey(row) })
-	if err != nil {
-		return nil, fmt.Errorf("list api keys of %s: %w", merchantID, err)
-	}
-	return keys, nil
-}
-
 // GetAPIKey returns one key of the merchant; another merchant's key is
 // ErrNotFound.
 func (s *APIKeys) GetAPIKey(ctx context.Context, merchantID string, id uuid.UUID) (APIKey, error) {

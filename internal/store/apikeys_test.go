@@ -96,14 +96,14 @@ func TestAPIKeyLifecycle(t *testing.T) {
 		t.Errorf("rolling a revoked key: %v, want ErrAPIKeyInactive", err)
 	}
 
-	keys, err := st.ListAPIKeys(ctx, "m1")
+	keys, err := st.ListAPIKeysPage(ctx, "m1", everyKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(keys) != 2 || keys[0].ID != successor.ID || keys[1].ID != first.ID {
 		t.Fatalf("list: %+v, want the successor then the first key", keys)
 	}
-	if keys, err := st.ListAPIKeys(ctx, "m_unknown"); err != nil || len(keys) != 0 {
+	if keys, err := st.ListAPIKeysPage(ctx, "m_unknown", everyKey); err != nil || len(keys) != 0 {
 		t.Errorf("list of an unknown merchant: %v, %v", keys, err)
 	}
 }
@@ -129,7 +129,7 @@ func TestRollAPIKeyAsksTheRuleUnderTheLock(t *testing.T) {
 	if seen.ID != k.ID || !seenAt.Equal(st.Now()) {
 		t.Errorf("the rule saw %s at %v, want %s at %v", seen.ID, seenAt, k.ID, st.Now())
 	}
-	if keys, err := st.ListAPIKeys(ctx, "m1"); err != nil || len(keys) != 1 || keys[0].ExpiresAt != nil {
+	if keys, err := st.ListAPIKeysPage(ctx, "m1", everyKey); err != nil || len(keys) != 1 || keys[0].ExpiresAt != nil {
 		t.Errorf("after a refused roll: %+v, %v; want the one key, unexpired", keys, err)
 	}
 
