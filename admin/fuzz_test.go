@@ -583,7 +583,7 @@ func FuzzMerchantPath(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, route uint8, segment string) {
-		if !sendable(segment) || strings.ContainsAny(segment, " #?/") {
+		if !sendable(segment) || strings.ContainsAny(segment, " \t#?/") {
 			return // not one path segment of a request line
 		}
 		want, err := url.PathUnescape(segment)
