@@ -40,12 +40,20 @@ type legacySubscriptionJSON struct {
 	// Authentication is the summary of the endpoint authentication, in
 	// camelCase (no key); null for none.
 	Authentication authenticationJSON `json:"authentication"`
+	// SignatureScheme, SigningPublicKey(s) and Encryption are how
+	// deliveries are signed and encrypted (admin/signing.go).
+	SignatureScheme   string         `json:"signatureScheme"`
+	SigningPublicKey  *string        `json:"signingPublicKey"`
+	SigningPublicKeys []string       `json:"signingPublicKeys"`
+	Encryption        encryptionJSON `json:"encryption"`
 }
 
 // view is the legacy resource, headers masked.
 func (h legacyHandlers) view(ctx context.Context, sub store.Subscription) legacySubscriptionJSON {
 	rateLimit, ordering := controlsView(sub)
+	s := h.changes.signingView(ctx, sub)
 	return legacySubscriptionJSON{
+		SignatureScheme: s.scheme, SigningPublicKey: s.publicKey, SigningPublicKeys: s.publicKeys, Encryption: s.encryption,
 		RateLimit: rateLimit, Ordering: ordering,
 		ID: sub.ID.String(), URL: sub.URL, Events: sub.Events, Description: sub.Description,
 		Status: sub.Status, Metadata: sub.Metadata, CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(),
@@ -67,6 +75,10 @@ func (h legacyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		Headers     optionalHeaders   `json:"headers"`
 		// Authentication's fields are camelCase (authenticationInput).
 		Authentication rawField `json:"authentication"`
+		// SignatureScheme as on /v1; Encryption's field is camelCase
+		// (encryptionInput).
+		SignatureScheme *string  `json:"signatureScheme"`
+		Encryption      rawField `json:"encryption"`
 	}
 	if err := decodeJSON(r, &legacy); err != nil {
 		return err
@@ -100,6 +112,10 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		Headers     optionalHeaders   `json:"headers"`
 		// Authentication's fields are camelCase (authenticationInput).
 		Authentication rawField `json:"authentication"`
+		// SignatureScheme as on /v1; Encryption's field is camelCase
+		// (encryptionInput).
+		SignatureScheme *string  `json:"signatureScheme"`
+		Encryption      rawField `json:"encryption"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -110,7 +126,8 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	}
 	patch := subscriptionPatch{URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status,
 		RateLimit: in.RateLimit, Ordering: in.Ordering,
-		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication}
+		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication,
+		SignatureScheme: in.SignatureScheme, Encryption: in.Encryption}
 	change, err := patch.change(r.Context())
 	if err != nil {
 		return err

@@ -45,7 +45,14 @@ type subscriptionJSON struct {
 	// Authentication is the summary of the endpoint authentication (no
 	// key); null for none.
 	Authentication authenticationJSON `json:"authentication"`
-	// Secret is only in the answers of create and rotate_secret.
+	// SignatureScheme, SigningPublicKey(s) and Encryption are how
+	// deliveries are signed and encrypted (admin/signing.go).
+	SignatureScheme   string         `json:"signature_scheme"`
+	SigningPublicKey  *string        `json:"signing_public_key"`
+	SigningPublicKeys []string       `json:"signing_public_keys"`
+	Encryption        encryptionJSON `json:"encryption"`
+	// Secret is only in the answers of create and rotate_secret: the
+	// whsec_ secret, or for ed25519 the whpk_ public key.
 	Secret string `json:"secret,omitempty"`
 }
 
@@ -75,6 +82,8 @@ func (h subscriptionHandlers) view(ctx context.Context, sub store.Subscription) 
 	v := subscriptionView(sub)
 	v.Headers = h.changes.maskedHeaders(ctx, sub)
 	v.Authentication = authenticationView(ctx, sub.Authentication)
+	s := h.changes.signingView(ctx, sub)
+	v.SignatureScheme, v.SigningPublicKey, v.SigningPublicKeys, v.Encryption = s.scheme, s.publicKey, s.publicKeys, s.encryption
 	return v
 }
 
@@ -91,6 +100,10 @@ type subscriptionInput struct {
 	Headers     optionalHeaders   `json:"headers"`
 	// Authentication is read by authenticationInput.
 	Authentication rawField `json:"authentication"`
+	// SignatureScheme is "hmac_sha256" (absent: the default) or
+	// "ed25519"; Encryption is read by encryptionInput.
+	SignatureScheme *string  `json:"signature_scheme"`
+	Encryption      rawField `json:"encryption"`
 }
 
 // subscriptionPatch is an update: every field is optional. It repeats the
@@ -108,6 +121,10 @@ type subscriptionPatch struct {
 	Headers     optionalHeaders   `json:"headers"`
 	// Authentication is read by authenticationInput.
 	Authentication rawField `json:"authentication"`
+	// SignatureScheme may only repeat the subscription's; Encryption is
+	// read by encryptionInput.
+	SignatureScheme *string  `json:"signature_scheme"`
+	Encryption      rawField `json:"encryption"`
 }
 
 // optionalString tells a field that is absent from one that is null, so
@@ -149,9 +166,14 @@ func (in subscriptionInput) draft(ctx context.Context) (subscriptions.Draft, err
 	if err != nil {
 		return subscriptions.Draft{}, err
 	}
+	_, jwk, err := encryptionInput(ctx, in.Encryption)
+	if err != nil {
+		return subscriptions.Draft{}, err
+	}
 	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata,
 		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes(),
-		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth}, nil
+		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth,
+		SignatureScheme: in.SignatureScheme, Encryption: jwk}, nil
 }
 
 // change is the domain's form of an update body; ctx names the surface.
@@ -160,11 +182,16 @@ func (p subscriptionPatch) change(ctx context.Context) (subscriptions.Change, er
 	if err != nil {
 		return subscriptions.Change{}, err
 	}
+	setEnc, jwk, err := encryptionInput(ctx, p.Encryption)
+	if err != nil {
+		return subscriptions.Change{}, err
+	}
 	return subscriptions.Change{URL: p.URL, Events: p.Events, SetDescription: p.Description.Set,
 		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status,
 		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes(),
 		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value,
-		SetAuthentication: setAuth, Authentication: auth}, nil
+		SetAuthentication: setAuth, Authentication: auth,
+		SignatureScheme: p.SignatureScheme, SetEncryption: setEnc, Encryption: jwk}, nil
 }
 
 // create answers 201 with the new subscription and, this once, its secret.

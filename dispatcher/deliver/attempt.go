@@ -259,13 +259,13 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 			log.WarnContext(ctx, "update the schedule's rate limit", "error", err)
 		}
 	}
-	keys, err := r.secrets.Keys(ctx, leased.SubscriptionID, leased.SubscriptionVersion, now)
+	sig, err := r.secrets.Signing(ctx, leased, now)
 	if err != nil {
 		r.releaseLease(ctx, leased, log)
 		return err
 	}
 
-	res, err := r.exchange(ctx, leased, keys)
+	res, err := r.exchange(ctx, leased, sig)
 	held.exchanged(err == nil && res.outcome == metrics.OutcomeTimeout)
 	if err != nil {
 		r.releaseLease(ctx, leased, log)

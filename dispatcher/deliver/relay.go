@@ -82,22 +82,22 @@ func newRelay(cfg relayConfig, clock clock.Clock) (*relay, error) {
 
 // exchange makes the attempt's exchange the way its subscription's kind
 // says: relayed to a listener, or dialled.
-func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, keys []signer.Key) (Result, error) {
+func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, sig Signing) (Result, error) {
 	if leased.Kind == store.KindListener {
-		return r.relay.send(ctx, leased, keys)
+		return r.relay.send(ctx, leased, sig)
 	}
 	extra, err := r.secrets.Headers(leased)
 	if err != nil {
 		return Result{}, err
 	}
-	return r.sender.sendWith(ctx, leased.URL, leased.EventID.String(), leased.Body, keys, extra, orderingHeaders(leased.Delivery),
+	return r.sender.sendWith(ctx, leased.URL, leased.EventID.String(), leased.Body, sig, extra, orderingHeaders(leased.Delivery),
 		r.secrets.EndpointTLS(leased))
 }
 
 // send relays one attempt and returns the command's answer as its result.
 // An error is internal (Postgres or Redis unreachable): the attempt is made
 // again later.
-func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, keys []signer.Key) (Result, error) {
+func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, sig Signing) (Result, error) {
 	started := r.clock.Now()
 	res := Result{Started: started}
 	finish := func(outcome, code string) (Result, error) {
@@ -125,16 +125,22 @@ func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, keys []si
 		return finish(metrics.OutcomeBlocked, errListenerClosed)
 	}
 
+	// Signed as a dialled attempt is: the body as relayed, of either
+	// scheme.
+	body, contentType, err := sig.payload(leased.Body)
+	if err != nil {
+		return Result{}, err
+	}
 	h := http.Header{}
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", contentType)
 	h.Set("User-Agent", "webhookd/"+r.cfg.Version)
-	signer.SetHeaders(h, leased.EventID.String(), started, leased.Body, keys...)
+	signer.SetHeadersWith(h, leased.EventID.String(), started, body, sig.Keys...)
 	headers := make(map[string]string, len(h))
 	for k := range h {
 		headers[strings.ToLower(k)] = h.Get(k)
 	}
 	d := listener.Delivery{Type: listener.TypeDelivery, ID: uuid.NewString(), EventID: leased.EventID.String(),
-		EventType: leased.EventType, Headers: headers, Body: string(leased.Body), Deadline: started.Add(r.cfg.Timeout)}
+		EventType: leased.EventType, Headers: headers, Body: string(body), Deadline: started.Add(r.cfg.Timeout)}
 	msg, err := json.Marshal(d)
 	if err != nil {
 		return Result{}, fmt.Errorf("relay: encode delivery: %w", err)

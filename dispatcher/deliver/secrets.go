@@ -24,6 +24,8 @@ type SecretCache struct {
 	sealer *signer.Sealer
 	mu     sync.Mutex
 	cache  map[uuid.UUID]cachedSecrets
+	// encryption keeps the subscriptions' parsed encryption keys.
+	encryption encryptionKeys
 }
 
 type cachedSecrets struct {
@@ -42,9 +44,10 @@ func NewSecretCache(st *store.Store, sealer *signer.Sealer) *SecretCache {
 	return &SecretCache{store: st, sealer: sealer, cache: make(map[uuid.UUID]cachedSecrets)}
 }
 
-// Keys returns the Keys of the subscription active at now, the current one
-// first. version is the subscription's updated_at as the lease read it.
-func (c *SecretCache) Keys(ctx context.Context, subID uuid.UUID, version, now time.Time) ([]signer.Key, error) {
+// Keys returns the signing keys of the subscription active at now, of
+// either scheme, the current one first. version is the subscription's
+// updated_at as the lease read it.
+func (c *SecretCache) Keys(ctx context.Context, subID uuid.UUID, version, now time.Time) ([]signer.SigningKey, error) {
 	c.mu.Lock()
 	e, ok := c.cache[subID]
 	c.mu.Unlock()
@@ -67,7 +70,7 @@ func (c *SecretCache) Keys(ctx context.Context, subID uuid.UUID, version, now ti
 	c.cache[subID] = e
 	c.mu.Unlock()
 
-	keys, err := signer.Keys(signer.Active(e.secrets, now))
+	keys, err := signer.SigningKeys(signer.Active(e.secrets, now))
 	if err != nil {
 		return nil, fmt.Errorf("signing keys of subscription %s: %w", subID, err)
 	}

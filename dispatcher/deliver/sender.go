@@ -258,8 +258,8 @@ func (r Result) gone() bool { return r.HTTPStatus != nil && *r.HTTPStatus == htt
 // exchange bounded by the delivery timeout.
 // extra are the subscription's own headers (checked when they were set:
 // none of them is one of ours).
-func (s *Sender) send(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, extra map[string]string) Result {
-	res, _ := s.post(ctx, target, eventID, body, keys, time.Time{}, extra, nil, nil) // no certificate to open: no error
+func (s *Sender) send(ctx context.Context, target, eventID string, body []byte, sig Signing, extra map[string]string) Result {
+	res, _ := s.post(ctx, target, eventID, body, sig, time.Time{}, extra, nil, nil) // no certificate to open: no error
 	return res
 }
 
@@ -268,22 +268,27 @@ func (s *Sender) send(ctx context.Context, target, eventID string, body []byte, 
 // certificate when it is not nil: the endpoint check sends a stale
 // timestamp on purpose. An error is internal (the certificate could not
 // be opened): no request was sent.
-func (s *Sender) SendSignedAt(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, extra map[string]string, endpoint *EndpointTLS) (Result, error) {
-	return s.post(ctx, target, eventID, body, keys, signedAt, extra, nil, endpoint)
+func (s *Sender) SendSignedAt(ctx context.Context, target, eventID string, body []byte, sig Signing, signedAt time.Time, extra map[string]string, endpoint *EndpointTLS) (Result, error) {
+	return s.post(ctx, target, eventID, body, sig, signedAt, extra, nil, endpoint)
 }
 
 // sendWith is send with an ordered delivery's headers (ordering) besides
 // the subscription's own (custom), presenting endpoint's client
 // certificate when it is not nil (see SendSignedAt for the error).
-func (s *Sender) sendWith(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, custom map[string]string, ordering http.Header, endpoint *EndpointTLS) (Result, error) {
-	return s.post(ctx, target, eventID, body, keys, time.Time{}, custom, ordering, endpoint)
+func (s *Sender) sendWith(ctx context.Context, target, eventID string, body []byte, sig Signing, custom map[string]string, ordering http.Header, endpoint *EndpointTLS) (Result, error) {
+	return s.post(ctx, target, eventID, body, sig, time.Time{}, custom, ordering, endpoint)
 }
 
 // post is the exchange behind send, sendSignedAt and sendWith: custom are
 // the subscription's headers, set before ours; ordering are the ordered
 // delivery's, set after ours; endpoint, when not nil, is the client
-// certificate presented, on the connections kept for it.
-func (s *Sender) post(ctx context.Context, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, custom map[string]string, ordering http.Header, endpoint *EndpointTLS) (Result, error) {
+// certificate presented, on the connections kept for it; sig encrypts
+// the body (then the signature covers the JWE sent) and signs it.
+func (s *Sender) post(ctx context.Context, target, eventID string, body []byte, sig Signing, signedAt time.Time, custom map[string]string, ordering http.Header, endpoint *EndpointTLS) (Result, error) {
+	body, contentType, err := sig.payload(body)
+	if err != nil {
+		return Result{}, err
+	}
 	client := s.http
 	if endpoint != nil {
 		var err error
@@ -291,11 +296,11 @@ func (s *Sender) post(ctx context.Context, target, eventID string, body []byte, 
 			return Result{}, err
 		}
 	}
-	return s.exchange(ctx, client, target, eventID, body, keys, signedAt, custom, ordering), nil
+	return s.exchange(ctx, client, target, eventID, body, contentType, sig.Keys, signedAt, custom, ordering), nil
 }
 
 // exchange makes post's request on client.
-func (s *Sender) exchange(ctx context.Context, client *http.Client, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, custom map[string]string, ordering http.Header) Result {
+func (s *Sender) exchange(ctx context.Context, client *http.Client, target, eventID string, body []byte, contentType string, keys []signer.SigningKey, signedAt time.Time, custom map[string]string, ordering http.Header) Result {
 	started := s.clock.Now()
 	if signedAt.IsZero() {
 		signedAt = started
@@ -329,9 +334,9 @@ func (s *Sender) exchange(ctx context.Context, client *http.Client, target, even
 	for name, value := range custom {
 		req.Header.Set(name, value)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("User-Agent", "webhookd/"+s.cfg.Version)
-	signer.SetHeaders(req.Header, eventID, signedAt, body, keys...)
+	signer.SetHeadersWith(req.Header, eventID, signedAt, body, keys...)
 	for name, values := range ordering {
 		req.Header[name] = values
 	}

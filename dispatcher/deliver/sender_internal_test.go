@@ -58,7 +58,7 @@ func TestSendClassifiesNetworkErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := snd.send(context.Background(), tc.url, "evt", []byte(`{}`), nil, nil)
+			res := snd.send(context.Background(), tc.url, "evt", []byte(`{}`), Signing{}, nil)
 			if res.ErrCode == nil || *res.ErrCode != tc.want {
 				t.Fatalf("send(%s) error %v, want %s", tc.url, res.ErrCode, tc.want)
 			}

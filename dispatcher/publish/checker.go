@@ -163,14 +163,14 @@ func (c *Checker) run(ctx context.Context, snd *deliver.Sender, merchantID strin
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
-	keys, err := c.secrets.Keys(ctx, subscriptionID, leased.SubscriptionVersion, c.clock.Now())
+	sig, err := c.secrets.Signing(ctx, leased, c.clock.Now())
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
 	var signedAt time.Time
 	switch name {
 	case CheckWrongSignature:
-		if keys, err = strangerKeys(); err != nil {
+		if sig.Keys, err = strangerKeys(sig.Keys); err != nil {
 			return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 		}
 	case CheckStaleTimestamp:
@@ -180,7 +180,7 @@ func (c *Checker) run(ctx context.Context, snd *deliver.Sender, merchantID strin
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
-	res, err := snd.SendSignedAt(ctx, leased.URL, ev.ID.String(), leased.Body, keys, signedAt, extra, c.secrets.EndpointTLS(leased))
+	res, err := snd.SendSignedAt(ctx, leased.URL, ev.ID.String(), leased.Body, sig, signedAt, extra, c.secrets.EndpointTLS(leased))
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
@@ -201,15 +201,22 @@ func (c *Checker) run(ctx context.Context, snd *deliver.Sender, merchantID strin
 	return CheckResult{Case: name, Delivery: d, HTTPStatus: res.HTTPStatus, Error: res.ErrCode, Accepted: res.OK()}, nil
 }
 
-// strangerKeys signs with a fresh secret that no endpoint holds.
-func strangerKeys() ([]signer.Key, error) {
-	secret, err := signer.NewSecret()
+// strangerKeys signs with a fresh secret that no endpoint holds, of the
+// scheme of the subscription's current key (keys), so that the endpoint
+// is asked to refuse a signature it would otherwise read: a "v1a" one for
+// an ed25519 subscription.
+func strangerKeys(keys []signer.SigningKey) ([]signer.SigningKey, error) {
+	scheme := signer.SchemeHMACSHA256
+	if len(keys) > 0 {
+		scheme = keys[0].Scheme()
+	}
+	secret, err := signer.NewSigningSecret(scheme)
 	if err != nil {
 		return nil, err
 	}
-	key, err := signer.ParseSecret(secret)
+	key, err := signer.ParseSigningKey(secret)
 	if err != nil {
 		return nil, err
 	}
-	return []signer.Key{key}, nil
+	return []signer.SigningKey{key}, nil
 }

@@ -112,9 +112,10 @@ func scanListener(row pgx.Row) (Listener, error) {
 	var keyID *uuid.UUID
 	var auth authenticationColumns
 	s := &l.Subscription
-	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
+	err := row.Scan(append(append([]any{&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary, &l.ExpiresAt, &keyID)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary}, signingTargets(s)...),
+		&l.ExpiresAt, &keyID)...)
 	s.Authentication = auth.value()
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}

@@ -37,6 +37,13 @@ type NewSubscription struct {
 	SealedHeaders []byte
 	// Authentication is the checked endpoint authentication; nil for none.
 	Authentication *Authentication
+	// SignatureScheme is SchemeHMACSHA256 ("" too) or SchemeEd25519;
+	// SigningPublicKey is the first secret's public key (ed25519 only).
+	SignatureScheme  string
+	SigningPublicKey *string
+	// EncryptionKey is the checked public JWK bodies are encrypted to;
+	// nil for none.
+	EncryptionKey []byte
 	// Limit, when positive, is how many subscriptions the merchant may hold
 	// (every one not deleted, whichever surface made it): the create fails
 	// with ErrSubscriptionLimit when the merchant already holds Limit.
@@ -75,6 +82,10 @@ type SubscriptionUpdate struct {
 	// the whole of it); a nil Authentication removes it.
 	SetAuthentication bool
 	Authentication    *Authentication
+	// SetEncryptionKey says whether EncryptionKey is applied; a nil
+	// EncryptionKey removes it.
+	SetEncryptionKey bool
+	EncryptionKey    []byte
 }
 
 // SubscriptionFilter narrows a subscription list.
@@ -95,14 +106,14 @@ type Secret struct {
 // subscriptionColumns is the select list that scanSubscription reads.
 const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
 	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key,
-	filter, headers_sealed, authentication_sealed, authentication`
+	filter, headers_sealed, authentication_sealed, authentication, `+signingColumns
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
 	var auth authenticationColumns
-	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
+	err := row.Scan(append([]any{&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary}, signingTargets(&s)...)...)
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}
@@ -171,15 +182,21 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 		var err error
 		sub, err = scanSubscription(tx.QueryRow(ctx, `
 			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at,
-				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb)
+				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication,
+				signature_scheme, encryption_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb, coalesce(nullif($15, ''), 'hmac_sha256'), $16::jsonb)
 			RETURNING `+subscriptionColumns,
 			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now,
-			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary))
+			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary,
+			n.SignatureScheme, encryptionKeyArg(n.EncryptionKey)))
 		if err != nil {
 			return err
 		}
-		return insertSecret(ctx, tx, id, sealedSecret, now)
+		if err := insertSigningSecret(ctx, tx, id, sealedSecret, n.SigningPublicKey, now); err != nil || n.SigningPublicKey == nil {
+			return err
+		}
+		sub, err = rereadSubscription(ctx, tx, id)
+		return err
 	})
 	if err != nil {
 		return Subscription{}, fmt.Errorf("create subscription for %s: %w", n.MerchantID, err)
@@ -190,9 +207,7 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 // insertSecret adds a sealed signing secret of a subscription (or a
 // listener), in the transaction that creates it or rotates its secret.
 func insertSecret(ctx context.Context, tx pgx.Tx, subscriptionID uuid.UUID, sealed []byte, at time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO subscription_secrets (subscription_id, ciphertext, created_at)
-		VALUES ($1, $2, $3)`, subscriptionID, sealed, at)
-	return err
+	return insertSigningSecret(ctx, tx, subscriptionID, sealed, nil, at)
 }
 
 // checkSubscriptionLimit refuses a create when the merchant already holds
@@ -278,12 +293,14 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 			filter = CASE WHEN $14 THEN $15 ELSE filter END,
 			headers_sealed = CASE WHEN $16 THEN $17::bytea ELSE headers_sealed END,
 			authentication_sealed = CASE WHEN $18 THEN $19::bytea ELSE authentication_sealed END,
-			authentication = CASE WHEN $18 THEN $20::jsonb ELSE authentication END
+			authentication = CASE WHEN $18 THEN $20::jsonb ELSE authentication END,
+			encryption_key = CASE WHEN $21 THEN $22::jsonb ELSE encryption_key END
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
 		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.now(),
 		u.SetRateLimit, u.RateLimit, u.SetOrderingKey, u.OrderingKey,
-		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary))
+		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary,
+		u.SetEncryptionKey, encryptionKeyArg(u.EncryptionKey)))
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, notFound(err))
 	}
@@ -334,6 +351,12 @@ type RotationRule func(current []signer.Secret, now time.Time) (signer.Rotation,
 // three secrets active. An error of decide is returned and nothing is
 // written.
 func (s *Subscriptions) RotateSecret(ctx context.Context, merchantID string, id uuid.UUID, sealedSecret []byte, decide RotationRule) (Subscription, error) {
+	return s.RotateSigningSecret(ctx, merchantID, id, sealedSecret, nil, decide)
+}
+
+// RotateSigningSecret is RotateSecret for a new secret with a public key
+// (an Ed25519 one), stored in clear beside it; nil for none.
+func (s *Subscriptions) RotateSigningSecret(ctx context.Context, merchantID string, id uuid.UUID, sealedSecret []byte, publicKey *string, decide RotationRule) (Subscription, error) {
 	var sub Subscription
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		// Lock first, read the clock after: a rotation that waited for the
@@ -373,7 +396,11 @@ func (s *Subscriptions) RotateSecret(ctx context.Context, merchantID string, id 
 				return err
 			}
 		}
-		return insertSecret(ctx, tx, id, sealedSecret, rot.New.CreatedAt)
+		if err := insertSigningSecret(ctx, tx, id, sealedSecret, publicKey, rot.New.CreatedAt); err != nil || publicKey == nil {
+			return err
+		}
+		sub, err = rereadSubscription(ctx, tx, id)
+		return err
 	})
 	if err != nil {
 		return Subscription{}, fmt.Errorf("rotate secret of subscription %s: %w", id, err)

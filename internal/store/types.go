@@ -73,6 +73,14 @@ type Subscription struct {
 	// Authentication is how deliveries authenticate to the endpoint beyond
 	// their signature (mTLS); nil for none.
 	Authentication *Authentication
+	// SignatureScheme is SchemeHMACSHA256 or SchemeEd25519, chosen at
+	// creation; SigningPublicKeys are, for ed25519, the public keys of its
+	// two newest secrets, newest first, expired or not (see signingColumns).
+	SignatureScheme   string
+	SigningPublicKeys []SigningPublicKey
+	// EncryptionKey is the public JWK deliveries' bodies are encrypted to
+	// (as signer.EncryptionKey marshals it); nil: sent in clear.
+	EncryptionKey []byte
 }
 
 // Authentication is a subscription's endpoint authentication as stored:

@@ -27,9 +27,12 @@ type Store interface {
 	CreateSubscription(ctx context.Context, n store.NewSubscription, sealedSecret []byte) (store.Subscription, error)
 	// UpdateSubscription applies u to the merchant's subscription id.
 	UpdateSubscription(ctx context.Context, merchantID string, id uuid.UUID, u store.SubscriptionUpdate) (store.Subscription, error)
-	// RotateSecret persists the rotation decide makes of the secrets of
-	// the merchant's subscription id, sealedSecret the new one.
-	RotateSecret(ctx context.Context, merchantID string, id uuid.UUID, sealedSecret []byte, decide store.RotationRule) (store.Subscription, error)
+	// RotateSigningSecret persists the rotation decide makes of the
+	// secrets of the merchant's subscription id, sealedSecret the new one
+	// and publicKey its public key (ed25519; nil for none).
+	RotateSigningSecret(ctx context.Context, merchantID string, id uuid.UUID, sealedSecret []byte, publicKey *string, decide store.RotationRule) (store.Subscription, error)
+	// GetSubscription reads the merchant's subscription id.
+	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
 	// CreateListener stores a listener subscription and its sealed secret,
 	// or fails with store.ErrListenerLimit.
 	CreateListener(ctx context.Context, n store.NewListener, sealedSecret []byte) (store.Listener, error)
@@ -54,6 +57,11 @@ type Draft struct {
 	// Authentication is how deliveries authenticate to the endpoint
 	// beyond their signature; nil for none.
 	Authentication *AuthenticationInput
+	// SignatureScheme is "hmac_sha256" (nil: the default) or "ed25519".
+	SignatureScheme *string
+	// Encryption is the public JWK bodies are encrypted to, as sent; nil
+	// for none.
+	Encryption []byte
 }
 
 // Change is an update of a subscription: nil fields are left as they are.
@@ -81,6 +89,13 @@ type Change struct {
 	// remove, nil) from one left alone.
 	SetAuthentication bool
 	Authentication    *AuthenticationInput
+	// SignatureScheme, when not nil, must be the subscription's: it is
+	// chosen at creation.
+	SignatureScheme *string
+	// SetEncryption tells an encryption key to set (or remove, nil) from
+	// one left alone.
+	SetEncryption bool
+	Encryption    []byte
 }
 
 // Registry creates and changes webhook subscriptions under Rules, and makes
@@ -104,18 +119,20 @@ func NewRegistry(st Store, masterKey []byte, rules Rules) *Registry {
 		filters: filters, filtersErr: err}
 }
 
-// Create checks d, makes and seals the first signing secret, and stores
-// both. It returns the secret in clear: the caller shows it once and
-// forgets it.
+// Create checks d, makes and seals the first signing secret of its
+// scheme, and stores both. It returns what the merchant verifies with:
+// the secret in clear (the caller shows it once and forgets it), or for
+// ed25519 the public key (the private key is never shown).
 func (g *Registry) Create(ctx context.Context, merchantID string, d Draft) (store.Subscription, string, error) {
 	n, err := g.checkDraft(merchantID, d)
 	if err != nil {
 		return store.Subscription{}, "", err
 	}
-	secret, sealed, err := g.newSealedSecret()
+	secret, publicKey, sealed, err := g.newSigningSecret(signer.Scheme(n.SignatureScheme))
 	if err != nil {
 		return store.Subscription{}, "", err
 	}
+	n.SigningPublicKey = publicKey
 	n.Limit = g.check.rules.maxSubscriptions()
 	// The store's errors already say what failed and on which row.
 	sub, err := g.store.CreateSubscription(ctx, n, sealed)
@@ -128,7 +145,7 @@ func (g *Registry) Create(ctx context.Context, merchantID string, d Draft) (stor
 	if err != nil {
 		return store.Subscription{}, "", err
 	}
-	return sub, secret, nil
+	return sub, shown(secret, publicKey), nil
 }
 
 // checkDraft applies the rules to every field of d, in the order the
@@ -174,8 +191,17 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 	if err != nil {
 		return store.NewSubscription{}, err
 	}
+	scheme, err := checkSignatureScheme("signature_scheme", d.SignatureScheme)
+	if err != nil {
+		return store.NewSubscription{}, err
+	}
+	encryption, err := checkEncryption("encryption.public_key", d.Encryption)
+	if err != nil {
+		return store.NewSubscription{}, err
+	}
 	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata,
-		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth}, nil
+		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth,
+		SignatureScheme: string(scheme), EncryptionKey: encryption}, nil
 }
 
 // Update checks the fields present in c and applies them to the merchant's
@@ -183,6 +209,9 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 func (g *Registry) Update(ctx context.Context, merchantID string, id uuid.UUID, c Change) (store.Subscription, error) {
 	u, err := g.checkChange(c)
 	if err != nil {
+		return store.Subscription{}, err
+	}
+	if err := g.checkSchemeUnchanged(ctx, merchantID, id, c.SignatureScheme); err != nil {
 		return store.Subscription{}, err
 	}
 	return g.store.UpdateSubscription(ctx, merchantID, id, u)
@@ -260,6 +289,13 @@ func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
 		}
 		u.SetAuthentication, u.Authentication = true, auth
 	}
+	if c.SetEncryption {
+		jwk, err := checkEncryption("encryption.public_key", c.Encryption)
+		if err != nil {
+			return u, err
+		}
+		u.SetEncryptionKey, u.EncryptionKey = true, jwk
+	}
 	return u, nil
 }
 
@@ -303,19 +339,25 @@ func (g *Registry) MaskedHeaders(sub store.Subscription) (map[string]string, err
 	return h, nil
 }
 
-// RotateSecret makes a new current secret for the merchant's subscription
-// id and returns the subscription with it in clear; the previous secret
-// keeps signing for signer.RotationOverlap.
+// RotateSecret makes a new current secret, of the subscription's scheme,
+// for the merchant's subscription id and returns the subscription with
+// what the merchant verifies with (as Create does: the secret in clear, or
+// the new public key); the previous secret keeps signing for
+// signer.RotationOverlap.
 func (g *Registry) RotateSecret(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, string, error) {
-	secret, sealed, err := g.newSealedSecret()
+	cur, err := g.store.GetSubscription(ctx, merchantID, id)
 	if err != nil {
 		return store.Subscription{}, "", err
 	}
-	sub, err := g.store.RotateSecret(ctx, merchantID, id, sealed, Rotation(secret))
+	secret, publicKey, sealed, err := g.newSigningSecret(signer.Scheme(SignatureScheme(cur)))
 	if err != nil {
 		return store.Subscription{}, "", err
 	}
-	return sub, secret, nil
+	sub, err := g.store.RotateSigningSecret(ctx, merchantID, id, sealed, publicKey, Rotation(secret))
+	if err != nil {
+		return store.Subscription{}, "", err
+	}
+	return sub, shown(secret, publicKey), nil
 }
 
 // Rotation is the rule of a rotation to newSecret, which the store applies
@@ -331,21 +373,4 @@ func Rotation(newSecret string) store.RotationRule {
 		}
 		return signer.Rotate(current, now, newSecret)
 	}
-}
-
-// newSealedSecret makes a signing secret and its sealed form for storage.
-func (g *Registry) newSealedSecret() (secret string, sealed []byte, err error) {
-	sealer, err := signer.NewSealer(g.masterKey)
-	if err != nil {
-		return "", nil, fmt.Errorf("signing secret: %w", err)
-	}
-	secret, err = signer.NewSecret()
-	if err != nil {
-		return "", nil, fmt.Errorf("signing secret: %w", err)
-	}
-	sealed, err = sealer.Seal(secret)
-	if err != nil {
-		return "", nil, fmt.Errorf("signing secret: %w", err)
-	}
-	return secret, sealed, nil
 }

@@ -23,6 +23,9 @@ type SecretStore interface {
 // Revealed is a subscription's current signing secret, in clear, and
 // when the previous one stops signing after a rotation.
 type Revealed struct {
+	// Secret is what the merchant verifies with: the "whsec_" secret, or
+	// for an ed25519 subscription the "whpk_" public key (the private key
+	// is never revealed).
 	Secret string
 	// PreviousExpiresAt is nil when no previous secret still signs.
 	PreviousExpiresAt *time.Time
@@ -74,10 +77,23 @@ func (v *SecretRevealer) Reveal(ctx context.Context, merchantID string, id uuid.
 			if out.Secret, err = sealer.Open(s.Ciphertext); err != nil {
 				return Revealed{}, fmt.Errorf("reveal secret %d of subscription %s: %w", s.ID, id, err)
 			}
+			if out.Secret, err = revealable(out.Secret); err != nil {
+				return Revealed{}, fmt.Errorf("reveal secret %d of subscription %s: %w", s.ID, id, err)
+			}
 		}
 	}
 	if len(active) > 1 {
 		out.PreviousExpiresAt = active[1].ExpiresAt
 	}
 	return out, nil
+}
+
+// revealable is what may be shown of an opened signing secret: an HMAC
+// secret itself, an Ed25519 private key's public key.
+func revealable(secret string) (string, error) {
+	scheme, err := signer.SchemeOf(secret)
+	if err != nil || scheme != signer.SchemeEd25519 {
+		return secret, err
+	}
+	return signer.PublicKeyOf(secret)
 }
