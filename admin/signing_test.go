@@ -292,7 +292,6 @@ func jwkOf(t *testing.T, k jose.JSONWebKey) map[string]any {
 func TestEncryptedDeliveries(t *testing.T) {
 	t.Parallel()
 	h, _ := newPipelineHarness(t)
-	key := h.merchant("m1")
 	for _, tc := range []struct {
 		kind, scheme, alg string
 	}{
@@ -302,6 +301,8 @@ func TestEncryptedDeliveries(t *testing.T) {
 	} {
 		t.Run(tc.kind+"/"+tc.scheme, func(t *testing.T) {
 			h := h.with(t)
+			merchant := "m-" + tc.kind // each case's events reach its subscription only
+			key := h.merchant(merchant)
 			pair := newEncryptionKeyPair(t, tc.kind)
 			rcv := newHookReceiver(t, http.StatusNoContent)
 			created := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key,
@@ -317,7 +318,7 @@ func TestEncryptedDeliveries(t *testing.T) {
 			}
 			verifier := verifierOf(t, sub)
 
-			ev := h.publish("m1", "payout.paid", `{"id":"po_`+tc.kind+`"}`)
+			ev := h.publish(merchant, "payout.paid", `{"id":"po_`+tc.kind+`"}`)
 			if got := h.waitDelivery(key, h.deliveriesOf(key, ev.ID)[0].ID, "settled", settled); got.Status != "succeeded" {
 				t.Fatalf("delivery: %+v", got)
 			}
@@ -381,7 +382,7 @@ func TestEncryptedDeliveries(t *testing.T) {
 			if got := decode[signed](t, removed); removed.Status != http.StatusOK || got.Encryption != nil {
 				t.Fatalf("after removal: %d %s", removed.Status, removed.Body)
 			}
-			ev = h.publish("m1", "payout.paid", `{"id":"po_clear"}`)
+			ev = h.publish(merchant, "payout.paid", `{"id":"po_clear"}`)
 			h.waitDelivery(key, h.deliveriesOf(key, ev.ID)[0].ID, "settled", settled)
 			clear := rcv.requests()[1]
 			if clear.Header.Get("Content-Type") != "application/json" || !bytes.Contains(clear.Body, []byte("po_clear")) {
@@ -556,7 +557,8 @@ func TestNoPrivateKeyMaterialShown(t *testing.T) {
 	sub := decode[signed](t, created)
 	reads = append(reads, created,
 		h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions/" + sub.ID + "/rotate_secret", Key: key}))
-	legacy := h.legacy("create", key, "", map[string]any{"url": rcv.url, "events": []string{"*"}, "signatureScheme": "ed25519",
+	plain := newHookReceiver(t, http.StatusNoContent)
+	legacy := h.legacy("create", key, "", map[string]any{"url": plain.URL, "events": []string{"*"}, "signatureScheme": "ed25519",
 		"encryption": map[string]any{"publicKey": pair.jwk}})
 	reads = append(reads, legacy, h.legacy("update", key, "", map[string]any{"id": decode[signed](t, legacy).ID, "description": "x"}))
 
@@ -570,8 +572,8 @@ func TestNoPrivateKeyMaterialShown(t *testing.T) {
 		"/v1/webhook_subscriptions/" + sub.ID + "/secret"} {
 		reads = append(reads, h.do(request{Method: http.MethodGet, Path: path, Key: key}))
 	}
-	metrics := h.do(request{Method: http.MethodGet, Path: "/metrics"})
-	document := h.do(request{Method: http.MethodGet, Path: "/openapi.json"})
+	metrics := h.doInternal(request{Method: http.MethodGet, Path: "/metrics"})
+	document := h.do(request{Method: http.MethodGet, Path: "/v1/openapi.json"})
 	if metrics.Status != http.StatusOK || document.Status != http.StatusOK {
 		t.Fatalf("metrics %d, document %d", metrics.Status, document.Status)
 	}
