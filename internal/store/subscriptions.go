@@ -106,7 +106,7 @@ type Secret struct {
 // subscriptionColumns is the select list that scanSubscription reads.
 const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
 	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key,
-	filter, headers_sealed, authentication_sealed, authentication, `+signingColumns
+	filter, headers_sealed, authentication_sealed, authentication, ` + signingColumns
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
