@@ -607,3 +607,37 @@ func TestNoPrivateKeyMaterialShown(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSubscriptionSigningBody: create bodies with a signature scheme and
+// an encryption key, malformed ones included (private, symmetric, small or
+// cut-short keys, wrong types, unknown fields), are answered 201 or a 4xx,
+// never a 500.
+func FuzzSubscriptionSigningBody(f *testing.F) {
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		f.Fatal(err)
+	}
+	public, err := jose.JSONWebKey{Key: &ec.PublicKey, KeyID: "k1"}.MarshalJSON()
+	if err != nil {
+		f.Fatal(err)
+	}
+	private, err := jose.JSONWebKey{Key: ec}.MarshalJSON()
+	if err != nil {
+		f.Fatal(err)
+	}
+	// The values are raw JSON, so that a seed may be cut short.
+	body := func(scheme, encryption string) string {
+		return `{"url":"https://example.com/hook","events":["*"],"signature_scheme":` + scheme + `,"encryption":` + encryption + `}`
+	}
+	fuzzBody(f, bodyTarget{method: http.MethodPost, path: "/v1/webhook_subscriptions", accepted: checkSubscription,
+		seeds: []string{
+			body(`"ed25519"`, `{"public_key":`+string(public)+`}`),
+			body(`"hmac_sha256"`, `null`),
+			body(`"ed25519"`, `{"public_key":`+string(private)+`}`),
+			body(`"ed25519"`, `{"public_key":`+string(public[:40])+`"}}`),
+			body(`null`, `{"public_key":{"kty":"oct","k":"AAAA"}}`),
+			body(`"rsa"`, `{"public_key":{"kty":"RSA","n":"AQAB","e":"AQAB"}}`),
+			body(`7`, `{"public_key":{"kty":"EC","crv":"P-256","x":"","y":""},"extra":1}`),
+			body(`"ed25519"`, `[]`),
+		}})
+}
