@@ -74,7 +74,7 @@ func subscriptionView(sub store.Subscription) subscriptionJSON {
 func (h subscriptionHandlers) view(ctx context.Context, sub store.Subscription) subscriptionJSON {
 	v := subscriptionView(sub)
 	v.Headers = h.changes.maskedHeaders(ctx, sub)
-	v.Authentication = authenticationView(ctx, sub.Authentication)
+	v.Authentication = h.changes.authenticationView(ctx, sub.Authentication)
 	return v
 }
 
