@@ -8,45 +8,12 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/webhookd/webhookd/internal/tokenserver"
 )
-
-// bearerReceiver is an endpoint that takes only the tokens its
-// authorization server issued and has not revoked; it counts what it
-// accepted and what it refused with 401.
-type bearerReceiver struct {
-	url                string
-	accepted, refused  atomic.Int64
-	authorizationsSeen atomic.Int64
-}
-
-func newBearerReceiver(t *testing.T, server *tokenserver.Server) *bearerReceiver {
-	t.Helper()
-	rc := &bearerReceiver{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(r.Header.Values("Authorization")) != 1 {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || !server.Valid(token) {
-			rc.refused.Add(1)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		rc.accepted.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(srv.Close)
-	rc.url = srv.URL + "/hooks"
-	return rc
-}
 
 // attemptEveryWay makes the merchant's subscription get an attempt by
 // every path there is, six requests: a delivery, a test event, a
@@ -118,10 +85,10 @@ func TestOAuth2DeliveriesCarryABearerToken(t *testing.T) {
 	const secret = "s3cr3t-client-secret-value"
 	server := tokenserver.New(t, "webhookd-m1", time.Now)
 	server.Accept(secret)
-	rcv := newBearerReceiver(t, server)
+	rcv := server.NewEndpoint(t)
 
 	created := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key,
-		Body: map[string]any{"url": rcv.url, "events": []string{"*"}, "authentication": map[string]any{
+		Body: map[string]any{"url": rcv.URL, "events": []string{"*"}, "authentication": map[string]any{
 			"type": "oauth2_client_credentials", "token_url": server.TokenURL(), "client_id": "webhookd-m1",
 			"client_secret": secret, "scopes": []string{"webhooks:write"}}}})
 	if created.Status != http.StatusCreated {
@@ -136,7 +103,7 @@ func TestOAuth2DeliveriesCarryABearerToken(t *testing.T) {
 	reads := []response{created, h.do(request{Method: http.MethodGet, Path: "/v1/webhook_subscriptions/" + sub.ID, Key: key})}
 
 	attemptEveryWay(h, key, "m1", sub.ID)
-	if n, refused := rcv.accepted.Load(), rcv.refused.Load(); n != 6 || refused != 0 {
+	if n, refused := rcv.Accepted(), rcv.Refused(); n != 6 || refused != 0 {
 		t.Fatalf("the endpoint accepted %d requests and refused %d, want 6 and 0", n, refused)
 	}
 	if n := server.Requests(); n != 1 {
@@ -148,8 +115,8 @@ func TestOAuth2DeliveriesCarryABearerToken(t *testing.T) {
 	server.Revoke("token-1-webhookd-m1")
 	ev := h.publish("m1", "payout.paid", `{"id":"po_2"}`)
 	got := h.waitDelivery(key, h.deliveriesOf(key, ev.ID)[0].ID, "settled", settled)
-	if got.Status != "succeeded" || len(got.Attempts) != 1 || rcv.refused.Load() != 1 || server.Requests() != 2 {
-		t.Fatalf("after a revoked token: %+v, %d refused, %d token requests", got, rcv.refused.Load(), server.Requests())
+	if got.Status != "succeeded" || len(got.Attempts) != 1 || rcv.Refused() != 1 || server.Requests() != 2 {
+		t.Fatalf("after a revoked token: %+v, %d refused, %d token requests", got, rcv.Refused(), server.Requests())
 	}
 
 	// The token endpoint fails: each attempt fails with oauth_token and
@@ -197,9 +164,9 @@ func TestOAuth2PrivateKeyJWT(t *testing.T) {
 	server := tokenserver.New(t, "webhookd-jwt", time.Now)
 	private, public := ecKeyPEM(t)
 	server.PublicKey = public
-	rcv := newBearerReceiver(t, server)
+	rcv := server.NewEndpoint(t)
 	created := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key,
-		Body: map[string]any{"url": rcv.url, "events": []string{"*"}, "authentication": map[string]any{
+		Body: map[string]any{"url": rcv.URL, "events": []string{"*"}, "authentication": map[string]any{
 			"type": "oauth2_client_credentials", "token_url": server.TokenURL(), "client_id": "webhookd-jwt", "private_key": private}}})
 	if sub := decode[oauth2Shown](t, created); sub.Authentication == nil || sub.Authentication.Credential != "private_key" ||
 		strings.Contains(string(created.Body), "PRIVATE KEY") {

@@ -3,40 +3,14 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/internal/tokenserver"
 )
-
-// bearerEndpoint is a receiver that takes only the tokens its
-// authorization server issued and has not revoked.
-type bearerEndpoint struct {
-	url               string
-	accepted, refused atomic.Int64
-}
-
-func newBearerEndpoint(t *testing.T, server *tokenserver.Server) *bearerEndpoint {
-	b := &bearerEndpoint{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || !server.Valid(token) {
-			b.refused.Add(1)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		b.accepted.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(srv.Close)
-	b.url = srv.URL + "/hooks"
-	return b
-}
 
 // TestOAuth2TokenSharedByWorkers: two worker processes deliver 200 events
 // to an endpoint that takes bearer tokens from its own authorization
@@ -51,11 +25,11 @@ func TestOAuth2TokenSharedByWorkers(t *testing.T) {
 	e := newEngine(t, "WEBHOOKD_WORKER_CONCURRENCY=16")
 	server := tokenserver.New(t, clientID, time.Now)
 	server.Accept(secret)
-	endpoint := newBearerEndpoint(t, server)
+	endpoint := server.NewEndpoint(t)
 	procs := []*process{e.spawn("api", e.internal), e.spawn("worker", freeAddr(t)), e.spawn("worker", freeAddr(t))}
 	key := e.keysCreate("m_oauth")
 	status, sub := e.call(http.MethodPost, "http://"+e.public+"/v1/webhook_subscriptions", key, map[string]any{
-		"url": endpoint.url, "events": []string{"*"}, "authentication": map[string]any{"type": "oauth2_client_credentials",
+		"url": endpoint.URL, "events": []string{"*"}, "authentication": map[string]any{"type": "oauth2_client_credentials",
 			"token_url": server.TokenURL(), "client_id": clientID, "client_secret": secret, "scopes": []string{"webhooks"}}})
 	if status != http.StatusCreated {
 		t.Fatalf("create subscription: %d %v", status, sub)
@@ -73,9 +47,9 @@ func TestOAuth2TokenSharedByWorkers(t *testing.T) {
 	}
 	delivered := func(want int64, what string) {
 		t.Helper()
-		if !eventually(60*time.Second, func() bool { return endpoint.accepted.Load() >= want }) {
+		if !eventually(60*time.Second, func() bool { return endpoint.Accepted() >= want }) {
 			t.Fatalf("%s: the endpoint accepted %d of %d deliveries (refused %d, %d token requests, refusals %v)",
-				what, endpoint.accepted.Load(), want, endpoint.refused.Load(), server.Requests(), server.Refused())
+				what, endpoint.Accepted(), want, endpoint.Refused(), server.Requests(), server.Refused())
 		}
 	}
 	revokeAll := func() {
@@ -86,8 +60,8 @@ func TestOAuth2TokenSharedByWorkers(t *testing.T) {
 
 	publish(200)
 	delivered(200, "200 deliveries")
-	if n := server.Requests(); n < 1 || n > 2 || endpoint.refused.Load() != 0 {
-		t.Fatalf("200 deliveries by two workers: %d token requests and %d refusals, want one or two and none", n, endpoint.refused.Load())
+	if n := server.Requests(); n < 1 || n > 2 || endpoint.Refused() != 0 {
+		t.Fatalf("200 deliveries by two workers: %d token requests and %d refusals, want one or two and none", n, endpoint.Refused())
 	}
 
 	// The authorization server revokes the token and makes its next ones
@@ -98,7 +72,7 @@ func TestOAuth2TokenSharedByWorkers(t *testing.T) {
 	revokeAll()
 	publish(50)
 	delivered(250, "after the token was revoked")
-	if refused, n := endpoint.refused.Load(), server.Requests()-before; refused < 1 || n < 1 || n > 2 {
+	if refused, n := endpoint.Refused(), server.Requests()-before; refused < 1 || n < 1 || n > 2 {
 		t.Fatalf("after a revoked token: %d refusals and %d token requests, want some and one or two", refused, n)
 	}
 

@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -233,3 +235,40 @@ func (s *Server) refuse(w http.ResponseWriter, status int, code, why string) {
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": why})
 }
+
+// Endpoint is a webhook endpoint that takes only the bearer tokens its
+// Server issued and has not revoked, and counts what it accepted and what
+// it refused (401).
+type Endpoint struct {
+	// URL is where it takes webhooks.
+	URL               string
+	accepted, refused atomic.Int64
+}
+
+// NewEndpoint starts an Endpoint of s, stopped when t ends.
+func (s *Server) NewEndpoint(t testing.TB) *Endpoint {
+	e := &Endpoint{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokens := r.Header.Values("Authorization")
+		token, ok := "", len(tokens) == 1
+		if ok {
+			token, ok = strings.CutPrefix(tokens[0], "Bearer ")
+		}
+		if !ok || !s.Valid(token) {
+			e.refused.Add(1)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		e.accepted.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	e.URL = srv.URL + "/hooks"
+	return e
+}
+
+// Accepted is how many requests it accepted.
+func (e *Endpoint) Accepted() int64 { return e.accepted.Load() }
+
+// Refused is how many requests it refused for their token.
+func (e *Endpoint) Refused() int64 { return e.refused.Load() }
