@@ -253,6 +253,11 @@ func FuzzSubscriptionAuthenticationBody(f *testing.F) {
 			body(map[string]any{"type": "mtls", "client_certificate": good.CertPEM, "client_key": good.KeyPEM, "server_ca": 1}),
 			body(map[string]any{"type": "mtls", "client_certificate": good.CertPEM, "client_key": good.KeyPEM, "extra": true}),
 			body(map[string]any{"type": "oauth2_client_credentials"}),
+			body(map[string]any{"type": "oauth2_client_credentials", "token_url": "https://auth.example.com/token", "client_id": "c",
+				"client_secret": "s", "scopes": []string{"a", "b"}, "audience": "https://api.example.com"}),
+			body(map[string]any{"type": "oauth2_client_credentials", "token_url": "https://auth.example.com/token", "client_id": "c",
+				"private_key": good.KeyPEM}),
+			body(map[string]any{"type": "oauth2_client_credentials", "token_url": "http://[::1", "client_id": "c", "scopes": []any{1, nil}}),
 			body([]string{"mtls"}),
 			body(nil),
 		}})

@@ -8,7 +8,7 @@
 // are never shown again: an edit offers to keep what is set, or to replace
 // it whole.
 
-import { h, time, badge } from './dom.js';
+import { h, time } from './dom.js';
 
 const modes = [
   ['none', 'None: the signature alone'],
@@ -150,7 +150,7 @@ export function securityFacts(sub) {
       ['Certificate subject', h('code', null, a.subject)],
       ['Certificate issuer', h('code', null, a.issuer)],
       ['Certificate expires', h('span', { class: 'row' }, time(a.not_after),
-        a.expires_soon && badge('failing'),
+        a.expires_soon && h('span', { class: 'badge pending' }, 'expires soon'),
         a.expires_soon && h('span', { class: 'notice warn', role: 'status' },
           'This certificate expires within 14 days: set a new one (Edit → Endpoint security), or deliveries will fail.'))],
       ['Server CA', a.server_ca ? 'Your own CA' : 'The public roots']);
