@@ -143,18 +143,22 @@ func (b *bearerTokens) source(e *EndpointOAuth) (*oauthtoken.Source, error) {
 // none of them can replace it. An endpoint that answers 401 gets the
 // request once more, in the same attempt, with a token fetched anew (the
 // refused one dropped for every worker); a token that cannot be had is the
-// attempt's failure, oauth_token, with the token endpoint's status. An
-// error is internal (the credentials could not be opened): nothing was
-// sent.
+// attempt's failure, oauth_token, with the token endpoint's status. All of
+// it takes at most the delivery timeout. An error is internal (the
+// credentials could not be opened): nothing was sent.
 func (s *Sender) exchangeBearer(ctx context.Context, client *http.Client, e *EndpointOAuth, target, eventID string, body []byte, keys []signer.Key, signedAt time.Time, custom map[string]string, ordering http.Header) (Result, error) {
 	src, err := s.bearer.source(e)
 	if err != nil {
 		return Result{}, err
 	}
+	// The whole of it, tokens and both requests, within one exchange's
+	// time, so that the attempt ends within its lease like any other.
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
 	started := s.clock.Now()
 	var first *Result
 	for {
-		tok, err := s.token(ctx, src)
+		tok, err := src.Token(ctx)
 		if err != nil {
 			return s.tokenFailed(started, err), nil
 		}
@@ -178,13 +182,6 @@ func (s *Sender) exchangeBearer(ctx context.Context, client *http.Client, e *End
 		}
 		first = &res
 	}
-}
-
-// token is src's token, waited for no longer than one exchange may last.
-func (s *Sender) token(ctx context.Context, src *oauthtoken.Source) (oauthtoken.Token, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
-	return src.Token(ctx)
 }
 
 // tokenFailed is the result of an attempt that got no token: oauth_token,
