@@ -88,28 +88,7 @@ func TestMTLSDeliveriesAndKeyNeverShown(t *testing.T) {
 		reads = append(reads, h.do(request{Method: http.MethodGet, Path: path, Key: key}))
 	}
 
-	ev := h.publish("m1", "payout.paid", `{"id":"po_1"}`)
-	d := h.deliveriesOf(key, ev.ID)[0]
-	if got := h.waitDelivery(key, d.ID, "settled", settled); got.Status != "succeeded" {
-		t.Fatalf("delivery over mTLS: %+v", got)
-	}
-	test := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions/" + sub.ID + "/send_test_event", Key: key})
-	if test.Status != http.StatusAccepted {
-		t.Fatalf("send_test_event: %d %s", test.Status, test.Body)
-	}
-	if got := h.waitDelivery(key, decode[delivery](t, test).ID, "settled", settled); got.Status != "succeeded" {
-		t.Fatalf("test event over mTLS: %+v", got)
-	}
-	if r := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_deliveries/" + d.ID + "/redeliver", Key: key}); r.Status != http.StatusAccepted {
-		t.Fatalf("redeliver: %d %s", r.Status, r.Body)
-	}
-	if got := h.waitDelivery(key, d.ID, "redelivered", hasAttempts(2)); got.Attempts[len(got.Attempts)-1].Status != "succeeded" {
-		t.Fatalf("redelivery over mTLS: %+v", got)
-	}
-	check := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions/" + sub.ID + "/check", Key: key})
-	if check.Status != http.StatusOK {
-		t.Fatalf("check: %d %s", check.Status, check.Body)
-	}
+	attemptEveryWay(h, key, "m1", sub.ID)
 	if n := rcv.received.Load(); n != 6 { // delivery, test, redelivery, the check's three
 		t.Fatalf("the endpoint answered %d requests, want 6", n)
 	}
@@ -124,7 +103,7 @@ func TestMTLSDeliveriesAndKeyNeverShown(t *testing.T) {
 		t.Fatalf("after replace: %d %s", replaced.Status, replaced.Body)
 	}
 	reads = append(reads, replaced)
-	ev = h.publish("m1", "payout.paid", `{"id":"po_2"}`)
+	ev := h.publish("m1", "payout.paid", `{"id":"po_2"}`)
 	refused := h.waitDelivery(key, h.deliveriesOf(key, ev.ID)[0].ID, "failed", settled)
 	if refused.Status != "failed" || len(refused.Attempts) != 3 {
 		t.Fatalf("delivery with another CA's certificate: %+v", refused)
@@ -274,6 +253,11 @@ func FuzzSubscriptionAuthenticationBody(f *testing.F) {
 			body(map[string]any{"type": "mtls", "client_certificate": good.CertPEM, "client_key": good.KeyPEM, "server_ca": 1}),
 			body(map[string]any{"type": "mtls", "client_certificate": good.CertPEM, "client_key": good.KeyPEM, "extra": true}),
 			body(map[string]any{"type": "oauth2_client_credentials"}),
+			body(map[string]any{"type": "oauth2_client_credentials", "token_url": "https://auth.example.com/token", "client_id": "c",
+				"client_secret": "s", "scopes": []string{"a", "b"}, "audience": "https://api.example.com"}),
+			body(map[string]any{"type": "oauth2_client_credentials", "token_url": "https://auth.example.com/token", "client_id": "c",
+				"private_key": good.KeyPEM}),
+			body(map[string]any{"type": "oauth2_client_credentials", "token_url": "http://[::1", "client_id": "c", "scopes": []any{1, nil}}),
 			body([]string{"mtls"}),
 			body(nil),
 		}})

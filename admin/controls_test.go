@@ -56,7 +56,7 @@ func newLoggedPipeline(t *testing.T, logs *syncBuffer) *harness {
 			Store: cfg.Store, Redis: asynq.RedisClientOpt{Network: opt.Network, Addr: opt.Addr},
 			Schedule:        retry.Schedule{Delays: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}},
 			DeliveryTimeout: 500 * time.Millisecond, AllowHTTPTargets: true, AllowPrivateTargets: true,
-			Concurrency: 8, Sealer: sealer, DefaultAPIVersion: admin.DefaultVersion, Logger: logger,
+			Concurrency: 8, Sealer: sealer, MasterKey: cfg.MasterKey, DefaultAPIVersion: admin.DefaultVersion, Logger: logger,
 			SweepInterval: time.Second, SweepGrace: 200 * time.Millisecond,
 		})
 		if err != nil {

@@ -58,7 +58,7 @@ func (h legacyHandlers) view(ctx context.Context, sub store.Subscription) legacy
 		ID: sub.ID.String(), URL: sub.URL, Events: sub.Events, Description: sub.Description,
 		Status: sub.Status, Metadata: sub.Metadata, CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(),
 		Filter: sub.Filter, Headers: h.changes.maskedHeaders(ctx, sub),
-		Authentication: authenticationView(ctx, sub.Authentication),
+		Authentication: h.changes.authenticationView(ctx, sub.Authentication),
 	}
 }
 

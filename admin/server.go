@@ -180,7 +180,7 @@ func New(cfg Config) (*Server, error) {
 	})
 	respond := responder{logger: cfg.Logger}
 	pages := pager{masterKey: cfg.MasterKey, cursorTTL: cfg.CursorTTL, clock: clk}
-	changes := subscriptionChanges{registry: registry, store: cfg.Store, work: cfg.Publisher, logger: cfg.Logger}
+	changes := subscriptionChanges{registry: registry, store: cfg.Store, work: cfg.Publisher, logger: cfg.Logger, clock: clk}
 	return &Server{
 		respond: respond,
 		rules: requestRules{respond: respond, requireTLS: cfg.RequireHTTPS, trustedProxies: cfg.TrustedProxies,

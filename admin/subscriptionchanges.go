@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 )
@@ -37,6 +38,8 @@ type subscriptionChanges struct {
 	// the API alone).
 	work   workDropper
 	logger *slog.Logger
+	// clock judges an mtls certificate's expires_soon on read.
+	clock clock.Clock
 }
 
 // update applies change and, when it leaves the subscription disabled,

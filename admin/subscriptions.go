@@ -81,7 +81,7 @@ func subscriptionView(sub store.Subscription) subscriptionJSON {
 func (h subscriptionHandlers) view(ctx context.Context, sub store.Subscription) subscriptionJSON {
 	v := subscriptionView(sub)
 	v.Headers = h.changes.maskedHeaders(ctx, sub)
-	v.Authentication = authenticationView(ctx, sub.Authentication)
+	v.Authentication = h.changes.authenticationView(ctx, sub.Authentication)
 	s := h.changes.signingView(ctx, sub)
 	v.SignatureScheme, v.SigningPublicKey, v.SigningPublicKeys, v.Encryption = s.scheme, s.publicKey, s.publicKeys, s.encryption
 	return v

@@ -65,6 +65,9 @@ type Config struct {
 	Redis asynq.RedisConnOpt
 	// Sealer opens the stored signing secrets (required).
 	Sealer *signer.Sealer
+	// MasterKey seals the OAuth2 endpoints' tokens shared in Redis; nil:
+	// deliveries to such endpoints fail for an internal reason.
+	MasterKey []byte
 	// DefaultAPIVersion is the version new merchants are pinned to
 	// (required).
 	DefaultAPIVersion string
@@ -257,7 +260,8 @@ func (c *Config) leaseFor() time.Duration { return deliver.LeaseFor(c.DeliveryTi
 // senderConfig is the delivery part of c.
 func (c *Config) senderConfig() deliver.SenderConfig {
 	return deliver.SenderConfig{Timeout: c.DeliveryTimeout, AllowHTTP: c.AllowHTTPTargets, AllowPrivate: c.AllowPrivateTargets,
-		MaxConns: c.Concurrency, MaxConnsPerHost: c.Concurrency, Version: c.Version, EgressProxy: c.EgressProxy}
+		MaxConns: c.Concurrency, MaxConnsPerHost: c.Concurrency, Version: c.Version, EgressProxy: c.EgressProxy,
+		OAuth: deliver.OAuthConfig{Redis: c.Redis, MasterKey: c.MasterKey}}
 }
 
 // Dispatcher is the pipeline assembled from one Config: the pieces the

@@ -30,6 +30,8 @@ type worker struct {
 	sweeper    *maintain.Sweeper
 	maintainer *maintain.Maintainer
 	disabler   *maintain.AutoDisabler
+	// certExpiry is nil without a Notifier that sends its e-mails.
+	certExpiry *maintain.CertExpiry
 	// closers release what newWorker started, in order.
 	closers []func()
 	metrics *metrics.Set
@@ -69,6 +71,12 @@ func newWorker(d *Dispatcher) (w *worker, err error) {
 		Notifier: disableNotifier, Runtime: rt}); err != nil {
 		return nil, err
 	}
+	if expiryNotifier, ok := cfg.Notifier.(maintain.ExpiryNotifier); ok {
+		if w.certExpiry, err = maintain.NewCertExpiry(maintain.CertExpiryConfig{Store: cfg.Store, Notifier: expiryNotifier,
+			Runtime: rt}); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 
@@ -92,6 +100,9 @@ func (w *worker) mux() *asynq.ServeMux {
 	mux.HandleFunc(queue.TaskSweep, w.sweeper.HandleSweep)
 	mux.HandleFunc(queue.TaskMaintenance, w.maintainer.HandleMaintenance)
 	mux.HandleFunc(queue.TaskAutoDisable, w.disabler.HandleAutoDisable)
+	if w.certExpiry != nil {
+		mux.HandleFunc(queue.TaskCertExpiry, w.certExpiry.HandleCertExpiry)
+	}
 	return mux
 }
 
@@ -261,6 +272,12 @@ func (w *worker) registerPeriodic(sched *asynq.Scheduler) error {
 		{queue.TaskSweep, w.cfg.SweepInterval},
 		{queue.TaskMaintenance, w.cfg.MaintenanceInterval},
 		{queue.TaskAutoDisable, w.cfg.AutoDisableInterval},
+	}
+	if w.certExpiry != nil {
+		jobs = append(jobs, struct {
+			task  string
+			every time.Duration
+		}{queue.TaskCertExpiry, maintain.CertExpiryInterval})
 	}
 	for _, j := range jobs {
 		// asynq keeps a timeout in whole seconds: a sub-second one would be

@@ -50,6 +50,7 @@ var docsSkipped = []struct{ file, contains, why string }{
 	{"docs/ordering.md", "curl -s https://webhooks.example.com", "a production engine"},
 	{"docs/endpoint-security.md", "openssl s_server", "starts a TLS server that runs until stopped"},
 	{"docs/endpoint-security.md", "https://hooks.example.com/webhooks -d", "the merchant's own endpoint"},
+	{"docs/endpoint-security.md", "-d grant_type=client_credentials", "the merchant's own authorization server"},
 }
 
 // TestDocsShellExamplesRun runs every shell example of README.md and

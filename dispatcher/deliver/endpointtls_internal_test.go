@@ -116,7 +116,7 @@ func TestSendPresentsClientCertificate(t *testing.T) {
 		{"no server_ca: the system's roots", endpointTLSOf(t, sealer, ours, ""), errTLS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := snd.SendSignedAt(context.Background(), endpoint.url, "evt", []byte(`{}`), Signing{}, time.Time{}, nil, tc.endpoint)
+			res, err := snd.SendSignedAt(context.Background(), endpoint.url, "evt", []byte(`{}`), Signing{}, time.Time{}, nil, tc.endpoint, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +151,7 @@ func TestSendKeepsConnectionsPerCertificate(t *testing.T) {
 	first := endpointTLSOf(t, sealer, clientCA.ValidClient(t, "first"), serverCA.PEM)
 	send := func(e *EndpointTLS) {
 		t.Helper()
-		res, err := snd.SendSignedAt(context.Background(), endpoint.url, "evt", []byte(`{}`), Signing{}, time.Time{}, nil, e)
+		res, err := snd.SendSignedAt(context.Background(), endpoint.url, "evt", []byte(`{}`), Signing{}, time.Time{}, nil, e, nil)
 		if err != nil || !res.OK() {
 			t.Fatalf("send = %v, %v", res.ErrCode, err)
 		}
@@ -197,11 +197,11 @@ func TestMTLSKeepsTheAddressCheckAndTheEgressProxy(t *testing.T) {
 	t.Cleanup(snd.Close)
 	ours := endpointTLSOf(t, sealer, clientCA.ValidClient(t, "webhookd"), serverCA.PEM)
 
-	res, err := snd.SendSignedAt(context.Background(), endpoint.url, "evt", []byte(`{}`), Signing{}, time.Time{}, nil, ours)
+	res, err := snd.SendSignedAt(context.Background(), endpoint.url, "evt", []byte(`{}`), Signing{}, time.Time{}, nil, ours, nil)
 	if err != nil || res.ErrCode == nil || *res.ErrCode != errTargetBlocked {
 		t.Fatalf("send to a loopback endpoint = %v, %v; want %s", res.ErrCode, err, errTargetBlocked)
 	}
-	res, err = snd.SendSignedAt(context.Background(), "https://1.1.1.1:8443/hook", "evt", []byte(`{}`), Signing{}, time.Time{}, nil, ours)
+	res, err = snd.SendSignedAt(context.Background(), "https://1.1.1.1:8443/hook", "evt", []byte(`{}`), Signing{}, time.Time{}, nil, ours, nil)
 	if err != nil || !res.OK() {
 		t.Fatalf("send through the proxy = %v, %v; want delivered", res.ErrCode, err)
 	}

@@ -91,7 +91,7 @@ func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, sig 
 		return Result{}, err
 	}
 	return r.sender.sendWith(ctx, leased.URL, leased.EventID.String(), leased.Body, sig, extra, orderingHeaders(leased.Delivery),
-		r.secrets.EndpointTLS(leased))
+		r.secrets.EndpointTLS(leased), r.secrets.EndpointOAuth(leased))
 }
 
 // send relays one attempt and returns the command's answer as its result.

@@ -63,6 +63,8 @@ type SenderConfig struct {
 	// EgressProxy, when set, is the HTTP CONNECT proxy every delivery
 	// goes through (see egressDialer); nil: deliveries dial directly.
 	EgressProxy *url.URL
+	// OAuth is where OAuth2 endpoints' tokens are shared (endpointoauth.go).
+	OAuth OAuthConfig
 }
 
 func (c SenderConfig) validate() error {
@@ -89,6 +91,9 @@ type Sender struct {
 	// endpoints are the transports of mTLS endpoints, one per client
 	// certificate, on the same dialer.
 	endpoints *endpointTransports
+	// bearer are the token sources of OAuth2 endpoints, fetching through
+	// http.
+	bearer *bearerTokens
 }
 
 // NewSender builds the sender and its client on dialer, or on newDialer's
@@ -101,13 +106,15 @@ func NewSender(cfg SenderConfig, clock clock.Clock, dialer *net.Dialer) (*Sender
 		dialer = NewDialer(cfg)
 	}
 	shared, endpoints := httpClientDialing(cfg, dialer)
-	return &Sender{cfg: cfg, http: shared, clock: clock, endpoints: endpoints}, nil
+	return &Sender{cfg: cfg, http: shared, clock: clock, endpoints: endpoints,
+		bearer: newBearerTokens(cfg.OAuth, shared, clock)}, nil
 }
 
 // Close drops the idle connections.
 func (s *Sender) Close() {
 	s.http.CloseIdleConnections()
 	s.endpoints.closeIdle()
+	s.bearer.close()
 }
 
 // NewDialer is the dialer of every delivery: unless private targets are
@@ -252,49 +259,57 @@ type Result struct {
 // OK is true when the receiver answered 2xx.
 func (r Result) OK() bool { return r.ErrCode == nil }
 
-func (r Result) gone() bool { return r.HTTPStatus != nil && *r.HTTPStatus == http.StatusGone }
+// gone is the receiver's 410 (a token endpoint's is no answer of the
+// receiver's).
+func (r Result) gone() bool {
+	return r.HTTPStatus != nil && *r.HTTPStatus == http.StatusGone && (r.ErrCode == nil || *r.ErrCode != errOAuthToken)
+}
 
 // send POSTs body to target with the Standard Webhooks headers, the whole
 // exchange bounded by the delivery timeout.
 // extra are the subscription's own headers (checked when they were set:
 // none of them is one of ours).
 func (s *Sender) send(ctx context.Context, target, eventID string, body []byte, sig Signing, extra map[string]string) Result {
-	res, _ := s.post(ctx, target, eventID, body, sig, time.Time{}, extra, nil, nil) // no certificate to open: no error
+	res, _ := s.post(ctx, target, eventID, body, sig, time.Time{}, extra, nil, nil, nil) // nothing to open: no error
 	return res
 }
 
 // SendSignedAt is send with the signature dated signedAt instead of the
 // instant of sending (zero: that instant), presenting endpoint's client
-// certificate when it is not nil: the endpoint check sends a stale
-// timestamp on purpose. An error is internal (the certificate could not
-// be opened): no request was sent.
-func (s *Sender) SendSignedAt(ctx context.Context, target, eventID string, body []byte, sig Signing, signedAt time.Time, extra map[string]string, endpoint *EndpointTLS) (Result, error) {
-	return s.post(ctx, target, eventID, body, sig, signedAt, extra, nil, endpoint)
+// certificate when it is not nil and oauth's bearer token when that is not
+// nil: the endpoint check sends a stale timestamp on purpose. An error is
+// internal (the certificate or credentials could not be opened, the body
+// not encrypted): no request was sent.
+func (s *Sender) SendSignedAt(ctx context.Context, target, eventID string, body []byte, sig Signing, signedAt time.Time, extra map[string]string, endpoint *EndpointTLS, oauth *EndpointOAuth) (Result, error) {
+	return s.post(ctx, target, eventID, body, sig, signedAt, extra, nil, endpoint, oauth)
 }
 
 // sendWith is send with an ordered delivery's headers (ordering) besides
 // the subscription's own (custom), presenting endpoint's client
-// certificate when it is not nil (see SendSignedAt for the error).
-func (s *Sender) sendWith(ctx context.Context, target, eventID string, body []byte, sig Signing, custom map[string]string, ordering http.Header, endpoint *EndpointTLS) (Result, error) {
-	return s.post(ctx, target, eventID, body, sig, time.Time{}, custom, ordering, endpoint)
+// certificate and oauth's token when they are not nil (see SendSignedAt).
+func (s *Sender) sendWith(ctx context.Context, target, eventID string, body []byte, sig Signing, custom map[string]string, ordering http.Header, endpoint *EndpointTLS, oauth *EndpointOAuth) (Result, error) {
+	return s.post(ctx, target, eventID, body, sig, time.Time{}, custom, ordering, endpoint, oauth)
 }
 
 // post is the exchange behind send, sendSignedAt and sendWith: custom are
 // the subscription's headers, set before ours; ordering are the ordered
 // delivery's, set after ours; endpoint, when not nil, is the client
-// certificate presented, on the connections kept for it; sig encrypts
-// the body (then the signature covers the JWE sent) and signs it.
-func (s *Sender) post(ctx context.Context, target, eventID string, body []byte, sig Signing, signedAt time.Time, custom map[string]string, ordering http.Header, endpoint *EndpointTLS) (Result, error) {
+// certificate presented, on the connections kept for it; oauth, when not
+// nil, the credentials of the bearer token sent (exchangeBearer); sig
+// encrypts the body (then the signature covers the JWE sent) and signs it.
+func (s *Sender) post(ctx context.Context, target, eventID string, body []byte, sig Signing, signedAt time.Time, custom map[string]string, ordering http.Header, endpoint *EndpointTLS, oauth *EndpointOAuth) (Result, error) {
 	body, contentType, err := sig.payload(body)
 	if err != nil {
 		return Result{}, err
 	}
 	client := s.http
 	if endpoint != nil {
-		var err error
 		if client, err = s.endpoints.client(endpoint); err != nil {
 			return Result{}, err
 		}
+	}
+	if oauth != nil {
+		return s.exchangeBearer(ctx, client, oauth, target, eventID, body, contentType, sig.Keys, signedAt, custom, ordering)
 	}
 	return s.exchange(ctx, client, target, eventID, body, contentType, sig.Keys, signedAt, custom, ordering), nil
 }

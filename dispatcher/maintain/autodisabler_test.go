@@ -11,9 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/dispatcher/notify"
 	"github.com/webhookd/webhookd/internal/clock"
-	"github.com/webhookd/webhookd/internal/smtpsink"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 )
@@ -31,13 +29,7 @@ func TestAutoDisableAfterFailingLong(t *testing.T) {
 	if _, err := st.EnsurePartitions(ctx, start, store.PartitionsAhead); err != nil {
 		t.Fatal(err)
 	}
-	email := "ops@merchant.example"
-	if _, err := st.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.UpdateMerchant(ctx, "m1", "2026-05-01", store.MerchantSettings{NotificationEmail: &email}); err != nil {
-		t.Fatal(err)
-	}
+	sink, mailer := mailedMerchant(t, st, "m1", "ops@merchant.example")
 	failing := newSub(t, st, "https://failing.example/hooks")
 	recovered := newSub(t, st, "https://recovered.example/hooks")
 
@@ -49,11 +41,6 @@ func TestAutoDisableAfterFailingLong(t *testing.T) {
 	attempt(t, st, recovered, start.Add(50*time.Hour), true)
 	attempt(t, st, recovered, start.Add(60*time.Hour), false)
 
-	sink := smtpsink.New(t)
-	mailer, err := notify.NewMailer(sink.URL(), "webhookd@example.com", st, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var now time.Time
 	a := &AutoDisabler{cfg: AutoDisablerConfig{Store: st, After: 120 * time.Hour, Notifier: mailer},
 		clock: clock.Func(func() time.Time { return now }), logger: slog.New(slog.DiscardHandler)}

@@ -9,6 +9,8 @@
 //     expires idempotency keys.
 //   - autodisabler.go: the AutoDisabler disables subscriptions whose every
 //     attempt failed for days.
+//   - certexpiry.go: CertExpiry e-mails merchants, once per certificate,
+//     14 days before an mtls client certificate expires.
 package maintain
 
 import (

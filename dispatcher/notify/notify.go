@@ -182,16 +182,6 @@ func (n *Mailer) SubscriptionDisabled(ctx context.Context, d store.AutoDisabled,
 		log.WarnContext(ctx, "subscription disabled; no SMTP server configured, e-mail not sent", "to", *d.Email)
 		return
 	}
-	m := mail.NewMsg()
-	if err := m.From(n.from); err != nil {
-		log.ErrorContext(ctx, "build disabled e-mail", "error", err)
-		return
-	}
-	if err := m.To(*d.Email); err != nil {
-		log.ErrorContext(ctx, "build disabled e-mail", "error", err)
-		return
-	}
-	m.Subject("Webhook endpoint disabled: " + hostOf(d.URL))
 	var b strings.Builder
 	fmt.Fprintf(&b, "Your webhook endpoint %s has been disabled: every delivery attempt to it\n", d.URL)
 	fmt.Fprintf(&b, "has failed since %s (%s).\n\n", d.FailingSince.UTC().Format(time.RFC3339), durationWords(after))
@@ -201,19 +191,7 @@ func (n *Mailer) SubscriptionDisabled(ctx context.Context, d store.AutoDisabled,
 	fmt.Fprintf(&b, "Once your endpoint is fixed, enable it again with\n")
 	fmt.Fprintf(&b, "POST /v1/webhook_subscriptions/%s {\"status\": \"enabled\"}\n", d.SubscriptionID)
 	fmt.Fprintf(&b, "and replay what it missed with POST /v1/webhook_subscriptions/%s/recover.\n", d.SubscriptionID)
-	m.SetBodyString(mail.TypeTextPlain, b.String())
-	client, err := mail.NewClient(n.host, n.opts...)
-	if err != nil {
-		log.ErrorContext(ctx, "disabled e-mail client", "error", err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
-	defer cancel()
-	if err := client.DialAndSendWithContext(ctx, m); err != nil {
-		log.ErrorContext(ctx, "send disabled e-mail", "to", *d.Email, "error", err)
-		return
-	}
-	log.InfoContext(ctx, "disabled e-mail sent", "to", *d.Email)
+	n.send(ctx, log, *d.Email, "Webhook endpoint disabled: "+hostOf(d.URL), b.String(), "disabled e-mail")
 }
 
 // durationWords says a duration the way an e-mail would: "5 days" rather

@@ -45,6 +45,9 @@ const (
 	// TaskAutoDisable is the periodic job that disables subscriptions
 	// failing for too long.
 	TaskAutoDisable = "webhookd:auto_disable"
+	// TaskCertExpiry is the periodic job that warns merchants of mtls
+	// client certificates about to expire.
+	TaskCertExpiry = "webhookd:cert_expiry"
 )
 
 // Queue names. Attempts weigh most so that a burst of ingestion cannot

@@ -12,7 +12,7 @@ func TestPrivateKeyJWTAssertionIsAcceptedByTheServer(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			r := newRig(t)
 			key, public := newKey(t, kind)
-			r.server.publicKey = public
+			r.server.PublicKey = public
 			creds := r.credentials()
 			creds.ClientSecret, creds.PrivateKey = "", key
 			// Three fetches, each with an assertion of its own: the
@@ -24,10 +24,10 @@ func TestPrivateKeyJWTAssertionIsAcceptedByTheServer(t *testing.T) {
 				}
 				r.clock.Advance(time.Second)
 			}
-			if why := r.server.refused(); len(why) != 0 {
+			if why := r.server.Refused(); len(why) != 0 {
 				t.Fatalf("the token server refused the assertion: %v", why)
 			}
-			if n := r.server.requests(); n != 3 {
+			if n := r.server.Requests(); n != 3 {
 				t.Errorf("%d token requests, want 3", n)
 			}
 		})
@@ -37,12 +37,12 @@ func TestPrivateKeyJWTAssertionIsAcceptedByTheServer(t *testing.T) {
 func TestAssertionSignedWithAnotherKeyIsRefused(t *testing.T) {
 	r := newRig(t)
 	_, public := newKey(t, "p256")
-	r.server.publicKey = public
+	r.server.PublicKey = public
 	other, _ := newKey(t, "p256")
 	creds := r.credentials()
 	creds.ClientSecret, creds.PrivateKey = "", other
 	_, err := r.workers[0].Source(subscription, creds).Token(t.Context())
-	if oauthtoken.StatusOf(err) != 401 || len(r.server.refused()) != 1 {
-		t.Fatalf("error %v, refusals %v: want the server to refuse the signature with 401", err, r.server.refused())
+	if oauthtoken.StatusOf(err) != 401 || len(r.server.Refused()) != 1 {
+		t.Fatalf("error %v, refusals %v: want the server to refuse the signature with 401", err, r.server.Refused())
 	}
 }

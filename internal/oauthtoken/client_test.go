@@ -12,6 +12,7 @@ import (
 
 	"github.com/webhookd/webhookd/internal/connectproxy"
 	"github.com/webhookd/webhookd/internal/oauthtoken"
+	"github.com/webhookd/webhookd/internal/tokenserver"
 )
 
 // The token endpoint is an address a merchant chose: it is reached through
@@ -19,8 +20,8 @@ import (
 func TestTokenEndpointIsReachedThroughTheGivenClient(t *testing.T) {
 	t.Run("through the egress proxy", func(t *testing.T) {
 		r := newRig(t)
-		tlsServer := newTLSTokenServer(t, clientID, r.clock.Now)
-		tlsServer.accept(clientSecret)
+		tlsServer := tokenserver.NewTLS(t, clientID, r.clock.Now)
+		tlsServer.Accept(clientSecret)
 		proxy := connectproxy.New(t, nil)
 		transport := tlsServer.Client().Transport.(*http.Transport).Clone()
 		transport.Proxy = http.ProxyURL(proxy.URL)
@@ -41,8 +42,8 @@ func TestTokenEndpointIsReachedThroughTheGivenClient(t *testing.T) {
 			c.HTTP = &http.Client{Transport: &http.Transport{DialContext: guarded.DialContext}}
 		})
 		_, err := w.Source(subscription, r.credentials()).Token(t.Context())
-		if !errors.Is(err, ssrf.ErrProhibitedIP) || oauthtoken.StatusOf(err) != 0 || r.server.requests() != 0 {
-			t.Fatalf("error %v after %d requests, want the guard's refusal, no status and no request", err, r.server.requests())
+		if !errors.Is(err, ssrf.ErrProhibitedIP) || oauthtoken.StatusOf(err) != 0 || r.server.Requests() != 0 {
+			t.Fatalf("error %v after %d requests, want the guard's refusal, no status and no request", err, r.server.Requests())
 		}
 	})
 }

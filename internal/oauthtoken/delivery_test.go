@@ -44,7 +44,7 @@ func TestDeliveriesByTwoWorkersFetchATokenOnlyWhenItExpiresOrIsRefused(t *testin
 	r := newRig(t)
 	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		token, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-		if !ok || !r.server.valid(token) {
+		if !ok || !r.server.Valid(token) {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
@@ -71,7 +71,7 @@ func TestDeliveriesByTwoWorkersFetchATokenOnlyWhenItExpiresOrIsRefused(t *testin
 		wantRequests int
 	}{
 		{"200 deliveries share one token", func() {}, 1},
-		{"a token the endpoint refuses is replaced once", func() { r.server.revoke(tokenOf(t, r.workers[0], r.credentials()).AccessToken) }, 2},
+		{"a token the endpoint refuses is replaced once", func() { r.server.Revoke(tokenOf(t, r.workers[0], r.credentials()).AccessToken) }, 2},
 		{"an expiring token is replaced once", func() { r.clock.Advance(time.Hour) }, 3},
 	}
 	for _, step := range steps {
@@ -80,7 +80,7 @@ func TestDeliveriesByTwoWorkersFetchATokenOnlyWhenItExpiresOrIsRefused(t *testin
 		if statuses[http.StatusNoContent] != 200 {
 			t.Errorf("%s: answers %v, want 200 × 204", step.name, statuses)
 		}
-		if n := r.server.requests(); n != step.wantRequests {
+		if n := r.server.Requests(); n != step.wantRequests {
 			t.Errorf("%s: %d token requests in all, want %d", step.name, n, step.wantRequests)
 		}
 	}

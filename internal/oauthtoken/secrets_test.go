@@ -18,7 +18,7 @@ import (
 func TestSecretsStayOutOfErrorsRedisAndLogs(t *testing.T) {
 	r := newRig(t)
 	key, public := newKey(t, "rsa2048")
-	r.server.publicKey = public
+	r.server.PublicKey = public
 	withSecret := r.credentials()
 	withKey := r.credentials()
 	withKey.ClientSecret, withKey.PrivateKey = "", key
@@ -39,8 +39,8 @@ func TestSecretsStayOutOfErrorsRedisAndLogs(t *testing.T) {
 	}
 	// Every way of failing: refused, server error, unreachable.
 	failures := []func(){
-		func() { r.server.failing(http.StatusUnauthorized) },
-		func() { r.server.failing(http.StatusInternalServerError) },
+		func() { r.server.Failing(http.StatusUnauthorized) },
+		func() { r.server.Failing(http.StatusInternalServerError) },
 		func() { r.server.Close() },
 	}
 	for _, fail := range failures {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/webhookd/webhookd/internal/oauthtoken"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/tokenserver"
 	"github.com/webhookd/webhookd/receiver/receivertest"
 )
 
@@ -25,7 +26,7 @@ const (
 // rig is a token server and worker processes sharing one Redis.
 type rig struct {
 	clock  *receivertest.Clock
-	server *tokenServer
+	server *tokenserver.Server
 	// connect opens a client of the rig's Redis, as a process would.
 	connect func() redis.UniversalClient
 	workers []*oauthtoken.Tokens
@@ -46,8 +47,8 @@ func newRig(t *testing.T, configure ...func(*oauthtoken.Config)) *rig {
 func newRigOn(t *testing.T, connect func() redis.UniversalClient, configure ...func(*oauthtoken.Config)) *rig {
 	t.Helper()
 	clk := receivertest.NewClock(time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC))
-	r := &rig{clock: clk, server: newTokenServer(t, clientID, clk.Now), connect: connect}
-	r.server.accept(clientSecret)
+	r := &rig{clock: clk, server: tokenserver.New(t, clientID, clk.Now), connect: connect}
+	r.server.Accept(clientSecret)
 	for range 2 {
 		r.workers = append(r.workers, r.newWorker(t, configure...))
 	}
@@ -77,7 +78,7 @@ func masterKey() []byte { return []byte("0123456789abcdef0123456789abcdef") }
 
 // credentials are the rig's client's, with a secret.
 func (r *rig) credentials() oauthtoken.Credentials {
-	return oauthtoken.Credentials{TokenURL: r.server.tokenURL(), ClientID: clientID, ClientSecret: clientSecret,
+	return oauthtoken.Credentials{TokenURL: r.server.TokenURL(), ClientID: clientID, ClientSecret: clientSecret,
 		Scopes: []string{"webhooks:receive", "events:write"}, Audience: "https://hooks.bank.example"}
 }
 
@@ -140,10 +141,10 @@ func TestTwoWorkersShareOneToken(t *testing.T) {
 	r := newRig(t)
 	got := r.tokensFrom(t, r.credentials(), 200)
 	onlyToken(t, got)
-	if n := r.server.requests(); n != 1 {
+	if n := r.server.Requests(); n != 1 {
 		t.Errorf("200 Token calls from 2 workers made %d token requests, want 1", n)
 	}
-	form := r.server.form(0)
+	form := r.server.Form(0)
 	if form["scope"][0] != "webhooks:receive events:write" || form["audience"][0] != "https://hooks.bank.example" {
 		t.Errorf("scope %q and audience %q sent", form["scope"], form["audience"])
 	}
@@ -165,7 +166,7 @@ func TestTokenIsRefreshedShortlyBeforeItExpires(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t)
-			r.server.expire(c.expiresIn)
+			r.server.Expire(c.expiresIn)
 			first := onlyToken(t, r.tokensFrom(t, r.credentials(), 20))
 			r.clock.Advance(c.advance)
 			second := onlyToken(t, r.tokensFrom(t, r.credentials(), 200))
@@ -173,7 +174,7 @@ func TestTokenIsRefreshedShortlyBeforeItExpires(t *testing.T) {
 			if c.refreshed {
 				wantRequests = 2
 			}
-			if n := r.server.requests(); n != wantRequests || (first != second) != c.refreshed {
+			if n := r.server.Requests(); n != wantRequests || (first != second) != c.refreshed {
 				t.Errorf("%d token requests, token replaced: %v; want %d, %v", n, first != second, wantRequests, c.refreshed)
 			}
 		})
@@ -203,7 +204,7 @@ func TestConcurrent401sFetchOneNewTokenOnRedisCluster(t *testing.T) {
 func concurrent401sFetchOnce(t *testing.T, r *rig) {
 	t.Helper()
 	refused := tokenOf(t, r.workers[0], r.credentials())
-	before := r.server.requests()
+	before := r.server.Requests()
 	// Every worker's deliveries see the 401 at once: each invalidates
 	// the refused token, then asks again.
 	got := r.countTokens(t, r.credentials(), 20, func(src *oauthtoken.Source) (oauthtoken.Token, error) {
@@ -215,7 +216,7 @@ func concurrent401sFetchOnce(t *testing.T, r *rig) {
 	if fresh := onlyToken(t, got); fresh == refused.AccessToken {
 		t.Error("the refused token was served again")
 	}
-	if n := r.server.requests() - before; n != 1 {
+	if n := r.server.Requests() - before; n != 1 {
 		t.Errorf("20 invalidations of one token made %d token requests, want 1", n)
 	}
 	// A late 401 for the old token leaves the new one alone.
@@ -223,32 +224,32 @@ func concurrent401sFetchOnce(t *testing.T, r *rig) {
 		t.Fatal(err)
 	}
 	tokenOf(t, r.workers[1], r.credentials())
-	if n := r.server.requests() - before; n != 1 {
+	if n := r.server.Requests() - before; n != 1 {
 		t.Errorf("a late invalidation of the old token made a request: %d since the 401s", n)
 	}
 }
 
 func TestOthersWaitForTheFetchingWorker(t *testing.T) {
 	r := newRig(t)
-	held := r.server.holding()
+	held := r.server.Holding()
 	first := make(chan oauthtoken.Token)
 	go func() { first <- tokenOf(t, r.workers[0], r.credentials()) }()
-	<-held.arrived
+	<-held.Arrived
 	// Worker 1 asks while worker 0's request is still at the endpoint.
 	second := make(chan oauthtoken.Token)
 	go func() { second <- tokenOf(t, r.workers[1], r.credentials()) }()
-	close(held.release)
+	close(held.Release)
 	a, b := <-first, <-second
-	if a.AccessToken != b.AccessToken || r.server.requests() != 1 {
-		t.Errorf("the waiting worker fetched its own token: %d requests", r.server.requests())
+	if a.AccessToken != b.AccessToken || r.server.Requests() != 1 {
+		t.Errorf("the waiting worker fetched its own token: %d requests", r.server.Requests())
 	}
 }
 
 func TestHungTokenEndpointFailsWithinTheLockTTL(t *testing.T) {
 	const lockTTL = 500 * time.Millisecond
 	r := newRig(t, func(c *oauthtoken.Config) { c.LockTTL = lockTTL })
-	held := r.server.holding()
-	t.Cleanup(func() { close(held.release) })
+	held := r.server.Holding()
+	t.Cleanup(func() { close(held.Release) })
 	start := time.Now()
 	errs := r.errorsFrom(t, r.credentials(), 20)
 	if took := time.Since(start); took > 4*lockTTL {
@@ -261,7 +262,7 @@ func TestHungTokenEndpointFailsWithinTheLockTTL(t *testing.T) {
 			t.Fatalf("error %v, want the fetch's deadline and no status", err)
 		}
 	}
-	if n := r.server.requests(); n != 1 {
+	if n := r.server.Requests(); n != 1 {
 		t.Errorf("%d requests to a hung endpoint, want 1", n)
 	}
 }
@@ -269,7 +270,7 @@ func TestHungTokenEndpointFailsWithinTheLockTTL(t *testing.T) {
 func TestChangedCredentialsNeverGetTheOldToken(t *testing.T) {
 	r := newRig(t)
 	const rotated = "cs_1b8e0d4f6a2c9e7b5d3f1a0c8e6b4d2f"
-	r.server.accept(rotated)
+	r.server.Accept(rotated)
 	before := r.credentials()
 	after := before
 	after.ClientSecret = rotated
@@ -282,7 +283,7 @@ func TestChangedCredentialsNeverGetTheOldToken(t *testing.T) {
 	if tokenOf(t, r.workers[1], wider).AccessToken == old.AccessToken {
 		t.Error("other scopes were served the old token")
 	}
-	if n := r.server.requests(); n != 3 {
+	if n := r.server.Requests(); n != 3 {
 		t.Errorf("%d token requests for three sets of credentials, want 3", n)
 	}
 }
@@ -328,7 +329,7 @@ func TestFailingTokenEndpointReportsItsStatus(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t)
-			r.server.failing(c.status)
+			r.server.Failing(c.status)
 			creds := r.credentials()
 			creds.ClientSecret = c.secret
 			errs := r.errorsFrom(t, creds, 200)
@@ -336,13 +337,13 @@ func TestFailingTokenEndpointReportsItsStatus(t *testing.T) {
 			if !errors.As(errs[0], &e) || e.Status != c.wantStatus || e.Code != c.wantCode || oauthtoken.StatusOf(errs[0]) != c.wantStatus {
 				t.Fatalf("error %v, want status %d code %q", errs[0], c.wantStatus, c.wantCode)
 			}
-			if n := r.server.requests(); n != 1 {
+			if n := r.server.Requests(); n != 1 {
 				t.Errorf("200 Token calls on a failing endpoint made %d requests, want 1 shared failure", n)
 			}
 			// Once the failure is a few seconds old, the endpoint is asked
 			// again.
-			r.server.failing(0)
-			r.server.accept(c.secret)
+			r.server.Failing(0)
+			r.server.Accept(c.secret)
 			r.clock.Advance(6 * time.Second)
 			onlyToken(t, r.tokensFrom(t, creds, 20))
 		})

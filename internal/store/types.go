@@ -96,7 +96,8 @@ type Authentication struct {
 // AuthenticationSummary is what a read shows of an authentication: never
 // a secret. Each type fills the fields that describe it.
 type AuthenticationSummary struct {
-	// Type is the kind of authentication: "mtls".
+	// Type is the kind of authentication: "mtls" or
+	// "oauth2_client_credentials".
 	Type string `json:"type"`
 	// Subject, Issuer and Serial name the mtls client certificate
 	// (distinguished names as RFC 2253 strings, the serial in decimal).
@@ -108,6 +109,17 @@ type AuthenticationSummary struct {
 	// ServerCA says whether the endpoint's certificate is checked against
 	// the merchant's own CA rather than the system's roots.
 	ServerCA bool `json:"server_ca,omitempty"`
+	// ExpiryNotifiedAt is when the merchant was told the mtls client
+	// certificate expires soon; a new authentication starts without it.
+	ExpiryNotifiedAt *time.Time `json:"expiry_notified_at,omitempty"`
+	// TokenURL, ClientID, Scopes and Audience are an
+	// oauth2_client_credentials authentication's public part; Credential
+	// is the kind of its secret ("client_secret" or "private_key").
+	TokenURL   string   `json:"token_url,omitempty"`
+	ClientID   string   `json:"client_id,omitempty"`
+	Scopes     []string `json:"scopes,omitempty"`
+	Audience   string   `json:"audience,omitempty"`
+	Credential string   `json:"credential,omitempty"`
 }
 
 // Health counts a subscription's recent outcomes; test deliveries never

@@ -34,6 +34,10 @@ type AuthenticationInput struct {
 	ClientCertificate *string
 	ClientKey         *string
 	ServerCA          *string
+	// The oauth2_client_credentials fields (oauth2.go); Scopes nil is
+	// absent.
+	TokenURL, ClientID, ClientSecret, PrivateKey, Audience *string
+	Scopes                                                 []string
 }
 
 // Authentication is a checked endpoint authentication, the whole of it:
@@ -47,6 +51,15 @@ type Authentication struct {
 	ClientCertificate string `json:"client_certificate,omitempty"`
 	ClientKey         string `json:"client_key,omitempty"`
 	ServerCA          string `json:"server_ca,omitempty"`
+	// TokenURL, ClientID, ClientSecret or PrivateKey (exactly one),
+	// Scopes and Audience are the oauth2_client_credentials credentials
+	// (oauthtoken.Credentials).
+	TokenURL     string   `json:"token_url,omitempty"`
+	ClientID     string   `json:"client_id,omitempty"`
+	ClientSecret string   `json:"client_secret,omitempty"`
+	PrivateKey   string   `json:"private_key,omitempty"`
+	Scopes       []string `json:"scopes,omitempty"`
+	Audience     string   `json:"audience,omitempty"`
 }
 
 // String keeps an Authentication printed by mistake from showing a key.
@@ -130,7 +143,8 @@ func checkAuthentication(param string, in AuthenticationInput, now time.Time) (A
 		return checkMTLS(param, in, now)
 	default:
 		return Authentication{}, store.AuthenticationSummary{}, invalid.Value(param+".type", "authentication_type_unknown",
-			fmt.Sprintf("%s.type must be %q; %s is not a type of authentication.", param, AuthenticationMTLS, invalid.Quote(*in.Type)))
+			fmt.Sprintf("%s.type must be %q or %q; %s is not a type of authentication.", param, AuthenticationMTLS,
+				AuthenticationOAuth2, invalid.Quote(*in.Type)))
 	}
 }
 
@@ -139,6 +153,10 @@ func checkAuthentication(param string, in AuthenticationInput, now time.Time) (A
 func checkMTLS(param string, in AuthenticationInput, now time.Time) (Authentication, store.AuthenticationSummary, error) {
 	certParam, keyParam, caParam := param+".client_certificate", param+".client_key", param+".server_ca"
 	none := store.AuthenticationSummary{}
+	if in.TokenURL != nil || in.ClientID != nil || in.ClientSecret != nil || in.PrivateKey != nil || in.Audience != nil || in.Scopes != nil {
+		return Authentication{}, none, invalid.Value(param, "authentication_field_of_other_type",
+			param+" of type "+AuthenticationMTLS+" takes no token_url, client_id, client_secret, private_key, scopes or audience.")
+	}
 	if in.ClientCertificate == nil || *in.ClientCertificate == "" {
 		return Authentication{}, none, invalid.Missing(certParam)
 	}
@@ -241,7 +259,7 @@ func (g *Registry) sealAuthentication(in *AuthenticationInput) (*store.Authentic
 	if in == nil {
 		return nil, nil
 	}
-	a, summary, err := checkAuthentication("authentication", *in, g.check.rules.now())
+	a, summary, err := g.check.authentication("authentication", *in)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@
 import { Api, ApiError, takeToken, forgetToken } from './api.js';
 import { h, time, facts, badge, localToRFC3339, busy, zone, setZone } from './dom.js';
 import { rawField, indent } from './json.js';
+import { securityFieldset, securityFacts } from './endpointsecurity.js';
 
 const verifyDocs = 'https://docs.webhookd.dev/events#verifying-the-signature';
 const everyCapability = ['view', 'manage_endpoints', 'view_secret', 'resend'];
@@ -399,6 +400,7 @@ async function endpointForm(view, id) {
   const rateLimit = h('input', { id: 'endpoint-rate-limit', name: 'rate_limit', type: 'number', min: '1', step: '1', inputmode: 'numeric', value: shown.rateLimit });
   const orderingKey = h('input', { id: 'endpoint-ordering-key', name: 'ordering_key', type: 'text', value: shown.orderingKey,
     placeholder: 'payload.account_id', autocomplete: 'off' });
+  const security = securityFieldset(sub);
   const submit = h('button', { type: 'submit' }, id ? 'Save changes' : 'Create endpoint');
   const form = h('form', { class: 'stack', novalidate: true },
     h('label', { for: 'endpoint-url' }, 'URL', url),
@@ -409,6 +411,7 @@ async function endpointForm(view, id) {
       h('label', { for: 'endpoint-rate-limit' }, 'Rate limit (optional): deliveries per second; empty is no limit', rateLimit),
       h('label', { for: 'endpoint-ordering-key' }, 'Ordering key (optional): deliveries with the same value go one at a time, in order; empty is none', orderingKey),
       sub && Object.keys(sub.headers || {}).length > 0 && h('p', { class: 'muted' }, 'Extra headers are kept as they are: they are set through the API.')),
+    security.node,
     h('div', { class: 'actions' }, submit,
       h('a', { class: 'button secondary', href: id ? `#/endpoints/${enc(id)}` : '#/endpoints' }, 'Cancel')));
   form.addEventListener('submit', (ev) => {
@@ -417,6 +420,8 @@ async function endpointForm(view, id) {
     if (!url.value.trim()) { flash('error', 'Enter the URL that receives the webhooks.'); url.focus(); return; }
     if (events.length === 0) { flash('error', 'Choose at least one event type.'); return; }
     if (rateLimit.validity.badInput) { flash('error', 'Enter the rate limit as a whole number of deliveries per second, or leave it empty.'); rateLimit.focus(); return; }
+    let secured;
+    try { secured = security.read(); } catch (err) { flash('error', err.message); return; }
     busy(submit, async () => {
       const body = { url: url.value.trim(), events, description: description.value.trim() || null };
       // A control goes in the request only when the form changes it: an
@@ -425,6 +430,7 @@ async function endpointForm(view, id) {
       if (now.filter !== shown.filter) body.filter = now.filter || null;
       if (now.rateLimit !== shown.rateLimit) body.rate_limit = now.rateLimit ? Number(now.rateLimit) : null;
       if (now.orderingKey !== shown.orderingKey) body.ordering = now.orderingKey ? { key: now.orderingKey } : 'none';
+      Object.assign(body, secured);
       try {
         if (id) {
           await state.api.post(`/webhook_subscriptions/${enc(id)}`, body);
@@ -451,7 +457,8 @@ async function endpointDetail(view, id) {
     h('h1', null, sub.url),
     h('section', { class: 'card', 'aria-label': 'Endpoint' },
       h('div', { class: 'row' }, statusBadges(sub), sub.description && h('span', null, sub.description)),
-      facts([['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...controlFacts(sub), ...healthFacts(sub)])));
+      facts([['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...controlFacts(sub), ...healthFacts(sub)])),
+    h('section', { class: 'card', 'aria-label': 'Endpoint security' }, h('h2', null, 'Endpoint security'), facts(securityFacts(sub))));
 
   const actions = h('div', { class: 'actions' });
   const deliveries = deliveriesBrowser({ subscription_id: sub.id }, { filters: true });

@@ -1,4 +1,7 @@
-package oauthtoken_test
+// Package tokenserver is a real OAuth2 token endpoint for tests (RFC 6749
+// client credentials, with a client secret or an RFC 7523 private_key_jwt
+// assertion checked with a JWT library), counting the tokens it issues.
+package tokenserver
 
 import (
 	"crypto"
@@ -7,22 +10,24 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// tokenServer is a real OAuth2 token endpoint for the tests: it grants the
+// Server is a real OAuth2 token endpoint for the tests: it grants the
 // client credentials of one client, with a secret or a private_key_jwt
 // assertion checked against the client's public key, issues numbered
 // tokens that expire after expiresIn, and counts the requests.
-type tokenServer struct {
+type Server struct {
 	*httptest.Server
 	clientID string
-	// publicKey checks private_key_jwt assertions; nil: secrets only.
-	publicKey crypto.PublicKey
+	// PublicKey checks private_key_jwt assertions; nil: secrets only.
+	PublicKey crypto.PublicKey
 	// now is the test's clock, which signs the assertions.
 	now func() time.Time
 
@@ -31,7 +36,7 @@ type tokenServer struct {
 	secrets   []string
 	calls     int
 	failWith  int
-	hold      *hold
+	hold      *Hold
 	expiresIn int
 	jtis      map[string]bool
 	// issued holds the tokens it issued, false once revoked.
@@ -40,111 +45,114 @@ type tokenServer struct {
 	refusals []string
 }
 
-func newTokenServer(t *testing.T, clientID string, now func() time.Time) *tokenServer {
-	s := unstartedTokenServer(t, clientID, now)
+// New starts a token endpoint granting clientID's credentials, stopped
+// when t ends; now is the test's clock, which judges assertions.
+func New(t testing.TB, clientID string, now func() time.Time) *Server {
+	s := unstarted(t, clientID, now)
 	s.Start()
 	return s
 }
 
-// newTLSTokenServer is newTokenServer on https.
-func newTLSTokenServer(t *testing.T, clientID string, now func() time.Time) *tokenServer {
-	s := unstartedTokenServer(t, clientID, now)
+// NewTLS is New on https.
+func NewTLS(t testing.TB, clientID string, now func() time.Time) *Server {
+	s := unstarted(t, clientID, now)
 	s.StartTLS()
 	return s
 }
 
-func unstartedTokenServer(t *testing.T, clientID string, now func() time.Time) *tokenServer {
-	s := &tokenServer{clientID: clientID, now: now, expiresIn: 3600, jtis: map[string]bool{}, issued: map[string]bool{}}
+func unstarted(t testing.TB, clientID string, now func() time.Time) *Server {
+	s := &Server{clientID: clientID, now: now, expiresIn: 3600, jtis: map[string]bool{}, issued: map[string]bool{}}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
 }
 
-func (s *tokenServer) tokenURL() string { return s.URL + "/oauth/token" }
+// TokenURL is its token endpoint.
+func (s *Server) TokenURL() string { return s.URL + "/oauth/token" }
 
-// accept makes it take secret too.
-func (s *tokenServer) accept(secret string) {
+// Accept makes it take secret too.
+func (s *Server) Accept(secret string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.secrets = append(s.secrets, secret)
 }
 
-// expire makes its tokens last seconds from now on.
-func (s *tokenServer) expire(seconds int) {
+// Expire makes its tokens last seconds from now on.
+func (s *Server) Expire(seconds int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expiresIn = seconds
 }
 
-// form is the i-th request's form.
-func (s *tokenServer) form(i int) map[string][]string {
+// Form is the i-th request's form.
+func (s *Server) Form(i int) map[string][]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.forms[i]
 }
 
-// failing makes every request answer status (0: grant again).
-func (s *tokenServer) failing(status int) {
+// Failing makes every request answer status (0: grant again).
+func (s *Server) Failing(status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failWith = status
 }
 
-// hold keeps one request waiting.
-type hold struct {
-	// arrived is closed when the request has arrived.
-	arrived chan struct{}
-	// release lets it be answered.
-	release chan struct{}
+// Hold keeps one request waiting.
+type Hold struct {
+	// Arrived is closed when the request has Arrived.
+	Arrived chan struct{}
+	// Release lets it be answered.
+	Release chan struct{}
 }
 
-// holding makes the next request wait until released.
-func (s *tokenServer) holding() *hold {
+// Holding makes the next request wait until Released.
+func (s *Server) Holding() *Hold {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hold = &hold{arrived: make(chan struct{}), release: make(chan struct{})}
+	s.hold = &Hold{Arrived: make(chan struct{}), Release: make(chan struct{})}
 	return s.hold
 }
 
-// revoke makes token invalid, as an authorization server does when it
+// Revoke makes token invalid, as an authorization server does when it
 // rotates its keys or a client's grants.
-func (s *tokenServer) revoke(token string) {
+func (s *Server) Revoke(token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.issued[token] = false
 }
 
-// valid reports whether token was issued and not revoked: what the
+// Valid reports whether token was issued and not revoked: what the
 // receiving endpoint checks.
-func (s *tokenServer) valid(token string) bool {
+func (s *Server) Valid(token string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.issued[token]
 }
 
-// requests is how many token requests it has had.
-func (s *tokenServer) requests() int {
+// Requests is how many token requests it has had.
+func (s *Server) Requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls
 }
 
-// refused lists why it refused requests it should not have had.
-func (s *tokenServer) refused() []string {
+// Refused lists why it refused requests it should not have had.
+func (s *Server) Refused() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.refusals)
 }
 
-func (s *tokenServer) serve(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls++
 	n, fail, hold, expiresIn := s.calls, s.failWith, s.hold, s.expiresIn
 	s.hold = nil
 	s.mu.Unlock()
 	if hold != nil {
-		close(hold.arrived)
-		<-hold.release
+		close(hold.Arrived)
+		<-hold.Release
 	}
 	if fail != 0 {
 		w.WriteHeader(fail)
@@ -171,7 +179,7 @@ func (s *tokenServer) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // authenticate is the client authentication's fault, or "".
-func (s *tokenServer) authenticate(r *http.Request) string {
+func (s *Server) authenticate(r *http.Request) string {
 	if id, secret, ok := r.BasicAuth(); ok {
 		s.mu.Lock()
 		known := slices.Contains(s.secrets, secret)
@@ -181,7 +189,7 @@ func (s *tokenServer) authenticate(r *http.Request) string {
 		}
 		return ""
 	}
-	if s.publicKey == nil {
+	if s.PublicKey == nil {
 		return "no client secret"
 	}
 	return s.checkAssertion(r)
@@ -190,7 +198,7 @@ func (s *tokenServer) authenticate(r *http.Request) string {
 // checkAssertion checks a private_key_jwt assertion (RFC 7523 §3): the
 // type, the signature against the client's public key, iss = sub = the
 // client id, aud = the token URL, an expiry, and a jti never seen before.
-func (s *tokenServer) checkAssertion(r *http.Request) string {
+func (s *Server) checkAssertion(r *http.Request) string {
 	f := r.PostForm
 	if f.Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" {
 		return "client_assertion_type is " + f.Get("client_assertion_type")
@@ -199,9 +207,9 @@ func (s *tokenServer) checkAssertion(r *http.Request) string {
 		return "a client secret or another client id beside the assertion"
 	}
 	var claims jwt.RegisteredClaims
-	_, err := jwt.ParseWithClaims(f.Get("client_assertion"), &claims, func(*jwt.Token) (any, error) { return s.publicKey, nil },
+	_, err := jwt.ParseWithClaims(f.Get("client_assertion"), &claims, func(*jwt.Token) (any, error) { return s.PublicKey, nil },
 		jwt.WithValidMethods([]string{"RS256", "ES256", "ES384"}), jwt.WithIssuer(s.clientID), jwt.WithSubject(s.clientID),
-		jwt.WithAudience(s.tokenURL()), jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithTimeFunc(s.now))
+		jwt.WithAudience(s.TokenURL()), jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithTimeFunc(s.now))
 	switch {
 	case err != nil:
 		return "assertion: " + err.Error()
@@ -219,7 +227,7 @@ func (s *tokenServer) checkAssertion(r *http.Request) string {
 	return ""
 }
 
-func (s *tokenServer) refuse(w http.ResponseWriter, status int, code, why string) {
+func (s *Server) refuse(w http.ResponseWriter, status int, code, why string) {
 	s.mu.Lock()
 	s.refusals = append(s.refusals, why)
 	s.mu.Unlock()
@@ -227,3 +235,40 @@ func (s *tokenServer) refuse(w http.ResponseWriter, status int, code, why string
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": why})
 }
+
+// Endpoint is a webhook endpoint that takes only the bearer tokens its
+// Server issued and has not revoked, and counts what it accepted and what
+// it refused (401).
+type Endpoint struct {
+	// URL is where it takes webhooks.
+	URL               string
+	accepted, refused atomic.Int64
+}
+
+// NewEndpoint starts an Endpoint of s, stopped when t ends.
+func (s *Server) NewEndpoint(t testing.TB) *Endpoint {
+	e := &Endpoint{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokens := r.Header.Values("Authorization")
+		token, ok := "", len(tokens) == 1
+		if ok {
+			token, ok = strings.CutPrefix(tokens[0], "Bearer ")
+		}
+		if !ok || !s.Valid(token) {
+			e.refused.Add(1)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		e.accepted.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	e.URL = srv.URL + "/hooks"
+	return e
+}
+
+// Accepted is how many requests it accepted.
+func (e *Endpoint) Accepted() int64 { return e.accepted.Load() }
+
+// Refused is how many requests it refused for their token.
+func (e *Endpoint) Refused() int64 { return e.refused.Load() }

@@ -1,0 +1,107 @@
+package deliver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/subscriptions"
+	"github.com/webhookd/webhookd/internal/tokenserver"
+	"github.com/webhookd/webhookd/signer"
+)
+
+// TestBearerTokenExchange: an OAuth2 subscription's request carries the
+// token in Authorization, whatever the subscription's own headers say; a
+// 401 is answered by one more request with a new token; a token endpoint
+// that fails is an oauth_token result with its status, and its 410 is not
+// the receiver's (the subscription is not disabled for it).
+func TestBearerTokenExchange(t *testing.T) {
+	t.Parallel()
+	masterKey := bytes.Repeat([]byte{9}, 32)
+	sealer, err := signer.NewSealer(masterKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := tokenserver.New(t, "webhookd", time.Now)
+	server.Accept("secret")
+	var mu sync.Mutex
+	var seen []string
+	status := http.StatusNoContent
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		w.WriteHeader(status)
+	}))
+	defer receiver.Close()
+	redis := storetest.NewRedis(t)
+	snd, err := NewSender(SenderConfig{Timeout: 2 * time.Second, AllowHTTP: true, AllowPrivate: true, MaxConns: 4, MaxConnsPerHost: 2,
+		Version: "test", OAuth: OAuthConfig{Redis: asynq.RedisClientOpt{Network: "unix", Addr: redis.Socket}, MasterKey: masterKey}},
+		clock.System{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Close()
+	plain, err := json.Marshal(subscriptions.Authentication{Type: subscriptions.AuthenticationOAuth2, TokenURL: server.TokenURL(),
+		ClientID: "webhookd", ClientSecret: "secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := sealer.Seal(string(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oauth := NewSecretCache(nil, sealer).EndpointOAuth(store.LeasedDelivery{Delivery: store.Delivery{SubscriptionID: uuid.New()},
+		SealedAuthentication: sealed, AuthenticationType: subscriptions.AuthenticationOAuth2})
+	if oauth == nil {
+		t.Fatal("no OAuth2 credentials for an oauth2 subscription")
+	}
+	answer := func(code int) {
+		mu.Lock()
+		defer mu.Unlock()
+		status, seen = code, nil
+	}
+	saw := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+	send := func() Result {
+		t.Helper()
+		res, err := snd.sendWith(context.Background(), receiver.URL, "evt", []byte(`{}`), Signing{},
+			map[string]string{"Authorization": "Basic bWVyY2hhbnQ="}, nil, nil, oauth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	if res, seen := send(), saw(); !res.OK() || len(seen) != 1 || seen[0] != "Bearer token-1-webhookd" {
+		t.Fatalf("first send: %v, the receiver saw %q", res.ErrCode, seen)
+	}
+	answer(http.StatusUnauthorized)
+	if res, seen := send(), saw(); res.HTTPStatus == nil || *res.HTTPStatus != http.StatusUnauthorized || len(seen) != 2 ||
+		seen[1] != "Bearer token-2-webhookd" || server.Requests() != 2 {
+		t.Fatalf("refused: %v, the receiver saw %q after %d token requests; want one retry with a new token", res.HTTPStatus, seen, server.Requests())
+	}
+	server.Failing(http.StatusGone)
+	answer(http.StatusUnauthorized)
+	res := send()
+	if res.ErrCode == nil || *res.ErrCode != errOAuthToken || res.HTTPStatus == nil || *res.HTTPStatus != http.StatusGone ||
+		res.gone() || !strings.Contains(res.Body, "410") {
+		t.Fatalf("failing token endpoint: error %v, status %v, body %q, gone %v", res.ErrCode, res.HTTPStatus, res.Body, res.gone())
+	}
+}
