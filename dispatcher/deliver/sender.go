@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"code.dny.dev/ssrf"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
@@ -89,6 +90,8 @@ type Sender struct {
 	// endpoints are the transports of mTLS endpoints, one per client
 	// certificate, on the same dialer.
 	endpoints *endpointTransports
+	// tracer traces each exchange (tracing.go); nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // NewSender builds the sender and its client on dialer, or on newDialer's
@@ -336,7 +339,7 @@ func (s *Sender) exchange(ctx context.Context, client *http.Client, target, even
 		req.Header[name] = values
 	}
 
-	resp, err := client.Do(req)
+	resp, err := s.do(client, req)
 	if err != nil {
 		outcome, code := classify(ctx, err)
 		return finish(outcome, code)

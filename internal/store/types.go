@@ -118,6 +118,11 @@ type Event struct {
 	APIVersion string
 	Body       []byte
 	CreatedAt  time.Time
+	// TraceParent is the W3C traceparent of the span that published the
+	// event, written with it ("" when tracing is off) and read by each
+	// attempt's lease (LeasedDelivery.TraceParent); reads of events leave
+	// it empty.
+	TraceParent string
 }
 
 // DeliveryStatus is where a delivery stands (DESIGN.md).
