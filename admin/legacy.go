@@ -40,6 +40,7 @@ type legacySubscriptionJSON struct {
 	// Authentication is the summary of the endpoint authentication, in
 	// camelCase (no key); null for none.
 	Authentication authenticationJSON `json:"authentication"`
+	TraceContext   bool               `json:"traceContext"`
 }
 
 // view is the legacy resource, headers masked.
@@ -50,7 +51,7 @@ func (h legacyHandlers) view(ctx context.Context, sub store.Subscription) legacy
 		ID: sub.ID.String(), URL: sub.URL, Events: sub.Events, Description: sub.Description,
 		Status: sub.Status, Metadata: sub.Metadata, CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(),
 		Filter: sub.Filter, Headers: h.changes.maskedHeaders(ctx, sub),
-		Authentication: authenticationView(ctx, sub.Authentication),
+		Authentication: authenticationView(ctx, sub.Authentication), TraceContext: sub.TraceContext,
 	}
 }
 
@@ -67,6 +68,7 @@ func (h legacyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		Headers     optionalHeaders   `json:"headers"`
 		// Authentication's fields are camelCase (authenticationInput).
 		Authentication rawField `json:"authentication"`
+		TraceContext   *bool    `json:"traceContext"`
 	}
 	if err := decodeJSON(r, &legacy); err != nil {
 		return err
@@ -100,6 +102,7 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		Headers     optionalHeaders   `json:"headers"`
 		// Authentication's fields are camelCase (authenticationInput).
 		Authentication rawField `json:"authentication"`
+		TraceContext   *bool    `json:"traceContext"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -110,7 +113,7 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	}
 	patch := subscriptionPatch{URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status,
 		RateLimit: in.RateLimit, Ordering: in.Ordering,
-		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication}
+		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication, TraceContext: in.TraceContext}
 	change, err := patch.change(r.Context())
 	if err != nil {
 		return err

@@ -45,6 +45,8 @@ type subscriptionJSON struct {
 	// Authentication is the summary of the endpoint authentication (no
 	// key); null for none.
 	Authentication authenticationJSON `json:"authentication"`
+	// TraceContext: deliveries carry a traceparent header (docs/tracing.md).
+	TraceContext bool `json:"trace_context"`
 	// Secret is only in the answers of create and rotate_secret.
 	Secret string `json:"secret,omitempty"`
 }
@@ -67,6 +69,7 @@ func subscriptionView(sub store.Subscription) subscriptionJSON {
 			LastSuccessAt:       utcPtr(sub.Health.LastSuccessAt), LastFailureAt: utcPtr(sub.Health.LastFailureAt),
 		},
 		CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(), Filter: sub.Filter,
+		TraceContext: sub.TraceContext,
 	}
 }
 
@@ -91,6 +94,7 @@ type subscriptionInput struct {
 	Headers     optionalHeaders   `json:"headers"`
 	// Authentication is read by authenticationInput.
 	Authentication rawField `json:"authentication"`
+	TraceContext   *bool    `json:"trace_context"`
 }
 
 // subscriptionPatch is an update: every field is optional. It repeats the
@@ -108,6 +112,7 @@ type subscriptionPatch struct {
 	Headers     optionalHeaders   `json:"headers"`
 	// Authentication is read by authenticationInput.
 	Authentication rawField `json:"authentication"`
+	TraceContext   *bool    `json:"trace_context"`
 }
 
 // optionalString tells a field that is absent from one that is null, so
@@ -151,7 +156,7 @@ func (in subscriptionInput) draft(ctx context.Context) (subscriptions.Draft, err
 	}
 	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata,
 		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes(),
-		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth}, nil
+		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth, TraceContext: in.TraceContext}, nil
 }
 
 // change is the domain's form of an update body; ctx names the surface.
@@ -164,7 +169,7 @@ func (p subscriptionPatch) change(ctx context.Context) (subscriptions.Change, er
 		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status,
 		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes(),
 		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value,
-		SetAuthentication: setAuth, Authentication: auth}, nil
+		SetAuthentication: setAuth, Authentication: auth, TraceContext: p.TraceContext}, nil
 }
 
 // create answers 201 with the new subscription and, this once, its secret.

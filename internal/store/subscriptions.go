@@ -37,6 +37,9 @@ type NewSubscription struct {
 	SealedHeaders []byte
 	// Authentication is the checked endpoint authentication; nil for none.
 	Authentication *Authentication
+	// TraceContext turns the deliveries' traceparent header on or off;
+	// nil: on.
+	TraceContext *bool
 	// Limit, when positive, is how many subscriptions the merchant may hold
 	// (every one not deleted, whichever surface made it): the create fails
 	// with ErrSubscriptionLimit when the merchant already holds Limit.
@@ -75,6 +78,8 @@ type SubscriptionUpdate struct {
 	// the whole of it); a nil Authentication removes it.
 	SetAuthentication bool
 	Authentication    *Authentication
+	// TraceContext, when not nil, turns the traceparent header on or off.
+	TraceContext *bool
 }
 
 // SubscriptionFilter narrows a subscription list.
@@ -95,14 +100,14 @@ type Secret struct {
 // subscriptionColumns is the select list that scanSubscription reads.
 const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
 	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key,
-	filter, headers_sealed, authentication_sealed, authentication`
+	filter, headers_sealed, authentication_sealed, authentication, trace_context`
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
 	var auth authenticationColumns
 	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary, &s.TraceContext)
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}
@@ -171,11 +176,11 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 		var err error
 		sub, err = scanSubscription(tx.QueryRow(ctx, `
 			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at,
-				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb)
+				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication, trace_context)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb, coalesce($15::boolean, true))
 			RETURNING `+subscriptionColumns,
 			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now,
-			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary))
+			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary, n.TraceContext))
 		if err != nil {
 			return err
 		}
@@ -278,12 +283,13 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 			filter = CASE WHEN $14 THEN $15 ELSE filter END,
 			headers_sealed = CASE WHEN $16 THEN $17::bytea ELSE headers_sealed END,
 			authentication_sealed = CASE WHEN $18 THEN $19::bytea ELSE authentication_sealed END,
-			authentication = CASE WHEN $18 THEN $20::jsonb ELSE authentication END
+			authentication = CASE WHEN $18 THEN $20::jsonb ELSE authentication END,
+			trace_context = coalesce($21::boolean, trace_context)
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
 		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.now(),
 		u.SetRateLimit, u.RateLimit, u.SetOrderingKey, u.OrderingKey,
-		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary))
+		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary, u.TraceContext))
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, notFound(err))
 	}

@@ -73,6 +73,9 @@ type Subscription struct {
 	// Authentication is how deliveries authenticate to the endpoint beyond
 	// their signature (mTLS); nil for none.
 	Authentication *Authentication
+	// TraceContext says whether its deliveries carry a W3C traceparent
+	// header (docs/tracing.md); true unless the merchant turned it off.
+	TraceContext bool
 }
 
 // Authentication is a subscription's endpoint authentication as stored:

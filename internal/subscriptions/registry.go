@@ -54,6 +54,9 @@ type Draft struct {
 	// Authentication is how deliveries authenticate to the endpoint
 	// beyond their signature; nil for none.
 	Authentication *AuthenticationInput
+	// TraceContext turns the deliveries' traceparent header off (false);
+	// nil: on.
+	TraceContext *bool
 }
 
 // Change is an update of a subscription: nil fields are left as they are.
@@ -81,6 +84,8 @@ type Change struct {
 	// remove, nil) from one left alone.
 	SetAuthentication bool
 	Authentication    *AuthenticationInput
+	// TraceContext, when not nil, turns the traceparent header on or off.
+	TraceContext *bool
 }
 
 // Registry creates and changes webhook subscriptions under Rules, and makes
@@ -175,7 +180,8 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 		return store.NewSubscription{}, err
 	}
 	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata,
-		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth}, nil
+		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth,
+		TraceContext: d.TraceContext}, nil
 }
 
 // Update checks the fields present in c and applies them to the merchant's
@@ -190,7 +196,7 @@ func (g *Registry) Update(ctx context.Context, merchantID string, id uuid.UUID, 
 
 // checkChange applies the rules to the fields present in c.
 func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
-	var u store.SubscriptionUpdate
+	u := store.SubscriptionUpdate{TraceContext: c.TraceContext}
 	if c.URL != nil {
 		url, err := g.check.url("url", *c.URL)
 		if err != nil {
