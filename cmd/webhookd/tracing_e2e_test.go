@@ -70,7 +70,8 @@ const (
 // receiver in the test) and follows one event published by the core API in
 // its own trace: the ingest request, the publish, the commit and both
 // attempts of a delivery that fails once are one trace under the caller's
-// span; the receiver's traceparent continues it; a subscription with the
+// span; the receiver's traceparent continues it (and the caller's
+// tracestate stays inside); a subscription with the
 // header turned off gets none; the latency histogram's exemplar names the
 // trace; and no span holds a payload value, a secret or the target's path.
 func TestTracesEndToEnd(t *testing.T) {
@@ -116,6 +117,7 @@ func TestTracesEndToEnd(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+e2eToken)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", tracing.Traceparent(caller))
+	req.Header.Set("tracestate", "corp=internal7b")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -207,6 +209,9 @@ func TestTracesEndToEnd(t *testing.T) {
 		parent, ok := byID[sc.SpanID().String()]
 		if sc.TraceID().String() != traceID || !ok || parent.Name != http.MethodPost {
 			t.Fatalf("request %d's traceparent %q: want a child of an exchange span in trace %s", i+1, h.Get("traceparent"), traceID)
+		}
+		if h.Get("tracestate") != "" {
+			t.Errorf("request %d carries the caller's tracestate %q", i+1, h.Get("tracestate"))
 		}
 		if want := []string{first.SpanID, second.SpanID}[i]; parent.ParentSpanID != want {
 			t.Errorf("request %d's exchange span is a child of %s, want attempt %d's %s", i+1, parent.ParentSpanID, i+1, want)

@@ -167,7 +167,13 @@ func (s *Sender) do(client *http.Client, req *http.Request) (*http.Response, err
 	}
 	ctx, span := s.tracer.Start(req.Context(), spanHTTP, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	req = req.WithContext(ctx)
-	tracing.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	// The traceparent alone: a tracestate is the trace's vendors' own
+	// (the core API's, say), not the merchant's to read.
+	carrier := propagation.MapCarrier{}
+	tracing.Inject(ctx, carrier)
+	if tp := carrier.Get("traceparent"); tp != "" {
+		req.Header.Set("traceparent", tp)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		_, code := classify(ctx, err)
