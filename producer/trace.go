@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TaskTrace is the trace context an ingest task carries besides its
@@ -28,6 +29,9 @@ type taskPayload struct {
 // tracer is whatever OpenTelemetry provider it set up; only its span
 // context is read.
 func traceOf(ctx context.Context) TaskTrace {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return TaskTrace{}
+	}
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, carrier)
 	return TaskTrace{TraceParent: carrier.Get("traceparent"), TraceState: carrier.Get("tracestate")}

@@ -48,11 +48,11 @@ type attemptTrace struct {
 }
 
 // traceStart begins an attempt's tracing, before its lease.
-func (r *Runner) traceStart() *attemptTrace {
+func (r *Runner) traceStart() attemptTrace {
 	if r.tracer == nil {
-		return &attemptTrace{}
+		return attemptTrace{}
 	}
-	return &attemptTrace{tracer: r.tracer, started: time.Now()}
+	return attemptTrace{tracer: r.tracer, started: time.Now()}
 }
 
 // attempt starts the attempt's span once its delivery is leased (l), as

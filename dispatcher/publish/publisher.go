@@ -267,17 +267,11 @@ func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) (evs []
 		return evs, created, errs
 	}
 	reqs := make([]publishRequest, len(es))
-	spans := make([]publishSpan, len(es))
 	for i, e := range es {
 		reqs[i] = publishRequest{event: newEventOf(e)}
-		_, spans[i] = p.tracePublish(ctx, reqs[i].event)
-		reqs[i].trace = spans[i].context()
 	}
-	defer func() {
-		for i, s := range spans {
-			s.end(published{event: evs[i], created: created[i]}, errs[i])
-		}
-	}()
+	traced := p.tracePublishAll(ctx, reqs)
+	defer func() { traced(evs, created, errs) }()
 	p.metrics.PublishesWaiting.Add(float64(len(reqs)))
 	defer p.metrics.PublishesWaiting.Sub(float64(len(reqs)))
 	todo := make([]int, len(reqs)) // the events still to write

@@ -45,6 +45,25 @@ func (p *Publisher) tracePublish(ctx context.Context, e store.NewEvent) (context
 	return ctx, publishSpan{span: span}
 }
 
+// tracePublishAll starts the publish span of each of a batch's events
+// (reqs, whose trace it sets); the function returned ends them with the
+// batch's outcome.
+func (p *Publisher) tracePublishAll(ctx context.Context, reqs []publishRequest) func(evs []store.Event, created []bool, errs []error) {
+	if p.tracer == nil {
+		return func([]store.Event, []bool, []error) {}
+	}
+	spans := make([]publishSpan, len(reqs))
+	for i := range reqs {
+		_, spans[i] = p.tracePublish(ctx, reqs[i].event)
+		reqs[i].trace = spans[i].context()
+	}
+	return func(evs []store.Event, created []bool, errs []error) {
+		for i, s := range spans {
+			s.end(published{event: evs[i], created: created[i]}, errs[i])
+		}
+	}
+}
+
 // context is the span's context, the parent of the event's commit and
 // attempts (invalid when tracing is off).
 func (s publishSpan) context() trace.SpanContext {

@@ -133,3 +133,25 @@ func TestWithoutPropagation(t *testing.T) {
 		t.Fatalf("headers = %v, want none", h)
 	}
 }
+
+// FuzzParseTraceparent: a traceparent comes from outside (the core API's
+// request, a producer task, a stored event). Whatever it holds, parsing
+// never panics, and a valid one written back parses to the same span
+// context.
+func FuzzParseTraceparent(f *testing.F) {
+	for _, seed := range []string{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra", "00-\x00"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		sc := tracing.ParseTraceparent(value)
+		if !sc.IsValid() {
+			return
+		}
+		again := tracing.ParseTraceparent(tracing.Traceparent(sc))
+		if again.TraceID() != sc.TraceID() || again.SpanID() != sc.SpanID() || again.TraceFlags() != sc.TraceFlags() {
+			t.Fatalf("%q parsed to %v, written back and parsed to %v", value, sc, again)
+		}
+	})
+}
