@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -78,7 +79,7 @@ func (s publishSpan) end(out published, err error) {
 	if s.span == nil {
 		return
 	}
-	if out.event.ID != [16]byte{} {
+	if out.event.ID != uuid.Nil {
 		s.span.SetAttributes(tracing.AttrEventID.String(out.event.ID.String()), tracing.AttrCreated.Bool(out.created),
 			tracing.AttrDeliveries.Int(len(out.deliveries)))
 	}
