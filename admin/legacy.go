@@ -46,6 +46,7 @@ type legacySubscriptionJSON struct {
 	SigningPublicKey  *string        `json:"signingPublicKey"`
 	SigningPublicKeys []string       `json:"signingPublicKeys"`
 	Encryption        encryptionJSON `json:"encryption"`
+	TraceContext      bool           `json:"traceContext"`
 }
 
 // view is the legacy resource, headers masked.
@@ -58,7 +59,7 @@ func (h legacyHandlers) view(ctx context.Context, sub store.Subscription) legacy
 		ID: sub.ID.String(), URL: sub.URL, Events: sub.Events, Description: sub.Description,
 		Status: sub.Status, Metadata: sub.Metadata, CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(),
 		Filter: sub.Filter, Headers: h.changes.maskedHeaders(ctx, sub),
-		Authentication: h.changes.authenticationView(ctx, sub.Authentication),
+		Authentication: h.changes.authenticationView(ctx, sub.Authentication), TraceContext: sub.TraceContext,
 	}
 }
 
@@ -79,6 +80,7 @@ func (h legacyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		// (encryptionInput).
 		SignatureScheme *string  `json:"signatureScheme"`
 		Encryption      rawField `json:"encryption"`
+		TraceContext    *bool    `json:"traceContext"`
 	}
 	if err := decodeJSON(r, &legacy); err != nil {
 		return err
@@ -116,6 +118,7 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		// (encryptionInput).
 		SignatureScheme *string  `json:"signatureScheme"`
 		Encryption      rawField `json:"encryption"`
+		TraceContext    *bool    `json:"traceContext"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -127,7 +130,7 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	patch := subscriptionPatch{URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status,
 		RateLimit: in.RateLimit, Ordering: in.Ordering,
 		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication,
-		SignatureScheme: in.SignatureScheme, Encryption: in.Encryption}
+		SignatureScheme: in.SignatureScheme, Encryption: in.Encryption, TraceContext: in.TraceContext}
 	change, err := patch.change(r.Context())
 	if err != nil {
 		return err

@@ -90,5 +90,7 @@ func metricsHandler(g prometheus.Gatherer) http.Handler {
 	if g == nil {
 		return http.NotFoundHandler()
 	}
-	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+	// OpenMetrics, when the scraper asks for it, is the format that
+	// carries the latency histograms' exemplars (trace ids).
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }

@@ -22,7 +22,7 @@ func (s *Server) Public() http.Handler {
 	r.Route("/v1", func(r chi.Router) {
 		// The version comes first so that every /v1 answer, errors
 		// included, carries api-version (spec 9.3).
-		r.Use(s.rules.requestedVersion, s.rules.requireHTTPS, s.rules.limitBody)
+		r.Use(s.tracing.traced, s.rules.requestedVersion, s.rules.requireHTTPS, s.rules.limitBody)
 		r.NotFound(s.respond.fail(errNotFound))
 		r.MethodNotAllowed(s.respond.fail(errMethodNotAllowed))
 		r.Get("/api_versions", s.documents.listVersions)
@@ -77,7 +77,7 @@ func (s *Server) Public() http.Handler {
 		})
 	})
 	r.Route("/api/service/webhook-subscription", func(r chi.Router) {
-		r.Use(markLegacy, s.rules.requireHTTPS, s.rules.limitBody)
+		r.Use(s.tracing.traced, markLegacy, s.rules.requireHTTPS, s.rules.limitBody)
 		r.NotFound(s.respond.fail(errNotFound))
 		r.MethodNotAllowed(s.respond.fail(errMethodNotAllowed))
 		r.Use(s.auth.authenticate(serviceKey), s.limits.limit(s.limits.api), s.idem.idempotent(false))
@@ -112,7 +112,7 @@ func (s *Server) Internal() http.Handler {
 	// internal API, since a profile shows the process's inner workings.
 	r.With(s.rules.requireIngestToken).Mount("/debug", middleware.Profiler())
 	r.Route("/internal/v1", func(r chi.Router) {
-		r.Use(s.rules.requireIngestToken)
+		r.Use(s.tracing.traced, s.rules.requireIngestToken)
 
 		keys, ps := s.apiKeys, s.portalSessions
 		mount(r, h, []route{

@@ -14,6 +14,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/clock"
@@ -21,6 +22,7 @@ import (
 	"github.com/webhookd/webhookd/internal/sessions"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/subscriptions"
+	"github.com/webhookd/webhookd/internal/tracing"
 )
 
 // Config is everything the HTTP surfaces need. cmd/webhookd fills every
@@ -99,6 +101,8 @@ type Config struct {
 	// Portal, when set, serves the merchant portal's web pages at /portal/
 	// on the public listener; the pages call /v1 like any client.
 	Portal http.Handler
+	// TracerProvider traces API requests (tracing.go); nil traces none.
+	TracerProvider trace.TracerProvider
 }
 
 // defaultCursorTTL is how long a pagination cursor stays valid when
@@ -117,6 +121,7 @@ type Server struct {
 	auth    authenticator
 	idem    idempotency
 	limits  rateLimiter
+	tracing requestTracing
 
 	// The public listener's groups: the merchant API and the legacy
 	// routes.
@@ -186,6 +191,7 @@ func New(cfg Config) (*Server, error) {
 		rules: requestRules{respond: respond, requireTLS: cfg.RequireHTTPS, trustedProxies: cfg.TrustedProxies,
 			maxBodyBytes: cfg.MaxBodyBytes, versions: cfg.Versions, clock: clk, ingestToken: cfg.IngestToken},
 		metrics: metrics,
+		tracing: requestTracing{tracer: tracing.Tracer(cfg.TracerProvider)},
 		auth: authenticator{respond: respond, store: cfg.Store, environment: cfg.Environment, keyUsage: cfg.KeyUsage,
 			versions: cfg.Versions, clock: clk},
 		idem: idempotency{respond: respond, store: cfg.Store, masterKey: cfg.MasterKey},

@@ -51,6 +51,8 @@ type subscriptionJSON struct {
 	SigningPublicKey  *string        `json:"signing_public_key"`
 	SigningPublicKeys []string       `json:"signing_public_keys"`
 	Encryption        encryptionJSON `json:"encryption"`
+	// TraceContext: deliveries carry a traceparent header (docs/tracing.md).
+	TraceContext bool `json:"trace_context"`
 	// Secret is only in the answers of create and rotate_secret: the
 	// whsec_ secret, or for ed25519 the whpk_ public key.
 	Secret string `json:"secret,omitempty"`
@@ -74,6 +76,7 @@ func subscriptionView(sub store.Subscription) subscriptionJSON {
 			LastSuccessAt:       utcPtr(sub.Health.LastSuccessAt), LastFailureAt: utcPtr(sub.Health.LastFailureAt),
 		},
 		CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(), Filter: sub.Filter,
+		TraceContext: sub.TraceContext,
 	}
 }
 
@@ -104,6 +107,7 @@ type subscriptionInput struct {
 	// "ed25519"; Encryption is read by encryptionInput.
 	SignatureScheme *string  `json:"signature_scheme"`
 	Encryption      rawField `json:"encryption"`
+	TraceContext    *bool    `json:"trace_context"`
 }
 
 // subscriptionPatch is an update: every field is optional. It repeats the
@@ -125,6 +129,7 @@ type subscriptionPatch struct {
 	// read by encryptionInput.
 	SignatureScheme *string  `json:"signature_scheme"`
 	Encryption      rawField `json:"encryption"`
+	TraceContext    *bool    `json:"trace_context"`
 }
 
 // optionalString tells a field that is absent from one that is null, so
@@ -173,7 +178,7 @@ func (in subscriptionInput) draft(ctx context.Context) (subscriptions.Draft, err
 	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata,
 		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes(),
 		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth,
-		SignatureScheme: in.SignatureScheme, Encryption: jwk}, nil
+		SignatureScheme: in.SignatureScheme, Encryption: jwk, TraceContext: in.TraceContext}, nil
 }
 
 // change is the domain's form of an update body; ctx names the surface.
@@ -191,7 +196,7 @@ func (p subscriptionPatch) change(ctx context.Context) (subscriptions.Change, er
 		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes(),
 		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value,
 		SetAuthentication: setAuth, Authentication: auth,
-		SignatureScheme: p.SignatureScheme, SetEncryption: setEnc, Encryption: jwk}, nil
+		SignatureScheme: p.SignatureScheme, SetEncryption: setEnc, Encryption: jwk, TraceContext: p.TraceContext}, nil
 }
 
 // create answers 201 with the new subscription and, this once, its secret.

@@ -43,6 +43,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
@@ -100,6 +101,9 @@ type Config struct {
 	// through; the address check still applies to the target, before the
 	// CONNECT, which names the checked address.
 	EgressProxy *url.URL
+	// TracerProvider traces publishes and attempts (docs/tracing.md); nil
+	// traces nothing.
+	TracerProvider trace.TracerProvider
 	// Concurrency is the number of attempts (and tasks) one process works
 	// at once, an event's fan-out included, and the most outbound
 	// connections it holds open; default 32 per CPU (attempts mostly wait
@@ -302,7 +306,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	pub, err := publish.NewPublisher(publish.PublisherConfig{
 		Store: cfg.Store, EventTypes: cfg.EventTypes, MaxPayloadBytes: cfg.MaxPayloadBytes,
 		VersionUsable: cfg.VersionUsable, Versions: cfg.Versions, DefaultAPIVersion: cfg.DefaultAPIVersion,
-		WrapMatcher: cfg.WrapFilterMatcher,
+		WrapMatcher: cfg.WrapFilterMatcher, TracerProvider: cfg.TracerProvider,
 	}, tasks, m, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err

@@ -50,7 +50,8 @@ func newWorker(d *Dispatcher) (w *worker, err error) {
 	w.attempts, err = deliver.NewWorker(deliver.WorkerConfig{Store: cfg.Store, Sealer: cfg.Sealer, Tasks: d.tasks, Redis: cfg.Redis,
 		Schedule: cfg.Schedule, Jitter: cfg.Jitter, RetryCap: cfg.TaskRetryCap, DeliveryTimeout: cfg.DeliveryTimeout,
 		Sender: cfg.senderConfig(), Dialer: cfg.Dialer, Scheduler: cfg.schedulerConfig(), Recorder: cfg.Recorder,
-		Notifier: cfg.Notifier, Version: cfg.Version, Metrics: d.metrics, Clock: cfg.Clock, Logger: cfg.Logger})
+		Notifier: cfg.Notifier, Version: cfg.Version, Metrics: d.metrics, Clock: cfg.Clock, Logger: cfg.Logger,
+		TracerProvider: cfg.TracerProvider})
 	if err != nil {
 		return nil, err
 	}

@@ -145,7 +145,7 @@ func (p *Producer) Close() error {
 // task of that id that asynq archived is run again: a re-publish is never
 // swallowed by a task that will not run.
 func (p *Producer) Publish(ctx context.Context, e Event) error {
-	task, err := newTask(&e)
+	task, err := newTask(ctx, &e)
 	if err != nil {
 		return err
 	}
@@ -220,8 +220,9 @@ func textRule(e *Event) *invalid.Error {
 // taskID is the asynq TaskID of an event's ingest task.
 func taskID(eventID string) string { return "e:" + eventID }
 
-// newTask builds the ingest task of e, giving it an id if it has none.
-func newTask(e *Event) (*asynq.Task, error) {
+// newTask builds the ingest task of e, giving it an id if it has none,
+// with ctx's trace context (TaskTrace).
+func newTask(ctx context.Context, e *Event) (*asynq.Task, error) {
 	if e.ID == "" {
 		id, err := uuid.NewV7()
 		if err != nil {
@@ -241,7 +242,7 @@ func newTask(e *Event) (*asynq.Task, error) {
 	if bad := textRule(e); bad != nil {
 		return nil, &Refused{Param: bad.Param, Rule: bad.Rule, Message: bad.Message}
 	}
-	b, err := json.Marshal(e)
+	b, err := json.Marshal(taskPayload{Event: e, TaskTrace: traceOf(ctx)})
 	if err != nil {
 		return nil, fmt.Errorf("publish event %s: %w", e.ID, err)
 	}

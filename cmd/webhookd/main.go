@@ -399,6 +399,11 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 	if err != nil {
 		return fmt.Errorf("configuration: WEBHOOKD_SMTP_URL: %w", err)
 	}
+	traces, err := startTracing(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(traces, logger)
 	d, err := dispatcher.New(dispatcher.Config{
 		Store: st, Redis: cfg.asynqRedis(), Schedule: cfg.schedule, DeliveryTimeout: cfg.DeliveryTimeout,
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
@@ -406,7 +411,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		Logger: logger, Registerer: reg, DefaultAPIVersion: cfg.versions.Latest(), SweepInterval: cfg.SweepInterval, Version: version,
 		AutoDisableAfter: cfg.AutoDisableAfter,
 		EventTypes:       cfg.eventTypes(), MaxPayloadBytes: cfg.MaxPayloadBytes, VersionUsable: cfg.versions.Usable,
-		EgressProxy: cfg.egressProxy,
+		EgressProxy: cfg.egressProxy, TracerProvider: traces.Provider(),
 	})
 	if err != nil {
 		return err
@@ -422,7 +427,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate, PublicURL: cfg.PublicURL, KeyUsage: keyUsage,
 		ListenerGrace: cfg.ListenerGrace, Portal: portal.New(portal.Config{FrameAncestors: cfg.frameAncestors}),
-		ReadStore: reads, SourceAddresses: cfg.sourceAddrs,
+		ReadStore: reads, SourceAddresses: cfg.sourceAddrs, TracerProvider: traces.Provider(),
 	})
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/dispatcher/queue"
@@ -98,6 +99,8 @@ type Runner struct {
 	metrics  *metrics.Set
 	clock    clock.Clock
 	logger   *slog.Logger
+	// tracer traces attempts (tracing.go); nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // NotDue reports an attempt task handed over too long before its due time,
@@ -211,6 +214,7 @@ func (r *Runner) lease(ctx context.Context, at *queue.Attempt, now time.Time) (s
 // schedules the next.
 func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots) error {
 	now := r.clock.Now()
+	tr := r.traceStart()
 	leased, err := r.lease(ctx, &at, now)
 	if errors.Is(err, store.ErrNotFound) {
 		// Already attempted, finished, or running elsewhere: this task is
@@ -223,6 +227,8 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 	}
 	log := r.logger.With("event_id", leased.EventID, "delivery_id", leased.ID, "attempt", at.Number,
 		"subscription_id", leased.SubscriptionID)
+	ctx = tr.attempt(ctx, at, leased)
+	defer tr.end()
 	if at.Trigger != store.TriggerManual && leased.NextAttemptAt != nil && leased.NextAttemptAt.After(now) && at.Number > 1 {
 		// A task without its due time (enqueued by an older build) that
 		// asynq handed over early.
@@ -259,13 +265,16 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 			log.WarnContext(ctx, "update the schedule's rate limit", "error", err)
 		}
 	}
+	signed := tr.step(ctx, spanSign)
 	sig, err := r.secrets.Signing(ctx, leased, now)
+	signed(err)
 	if err != nil {
 		r.releaseLease(ctx, leased, log)
 		return err
 	}
 
 	res, err := r.exchange(ctx, leased, sig)
+	tr.result(res, err)
 	held.exchanged(err == nil && res.outcome == metrics.OutcomeTimeout)
 	if err != nil {
 		r.releaseLease(ctx, leased, log)
@@ -275,12 +284,15 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 	developer := leased.Kind == store.KindListener
 	if !developer {
 		r.metrics.Attempts.WithLabelValues(res.outcome).Inc()
-		r.metrics.AttemptDuration.Observe(res.Duration.Seconds())
+		tr.observe(r.metrics.AttemptDuration, res.Duration.Seconds())
 	}
 
 	// Recorded before the task is acknowledged; a cancelled task context
 	// must not lose a result that was obtained.
-	if err := r.record(context.WithoutCancel(ctx), rec, log); err != nil {
+	recorded := tr.step(ctx, spanRecord)
+	err = r.record(context.WithoutCancel(ctx), rec, log)
+	recorded(err)
+	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			log.WarnContext(ctx, "attempt already recorded by another worker", "error", err)
 			return nil
@@ -349,7 +361,7 @@ func (r *Runner) observe(ctx context.Context, log *slog.Logger, del store.Delive
 	switch rec.Status {
 	case store.DeliverySucceeded:
 		if at.Trigger == store.TriggerScheduled && !developer {
-			r.metrics.DeliveryLatency.Observe(res.Finished.Sub(del.EventCreatedAt).Seconds())
+			r.observeLatency(ctx, res.Finished.Sub(del.EventCreatedAt).Seconds())
 		}
 		log.InfoContext(ctx, "delivery succeeded", attrs...)
 	case store.DeliveryPending:

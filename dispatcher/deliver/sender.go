@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"code.dny.dev/ssrf"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
@@ -94,6 +95,8 @@ type Sender struct {
 	// bearer are the token sources of OAuth2 endpoints, fetching through
 	// http.
 	bearer *bearerTokens
+	// tracer traces each exchange (tracing.go); nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // NewSender builds the sender and its client on dialer, or on newDialer's
@@ -356,7 +359,7 @@ func (s *Sender) exchange(ctx context.Context, client *http.Client, target, even
 		req.Header[name] = values
 	}
 
-	resp, err := client.Do(req)
+	resp, err := s.do(client, req)
 	if err != nil {
 		outcome, code := classify(ctx, err)
 		return finish(outcome, code)

@@ -8,11 +8,13 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/tracing"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
 )
@@ -51,6 +53,9 @@ type WorkerConfig struct {
 	Metrics *metrics.Set
 	Clock   clock.Clock
 	Logger  *slog.Logger
+	// TracerProvider traces attempts and their exchanges; nil traces
+	// nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Worker is the attempting side of a worker process: the scheduler that
@@ -82,6 +87,7 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 		return nil, err
 	}
 	w.closers = append(w.closers, snd.Close)
+	snd.tracer = tracing.Tracer(cfg.TracerProvider)
 	recorder := cfg.Recorder
 	if recorder == nil {
 		batch := NewBatchRecorder(cfg.Store)
@@ -105,7 +111,8 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 		return nil, err
 	}
 	w.Runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel,
-		secrets: NewSecretCache(cfg.Store, cfg.Sealer), tasks: cfg.Tasks, metrics: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger}
+		secrets: NewSecretCache(cfg.Store, cfg.Sealer), tasks: cfg.Tasks, metrics: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger,
+		tracer: snd.tracer}
 	w.Scheduler, err = NewScheduler(cfg.Scheduler, cfg.Tasks.Lanes, cfg.Tasks.Redis, w.Runner.runTaken, cfg.Metrics, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err

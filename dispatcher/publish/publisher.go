@@ -24,6 +24,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/dispatcher/queue"
@@ -34,6 +35,7 @@ import (
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/tracing"
 	"github.com/webhookd/webhookd/producer"
 )
 
@@ -86,6 +88,8 @@ type PublisherConfig struct {
 	// test makes one merchant's filters as slow as costly ones (many
 	// regular expressions over a large payload) are.
 	WrapMatcher func(Matcher) Matcher
+	// TracerProvider traces publishes (tracing.go); nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Matcher judges an event against its merchant's subscription filters and
@@ -126,6 +130,8 @@ type Publisher struct {
 	// while a group is being written share the next one's merchant read,
 	// transaction and commit.
 	groups *groupcommit.Batcher[publishRequest, published]
+	// tracer makes the spans of tracing.go; nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // publishRequest is one publish waiting for its group.
@@ -136,6 +142,9 @@ type publishRequest struct {
 	// outside the group (judgedOutside), with the event it judged; nil until
 	// then.
 	judged *filterVerdict
+	// trace is the event's publish span, which the event keeps (invalid
+	// when tracing is off).
+	trace trace.SpanContext
 }
 
 // published is what one publish of a group wrote: created false when the
@@ -156,7 +165,8 @@ func NewPublisher(cfg PublisherConfig, tasks *queue.Enqueuer, m *metrics.Set, cl
 	if err != nil {
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
-	p := &Publisher{cfg: cfg, types: catalogue.New(cfg.EventTypes), filters: filter.NewCache(compiler), tasks: tasks, metrics: m, clock: clock, logger: logger}
+	p := &Publisher{cfg: cfg, types: catalogue.New(cfg.EventTypes), filters: filter.NewCache(compiler), tasks: tasks, metrics: m, clock: clock, logger: logger,
+		tracer: tracing.Tracer(cfg.TracerProvider)}
 	p.matcher = p.matchFilters
 	if cfg.WrapMatcher != nil {
 		p.matcher = cfg.WrapMatcher(p.matcher)
@@ -260,6 +270,8 @@ func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) (evs []
 	for i, e := range es {
 		reqs[i] = publishRequest{event: newEventOf(e)}
 	}
+	traced := p.tracePublishAll(ctx, reqs)
+	defer func() { traced(evs, created, errs) }()
 	p.metrics.PublishesWaiting.Add(float64(len(reqs)))
 	defer p.metrics.PublishesWaiting.Sub(float64(len(reqs)))
 	todo := make([]int, len(reqs)) // the events still to write
@@ -294,11 +306,13 @@ func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) (evs []
 func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audience) (store.Event, []store.Delivery, bool, error) {
 	p.metrics.PublishesWaiting.Inc()
 	defer p.metrics.PublishesWaiting.Dec()
-	req := publishRequest{event: e, to: to}
+	ctx, span := p.tracePublish(ctx, e)
+	req := publishRequest{event: e, to: to, trace: span.context()}
 	for {
 		out, err := p.groups.Do(ctx, req)
 		v, again, err := p.awaitVerdict(ctx, err)
 		if !again {
+			span.end(out, err)
 			return out.event, out.deliveries, out.created, err
 		}
 		req.judged = v // and written with the next group
@@ -329,6 +343,7 @@ func (p *Publisher) awaitVerdict(ctx context.Context, err error) (v *filterVerdi
 // by another merchant, say) fails alone.
 func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]published, []error, error) {
 	p.metrics.PublishGroups.Observe(float64(len(reqs)))
+	started := p.commitStarted()
 	keys := make([]store.MerchantEventType, 0, len(reqs))
 	for _, r := range reqs {
 		if k := (store.MerchantEventType{MerchantID: r.event.MerchantID, EventType: r.event.Type}); !slices.Contains(keys, k) {
@@ -411,6 +426,7 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 		if errs[i] = v.err; errs[i] != nil {
 			continue
 		}
+		events[i].TraceParent = tracing.Traceparent(r.trace)
 		writes = append(writes, store.EventWrite{Event: events[i], To: r.to})
 		at = append(at, i)
 	}
@@ -437,6 +453,7 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 		}
 	}
 	p.enqueueFirstAttempts(ctx, created)
+	p.traceCommit(ctx, started, reqs, at, out, errs)
 	return out, errs, nil
 }
 
@@ -579,12 +596,14 @@ func (p *Publisher) SendTestEvent(ctx context.Context, merchantID string, subscr
 // producer reads it (producer.Refusal); the task is revoked, not archived,
 // so that a corrected event with the same id can be published. An internal
 // error is returned for asynq to retry.
-func (p *Publisher) HandleIngest(ctx context.Context, t *asynq.Task) error {
+func (p *Publisher) HandleIngest(ctx context.Context, t *asynq.Task) (err error) {
 	var e producer.Event
 	if err := json.Unmarshal(t.Payload(), &e); err != nil {
 		return p.refuse(ctx, e, invalid.Value("payload", ruleTaskUnreadable, "The task is not a JSON event."))
 	}
-	_, _, err := p.Publish(ctx, e)
+	ctx, span := p.traceIngest(ctx, t.Payload(), e)
+	defer func() { endIngest(span, err) }()
+	_, _, err = p.Publish(ctx, e)
 	if bad := invalid.As(err); bad != nil {
 		return p.refuse(ctx, e, bad)
 	}

@@ -64,6 +64,12 @@ type LeasedDelivery struct {
 	// EncryptionKey is the subscription's public JWK the body is
 	// encrypted to; nil: sent in clear.
 	EncryptionKey []byte
+	// TraceParent is the event's (Event.TraceParent): each attempt's span
+	// is its child. "" when the event was published untraced.
+	TraceParent string
+	// TraceContext is the subscription's switch of the traceparent header
+	// its deliveries carry.
+	TraceContext bool
 }
 
 // LeaseDelivery takes the delivery's row for attempt number, until
@@ -113,7 +119,7 @@ const leaseSQL = `
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
 			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
 			d.ordering_key, d.sequence, coalesce(s.rate_limit, 0), s.headers_sealed, s.authentication_sealed,
-			coalesce(s.authentication->>'type', ''), s.encryption_key`
+			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context`
 
 // LeaseDeliveries is LeaseDelivery for many attempts in one statement (the
 // workers' group commit). It returns one LeasedDelivery and one error per
@@ -133,7 +139,8 @@ func (s *Deliveries) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, n
 	_, err = pgx.ForEachRow(rows, []any{&i, &d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
 		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
-		&d.OrderingKey, &d.Sequence, &d.RateLimit, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType, &l.EncryptionKey}, func() error {
+		&d.OrderingKey, &d.Sequence, &d.RateLimit, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType, &l.EncryptionKey,
+		&l.TraceParent, &l.TraceContext}, func() error {
 		out[i-1], found[i-1] = l, true
 		return nil
 	})

@@ -216,15 +216,16 @@ func (s *Events) createEventsOneByOne(ctx context.Context, writes []EventWrite, 
 // gen_random_uuid's random bits (the version nibble turned from 4 into 7),
 // so id and created_at agree without a round trip per subscription; its
 // last GroupSize bytes are the commit group's ($11) when it has one; $12
-// delays their first attempt (Audience.HeldUntil). The
+// delays their first attempt (Audience.HeldUntil); $13 is the event's
+// traceparent. The
 // outer join returns one row even when no subscription matches, to carry
 // the created flag.
 const createEventSQL = `
 		WITH g AS (
 			INSERT INTO event_ids (id, created_at) VALUES ($2, $3) ON CONFLICT DO NOTHING RETURNING id
 		), e AS (
-			INSERT INTO events (id, merchant_id, type, api_version, body, created_at)
-			SELECT $2, $6, $4, $8, $9, $3 FROM g RETURNING id
+			INSERT INTO events (id, merchant_id, type, api_version, body, created_at, traceparent)
+			SELECT $2, $6, $4, $8, $9, $3, nullif($13, '') FROM g RETURNING id
 		), t AS (
 			-- A fan-out reaches disabled endpoints too, to record their
 			-- deliveries as skipped. The key value orders the delivery only if
@@ -279,7 +280,7 @@ func createEventArgs(e Event, to Audience, group []byte) []any {
 		heldUntil = &to.HeldUntil
 	}
 	return []any{e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body, to.Matched,
-		group, heldUntil}
+		group, heldUntil, e.TraceParent}
 }
 
 // scanCreatedEvent reads createEventSQL's rows: the deliveries created, and

@@ -114,7 +114,7 @@ func scanListener(row pgx.Row) (Listener, error) {
 	s := &l.Subscription
 	err := row.Scan(append(append([]any{&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary}, signingTargets(s)...),
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary, &s.TraceContext}, signingTargets(s)...),
 		&l.ExpiresAt, &keyID)...)
 	s.Authentication = auth.value()
 	if s.Metadata == nil {

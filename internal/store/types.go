@@ -81,6 +81,9 @@ type Subscription struct {
 	// EncryptionKey is the public JWK deliveries' bodies are encrypted to
 	// (as signer.EncryptionKey marshals it); nil: sent in clear.
 	EncryptionKey []byte
+	// TraceContext says whether its deliveries carry a W3C traceparent
+	// header (docs/tracing.md); true unless the merchant turned it off.
+	TraceContext bool
 }
 
 // Authentication is a subscription's endpoint authentication as stored:
@@ -138,6 +141,11 @@ type Event struct {
 	APIVersion string
 	Body       []byte
 	CreatedAt  time.Time
+	// TraceParent is the W3C traceparent of the span that published the
+	// event, written with it ("" when tracing is off) and read by each
+	// attempt's lease (LeasedDelivery.TraceParent); reads of events leave
+	// it empty.
+	TraceParent string
 }
 
 // DeliveryStatus is where a delivery stands (DESIGN.md).

@@ -62,6 +62,9 @@ type Draft struct {
 	// Encryption is the public JWK bodies are encrypted to, as sent; nil
 	// for none.
 	Encryption []byte
+	// TraceContext turns the deliveries' traceparent header off (false);
+	// nil: on.
+	TraceContext *bool
 }
 
 // Change is an update of a subscription: nil fields are left as they are.
@@ -96,6 +99,8 @@ type Change struct {
 	// one left alone.
 	SetEncryption bool
 	Encryption    []byte
+	// TraceContext, when not nil, turns the traceparent header on or off.
+	TraceContext *bool
 }
 
 // Registry creates and changes webhook subscriptions under Rules, and makes
@@ -201,7 +206,8 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 	}
 	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata,
 		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth,
-		SignatureScheme: string(scheme), EncryptionKey: encryption}, nil
+		SignatureScheme: string(scheme), EncryptionKey: encryption,
+		TraceContext: d.TraceContext}, nil
 }
 
 // Update checks the fields present in c and applies them to the merchant's
@@ -219,7 +225,7 @@ func (g *Registry) Update(ctx context.Context, merchantID string, id uuid.UUID, 
 
 // checkChange applies the rules to the fields present in c.
 func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
-	var u store.SubscriptionUpdate
+	u := store.SubscriptionUpdate{TraceContext: c.TraceContext}
 	if c.URL != nil {
 		url, err := g.check.url("url", *c.URL)
 		if err != nil {
