@@ -301,19 +301,13 @@ func (s *Views) attachAttempts(ctx context.Context, ds []Delivery, from time.Tim
 		index[d.ID] = i
 		ds[i].Attempts = []Attempt{}
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT delivery_id, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at
+	rows, err := s.pool.Query(ctx, `SELECT `+attemptRowColumns+`
 		FROM attempts WHERE delivery_id = ANY($1) AND delivery_created_at >= $2
 		ORDER BY delivery_id, number`, ids, from)
 	if err != nil {
 		return fmt.Errorf("attempts: %w", err)
 	}
-	attempts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Attempt, error) {
-		var a Attempt
-		err := row.Scan(&a.DeliveryID, &a.Number, &a.Status, &a.Trigger, &a.HTTPStatus, &a.Error,
-			&a.DurationMS, &a.ResponseBody, &a.AttemptedAt)
-		return a, err
-	})
+	attempts, err := pgx.CollectRows(rows, scanAttempt)
 	if err != nil {
 		return fmt.Errorf("attempts: %w", err)
 	}
