@@ -51,6 +51,7 @@ func (s *Server) Public() http.Handler {
 
 				{http.MethodGet, "/webhook_subscriptions/{id}/secret", viewSecret, ends.revealSecret},
 				{http.MethodGet, "/webhook_subscriptions/{id}/health", view, ends.health},
+				{http.MethodGet, "/webhook_subscriptions/{id}/stats", view, ends.stats},
 				{http.MethodPost, "/webhook_subscriptions/{id}/check", manageAndSend, ends.check},
 
 				{http.MethodGet, "/events", view, events.list},

@@ -29,6 +29,9 @@ type EventFilter struct {
 	Type string
 	// CreatedGTE keeps events created at or after it.
 	CreatedGTE *time.Time
+	// DeliveryStatus keeps events with at least one delivery in that
+	// status (see eventDeliveryStatus).
+	DeliveryStatus DeliveryStatus
 }
 
 // DeliveryFilter narrows a delivery list; zero fields do not filter.
@@ -207,6 +210,9 @@ func (s *Views) eventList(merchantID string, f EventFilter, p Page) (listQuery, 
 	q.where("merchant_id = %s", merchantID)
 	if f.Type != "" {
 		q.where("type = %s", f.Type)
+	}
+	if f.DeliveryStatus != "" {
+		q.residual(eventDeliveryStatus, f.DeliveryStatus)
 	}
 	return q, q.bounds(s.listFrom(f.CreatedGTE), p)
 }
