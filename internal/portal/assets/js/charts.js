@@ -107,7 +107,9 @@ export function statsCharts(stats) {
   if (uPlot) {
     const bars = uPlot.paths.bars({ size: [0.8, 24] });
     plot(outcomeBox, {
-      height: 180, cursor: { points: { show: false } }, scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
+      // Its series are cumulative: uPlot's legend would show the sums, so
+      // the page's own legend and table stand for it.
+      height: 180, legend: { show: false }, cursor: { points: { show: false } }, scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
       series: [{},
         { label: 'all (failed on top)', fill: colours.failed, stroke: colours.failed, paths: bars, points: { show: false } },
         { label: 'succeeded + retrying', fill: colours.retrying, stroke: colours.retrying, paths: bars, points: { show: false } },

@@ -53,7 +53,7 @@ function endpointGlance(sub, kit) {
     notes.push(h('p', { class: 'notice error' }, 'Disabled: it receives nothing. Enable it on its page once it answers again; Recover replays what it missed.'));
   } else if (attention(sub) === 1) {
     notes.push(h('p', { class: 'notice warn' },
-      `Failing: ${sub.health.consecutive_failures} attempts in a row. It will be disabled automatically if it keeps failing.`));
+      `Failing: ${sub.health.consecutive_failures} ${sub.health.consecutive_failures === 1 ? 'attempt' : 'attempts'} in a row. It will be disabled automatically if it keeps failing.`));
   }
   kit.api.get(`/webhook_subscriptions/${enc(sub.id)}/stats`, { window: '24h' }).then((stats) => {
     const t = stats.totals;
