@@ -121,6 +121,7 @@ func TestBadInput(t *testing.T) {
 		eventTypes = "GET /v1/event_types"
 		secret     = "GET /v1/webhook_subscriptions/{id}/secret"
 		health     = "GET /v1/webhook_subscriptions/{id}/health"
+		stats      = "GET /v1/webhook_subscriptions/{id}/stats"
 		check      = "POST /v1/webhook_subscriptions/{id}/check"
 		mintIn     = "POST /internal/v1/merchants/{id}/portal_sessions"
 		endAll     = "DELETE /internal/v1/merchants/{id}/portal_sessions"
@@ -192,6 +193,7 @@ func TestBadInput(t *testing.T) {
 		{events, "unknown event_type", get("/v1/events?event_type=payout.lost"), false, 400, "parameter_invalid", "event_type"},
 		{events, "invalid UTF-8 event_type", get("/v1/events?event_type=%ff%fe"), false, 400, "parameter_invalid", "event_type"},
 		{events, "empty event_type", get("/v1/events?event_type="), false, 400, "parameter_invalid", "event_type"},
+		{events, "unknown delivery_status", get("/v1/events?delivery_status=retrying"), false, 400, "parameter_invalid", "delivery_status"},
 		{events, "created_at.gte not a time", get("/v1/events?created_at.gte=2026-13-01T00:00:00Z"), false, 400, "parameter_invalid", "created_at.gte"},
 		{events, "created_at.gte with a one-digit hour", get("/v1/events?created_at.gte=2026-01-01T0:00:00Z"), false, 400, "parameter_invalid", "created_at.gte"},
 		{events, "negative created_at.gte", get("/v1/events?created_at.gte=-1"), false, 400, "parameter_invalid", "created_at.gte"},
@@ -337,6 +339,9 @@ func TestBadInput(t *testing.T) {
 		{secret, "unknown id", get("/v1/webhook_subscriptions/" + missing + "/secret"), false, 404, "resource_not_found", nil},
 		{health, "malformed id", get("/v1/webhook_subscriptions/nope/health"), false, 404, "resource_not_found", nil},
 		{health, "unknown id", get("/v1/webhook_subscriptions/" + missing + "/health"), false, 404, "resource_not_found", nil},
+		{stats, "malformed id", get("/v1/webhook_subscriptions/nope/stats"), false, 404, "resource_not_found", nil},
+		{stats, "unknown id", get("/v1/webhook_subscriptions/" + missing + "/stats"), false, 404, "resource_not_found", nil},
+		{stats, "a window it does not offer", get(subPath + "/stats?window=30d"), false, 400, "parameter_invalid", "window"},
 		{check, "malformed id", post("/v1/webhook_subscriptions/nope/check", ``), false, 404, "resource_not_found", nil},
 		{check, "unknown id", post("/v1/webhook_subscriptions/"+missing+"/check", ``), false, 404, "resource_not_found", nil},
 		{check, "a parameter it does not take", post(subPath+"/check", `{"cases":["valid"]}`), false, 400, "validation_error", "cases"},

@@ -57,6 +57,9 @@ type attemptJSON struct {
 	DurationMS   int                 `json:"duration_ms"`
 	ResponseBody string              `json:"response_body"`
 	AttemptedAt  time.Time           `json:"attempted_at"`
+	// RequestHeaders are the headers the request carried, credentials
+	// masked; null for attempts recorded without them.
+	RequestHeaders map[string]string `json:"request_headers"`
 }
 
 // deliveryView renders a stored delivery.
@@ -71,6 +74,7 @@ func deliveryView(d store.Delivery) deliveryJSON {
 		out.Attempts = append(out.Attempts, attemptJSON{
 			Number: a.Number, Status: a.Status, Trigger: a.Trigger, HTTPStatus: a.HTTPStatus, Error: a.Error,
 			DurationMS: a.DurationMS, ResponseBody: a.ResponseBody, AttemptedAt: a.AttemptedAt.UTC(),
+			RequestHeaders: a.RequestHeaders,
 		})
 	}
 	return out
@@ -101,12 +105,22 @@ func (h deliveryHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// deliveryStatusFilter reads a query parameter holding a delivery status;
+// absent, it is "" (no filter).
+func deliveryStatusFilter(r *http.Request, name string) (store.DeliveryStatus, error) {
+	s := store.DeliveryStatus(r.URL.Query().Get(name))
+	if r.URL.Query().Has(name) && !deliveryStatuses[s] {
+		return "", errInvalid(name, name+" must be one of pending, succeeded, failed, skipped.")
+	}
+	return s, nil
+}
+
 // deliveryFilter reads the list filters; a bad value is 400 naming it.
 func deliveryFilter(r *http.Request) (store.DeliveryFilter, error) {
 	var f store.DeliveryFilter
 	var err error
-	if f.Status = store.DeliveryStatus(r.URL.Query().Get("status")); r.URL.Query().Has("status") && !deliveryStatuses[f.Status] {
-		return f, errInvalid("status", "status must be one of pending, succeeded, failed.")
+	if f.Status, err = deliveryStatusFilter(r, "status"); err != nil {
+		return f, err
 	}
 	if f.CreatedGTE, err = timeFilter(r, "created_at.gte"); err != nil {
 		return f, err

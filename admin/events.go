@@ -109,11 +109,14 @@ func uuidFilter(r *http.Request, name string) (*uuid.UUID, error) {
 
 // list answers a page of the merchant's events, newest first.
 func (h eventHandlers) list(w http.ResponseWriter, r *http.Request) error {
-	p, err := h.pages.listPage(r, "event_type", "created_at.gte")
+	p, err := h.pages.listPage(r, "event_type", "created_at.gte", "delivery_status")
 	if err != nil {
 		return err
 	}
 	f := store.EventFilter{Type: r.URL.Query().Get("event_type")}
+	if f.DeliveryStatus, err = deliveryStatusFilter(r, "delivery_status"); err != nil {
+		return err
+	}
 	if r.URL.Query().Has("event_type") {
 		if bad := h.types.CheckFilter("event_type", f.Type); bad != nil {
 			return bad

@@ -86,6 +86,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		{"GET", "/v1/event_types", admin.ScopeRead},
 		{"GET", "/v1/webhook_subscriptions/{id}/secret", admin.ScopeWrite},
 		{"GET", "/v1/webhook_subscriptions/{id}/health", admin.ScopeRead},
+		{"GET", "/v1/webhook_subscriptions/{id}/stats", admin.ScopeRead},
 		{"POST", "/v1/webhook_subscriptions/{id}/check", admin.ScopeWrite},
 		{"POST", "/api/service/webhook-subscription/create", admin.ScopeWrite},
 		{"POST", "/api/service/webhook-subscription/update", admin.ScopeWrite},

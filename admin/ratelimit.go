@@ -42,7 +42,8 @@ func apiRateLimit(limit redis_rate.Limit) rateLimit {
 		}}
 }
 
-// testEventRateLimit is the limit on send_test_event, per merchant. It fails
+// testEventRateLimit is the limit on send_test_event, checks and triggers,
+// one budget per merchant. It fails
 // closed: each test event is a request to a URL the merchant chose, and
 // deliveries wait for Redis anyway, so refusing one costs the merchant little
 // while letting a flood through would be sent on when Redis is back.
@@ -63,7 +64,7 @@ type rateLimiter struct {
 	errors *prometheus.CounterVec
 	// api is the limit of every authenticated request of the public API;
 	// testEvent that of each request that sends a merchant's endpoint
-	// something (send_test_event, an endpoint check).
+	// something (send_test_event, an endpoint check, a trigger).
 	api, testEvent rateLimit
 }
 

@@ -35,9 +35,9 @@ func (s *Server) Public() http.Handler {
 			view, manage := guards{s.auth.requireCapability(sessions.View)}, guards{s.auth.requireCapability(sessions.ManageEndpoints)}
 			resend, viewSecret := guards{s.auth.requireCapability(sessions.Resend)}, guards{s.auth.requireCapability(sessions.ViewSecret)}
 			write := guards{s.auth.requireScope(ScopeWrite)}
-			// Each send_test_event and check sends requests to a URL the
-			// merchant chose: rate-limited per merchant on top of the
-			// API's per-key limit.
+			// Each send_test_event, check and trigger sends requests to a
+			// URL the merchant chose: rate-limited per merchant, one budget
+			// for the three, on top of the API's per-key limit.
 			manageAndSend := guards{manage[0], s.limits.limit(s.limits.testEvent)}
 
 			subs, ends, events, ds, ps := s.subscriptions, s.endpoints, s.events, s.deliveries, s.portalSessions
@@ -51,12 +51,13 @@ func (s *Server) Public() http.Handler {
 
 				{http.MethodGet, "/webhook_subscriptions/{id}/secret", viewSecret, ends.revealSecret},
 				{http.MethodGet, "/webhook_subscriptions/{id}/health", view, ends.health},
+				{http.MethodGet, "/webhook_subscriptions/{id}/stats", view, ends.stats},
 				{http.MethodPost, "/webhook_subscriptions/{id}/check", manageAndSend, ends.check},
 
 				{http.MethodGet, "/events", view, events.list},
 				{http.MethodGet, "/events/{id}", view, events.get},
 				{http.MethodGet, "/event_types", view, events.listTypes},
-				{http.MethodPost, "/event_types/{type}/trigger", manage, events.trigger},
+				{http.MethodPost, "/event_types/{type}/trigger", manageAndSend, events.trigger},
 
 				{http.MethodGet, "/webhook_deliveries", view, ds.list},
 				{http.MethodGet, "/webhook_deliveries/{id}", view, ds.get},

@@ -352,6 +352,7 @@ var publicRoutes = map[string]routeCase{
 	"GET /v1/event_types":                       {rule: own, calls: ownCall(http.MethodGet, "/v1/event_types", nil)},
 	"GET /v1/webhook_subscriptions/{id}/secret": {rule: refused, calls: onSub(http.MethodGet, "/secret", nil)},
 	"GET /v1/webhook_subscriptions/{id}/health": {rule: refused, calls: onSub(http.MethodGet, "/health", nil)},
+	"GET /v1/webhook_subscriptions/{id}/stats":  {rule: refused, calls: onSub(http.MethodGet, "/stats", nil)},
 	"POST /v1/webhook_subscriptions/{id}/check": {rule: refused, calls: onSub(http.MethodPost, "/check", nil)},
 	"GET /v1/listen": {rule: ownElsewhere, calls: func(tenant) []call {
 		return []call{{method: http.MethodGet, path: "/v1/listen"}}

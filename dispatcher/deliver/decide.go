@@ -20,7 +20,7 @@ func decide(schedule retry.Schedule, jitter float64, del store.Delivery, at queu
 		Delivery: del,
 		Attempt: store.Attempt{DeliveryID: del.ID, Number: at.Number, Status: status, Trigger: at.Trigger,
 			HTTPStatus: res.HTTPStatus, Error: res.ErrCode, DurationMS: int(res.Duration.Milliseconds()),
-			ResponseBody: res.Body, AttemptedAt: res.Started},
+			ResponseBody: res.Body, AttemptedAt: res.Started, RequestHeaders: res.Headers},
 	}
 	switch {
 	case res.OK():

@@ -251,7 +251,10 @@ type Result struct {
 	// ErrCode is the attempt's error code (DESIGN.md); nil on a 2xx.
 	ErrCode *string
 	// Body is the start of the receiver's answer, printable.
-	Body       string
+	Body string
+	// Headers are the request's headers as recorded (sentHeaders); nil
+	// when no request was made.
+	Headers    map[string]string
 	outcome    string
 	retryAfter time.Duration
 	// final ends the delivery whatever the schedule says: nothing can
@@ -358,6 +361,7 @@ func (s *Sender) exchange(ctx context.Context, client *http.Client, target, even
 	for name, values := range ordering {
 		req.Header[name] = values
 	}
+	res.Headers = sentHeaders(req.Header, custom)
 
 	resp, err := s.do(client, req)
 	if err != nil {

@@ -188,7 +188,7 @@ func (c *Checker) run(ctx context.Context, snd *deliver.Sender, merchantID strin
 	rec := store.AttemptRecord{Delivery: leased.Delivery, Status: store.DeliveryFailed,
 		Attempt: store.Attempt{DeliveryID: leased.ID, Number: 1, Status: store.AttemptFailed, Trigger: store.TriggerManual,
 			HTTPStatus: res.HTTPStatus, Error: res.ErrCode, DurationMS: int(res.Duration.Milliseconds()),
-			ResponseBody: res.Body, AttemptedAt: res.Started}}
+			ResponseBody: res.Body, AttemptedAt: res.Started, RequestHeaders: res.Headers}}
 	if res.OK() {
 		rec.Status, rec.Attempt.Status = store.DeliverySucceeded, store.AttemptSucceeded
 	}

@@ -321,18 +321,12 @@ func readDelivery(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (Delive
 		if d, err = pgx.CollectExactlyOneRow(rows, scanDelivery); err != nil {
 			return notFound(err)
 		}
-		rows, err = tx.Query(ctx, `
-			SELECT delivery_id, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at
+		rows, err = tx.Query(ctx, `SELECT `+attemptRowColumns+`
 			FROM attempts WHERE delivery_id = $1 AND delivery_created_at = $2 ORDER BY number`, d.ID, d.CreatedAt)
 		if err != nil {
 			return err
 		}
-		d.Attempts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Attempt, error) {
-			var a Attempt
-			err := row.Scan(&a.DeliveryID, &a.Number, &a.Status, &a.Trigger, &a.HTTPStatus, &a.Error,
-				&a.DurationMS, &a.ResponseBody, &a.AttemptedAt)
-			return a, err
-		})
+		d.Attempts, err = pgx.CollectRows(rows, scanAttempt)
 		return err
 	})
 	if err != nil {
@@ -414,6 +408,7 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 		dstatus    = make([]string, n)
 		next       = make([]*time.Time, n)
 		disable    = make([]bool, n)
+		headers    = make([]*string, n)
 	)
 	for i, r := range rs {
 		a := r.Attempt
@@ -425,6 +420,11 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 		}
 		durations[i], bodies[i], attempted[i] = int32(a.DurationMS), a.ResponseBody, a.AttemptedAt
 		dstatus[i], next[i], disable[i] = string(r.Status), r.NextAttemptAt, r.DisableSubscription
+		h, err := headersJSON(a.RequestHeaders)
+		if err != nil {
+			return nil, fmt.Errorf("record %d attempts: %w", n, err)
+		}
+		headers[i] = h
 	}
 	// One statement: the attempts that are new, the state of their
 	// deliveries, and the health of their (non-test) subscriptions,
@@ -433,13 +433,15 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 	rows, err := q.Query(ctx, `
 		WITH i AS (
 			SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[], $5::text[], $6::int[],
-				$7::text[], $8::int[], $9::text[], $10::timestamptz[], $11::text[], $12::timestamptz[], $13::bool[])
+				$7::text[], $8::int[], $9::text[], $10::timestamptz[], $11::text[], $12::timestamptz[], $13::bool[],
+				$14::jsonb[])
 				AS t(id, created_at, number, status, trigger, http_status, error, duration_ms, response_body,
-				     attempted_at, dstatus, next_at, disable)
+				     attempted_at, dstatus, next_at, disable, request_headers)
 		), a AS (
 			INSERT INTO attempts (delivery_id, delivery_created_at, number, status, trigger, http_status, error,
-				duration_ms, response_body, attempted_at)
-			SELECT id, created_at, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at
+				duration_ms, response_body, attempted_at, request_headers)
+			SELECT id, created_at, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at,
+				request_headers
 			FROM i ORDER BY id
 			ON CONFLICT DO NOTHING RETURNING delivery_id, number
 		), d AS (
@@ -472,9 +474,9 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 				updated_at = CASE WHEN h.disable AND s.status <> 'disabled' THEN greatest(h.success_at, h.failure_at) ELSE s.updated_at END
 			FROM h WHERE s.id = h.subscription_id
 			RETURNING 1
-		)
+		), r AS (`+attemptStatsRollUp+`)
 		SELECT id FROM d`,
-		ids, created, numbers, statuses, triggers, httpStatus, errs, durations, bodies, attempted, dstatus, next, disable)
+		ids, created, numbers, statuses, triggers, httpStatus, errs, durations, bodies, attempted, dstatus, next, disable, headers)
 	if err != nil {
 		return nil, fmt.Errorf("record %d attempts: %w", n, err)
 	}

@@ -19,10 +19,15 @@ type ExplainedHealth struct {
 // ExplainSubscriptionAttemptsSince runs SubscriptionAttemptsSince's
 // statement under EXPLAIN ANALYZE, sent as the method sends it.
 func (s *Store) ExplainSubscriptionAttemptsSince(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time) (ExplainedHealth, error) {
+	return s.explainTimed(ctx, subscriptionAttemptsSQL, merchantID, subscriptionID, since)
+}
+
+// explainTimed runs sql with args under EXPLAIN (ANALYZE, BUFFERS): what it
+// read and how long it took.
+func (s *Store) explainTimed(ctx context.Context, sql string, args ...any) (ExplainedHealth, error) {
 	var plan string
-	err := s.pool.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+subscriptionAttemptsSQL, merchantID, subscriptionID, since).Scan(&plan)
-	if err != nil {
-		return ExplainedHealth{}, fmt.Errorf("explain health: %w", err)
+	if err := s.pool.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+		return ExplainedHealth{}, fmt.Errorf("explain: %w", err)
 	}
 	var doc []struct {
 		Plan          planNode

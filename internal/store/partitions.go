@@ -91,8 +91,9 @@ func (s *Maintenance) DropExpiredPartitions(ctx context.Context, now time.Time) 
 	return dropped, nil
 }
 
-// ExpireIdempotencyKeys deletes idempotency keys older than Retention and
-// the event-id guard rows of events that are gone.
+// ExpireIdempotencyKeys deletes idempotency keys older than Retention, the
+// event-id guard rows of events that are gone and the attempt stats of
+// hours past retention.
 func (s *Maintenance) ExpireIdempotencyKeys(ctx context.Context, now time.Time) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < $1`, now.Add(-Retention))
 	if err != nil {
@@ -100,6 +101,9 @@ func (s *Maintenance) ExpireIdempotencyKeys(ctx context.Context, now time.Time) 
 	}
 	if _, err := s.pool.Exec(ctx, `DELETE FROM event_ids WHERE created_at < $1`, now.Add(-Retention)); err != nil {
 		return 0, fmt.Errorf("expire event ids: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM attempt_stats WHERE hour < $1`, now.Add(-Retention)); err != nil {
+		return 0, fmt.Errorf("expire attempt stats: %w", err)
 	}
 	return tag.RowsAffected(), nil
 }

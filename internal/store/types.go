@@ -215,6 +215,9 @@ type Attempt struct {
 	DurationMS   int
 	ResponseBody string
 	AttemptedAt  time.Time
+	// RequestHeaders are the headers the request carried, secrets masked
+	// (dispatcher/deliver/sentheaders.go); nil when not recorded.
+	RequestHeaders map[string]string
 }
 
 // Page asks for one page of a list, newest first: at most Limit rows created

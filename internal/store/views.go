@@ -29,6 +29,9 @@ type EventFilter struct {
 	Type string
 	// CreatedGTE keeps events created at or after it.
 	CreatedGTE *time.Time
+	// DeliveryStatus keeps events with at least one delivery in that
+	// status (see eventDeliveryStatus).
+	DeliveryStatus DeliveryStatus
 }
 
 // DeliveryFilter narrows a delivery list; zero fields do not filter.
@@ -208,6 +211,9 @@ func (s *Views) eventList(merchantID string, f EventFilter, p Page) (listQuery, 
 	if f.Type != "" {
 		q.where("type = %s", f.Type)
 	}
+	if f.DeliveryStatus != "" {
+		q.residual(eventDeliveryStatus, f.DeliveryStatus)
+	}
 	return q, q.bounds(s.listFrom(f.CreatedGTE), p)
 }
 
@@ -301,19 +307,13 @@ func (s *Views) attachAttempts(ctx context.Context, ds []Delivery, from time.Tim
 		index[d.ID] = i
 		ds[i].Attempts = []Attempt{}
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT delivery_id, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at
+	rows, err := s.pool.Query(ctx, `SELECT `+attemptRowColumns+`
 		FROM attempts WHERE delivery_id = ANY($1) AND delivery_created_at >= $2
 		ORDER BY delivery_id, number`, ids, from)
 	if err != nil {
 		return fmt.Errorf("attempts: %w", err)
 	}
-	attempts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Attempt, error) {
-		var a Attempt
-		err := row.Scan(&a.DeliveryID, &a.Number, &a.Status, &a.Trigger, &a.HTTPStatus, &a.Error,
-			&a.DurationMS, &a.ResponseBody, &a.AttemptedAt)
-		return a, err
-	})
+	attempts, err := pgx.CollectRows(rows, scanAttempt)
 	if err != nil {
 		return fmt.Errorf("attempts: %w", err)
 	}

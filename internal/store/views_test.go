@@ -427,6 +427,12 @@ func TestListReadsAreBounded(t *testing.T) {
 		{"events of a rare type", func() (store.ExplainedList, error) {
 			return st.ExplainListEvents(ctx, "m1", store.EventFilter{Type: "payout.failed", CreatedGTE: &since}, page)
 		}, onePage},
+		{"events with a failed delivery (residual: each event's deliveries by deliveries_event_idx)", func() (store.ExplainedList, error) {
+			return st.ExplainListEvents(ctx, "m1", store.EventFilter{DeliveryStatus: store.DeliveryFailed}, page)
+		}, 3 * store.MaxRowsExamined},
+		{"events with a succeeded delivery", func() (store.ExplainedList, error) {
+			return st.ExplainListEvents(ctx, "m1", store.EventFilter{DeliveryStatus: store.DeliverySucceeded}, deepPage)
+		}, 3 * store.MaxRowsExamined},
 		{"deliveries", func() (store.ExplainedList, error) {
 			return st.ExplainListDeliveries(ctx, "m1", store.DeliveryFilter{}, page)
 		}, onePage},

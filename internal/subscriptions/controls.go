@@ -174,10 +174,10 @@ func checkHeaders(param string, h map[string]string) error {
 	return nil
 }
 
-// maskedValue is what a read shows of a header value: its first four
+// MaskedValue is what a read shows of a header value: its first four
 // characters when it is long enough that they give nothing away (the
 // scheme of "Bearer …", say), then dots; a short value shows dots only.
-func maskedValue(v string) string {
+func MaskedValue(v string) string {
 	const dots = "••••••"
 	if utf8.RuneCountInString(v) < 16 {
 		return dots

@@ -17,8 +17,8 @@ func TestMaskedValue(t *testing.T) {
 		"exactly-15-char":           "••••••",
 		"ééééééééééééééééé":         "éééé…••••••",
 	} {
-		if got := maskedValue(in); got != want {
-			t.Errorf("maskedValue(%q) = %q, want %q", in, got, want)
+		if got := MaskedValue(in); got != want {
+			t.Errorf("MaskedValue(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

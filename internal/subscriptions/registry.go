@@ -326,7 +326,7 @@ func (g *Registry) sealHeaders(h map[string]string) ([]byte, error) {
 }
 
 // MaskedHeaders is what a read shows of a subscription's extra headers:
-// every name, each value masked (see maskedValue); nil when it has none.
+// every name, each value masked (see MaskedValue); nil when it has none.
 func (g *Registry) MaskedHeaders(sub store.Subscription) (map[string]string, error) {
 	if sub.SealedHeaders == nil {
 		return nil, nil
@@ -340,7 +340,7 @@ func (g *Registry) MaskedHeaders(sub store.Subscription) (map[string]string, err
 		return nil, fmt.Errorf("headers of %s: %w", sub.ID, err)
 	}
 	for name, v := range h {
-		h[name] = maskedValue(v)
+		h[name] = MaskedValue(v)
 	}
 	return h, nil
 }

@@ -1,5 +1,6 @@
 // The merchant portal: a single-page application with hash routes
-// (#/endpoints, #/endpoints/{id}, #/events, #/events/{id}, #/event-types)
+// (#/overview, the default, and #/deliveries/{id}: overview.js;
+// #/endpoints, #/endpoints/{id}, #/events, #/events/{id}, #/event-types)
 // on top of the /v1 API. What a session may do comes from
 // GET /v1/portal_sessions/current: a button whose request the session may
 // not make is not shown at all.
@@ -8,6 +9,7 @@ import { Api, ApiError, takeToken, forgetToken } from './api.js';
 import { h, time, facts, badge, localToRFC3339, busy, zone, setZone } from './dom.js';
 import { rawField, indent } from './json.js';
 import { securityFieldset, securityFacts } from './endpointsecurity.js';
+import { overview, deliveryPage, endpointStats, requestHeaders } from './overview.js';
 
 const verifyDocs = 'https://docs.webhookd.dev/events#verifying-the-signature';
 const everyCapability = ['view', 'manage_endpoints', 'view_secret', 'resend'];
@@ -155,6 +157,11 @@ async function boot() {
 
 // ---- routing --------------------------------------------------------------
 
+// kit is what overview.js needs of this module.
+function kit() {
+  return { api: state.api, can, describe, flash, showError, go, render, listAll, endpointCard, loadDelivery };
+}
+
 function markNav(section) {
   for (const a of document.querySelectorAll('#nav a')) {
     if (a.dataset.route === section) a.setAttribute('aria-current', 'page');
@@ -165,7 +172,7 @@ function markNav(section) {
 async function render() {
   if (state.ended || /^#token=/.test(location.hash)) return;
   const seq = ++state.renderSeq;
-  const parts = (location.hash.replace(/^#\/?/, '') || 'endpoints').split('/').map(decodeURIComponent);
+  const parts = (location.hash.replace(/^#\/?/, '') || 'overview').split('/').map(decodeURIComponent);
   markNav(parts[0]);
   // The message of the action that led here shows with the page it is
   // about, not over the page it leaves.
@@ -174,6 +181,12 @@ async function render() {
   const view = h('div');
   let build;
   switch (parts[0]) {
+    case 'overview':
+      build = () => overview(view, kit());
+      break;
+    case 'deliveries':
+      build = () => deliveryPage(view, parts[1] || '', kit());
+      break;
     case 'endpoints':
       if (parts[1] === 'new') build = () => endpointForm(view, null);
       else if (parts[1] && parts[2] === 'edit') build = () => endpointForm(view, parts[1]);
@@ -458,7 +471,8 @@ async function endpointDetail(view, id) {
     h('section', { class: 'card', 'aria-label': 'Endpoint' },
       h('div', { class: 'row' }, statusBadges(sub), sub.description && h('span', null, sub.description)),
       facts([['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...controlFacts(sub), ...healthFacts(sub)])),
-    h('section', { class: 'card', 'aria-label': 'Endpoint security' }, h('h2', null, 'Endpoint security'), facts(securityFacts(sub))));
+    h('section', { class: 'card', 'aria-label': 'Endpoint security' }, h('h2', null, 'Endpoint security'), facts(securityFacts(sub))),
+    endpointStats(sub, kit()));
 
   const actions = h('div', { class: 'actions' });
   const deliveries = deliveriesBrowser({ subscription_id: sub.id }, { filters: true });
@@ -805,7 +819,8 @@ async function loadDelivery(id, into) {
       ? h('p', { class: 'muted' }, 'No attempt yet.')
       : h('table', { class: 'stackable attempts' },
         h('thead', null, h('tr', null, ['Attempt', 'Trigger', 'Result', 'HTTP status', 'Error', 'Duration', 'Time', 'Answer (first 1 KiB)'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', null, rows)));
+        h('tbody', null, rows)),
+    d.attempts.map(requestHeaders));
   const actions = h('div', { class: 'actions' });
   if (can('resend')) {
     const resend = h('button', { type: 'button' }, 'Resend');
@@ -835,7 +850,7 @@ async function loadDelivery(id, into) {
 
 async function eventList(view) {
   const types = await eventTypes();
-  const browse = { cursors: [undefined], page: 0, type: '', since: '' };
+  const browse = { cursors: [undefined], page: 0, type: '', since: '', outcome: '' };
   let typeInput;
   if (types) {
     typeInput = h('select', { id: 'event-type' }, h('option', { value: '' }, 'Any'),
@@ -844,18 +859,32 @@ async function eventList(view) {
     typeInput = h('input', { id: 'event-type', type: 'text', placeholder: 'payout.paid' });
   }
   const since = h('input', { id: 'event-since', type: 'datetime-local', step: '1' });
+  const outcome = h('select', { id: 'event-outcome' }, h('option', { value: '' }, 'Any'),
+    ['failed', 'pending', 'succeeded'].map((s) => h('option', { value: s }, s)));
   const form = h('form', { class: 'inline', 'aria-label': 'Filter events' },
     h('label', { for: 'event-type' }, 'Event type', typeInput),
     h('label', { for: 'event-since' }, 'Created since', since),
+    h('label', { for: 'event-outcome' }, 'A delivery', outcome),
     h('button', { type: 'submit' }, 'Apply'));
   const list = h('div', { class: 'table-wrap' });
   const newer = h('button', { type: 'button', class: 'secondary', hidden: true }, 'Newer');
   const older = h('button', { type: 'button', class: 'secondary', hidden: true }, 'Older');
 
   async function reload() {
-    const page = await state.api.get('/events', {
-      event_type: browse.type, 'created_at.gte': browse.since, limit: pageSize, cursor: browse.cursors[browse.page],
-    });
+    // A page filtered on a rare outcome may be empty while more follow:
+    // follow the cursor a few times before showing nothing.
+    let page;
+    const shown = [];
+    let cursor = browse.cursors[browse.page];
+    for (let hops = 0; hops < 10; hops++) {
+      page = await state.api.get('/events', {
+        event_type: browse.type, 'created_at.gte': browse.since, delivery_status: browse.outcome, limit: pageSize, cursor,
+      });
+      shown.push(...page.data);
+      if (shown.length > 0 || !page.has_more) break;
+      cursor = page.next_cursor;
+    }
+    page = { ...page, data: shown };
     browse.cursors[browse.page + 1] = page.has_more ? page.next_cursor : undefined;
     newer.hidden = browse.page === 0;
     older.hidden = !page.has_more;
@@ -876,6 +905,7 @@ async function eventList(view) {
     ev.preventDefault();
     browse.type = typeInput.value.trim();
     browse.since = localToRFC3339(since.value);
+    browse.outcome = outcome.value;
     browse.cursors = [undefined];
     browse.page = 0;
     reload().catch(showError);
