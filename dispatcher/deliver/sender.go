@@ -361,9 +361,10 @@ func (s *Sender) exchange(ctx context.Context, client *http.Client, target, even
 	for name, values := range ordering {
 		req.Header[name] = values
 	}
-	res.Headers = sentHeaders(req.Header, custom)
-
 	resp, err := s.do(client, req)
+	// Recorded after the exchange: s.do adds the traceparent the receiver
+	// got, and the record shows what was sent.
+	res.Headers = sentHeaders(req.Header, custom)
 	if err != nil {
 		outcome, code := classify(ctx, err)
 		return finish(outcome, code)
