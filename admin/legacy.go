@@ -40,6 +40,8 @@ type legacySubscriptionJSON struct {
 	// Authentication is the summary of the endpoint authentication, in
 	// camelCase (no key); null for none.
 	Authentication authenticationJSON `json:"authentication"`
+	PayloadStyle   string             `json:"payloadStyle"`
+	Batch          map[string]int     `json:"batch"`
 }
 
 // view is the legacy resource, headers masked.
@@ -51,6 +53,7 @@ func (h legacyHandlers) view(ctx context.Context, sub store.Subscription) legacy
 		Status: sub.Status, Metadata: sub.Metadata, CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(),
 		Filter: sub.Filter, Headers: h.changes.maskedHeaders(ctx, sub),
 		Authentication: authenticationView(ctx, sub.Authentication),
+		PayloadStyle:   sub.PayloadStyle, Batch: batchView(ctx, sub),
 	}
 }
 
@@ -67,6 +70,9 @@ func (h legacyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		Headers     optionalHeaders   `json:"headers"`
 		// Authentication's fields are camelCase (authenticationInput).
 		Authentication rawField `json:"authentication"`
+		PayloadStyle   *string  `json:"payloadStyle"`
+		// Batch's fields are camelCase (batchInput).
+		Batch rawField `json:"batch"`
 	}
 	if err := decodeJSON(r, &legacy); err != nil {
 		return err
@@ -100,6 +106,9 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		Headers     optionalHeaders   `json:"headers"`
 		// Authentication's fields are camelCase (authenticationInput).
 		Authentication rawField `json:"authentication"`
+		PayloadStyle   *string  `json:"payloadStyle"`
+		// Batch's fields are camelCase (batchInput).
+		Batch rawField `json:"batch"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -110,7 +119,8 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	}
 	patch := subscriptionPatch{URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status,
 		RateLimit: in.RateLimit, Ordering: in.Ordering,
-		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication}
+		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication,
+		PayloadStyle: in.PayloadStyle, Batch: in.Batch}
 	change, err := patch.change(r.Context())
 	if err != nil {
 		return err

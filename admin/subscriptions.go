@@ -45,6 +45,10 @@ type subscriptionJSON struct {
 	// Authentication is the summary of the endpoint authentication (no
 	// key); null for none.
 	Authentication authenticationJSON `json:"authentication"`
+	// PayloadStyle and Batch are the shape of the deliveries
+	// (admin/shape.go).
+	PayloadStyle string         `json:"payload_style"`
+	Batch        map[string]int `json:"batch"`
 	// Secret is only in the answers of create and rotate_secret.
 	Secret string `json:"secret,omitempty"`
 }
@@ -67,6 +71,7 @@ func subscriptionView(sub store.Subscription) subscriptionJSON {
 			LastSuccessAt:       utcPtr(sub.Health.LastSuccessAt), LastFailureAt: utcPtr(sub.Health.LastFailureAt),
 		},
 		CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(), Filter: sub.Filter,
+		PayloadStyle: sub.PayloadStyle,
 	}
 }
 
@@ -75,6 +80,7 @@ func (h subscriptionHandlers) view(ctx context.Context, sub store.Subscription) 
 	v := subscriptionView(sub)
 	v.Headers = h.changes.maskedHeaders(ctx, sub)
 	v.Authentication = authenticationView(ctx, sub.Authentication)
+	v.Batch = batchView(ctx, sub)
 	return v
 }
 
@@ -91,6 +97,9 @@ type subscriptionInput struct {
 	Headers     optionalHeaders   `json:"headers"`
 	// Authentication is read by authenticationInput.
 	Authentication rawField `json:"authentication"`
+	PayloadStyle   *string  `json:"payload_style"`
+	// Batch is read by batchInput.
+	Batch rawField `json:"batch"`
 }
 
 // subscriptionPatch is an update: every field is optional. It repeats the
@@ -108,6 +117,9 @@ type subscriptionPatch struct {
 	Headers     optionalHeaders   `json:"headers"`
 	// Authentication is read by authenticationInput.
 	Authentication rawField `json:"authentication"`
+	PayloadStyle   *string  `json:"payload_style"`
+	// Batch is read by batchInput.
+	Batch rawField `json:"batch"`
 }
 
 // optionalString tells a field that is absent from one that is null, so
@@ -149,9 +161,14 @@ func (in subscriptionInput) draft(ctx context.Context) (subscriptions.Draft, err
 	if err != nil {
 		return subscriptions.Draft{}, err
 	}
+	_, batch, err := batchInput(ctx, in.Batch)
+	if err != nil {
+		return subscriptions.Draft{}, err
+	}
 	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata,
 		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes(),
-		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth}, nil
+		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth,
+		PayloadStyle: in.PayloadStyle, Batch: batch}, nil
 }
 
 // change is the domain's form of an update body; ctx names the surface.
@@ -160,11 +177,16 @@ func (p subscriptionPatch) change(ctx context.Context) (subscriptions.Change, er
 	if err != nil {
 		return subscriptions.Change{}, err
 	}
+	setBatch, batch, err := batchInput(ctx, p.Batch)
+	if err != nil {
+		return subscriptions.Change{}, err
+	}
 	return subscriptions.Change{URL: p.URL, Events: p.Events, SetDescription: p.Description.Set,
 		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status,
 		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes(),
 		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value,
-		SetAuthentication: setAuth, Authentication: auth}, nil
+		SetAuthentication: setAuth, Authentication: auth,
+		PayloadStyle: p.PayloadStyle, SetBatch: setBatch, Batch: batch}, nil
 }
 
 // create answers 201 with the new subscription and, this once, its secret.

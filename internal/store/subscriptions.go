@@ -37,6 +37,10 @@ type NewSubscription struct {
 	SealedHeaders []byte
 	// Authentication is the checked endpoint authentication; nil for none.
 	Authentication *Authentication
+	// PayloadStyle is PayloadFull or PayloadThin ("" is full); Batch nil
+	// for none.
+	PayloadStyle string
+	Batch        *Batch
 	// Limit, when positive, is how many subscriptions the merchant may hold
 	// (every one not deleted, whichever surface made it): the create fails
 	// with ErrSubscriptionLimit when the merchant already holds Limit.
@@ -75,6 +79,11 @@ type SubscriptionUpdate struct {
 	// the whole of it); a nil Authentication removes it.
 	SetAuthentication bool
 	Authentication    *Authentication
+	// PayloadStyle, when not nil, replaces the payload style.
+	PayloadStyle *string
+	// SetBatch says whether Batch is applied; a nil Batch removes it.
+	SetBatch bool
+	Batch    *Batch
 }
 
 // SubscriptionFilter narrows a subscription list.
@@ -95,18 +104,21 @@ type Secret struct {
 // subscriptionColumns is the select list that scanSubscription reads.
 const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
 	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key,
-	filter, headers_sealed, authentication_sealed, authentication`
+	filter, headers_sealed, authentication_sealed, authentication, payload_style, batch_max_size, batch_max_wait_ms`
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
 	var auth authenticationColumns
+	var batch batchColumns
 	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary,
+		&s.PayloadStyle, &batch.maxSize, &batch.maxWaitMS)
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}
 	s.Authentication = auth.value()
+	s.Batch = batch.value()
 	return s, err
 }
 
@@ -171,11 +183,13 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 		var err error
 		sub, err = scanSubscription(tx.QueryRow(ctx, `
 			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at,
-				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb)
+				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication,
+				payload_style, batch_max_size, batch_max_wait_ms)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb, coalesce(nullif($15, ''), 'full'), $16, $17)
 			RETURNING `+subscriptionColumns,
 			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now,
-			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary))
+			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary,
+			n.PayloadStyle, batchSize(n.Batch), batchWait(n.Batch)))
 		if err != nil {
 			return err
 		}
@@ -278,12 +292,16 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 			filter = CASE WHEN $14 THEN $15 ELSE filter END,
 			headers_sealed = CASE WHEN $16 THEN $17::bytea ELSE headers_sealed END,
 			authentication_sealed = CASE WHEN $18 THEN $19::bytea ELSE authentication_sealed END,
-			authentication = CASE WHEN $18 THEN $20::jsonb ELSE authentication END
+			authentication = CASE WHEN $18 THEN $20::jsonb ELSE authentication END,
+			payload_style = COALESCE($21, payload_style),
+			batch_max_size = CASE WHEN $22 THEN $23::int ELSE batch_max_size END,
+			batch_max_wait_ms = CASE WHEN $22 THEN $24::int ELSE batch_max_wait_ms END
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
 		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.now(),
 		u.SetRateLimit, u.RateLimit, u.SetOrderingKey, u.OrderingKey,
-		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary))
+		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary,
+		u.PayloadStyle, u.SetBatch, batchSize(u.Batch), batchWait(u.Batch)))
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, notFound(err))
 	}

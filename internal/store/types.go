@@ -73,6 +73,28 @@ type Subscription struct {
 	// Authentication is how deliveries authenticate to the endpoint beyond
 	// their signature (mTLS); nil for none.
 	Authentication *Authentication
+	// PayloadStyle is PayloadFull or PayloadThin: what a delivery's body
+	// holds of the event.
+	PayloadStyle string
+	// Batch groups the subscription's deliveries into one request; nil
+	// sends one delivery per request.
+	Batch *Batch
+}
+
+// The payload styles of a subscription.
+const (
+	// PayloadFull delivers the stored envelope, payload and all.
+	PayloadFull = "full"
+	// PayloadThin delivers the envelope with a reference to the event's
+	// object in place of its payload.
+	PayloadThin = "thin"
+)
+
+// Batch is how a subscription's deliveries are grouped into requests: up
+// to MaxSize deliveries, gathered for at most MaxWaitMS milliseconds.
+type Batch struct {
+	MaxSize   int `json:"max_size"`
+	MaxWaitMS int `json:"max_wait_ms"`
 }
 
 // Authentication is a subscription's endpoint authentication as stored:

@@ -54,6 +54,10 @@ type Draft struct {
 	// Authentication is how deliveries authenticate to the endpoint
 	// beyond their signature; nil for none.
 	Authentication *AuthenticationInput
+	// PayloadStyle is "full" or "thin"; nil is full.
+	PayloadStyle *string
+	// Batch is the batch as the API took it (ParseBatch); nil is none.
+	Batch *store.Batch
 }
 
 // Change is an update of a subscription: nil fields are left as they are.
@@ -81,6 +85,11 @@ type Change struct {
 	// remove, nil) from one left alone.
 	SetAuthentication bool
 	Authentication    *AuthenticationInput
+	// PayloadStyle, when not nil, replaces the payload style.
+	PayloadStyle *string
+	// SetBatch tells a batch to set (or remove, nil) from one left alone.
+	SetBatch bool
+	Batch    *store.Batch
 }
 
 // Registry creates and changes webhook subscriptions under Rules, and makes
@@ -174,8 +183,16 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 	if err != nil {
 		return store.NewSubscription{}, err
 	}
+	style := store.PayloadFull
+	if d.PayloadStyle != nil {
+		if err := CheckPayloadStyle("payload_style", *d.PayloadStyle); err != nil {
+			return store.NewSubscription{}, err
+		}
+		style = *d.PayloadStyle
+	}
 	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata,
-		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth}, nil
+		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth,
+		PayloadStyle: style, Batch: d.Batch}, nil
 }
 
 // Update checks the fields present in c and applies them to the merchant's
@@ -260,6 +277,13 @@ func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
 		}
 		u.SetAuthentication, u.Authentication = true, auth
 	}
+	if c.PayloadStyle != nil {
+		if err := CheckPayloadStyle("payload_style", *c.PayloadStyle); err != nil {
+			return u, err
+		}
+		u.PayloadStyle = c.PayloadStyle
+	}
+	u.SetBatch, u.Batch = c.SetBatch, c.Batch
 	return u, nil
 }
 
