@@ -57,6 +57,9 @@ type attemptJSON struct {
 	DurationMS   int                 `json:"duration_ms"`
 	ResponseBody string              `json:"response_body"`
 	AttemptedAt  time.Time           `json:"attempted_at"`
+	// BatchID is the webhook-id of the batch that carried the attempt;
+	// null when it went alone.
+	BatchID *string `json:"batch_id"`
 }
 
 // deliveryView renders a stored delivery.
@@ -70,7 +73,7 @@ func deliveryView(d store.Delivery) deliveryJSON {
 	for _, a := range d.Attempts {
 		out.Attempts = append(out.Attempts, attemptJSON{
 			Number: a.Number, Status: a.Status, Trigger: a.Trigger, HTTPStatus: a.HTTPStatus, Error: a.Error,
-			DurationMS: a.DurationMS, ResponseBody: a.ResponseBody, AttemptedAt: a.AttemptedAt.UTC(),
+			DurationMS: a.DurationMS, ResponseBody: a.ResponseBody, AttemptedAt: a.AttemptedAt.UTC(), BatchID: a.BatchID,
 		})
 	}
 	return out

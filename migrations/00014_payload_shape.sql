@@ -15,8 +15,12 @@ ALTER TABLE subscriptions ADD COLUMN batch_max_wait_ms int
     CHECK (batch_max_wait_ms BETWEEN 0 AND 10000);
 ALTER TABLE subscriptions ADD CONSTRAINT subscriptions_batch_check
     CHECK ((batch_max_size IS NULL) = (batch_max_wait_ms IS NULL));
+-- The request an attempt went in with others (batch_…, its webhook-id);
+-- NULL for an attempt sent alone.
+ALTER TABLE attempts ADD COLUMN batch_id text;
 
 -- +goose Down
+ALTER TABLE attempts DROP COLUMN batch_id;
 ALTER TABLE subscriptions DROP CONSTRAINT subscriptions_batch_check;
 ALTER TABLE subscriptions DROP COLUMN batch_max_wait_ms;
 ALTER TABLE subscriptions DROP COLUMN batch_max_size;

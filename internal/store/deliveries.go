@@ -113,7 +113,7 @@ const leaseSQL = `
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
 			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
 			d.ordering_key, d.sequence, coalesce(s.rate_limit, 0), s.headers_sealed, s.authentication_sealed,
-			coalesce(s.authentication->>'type', ''), s.payload_style`
+			coalesce(s.authentication->>'type', ''), s.payload_style, s.batch_max_size, s.batch_max_wait_ms`
 
 // LeaseDeliveries is LeaseDelivery for many attempts in one statement (the
 // workers' group commit). It returns one LeasedDelivery and one error per
@@ -130,11 +130,13 @@ func (s *Deliveries) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, n
 	var l LeasedDelivery
 	d := &l.Delivery
 	var i int
+	var batch batchColumns
 	_, err = pgx.ForEachRow(rows, []any{&i, &d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
 		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
 		&d.OrderingKey, &d.Sequence, &d.RateLimit, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType,
-		&l.PayloadStyle}, func() error {
+		&l.PayloadStyle, &batch.maxSize, &batch.maxWaitMS}, func() error {
+		d.Batch = batch.value()
 		out[i-1], found[i-1] = l, true
 		return nil
 	})
@@ -316,7 +318,7 @@ func readDelivery(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (Delive
 			return notFound(err)
 		}
 		rows, err = tx.Query(ctx, `
-			SELECT delivery_id, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at
+			SELECT delivery_id, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at, batch_id
 			FROM attempts WHERE delivery_id = $1 AND delivery_created_at = $2 ORDER BY number`, d.ID, d.CreatedAt)
 		if err != nil {
 			return err
@@ -324,7 +326,7 @@ func readDelivery(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (Delive
 		d.Attempts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Attempt, error) {
 			var a Attempt
 			err := row.Scan(&a.DeliveryID, &a.Number, &a.Status, &a.Trigger, &a.HTTPStatus, &a.Error,
-				&a.DurationMS, &a.ResponseBody, &a.AttemptedAt)
+				&a.DurationMS, &a.ResponseBody, &a.AttemptedAt, &a.BatchID)
 			return a, err
 		})
 		return err
@@ -408,6 +410,7 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 		dstatus    = make([]string, n)
 		next       = make([]*time.Time, n)
 		disable    = make([]bool, n)
+		batches    = make([]*string, n)
 	)
 	for i, r := range rs {
 		a := r.Attempt
@@ -419,6 +422,7 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 		}
 		durations[i], bodies[i], attempted[i] = int32(a.DurationMS), a.ResponseBody, a.AttemptedAt
 		dstatus[i], next[i], disable[i] = string(r.Status), r.NextAttemptAt, r.DisableSubscription
+		batches[i] = a.BatchID
 	}
 	// One statement: the attempts that are new, the state of their
 	// deliveries, and the health of their (non-test) subscriptions,
@@ -427,13 +431,13 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 	rows, err := q.Query(ctx, `
 		WITH i AS (
 			SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[], $5::text[], $6::int[],
-				$7::text[], $8::int[], $9::text[], $10::timestamptz[], $11::text[], $12::timestamptz[], $13::bool[])
+				$7::text[], $8::int[], $9::text[], $10::timestamptz[], $11::text[], $12::timestamptz[], $13::bool[], $14::text[])
 				AS t(id, created_at, number, status, trigger, http_status, error, duration_ms, response_body,
-				     attempted_at, dstatus, next_at, disable)
+				     attempted_at, dstatus, next_at, disable, batch_id)
 		), a AS (
 			INSERT INTO attempts (delivery_id, delivery_created_at, number, status, trigger, http_status, error,
-				duration_ms, response_body, attempted_at)
-			SELECT id, created_at, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at
+				duration_ms, response_body, attempted_at, batch_id)
+			SELECT id, created_at, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at, batch_id
 			FROM i ORDER BY id
 			ON CONFLICT DO NOTHING RETURNING delivery_id, number
 		), d AS (
@@ -468,7 +472,7 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 			RETURNING 1
 		)
 		SELECT id FROM d`,
-		ids, created, numbers, statuses, triggers, httpStatus, errs, durations, bodies, attempted, dstatus, next, disable)
+		ids, created, numbers, statuses, triggers, httpStatus, errs, durations, bodies, attempted, dstatus, next, disable, batches)
 	if err != nil {
 		return nil, fmt.Errorf("record %d attempts: %w", n, err)
 	}

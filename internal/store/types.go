@@ -178,6 +178,9 @@ type Delivery struct {
 	// RateLimit is the subscription's cap per second as the fan-out or the
 	// lease read it (0: none).
 	RateLimit int
+	// Batch is the subscription's batch as the fan-out, the lease or the
+	// line's head read it (nil: none).
+	Batch *Batch
 }
 
 // AttemptStatus is the outcome of one attempt.
@@ -209,6 +212,9 @@ type Attempt struct {
 	DurationMS   int
 	ResponseBody string
 	AttemptedAt  time.Time
+	// BatchID names the request that carried the attempt with others (a
+	// batched subscription's); nil when it went alone.
+	BatchID *string
 }
 
 // Page asks for one page of a list, newest first: at most Limit rows created

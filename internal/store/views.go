@@ -302,7 +302,7 @@ func (s *Views) attachAttempts(ctx context.Context, ds []Delivery, from time.Tim
 		ds[i].Attempts = []Attempt{}
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT delivery_id, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at
+		SELECT delivery_id, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at, batch_id
 		FROM attempts WHERE delivery_id = ANY($1) AND delivery_created_at >= $2
 		ORDER BY delivery_id, number`, ids, from)
 	if err != nil {
@@ -311,7 +311,7 @@ func (s *Views) attachAttempts(ctx context.Context, ds []Delivery, from time.Tim
 	attempts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Attempt, error) {
 		var a Attempt
 		err := row.Scan(&a.DeliveryID, &a.Number, &a.Status, &a.Trigger, &a.HTTPStatus, &a.Error,
-			&a.DurationMS, &a.ResponseBody, &a.AttemptedAt)
+			&a.DurationMS, &a.ResponseBody, &a.AttemptedAt, &a.BatchID)
 		return a, err
 	})
 	if err != nil {
