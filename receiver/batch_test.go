@@ -84,3 +84,30 @@ func ids(evs []*receiver.Event) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// FuzzParseBatch: any body and size either parse into exactly size events,
+// each with an id and a type, or fail with ErrMalformedEvent; never a
+// panic.
+func FuzzParseBatch(f *testing.F) {
+	f.Add(batchBody("e1", "e2"), 2)
+	f.Add([]byte(`{"data":[]}`), 0)
+	f.Add([]byte(`{"data":[{"id":"e1","type":"t","data":{"object_id":null,"object_type":null}}]}`), 1)
+	f.Add([]byte(`{"data":null}`), 1)
+	f.Fuzz(func(t *testing.T, body []byte, size int) {
+		evs, err := receiver.ParseBatch(body, size)
+		if err != nil {
+			if !errors.Is(err, receiver.ErrMalformedEvent) {
+				t.Fatalf("error %v is not ErrMalformedEvent", err)
+			}
+			return
+		}
+		if len(evs) != size {
+			t.Fatalf("%d events for size %d", len(evs), size)
+		}
+		for _, ev := range evs {
+			if ev.ID == "" || ev.Type == "" {
+				t.Fatalf("event without id or type: %+v", ev)
+			}
+		}
+	})
+}

@@ -104,7 +104,7 @@ func (r *Runner) sendBatch(ctx context.Context, members []batchMember, held *hel
 	}
 	body := bytes.NewBufferString(`{"data":[`)
 	for i, m := range members {
-		b, err := bodyFor(m.leased)
+		b, err := BodyFor(m.leased)
 		if err != nil {
 			return err
 		}

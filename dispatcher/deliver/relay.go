@@ -83,7 +83,7 @@ func newRelay(cfg relayConfig, clock clock.Clock) (*relay, error) {
 // exchange makes the attempt's exchange the way its subscription's kind
 // says: relayed to a listener, or dialled.
 func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, keys []signer.Key) (Result, error) {
-	body, err := bodyFor(leased)
+	body, err := BodyFor(leased)
 	if err != nil {
 		return Result{}, err
 	}

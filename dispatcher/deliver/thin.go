@@ -41,9 +41,10 @@ type thinObject struct {
 	ObjectType *string `json:"object_type"`
 }
 
-// bodyFor is what an attempt of leased sends: the stored envelope, or its
-// thin form when the subscription asks for thin payloads.
-func bodyFor(leased store.LeasedDelivery) ([]byte, error) {
+// BodyFor is what an attempt of leased sends: the stored envelope, or its
+// thin form when the subscription asks for thin payloads. The endpoint
+// check sends its deliveries by it too.
+func BodyFor(leased store.LeasedDelivery) ([]byte, error) {
 	if leased.PayloadStyle != store.PayloadThin {
 		return leased.Body, nil
 	}
