@@ -60,6 +60,9 @@ type attemptJSON struct {
 	// RequestHeaders are the headers the request carried, credentials
 	// masked; null for attempts recorded without them.
 	RequestHeaders map[string]string `json:"request_headers"`
+	// BatchID is the webhook-id of the batch that carried the attempt;
+	// null when it went alone.
+	BatchID *string `json:"batch_id"`
 }
 
 // deliveryView renders a stored delivery.
@@ -74,7 +77,7 @@ func deliveryView(d store.Delivery) deliveryJSON {
 		out.Attempts = append(out.Attempts, attemptJSON{
 			Number: a.Number, Status: a.Status, Trigger: a.Trigger, HTTPStatus: a.HTTPStatus, Error: a.Error,
 			DurationMS: a.DurationMS, ResponseBody: a.ResponseBody, AttemptedAt: a.AttemptedAt.UTC(),
-			RequestHeaders: a.RequestHeaders,
+			RequestHeaders: a.RequestHeaders, BatchID: a.BatchID,
 		})
 	}
 	return out

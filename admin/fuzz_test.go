@@ -277,6 +277,9 @@ var subscriptionSeeds = []string{
 	"{\"url\":\"https://example.com/hook\",\"events\":[\"*\"],\"description\":\"\x00\xfe\"}",
 	`{"url":"https://example.com/hook","events":["*"],"headers":{"X-A":"\u0000"},"filter":"\ud800"}`,
 	`{"url":"https://example.com/hook","events":["*"],"ordering":{"key":"payload.\u0000"}}`,
+	`{"url":"https://example.com/hook","events":["*"],"payload_style":"thin","batch":{"max_size":50,"max_wait_ms":200}}`,
+	`{"url":"https://example.com/hook","events":["*"],"payload_style":7,"batch":{"max_size":1e400,"max_wait_ms":-0}}`,
+	`{"url":"https://example.com/hook","events":["*"],"payloadStyle":"thin","batch":{"maxSize":2,"max_size":3}}`,
 	`null`, `[]`, `""`, ``, `{`,
 }
 

@@ -47,6 +47,8 @@ type legacySubscriptionJSON struct {
 	SigningPublicKeys []string       `json:"signingPublicKeys"`
 	Encryption        encryptionJSON `json:"encryption"`
 	TraceContext      bool           `json:"traceContext"`
+	PayloadStyle      string         `json:"payloadStyle"`
+	Batch             map[string]int `json:"batch"`
 }
 
 // view is the legacy resource, headers masked.
@@ -60,6 +62,7 @@ func (h legacyHandlers) view(ctx context.Context, sub store.Subscription) legacy
 		Status: sub.Status, Metadata: sub.Metadata, CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(),
 		Filter: sub.Filter, Headers: h.changes.maskedHeaders(ctx, sub),
 		Authentication: h.changes.authenticationView(ctx, sub.Authentication), TraceContext: sub.TraceContext,
+		PayloadStyle: sub.PayloadStyle, Batch: batchView(ctx, sub),
 	}
 }
 
@@ -81,6 +84,9 @@ func (h legacyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		SignatureScheme *string  `json:"signatureScheme"`
 		Encryption      rawField `json:"encryption"`
 		TraceContext    *bool    `json:"traceContext"`
+		PayloadStyle    *string  `json:"payloadStyle"`
+		// Batch's fields are camelCase (batchInput).
+		Batch rawField `json:"batch"`
 	}
 	if err := decodeJSON(r, &legacy); err != nil {
 		return err
@@ -119,6 +125,9 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		SignatureScheme *string  `json:"signatureScheme"`
 		Encryption      rawField `json:"encryption"`
 		TraceContext    *bool    `json:"traceContext"`
+		PayloadStyle    *string  `json:"payloadStyle"`
+		// Batch's fields are camelCase (batchInput).
+		Batch rawField `json:"batch"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -130,7 +139,8 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	patch := subscriptionPatch{URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status,
 		RateLimit: in.RateLimit, Ordering: in.Ordering,
 		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication,
-		SignatureScheme: in.SignatureScheme, Encryption: in.Encryption, TraceContext: in.TraceContext}
+		SignatureScheme: in.SignatureScheme, Encryption: in.Encryption, TraceContext: in.TraceContext,
+		PayloadStyle: in.PayloadStyle, Batch: in.Batch}
 	change, err := patch.change(r.Context())
 	if err != nil {
 		return err

@@ -73,12 +73,9 @@ func (h listenHandlers) listen(w http.ResponseWriter, r *http.Request) error {
 		}
 		resumeID = id
 	}
-	secretOnly := false
-	if v := q.Get("secret_only"); v != "" {
-		if v != "true" && v != "false" {
-			return errInvalid("secret_only", "secret_only must be true or false.")
-		}
-		secretOnly = v == "true"
+	secretOnly, err := boolQuery(r, "secret_only")
+	if err != nil {
+		return err
 	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		return errUpgradeRequired

@@ -53,6 +53,10 @@ type subscriptionJSON struct {
 	Encryption        encryptionJSON `json:"encryption"`
 	// TraceContext: deliveries carry a traceparent header (docs/tracing.md).
 	TraceContext bool `json:"trace_context"`
+	// PayloadStyle and Batch are the shape of the deliveries
+	// (admin/shape.go).
+	PayloadStyle string         `json:"payload_style"`
+	Batch        map[string]int `json:"batch"`
 	// Secret is only in the answers of create and rotate_secret: the
 	// whsec_ secret, or for ed25519 the whpk_ public key.
 	Secret string `json:"secret,omitempty"`
@@ -77,6 +81,7 @@ func subscriptionView(sub store.Subscription) subscriptionJSON {
 		},
 		CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(), Filter: sub.Filter,
 		TraceContext: sub.TraceContext,
+		PayloadStyle: sub.PayloadStyle,
 	}
 }
 
@@ -87,6 +92,7 @@ func (h subscriptionHandlers) view(ctx context.Context, sub store.Subscription) 
 	v.Authentication = h.changes.authenticationView(ctx, sub.Authentication)
 	s := h.changes.signingView(ctx, sub)
 	v.SignatureScheme, v.SigningPublicKey, v.SigningPublicKeys, v.Encryption = s.scheme, s.publicKey, s.publicKeys, s.encryption
+	v.Batch = batchView(ctx, sub)
 	return v
 }
 
@@ -108,6 +114,9 @@ type subscriptionInput struct {
 	SignatureScheme *string  `json:"signature_scheme"`
 	Encryption      rawField `json:"encryption"`
 	TraceContext    *bool    `json:"trace_context"`
+	PayloadStyle    *string  `json:"payload_style"`
+	// Batch is read by batchInput.
+	Batch rawField `json:"batch"`
 }
 
 // subscriptionPatch is an update: every field is optional. It repeats the
@@ -130,6 +139,9 @@ type subscriptionPatch struct {
 	SignatureScheme *string  `json:"signature_scheme"`
 	Encryption      rawField `json:"encryption"`
 	TraceContext    *bool    `json:"trace_context"`
+	PayloadStyle    *string  `json:"payload_style"`
+	// Batch is read by batchInput.
+	Batch rawField `json:"batch"`
 }
 
 // optionalString tells a field that is absent from one that is null, so
@@ -175,10 +187,15 @@ func (in subscriptionInput) draft(ctx context.Context) (subscriptions.Draft, err
 	if err != nil {
 		return subscriptions.Draft{}, err
 	}
+	_, batch, err := batchInput(ctx, in.Batch)
+	if err != nil {
+		return subscriptions.Draft{}, err
+	}
 	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata,
 		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes(),
 		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth,
-		SignatureScheme: in.SignatureScheme, Encryption: jwk, TraceContext: in.TraceContext}, nil
+		SignatureScheme: in.SignatureScheme, Encryption: jwk, TraceContext: in.TraceContext,
+		PayloadStyle: in.PayloadStyle, Batch: batch}, nil
 }
 
 // change is the domain's form of an update body; ctx names the surface.
@@ -191,12 +208,17 @@ func (p subscriptionPatch) change(ctx context.Context) (subscriptions.Change, er
 	if err != nil {
 		return subscriptions.Change{}, err
 	}
+	setBatch, batch, err := batchInput(ctx, p.Batch)
+	if err != nil {
+		return subscriptions.Change{}, err
+	}
 	return subscriptions.Change{URL: p.URL, Events: p.Events, SetDescription: p.Description.Set,
 		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status,
 		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes(),
 		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value,
 		SetAuthentication: setAuth, Authentication: auth,
-		SignatureScheme: p.SignatureScheme, SetEncryption: setEnc, Encryption: jwk, TraceContext: p.TraceContext}, nil
+		SignatureScheme: p.SignatureScheme, SetEncryption: setEnc, Encryption: jwk, TraceContext: p.TraceContext,
+		PayloadStyle: p.PayloadStyle, SetBatch: setBatch, Batch: batch}, nil
 }
 
 // create answers 201 with the new subscription and, this once, its secret.

@@ -26,8 +26,13 @@ type Event struct {
 	// event was created.
 	APIVersion string `json:"api_version"`
 	// Payload is the resource as it was when the event happened, as raw
-	// JSON: decode it into the type of your API version.
+	// JSON: decode it into the type of your API version. Empty in a thin
+	// delivery, which carries Object instead.
 	Payload json.RawMessage `json:"payload"`
+	// Object is what a thin delivery (a subscription with payload_style
+	// "thin") carries in place of Payload: the resource the event is
+	// about, to be read through the API. nil in a full delivery.
+	Object *Object `json:"data"`
 	// Date is when the event was created.
 	Date time.Time `json:"date"`
 	// Attempted is the webhook-timestamp of the delivery attempt that
@@ -51,10 +56,19 @@ func ParseEvent(body []byte) (*Event, error) {
 		return nil, fmt.Errorf("%w: no id", ErrMalformedEvent)
 	case ev.Type == "":
 		return nil, fmt.Errorf("%w: no type", ErrMalformedEvent)
-	case len(ev.Payload) == 0 || string(ev.Payload) == "null":
+	case (len(ev.Payload) == 0 || string(ev.Payload) == "null") && ev.Object == nil:
 		return nil, fmt.Errorf("%w: no payload", ErrMalformedEvent)
 	}
 	return &ev, nil
+}
+
+// Object is the resource a thin delivery names. Both fields are empty when
+// the event names no object (ping.test, say).
+type Object struct {
+	// ID is the resource's id, such as a payout's.
+	ID string `json:"object_id"`
+	// Type is the resource's kind, such as "payout".
+	Type string `json:"object_type"`
 }
 
 // Resource is what an event's payload says about the resource it
@@ -75,6 +89,14 @@ func (r Resource) Key() string { return r.Kind + ":" + r.ID }
 // Resource reads the kind, id and status of the resource in the event's
 // payload. It fails when the payload is not an object with a string "id".
 func (e *Event) Resource() (Resource, error) {
+	if len(e.Payload) == 0 && e.Object != nil {
+		// A thin delivery carries no status: the resource read through
+		// the API is current whatever order its events arrive in.
+		if e.Object.ID == "" {
+			return Resource{}, fmt.Errorf("resource of event %s: %w: no object", e.ID, ErrMalformedEvent)
+		}
+		return Resource{Kind: e.Object.Type, ID: e.Object.ID}, nil
+	}
 	var p struct {
 		Type   string `json:"type"`
 		ID     string `json:"id"`

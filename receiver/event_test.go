@@ -51,3 +51,27 @@ func TestEventResource(t *testing.T) {
 		}
 	}
 }
+
+// TestParseThinEvent reads a thin delivery's envelope: the object in place
+// of the payload, which Resource reads; an event without an object parses
+// but names no resource.
+func TestParseThinEvent(t *testing.T) {
+	t.Parallel()
+	ev, err := receiver.ParseEvent([]byte(`{"id":"e1","type":"payout.paid","api_version":"v","data":{"object_id":"po_1","object_type":"payout"},"date":"2026-11-23T09:14:05.123Z"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Object == nil || *ev.Object != (receiver.Object{ID: "po_1", Type: "payout"}) || len(ev.Payload) != 0 {
+		t.Fatalf("%+v", ev)
+	}
+	if r, err := ev.Resource(); err != nil || r != (receiver.Resource{Kind: "payout", ID: "po_1"}) {
+		t.Fatalf("resource %+v, %v", r, err)
+	}
+	none, err := receiver.ParseEvent([]byte(`{"id":"e2","type":"ping.test","api_version":"v","data":{"object_id":null,"object_type":null},"date":"2026-11-23T09:14:05.123Z"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := none.Resource(); !errors.Is(err, receiver.ErrMalformedEvent) {
+		t.Fatalf("an event without an object: %v", err)
+	}
+}

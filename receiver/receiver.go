@@ -130,6 +130,10 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if batch := headerValue(r.Header, HeaderBatchSize); batch != "" {
+		rc.serveBatch(w, r, batch, body, ts)
+		return
+	}
 	ev, err := ParseEvent(body)
 	if err == nil && ev.ID != id {
 		err = fmt.Errorf("%w: envelope id %q is not the webhook-id header %q", ErrMalformedEvent, ev.ID, id)
@@ -139,40 +143,36 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev.Attempted, _ = ParseTimestamp(ts) // verified above
-	rc.handle(r.Context(), w, ev)
+	status, text := rc.handle(r.Context(), ev)
+	answer(w, status, text)
 }
 
-// handle runs the handler under a claim on the event id.
-func (rc *Receiver) handle(ctx context.Context, w http.ResponseWriter, ev *Event) {
+// handle runs the handler under a claim on the event id and returns the
+// answer it calls for.
+func (rc *Receiver) handle(ctx context.Context, ev *Event) (status int, text string) {
 	logger := rc.cfg.Logger.With("webhook_id", ev.ID, "event_type", ev.Type)
 	if rc.cfg.Dedup == nil {
 		if err := rc.cfg.Handler.HandleEvent(ctx, ev); err != nil {
 			logger.ErrorContext(ctx, "webhook handler failed", "error", err)
-			answer(w, http.StatusInternalServerError, "handler failed")
-			return
+			return http.StatusInternalServerError, "handler failed"
 		}
-		answer(w, http.StatusOK, "ok")
-		return
+		return http.StatusOK, "ok"
 	}
 
 	claim, err := rc.cfg.Dedup.Claim(ctx, ev.ID)
 	if err != nil {
 		logger.ErrorContext(ctx, "webhook duplicate check failed", "error", err)
-		answer(w, http.StatusServiceUnavailable, "duplicate check failed")
-		return
+		return http.StatusServiceUnavailable, "duplicate check failed"
 	}
 	switch claim.State {
 	case Done:
-		answer(w, http.StatusOK, "duplicate")
-		return
+		return http.StatusOK, "duplicate"
 	case InProgress:
-		answer(w, http.StatusConflict, "this event is being handled by another delivery")
-		return
+		return http.StatusConflict, "this event is being handled by another delivery"
 	case Claimed:
 	default:
 		logger.ErrorContext(ctx, "webhook duplicate check returned an unknown state", "state", int(claim.State))
-		answer(w, http.StatusServiceUnavailable, "duplicate check failed")
-		return
+		return http.StatusServiceUnavailable, "duplicate check failed"
 	}
 
 	// Release the claim if the handler panics, so that webhookd's retry
@@ -188,8 +188,7 @@ func (rc *Receiver) handle(ctx context.Context, w http.ResponseWriter, ev *Event
 	if err != nil {
 		rc.release(context.WithoutCancel(ctx), logger, claim)
 		logger.ErrorContext(ctx, "webhook handler failed", "error", err)
-		answer(w, http.StatusInternalServerError, "handler failed")
-		return
+		return http.StatusInternalServerError, "handler failed"
 	}
 	// The request's context may be cancelled by now (webhookd gave up
 	// waiting): the work is done, so record it anyway.
@@ -198,7 +197,7 @@ func (rc *Receiver) handle(ctx context.Context, w http.ResponseWriter, ev *Event
 		// once the lease ends. Still 2xx: a retry would do the same.
 		logger.ErrorContext(ctx, "webhook duplicate store failed to record a handled event", "error", err)
 	}
-	answer(w, http.StatusOK, "ok")
+	return http.StatusOK, "ok"
 }
 
 // release frees the claim after a failed handler, logging a failure: the

@@ -48,6 +48,9 @@ solofanout  one merchant, one event to -subscriptions (100) receivers
 backlog     -merchants (50) × one subscription publishing -rate (50) events/s
             together, beside a merchant with -backlog (10,000) deliveries
             queued to a receiver answering in -delay (1s).
+batched     single to a subscription with batch {max_size 100, max_wait_ms
+            200}: deliveries/s and CPU per delivery beside single's, and
+            the requests it took.
 ratelimited a subscription with rate_limit 1 and -backlog (5,000) queued
             deliveries beside a merchant publishing -rate (10)/s, then the
             subscription deleted: the other's latency after it, and what the

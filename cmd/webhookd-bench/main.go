@@ -181,6 +181,8 @@ func runScenario(ctx context.Context, l *lab, name string) (*report, error) {
 		return backlogScenario(ctx, l)
 	case "ratelimited":
 		return ratelimited(ctx, l)
+	case "batched":
+		return batched(ctx, l)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

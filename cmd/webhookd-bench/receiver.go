@@ -128,6 +128,9 @@ type receivers struct {
 	firstArrival           atomic.Int64 // UnixNano of the first healthy unique arrival
 	lastArrival            atomic.Int64 // UnixNano of the last healthy unique arrival
 	bodies                 sync.Pool
+
+	// batches counts the batch requests accepted (batched.go).
+	batches atomic.Int64
 }
 
 // startReceivers opens n endpoints, the first `hanging` of which hold every
@@ -210,6 +213,10 @@ func (rs *receivers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v == nil || v.Verify(r.Header, body) != nil {
 		rs.bad.Add(1)
 		http.Error(w, "bad signature", http.StatusBadRequest)
+		return
+	}
+	if isBatch(r) {
+		rs.serveBatch(w, ep, body, arrived)
 		return
 	}
 	id := r.Header.Get(signer.HeaderID)

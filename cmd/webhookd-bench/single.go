@@ -23,15 +23,24 @@ const (
 // a realistic payout payload. A run at full rate must not leave deliveries
 // for the sweeper, so its re-queues are held against zero.
 func single(ctx context.Context, l *lab) (*report, error) {
+	r, _, err := singleRun(ctx, l, "single", "", nil)
+	return r, err
+}
+
+// singleRun is single's workload under the scenario name, its
+// subscriptions described by shape in the parameters and changed by
+// prepare before publishing (nil: as created).
+func singleRun(ctx context.Context, l *lab, name, shape string, prepare func(context.Context, *fleet) error) (*report, *deliveryResult, error) {
 	events := orDefault(l.cfg.events, singleEvents)
 	subs := orDefault(l.cfg.subscriptions, 1)
 	payload := orDefault(l.cfg.payload, singlePayload)
-	r := &report{scenario: "single", params: fmt.Sprintf("%d events × %d subscription(s), %d B payout payload, one event per request, %d publishers, as fast as accepted",
-		events, subs, payload, l.load.publishersFor(singlePublishers))}
-	res, err := l.deliver(ctx, deliveryRun{name: "single", merchants: []string{l.cfg.merchant + "-single"},
-		subs: subs, events: events, batch: 1, payload: payload, publishers: singlePublishers, payloadOf: payoutPayload})
+	r := &report{scenario: name, params: fmt.Sprintf("%d events × %d subscription(s)%s, %d B payout payload, one event per request, %d publishers, as fast as accepted",
+		events, subs, shape, payload, l.load.publishersFor(singlePublishers))}
+	res, err := l.deliver(ctx, deliveryRun{name: name, merchants: []string{l.cfg.merchant + "-" + name},
+		subs: subs, events: events, batch: 1, payload: payload, publishers: singlePublishers, payloadOf: payoutPayload,
+		prepare: prepare})
 	if err != nil {
-		return r, err
+		return r, nil, err
 	}
 	l.reportDelivery(r, res)
 	// deliveries_per_s runs to the last recorded attempt; this one to the
@@ -42,7 +51,7 @@ func single(ctx context.Context, l *lab) (*report, error) {
 	if res.requeuedOK {
 		r.target("sweeper_requeued", "= 0", res.requeued == 0)
 	}
-	return r, nil
+	return r, res, nil
 }
 
 // payoutPayload is the catalogue's payout.paid example (what merchants are

@@ -83,6 +83,11 @@ func newRelay(cfg relayConfig, clock clock.Clock) (*relay, error) {
 // exchange makes the attempt's exchange the way its subscription's kind
 // says: relayed to a listener, or dialled.
 func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, sig Signing) (Result, error) {
+	body, err := BodyFor(leased)
+	if err != nil {
+		return Result{}, err
+	}
+	leased.Body = body // thin.go: the body as sent, which is signed
 	if leased.Kind == store.KindListener {
 		return r.relay.send(ctx, leased, sig)
 	}

@@ -113,7 +113,7 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 	w.Runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel,
 		secrets: NewSecretCache(cfg.Store, cfg.Sealer), tasks: cfg.Tasks, metrics: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger,
 		tracer: snd.tracer}
-	w.Scheduler, err = NewScheduler(cfg.Scheduler, cfg.Tasks.Lanes, cfg.Tasks.Redis, w.Runner.runTaken, cfg.Metrics, cfg.Clock, cfg.Logger)
+	w.Scheduler, err = NewScheduler(cfg.Scheduler, cfg.Tasks.Lanes, cfg.Tasks.Redis, w.Runner.runUnit, cfg.Metrics, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -180,7 +180,11 @@ func (c *Checker) run(ctx context.Context, snd *deliver.Sender, merchantID strin
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
-	res, err := snd.SendSignedAt(ctx, leased.URL, ev.ID.String(), leased.Body, sig, signedAt, extra, c.secrets.EndpointTLS(leased),
+	body, err := deliver.BodyFor(leased)
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
+	}
+	res, err := snd.SendSignedAt(ctx, leased.URL, ev.ID.String(), body, sig, signedAt, extra, c.secrets.EndpointTLS(leased),
 		c.secrets.EndpointOAuth(leased))
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)

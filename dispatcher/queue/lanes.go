@@ -73,6 +73,10 @@ type LaneItem struct {
 	// already parked adds nothing.
 	ID   string
 	Task Attempt
+	// Batch are the attempts a take handed over with this one, of the
+	// same batched subscription, to go in one request (batch.go); never
+	// pushed.
+	Batch []LaneItem
 }
 
 // Push parks attempts until they are due, each under its merchant and
@@ -82,7 +86,7 @@ func (l *Lanes) Push(ctx context.Context, items ...LaneItem) (int, error) {
 	if len(items) == 0 {
 		return 0, nil
 	}
-	args := make([]any, 0, 1+6*len(items))
+	args := make([]any, 0, 1+8*len(items))
 	args = append(args, lanePrefix)
 	for _, it := range items {
 		payload, err := json.Marshal(it.Task)
@@ -93,8 +97,9 @@ func (l *Lanes) Push(ctx context.Context, items ...LaneItem) (int, error) {
 		if it.Task.Trigger == store.TriggerManual {
 			rate = "0" // outside the subscription's rate limit
 		}
+		size, wait := laneBatch(it.Task)
 		args = append(args, MerchantLane(it.Task), subscriptionLane(it.Task), it.ID,
-			strconv.FormatInt(it.Task.Due.UnixMilli(), 10), rate, payload)
+			strconv.FormatInt(it.Task.Due.UnixMilli(), 10), rate, payload, size, wait)
 	}
 	n, err := pushScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, args...).Int()
 	if err != nil {
@@ -204,18 +209,7 @@ func (l *Lanes) Take(ctx context.Context, req TakeRequest, r Running) (Taken, er
 	}
 	more, _ := res[1].(int64)
 	out.HeldBack = more == 1
-	out.Items = make([]LaneItem, 0, (len(res)-2)/2)
-	for i := 2; i+1 < len(res); i += 2 {
-		id, _ := res[i].(string)
-		payload, _ := res[i+1].(string)
-		var t Attempt
-		if err := json.Unmarshal([]byte(payload), &t); err != nil {
-			// Unreadable: dropped; its delivery is pending in Postgres and
-			// the sweeper pushes it again.
-			continue
-		}
-		out.Items = append(out.Items, LaneItem{ID: id, Task: t})
-	}
+	out.Items = takenUnits(res[2:])
 	return out, nil
 }
 

@@ -16,21 +16,34 @@ end
 
 -- eligible is when subscription s may next go: its first parked attempt's
 -- due time, or its rate limit's next turn if later; nil if nothing is
--- parked for it.
--- It returns too the first attempt's id and the limit (per second, 0 for
--- none) and next turn it read, for take to use without reading them again.
+-- parked for it. A batched lane (batch size bs > 1, wait bw ms; batch.go)
+-- goes bw after its first attempt is due, or once bs attempts are due if
+-- that is sooner.
+-- It returns too the first attempt's id, the limit (per second, 0 for
+-- none) and next turn, and the batch size it read, for take to use without
+-- reading them again.
 local function eligible(s)
-  local head = redis.call('ZRANGE', P .. ':s:' .. s, 0, 0, 'WITHSCORES')
+  local lane = P .. ':s:' .. s
+  local head = redis.call('ZRANGE', lane, 0, 0, 'WITHSCORES')
   if #head == 0 then
     return nil
   end
   local at = tonumber(head[2])
-  local r = redis.call('HMGET', P .. ':r:' .. s, 'next', 'rate')
+  local r = redis.call('HMGET', P .. ':r:' .. s, 'next', 'rate', 'bs', 'bw')
   local nxt, rate = tonumber(r[1] or '0'), tonumber(r[2] or '0')
+  local bs, bw = tonumber(r[3] or '0'), tonumber(r[4] or '0')
+  if bs > 1 and bw > 0 then
+    local full = at + bw
+    local nth = redis.call('ZRANGE', lane, bs - 1, bs - 1, 'WITHSCORES')
+    if #nth > 0 and tonumber(nth[2]) < full then
+      full = math.max(tonumber(nth[2]), at)
+    end
+    at = full
+  end
   if nxt > at then
     at = nxt
   end
-  return at, head[1], rate, nxt
+  return at, head[1], rate, nxt, bs
 end
 
 -- placeSubscription puts subscription s of merchant m where it belongs at
@@ -80,15 +93,17 @@ local function placeMerchant(m)
   end
 end
 
--- push(P, then per attempt: merchant, subscription, id, due ms, rate, task)
--- parks attempts and returns how many were new; rate is the lane's
--- deliveries per second as the attempt knew it (0: none).
+-- push(P, then per attempt: merchant, subscription, id, due ms, rate, task,
+-- batch size, batch wait ms) parks attempts and returns how many were new;
+-- rate is the lane's deliveries per second as the attempt knew it (0:
+-- none), the batch its size and wait (0: none).
 local function push()
   local added = 0
   local i = 2
-  while i + 5 <= #ARGV do
+  while i + 7 <= #ARGV do
     local m, s, id, due, rate, task = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), ARGV[i + 4], ARGV[i + 5]
-    i = i + 6
+    local bs, bw = ARGV[i + 6], ARGV[i + 7]
+    i = i + 8
     if redis.call('ZADD', P .. ':s:' .. s, 'NX', due, id) == 1 then
       added = added + 1
       redis.call('HSET', P .. ':p:' .. s, id, task)
@@ -96,7 +111,7 @@ local function push()
     end
     local r = P .. ':r:' .. s
     redis.call('PERSIST', r)
-    redis.call('HSET', r, 'm', m, 'rate', rate)
+    redis.call('HSET', r, 'm', m, 'rate', rate, 'bs', bs, 'bw', bw)
     if not redis.call('ZSCORE', P .. ':m:' .. m .. ':ready', s) then
       local at = eligible(s)
       redis.call('ZADD', P .. ':m:' .. m .. ':wait', 'LT', at, s)
@@ -123,9 +138,12 @@ end
 -- take(P, now, want, share, subscription cap, lendable, merchants to scan,
 --      held ms, n, (merchant, running)×n, n, (subscription, room)×n,
 --      n, unlendable×n)
--- returns {next due ms or 0, 1 if due work was left, id, task, id, task, …}. Each attempt taken is
--- noted in P:taken for held ms, so that the sweeper does not take it for
--- lost before its worker leased its delivery.
+-- returns {next due ms or 0, 1 if due work was left, then per unit taken
+-- id, task, n and its n companions as id, task, 0}: a unit is one attempt,
+-- or a batched lane's first due attempt and up to size-1 more due by now
+-- (batch.go), and fills one slot. Each attempt taken is noted in P:taken
+-- for held ms, so that the sweeper does not take it for lost before its
+-- worker leased its delivery.
 local function take()
   local now, want, share = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
   local subCap, lendable, scan = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -158,12 +176,27 @@ local function take()
       local fits = left > 0
       if lent then fits = not unlendable[s] end
       if fits then
-        local at, id, rate, nxt = eligible(s)
+        local at, id, rate, nxt, bs = eligible(s)
         if at ~= nil and at <= now then
           redis.call('ZREM', P .. ':s:' .. s, id)
           local task = redis.call('HGET', P .. ':p:' .. s, id)
           redis.call('HDEL', P .. ':p:' .. s, id)
           tookCount = tookCount + 1
+          local companions = {}
+          if bs > 1 then
+            for _, cid in ipairs(redis.call('ZRANGEBYSCORE', P .. ':s:' .. s, '-inf', now, 'LIMIT', 0, bs - 1)) do
+              redis.call('ZREM', P .. ':s:' .. s, cid)
+              local ctask = redis.call('HGET', P .. ':p:' .. s, cid)
+              redis.call('HDEL', P .. ':p:' .. s, cid)
+              tookCount = tookCount + 1
+              tookIDs[#tookIDs + 1] = now
+              tookIDs[#tookIDs + 1] = cid
+              if ctask then
+                companions[#companions + 1] = cid
+                companions[#companions + 1] = ctask
+              end
+            end
+          end
           if rate > 0 then
             if nxt < now then nxt = now end
             redis.call('HSET', P .. ':r:' .. s, 'next', nxt + math.ceil(1000 / rate))
@@ -173,8 +206,13 @@ local function take()
           tookIDs[#tookIDs + 1] = id
           redis.call('ZADD', ready, 'XX', stamp(), s)
           placeSubscription(m, s, now)
+          if not task and #companions > 0 then
+            -- The first's task is gone (the sweeper parks it again): the
+            -- next leads the unit.
+            id, task = table.remove(companions, 1), table.remove(companions, 1)
+          end
           if task then
-            return id, task
+            return id, task, companions
           end
         else
           placeSubscription(m, s, now)
@@ -185,25 +223,33 @@ local function take()
   end
 
   local out = { 0, 0 }
+  local units = 0
   for _ = 1, want do
     local got = false
     for pass = 1, 2 do
       -- A lent slot must leave the reserve free: lendable counts the
-      -- free slots beyond it, and each take of this call fills one.
-      if pass == 2 and (#out - 2) / 2 >= lendable then
+      -- free slots beyond it, and each unit of this call fills one.
+      if pass == 2 and units >= lendable then
         break
       end
       local merchants = redis.call('ZRANGE', P .. ':ready', 0, scan - 1)
       for _, m in ipairs(merchants) do
         local busy = running[m] or 0
         if pass == 2 or busy < share then
-          local id, task = fromMerchant(m, busy >= share)
+          local id, task, companions = fromMerchant(m, busy >= share)
           if id then
             running[m] = busy + 1
             redis.call('ZADD', P .. ':ready', 'XX', stamp(), m)
             placeMerchant(m)
             out[#out + 1] = id
             out[#out + 1] = task
+            out[#out + 1] = #companions / 2
+            for c = 1, #companions, 2 do
+              out[#out + 1] = companions[c]
+              out[#out + 1] = companions[c + 1]
+              out[#out + 1] = 0
+            end
+            units = units + 1
             got = true
             break
           end
@@ -216,7 +262,11 @@ local function take()
   end
   if tookCount > 0 then
     redis.call('HINCRBY', P .. ':stats', 'parked', 0 - tookCount)
-    redis.call('ZADD', P .. ':taken', unpack(tookIDs))
+    -- In pieces: a take of batches notes thousands, beyond what one
+    -- unpack may spread.
+    for c = 1, #tookIDs, 2000 do
+      redis.call('ZADD', P .. ':taken', unpack(tookIDs, c, math.min(c + 1999, #tookIDs)))
+    end
   end
   -- The next wake: the first parked merchant's time, or a parked
   -- subscription's of a merchant still in the ring (a rate limit's turn).

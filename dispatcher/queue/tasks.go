@@ -89,6 +89,11 @@ type Attempt struct {
 	// or the last lease read it (0: none), so that an attempt over it is
 	// put back before it takes a worker or a lease.
 	RateLimit int `json:"r,omitempty"`
+	// BatchSize and BatchWaitMS are the subscription's batch as the
+	// fan-out or the last lease read it (0: none), so that the schedule
+	// hands its due attempts over together (batch.go).
+	BatchSize   int `json:"bs,omitempty"`
+	BatchWaitMS int `json:"bw,omitempty"`
 	// Retries counts the times the attempt could not run for an internal
 	// reason (Postgres unreachable), for its backoff.
 	Retries int `json:"y,omitempty"`
@@ -96,8 +101,10 @@ type Attempt struct {
 
 // ScheduledAttempt is the task of attempt number of del, due at due.
 func ScheduledAttempt(del store.Delivery, number int, due time.Time) Attempt {
-	return Attempt{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
+	a := Attempt{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
 		MerchantID: del.MerchantID, Number: number, Trigger: store.TriggerScheduled, Due: due, RateLimit: del.RateLimit}
+	withBatch(&a, del.Batch)
+	return a
 }
 
 // ManualAttempt is the task of one manual attempt of del, due at once:

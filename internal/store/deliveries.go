@@ -70,6 +70,9 @@ type LeasedDelivery struct {
 	// TraceContext is the subscription's switch of the traceparent header
 	// its deliveries carry.
 	TraceContext bool
+	// PayloadStyle is the subscription's (PayloadFull or PayloadThin) at
+	// the attempt: what of Body the attempt sends.
+	PayloadStyle string
 }
 
 // LeaseDelivery takes the delivery's row for attempt number, until
@@ -119,7 +122,7 @@ const leaseSQL = `
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
 			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
 			d.ordering_key, d.sequence, coalesce(s.rate_limit, 0), s.headers_sealed, s.authentication_sealed,
-			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context`
+			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context, s.payload_style, s.batch_max_size, s.batch_max_wait_ms`
 
 // LeaseDeliveries is LeaseDelivery for many attempts in one statement (the
 // workers' group commit). It returns one LeasedDelivery and one error per
@@ -136,11 +139,13 @@ func (s *Deliveries) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, n
 	var l LeasedDelivery
 	d := &l.Delivery
 	var i int
+	var batch batchColumns
 	_, err = pgx.ForEachRow(rows, []any{&i, &d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
 		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
 		&d.OrderingKey, &d.Sequence, &d.RateLimit, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType, &l.EncryptionKey,
-		&l.TraceParent, &l.TraceContext}, func() error {
+		&l.TraceParent, &l.TraceContext, &l.PayloadStyle, &batch.maxSize, &batch.maxWaitMS}, func() error {
+		d.Batch = batch.value()
 		out[i-1], found[i-1] = l, true
 		return nil
 	})
@@ -409,6 +414,7 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 		next       = make([]*time.Time, n)
 		disable    = make([]bool, n)
 		headers    = make([]*string, n)
+		batches    = make([]*string, n)
 	)
 	for i, r := range rs {
 		a := r.Attempt
@@ -425,6 +431,7 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 			return nil, fmt.Errorf("record %d attempts: %w", n, err)
 		}
 		headers[i] = h
+		batches[i] = a.BatchID
 	}
 	// One statement: the attempts that are new, the state of their
 	// deliveries, and the health of their (non-test) subscriptions,
@@ -434,14 +441,14 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 		WITH i AS (
 			SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[], $5::text[], $6::int[],
 				$7::text[], $8::int[], $9::text[], $10::timestamptz[], $11::text[], $12::timestamptz[], $13::bool[],
-				$14::jsonb[])
+				$14::jsonb[], $15::text[])
 				AS t(id, created_at, number, status, trigger, http_status, error, duration_ms, response_body,
-				     attempted_at, dstatus, next_at, disable, request_headers)
+				     attempted_at, dstatus, next_at, disable, request_headers, batch_id)
 		), a AS (
 			INSERT INTO attempts (delivery_id, delivery_created_at, number, status, trigger, http_status, error,
-				duration_ms, response_body, attempted_at, request_headers)
+				duration_ms, response_body, attempted_at, request_headers, batch_id)
 			SELECT id, created_at, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at,
-				request_headers
+				request_headers, batch_id
 			FROM i ORDER BY id
 			ON CONFLICT DO NOTHING RETURNING delivery_id, number
 		), d AS (
@@ -476,7 +483,7 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 			RETURNING 1
 		), r AS (`+attemptStatsRollUp+`)
 		SELECT id FROM d`,
-		ids, created, numbers, statuses, triggers, httpStatus, errs, durations, bodies, attempted, dstatus, next, disable, headers)
+		ids, created, numbers, statuses, triggers, httpStatus, errs, durations, bodies, attempted, dstatus, next, disable, headers, batches)
 	if err != nil {
 		return nil, fmt.Errorf("record %d attempts: %w", n, err)
 	}

@@ -231,7 +231,7 @@ const createEventSQL = `
 			-- deliveries as skipped. The key value orders the delivery only if
 			-- it is not skipped and can be sent as a header: at most
 			-- ` + maxOrderingKeyValue + ` characters, no control character.
-			SELECT s.id, s.merchant_id, s.rate_limit, sk.skip,
+			SELECT s.id, s.merchant_id, s.rate_limit, s.batch_max_size, s.batch_max_wait_ms, sk.skip,
 				CASE WHEN length(o.v) <= ` + maxOrderingKeyValue + ` AND o.v !~ '[[:cntrl:]]' THEN o.v END AS okey
 			FROM subscriptions s CROSS JOIN e
 			CROSS JOIN LATERAL (SELECT $7::uuid IS NULL AND s.status = 'disabled' AS skip) sk
@@ -270,7 +270,7 @@ const createEventSQL = `
 			FROM t CROSS JOIN e LEFT JOIN k ON k.subscription_id = t.id
 			RETURNING ` + deliveryColumns + `, ordering_key, sequence
 		)
-		SELECT EXISTS (SELECT 1 FROM g), d.*, t.rate_limit FROM (SELECT 1) one LEFT JOIN d ON true LEFT JOIN t ON t.id = d.subscription_id`
+		SELECT EXISTS (SELECT 1 FROM g), d.*, t.rate_limit, t.batch_max_size, t.batch_max_wait_ms FROM (SELECT 1) one LEFT JOIN d ON true LEFT JOIN t ON t.id = d.subscription_id`
 
 // createEventArgs are createEventSQL's parameters for e, its audience and
 // its commit group (nil: none).
@@ -299,9 +299,10 @@ func scanCreatedEvent(rows pgx.Rows) ([]Delivery, bool, error) {
 			orderingKey                     *string
 			sequence                        *int64
 			rateLimit                       *int
+			batch                           batchColumns
 		)
 		if err := rows.Scan(&wrote, &id, &merchant, &eventID, &eventAt, &eventType, &subID,
-			&status, &test, &attempts, &next, &created, &updated, &orderingKey, &sequence, &rateLimit); err != nil {
+			&status, &test, &attempts, &next, &created, &updated, &orderingKey, &sequence, &rateLimit, &batch.maxSize, &batch.maxWaitMS); err != nil {
 			rows.Close()
 			return nil, false, err
 		}
@@ -309,7 +310,7 @@ func scanCreatedEvent(rows pgx.Rows) ([]Delivery, bool, error) {
 			deliveries = append(deliveries, Delivery{ID: *id, MerchantID: *merchant, EventID: *eventID,
 				EventCreatedAt: *eventAt, EventType: *eventType, SubscriptionID: *subID, Status: DeliveryStatus(*status), Test: *test,
 				AttemptCount: *attempts, NextAttemptAt: next, CreatedAt: *created, UpdatedAt: *updated,
-				OrderingKey: orderingKey, Sequence: sequence, RateLimit: deref(rateLimit)})
+				OrderingKey: orderingKey, Sequence: sequence, RateLimit: deref(rateLimit), Batch: batch.value()})
 		}
 	}
 	return deliveries, wrote, rows.Err()

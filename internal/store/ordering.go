@@ -114,7 +114,8 @@ func advanceLines(ctx context.Context, tx querier, ended []Delivery, now time.Ti
 // one before can enqueue it; ErrNotFound when the line is idle.
 func (s *Deliveries) LineHead(ctx context.Context, subscriptionID uuid.UUID, key string) (Delivery, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+qualified("d", deliveryColumns)+`, d.ordering_key, d.sequence, coalesce(s.rate_limit, 0)
+		SELECT `+qualified("d", deliveryColumns)+`, d.ordering_key, d.sequence, coalesce(s.rate_limit, 0),
+			s.batch_max_size, s.batch_max_wait_ms
 		FROM ordering_keys k
 		JOIN deliveries d ON d.subscription_id = k.subscription_id AND d.ordering_key = k.key
 			AND d.sequence = k.head AND d.status = 'pending' AND d.sequence IS NOT NULL
@@ -125,9 +126,11 @@ func (s *Deliveries) LineHead(ctx context.Context, subscriptionID uuid.UUID, key
 	}
 	d, err := pgx.CollectExactlyOneRow(rows, func(row pgx.CollectableRow) (Delivery, error) {
 		var d Delivery
+		var batch batchColumns
 		err := row.Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 			&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
-			&d.OrderingKey, &d.Sequence, &d.RateLimit)
+			&d.OrderingKey, &d.Sequence, &d.RateLimit, &batch.maxSize, &batch.maxWaitMS)
+		d.Batch = batch.value()
 		return d, err
 	})
 	if err != nil {

@@ -47,6 +47,10 @@ type NewSubscription struct {
 	// TraceContext turns the deliveries' traceparent header on or off;
 	// nil: on.
 	TraceContext *bool
+	// PayloadStyle is PayloadFull or PayloadThin ("" is full); Batch nil
+	// for none.
+	PayloadStyle string
+	Batch        *Batch
 	// Limit, when positive, is how many subscriptions the merchant may hold
 	// (every one not deleted, whichever surface made it): the create fails
 	// with ErrSubscriptionLimit when the merchant already holds Limit.
@@ -91,6 +95,11 @@ type SubscriptionUpdate struct {
 	EncryptionKey    []byte
 	// TraceContext, when not nil, turns the traceparent header on or off.
 	TraceContext *bool
+	// PayloadStyle, when not nil, replaces the payload style.
+	PayloadStyle *string
+	// SetBatch says whether Batch is applied; a nil Batch removes it.
+	SetBatch bool
+	Batch    *Batch
 }
 
 // SubscriptionFilter narrows a subscription list.
@@ -111,18 +120,21 @@ type Secret struct {
 // subscriptionColumns is the select list that scanSubscription reads.
 const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
 	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key,
-	filter, headers_sealed, authentication_sealed, authentication, trace_context, ` + signingColumns
+	filter, headers_sealed, authentication_sealed, authentication, trace_context, payload_style, batch_max_size, batch_max_wait_ms, ` + signingColumns
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
 	var auth authenticationColumns
+	var batch batchColumns
 	err := row.Scan(append([]any{&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary, &s.TraceContext}, signingTargets(&s)...)...)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary, &s.TraceContext,
+		&s.PayloadStyle, &batch.maxSize, &batch.maxWaitMS}, signingTargets(&s)...)...)
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}
 	s.Authentication = auth.value()
+	s.Batch = batch.value()
 	return s, err
 }
 
@@ -188,12 +200,14 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 		sub, err = scanSubscription(tx.QueryRow(ctx, `
 			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at,
 				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication,
-				signature_scheme, encryption_key, trace_context)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb, coalesce(nullif($15, ''), 'hmac_sha256'), $16::jsonb, coalesce($17::boolean, true))
+				signature_scheme, encryption_key, trace_context, payload_style, batch_max_size, batch_max_wait_ms)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb, coalesce(nullif($15, ''), 'hmac_sha256'), $16::jsonb, coalesce($17::boolean, true),
+				coalesce(nullif($18, ''), 'full'), $19, $20)
 			RETURNING `+subscriptionColumns,
 			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now,
 			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary,
-			n.SignatureScheme, encryptionKeyArg(n.EncryptionKey), n.TraceContext))
+			n.SignatureScheme, encryptionKeyArg(n.EncryptionKey), n.TraceContext,
+			n.PayloadStyle, batchSize(n.Batch), batchWait(n.Batch)))
 		if err != nil {
 			return err
 		}
@@ -300,13 +314,17 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 			authentication_sealed = CASE WHEN $18 THEN $19::bytea ELSE authentication_sealed END,
 			authentication = CASE WHEN $18 THEN $20::jsonb ELSE authentication END,
 			encryption_key = CASE WHEN $21 THEN $22::jsonb ELSE encryption_key END,
-			trace_context = coalesce($23::boolean, trace_context)
+			trace_context = coalesce($23::boolean, trace_context),
+			payload_style = COALESCE($24, payload_style),
+			batch_max_size = CASE WHEN $25 THEN $26::int ELSE batch_max_size END,
+			batch_max_wait_ms = CASE WHEN $25 THEN $27::int ELSE batch_max_wait_ms END
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
 		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.now(),
 		u.SetRateLimit, u.RateLimit, u.SetOrderingKey, u.OrderingKey,
 		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary,
-		u.SetEncryptionKey, encryptionKeyArg(u.EncryptionKey), u.TraceContext))
+		u.SetEncryptionKey, encryptionKeyArg(u.EncryptionKey), u.TraceContext,
+		u.PayloadStyle, u.SetBatch, batchSize(u.Batch), batchWait(u.Batch)))
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, notFound(err))
 	}

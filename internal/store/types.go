@@ -84,6 +84,28 @@ type Subscription struct {
 	// TraceContext says whether its deliveries carry a W3C traceparent
 	// header (docs/tracing.md); true unless the merchant turned it off.
 	TraceContext bool
+	// PayloadStyle is PayloadFull or PayloadThin: what a delivery's body
+	// holds of the event.
+	PayloadStyle string
+	// Batch groups the subscription's deliveries into one request; nil
+	// sends one delivery per request.
+	Batch *Batch
+}
+
+// The payload styles of a subscription.
+const (
+	// PayloadFull delivers the stored envelope, payload and all.
+	PayloadFull = "full"
+	// PayloadThin delivers the envelope with a reference to the event's
+	// object in place of its payload.
+	PayloadThin = "thin"
+)
+
+// Batch is how a subscription's deliveries are grouped into requests: up
+// to MaxSize deliveries, gathered for at most MaxWaitMS milliseconds.
+type Batch struct {
+	MaxSize   int `json:"max_size"`
+	MaxWaitMS int `json:"max_wait_ms"`
 }
 
 // Authentication is a subscription's endpoint authentication as stored:
@@ -184,6 +206,9 @@ type Delivery struct {
 	// RateLimit is the subscription's cap per second as the fan-out or the
 	// lease read it (0: none).
 	RateLimit int
+	// Batch is the subscription's batch as the fan-out, the lease or the
+	// line's head read it (nil: none).
+	Batch *Batch
 }
 
 // AttemptStatus is the outcome of one attempt.
@@ -218,6 +243,9 @@ type Attempt struct {
 	// RequestHeaders are the headers the request carried, secrets masked
 	// (dispatcher/deliver/sentheaders.go); nil when not recorded.
 	RequestHeaders map[string]string
+	// BatchID names the request that carried the attempt with others (a
+	// batched subscription's); nil when it went alone.
+	BatchID *string
 }
 
 // Page asks for one page of a list, newest first: at most Limit rows created

@@ -65,6 +65,10 @@ type Draft struct {
 	// TraceContext turns the deliveries' traceparent header off (false);
 	// nil: on.
 	TraceContext *bool
+	// PayloadStyle is "full" or "thin"; nil is full.
+	PayloadStyle *string
+	// Batch is the batch as the API took it (ParseBatch); nil is none.
+	Batch *store.Batch
 }
 
 // Change is an update of a subscription: nil fields are left as they are.
@@ -101,6 +105,11 @@ type Change struct {
 	Encryption    []byte
 	// TraceContext, when not nil, turns the traceparent header on or off.
 	TraceContext *bool
+	// PayloadStyle, when not nil, replaces the payload style.
+	PayloadStyle *string
+	// SetBatch tells a batch to set (or remove, nil) from one left alone.
+	SetBatch bool
+	Batch    *store.Batch
 }
 
 // Registry creates and changes webhook subscriptions under Rules, and makes
@@ -204,10 +213,17 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 	if err != nil {
 		return store.NewSubscription{}, err
 	}
+	style := store.PayloadFull
+	if d.PayloadStyle != nil {
+		if err := CheckPayloadStyle("payload_style", *d.PayloadStyle); err != nil {
+			return store.NewSubscription{}, err
+		}
+		style = *d.PayloadStyle
+	}
 	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata,
 		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth,
 		SignatureScheme: string(scheme), EncryptionKey: encryption,
-		TraceContext: d.TraceContext}, nil
+		TraceContext: d.TraceContext, PayloadStyle: style, Batch: d.Batch}, nil
 }
 
 // Update checks the fields present in c and applies them to the merchant's
@@ -302,6 +318,13 @@ func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
 		}
 		u.SetEncryptionKey, u.EncryptionKey = true, jwk
 	}
+	if c.PayloadStyle != nil {
+		if err := CheckPayloadStyle("payload_style", *c.PayloadStyle); err != nil {
+			return u, err
+		}
+		u.PayloadStyle = c.PayloadStyle
+	}
+	u.SetBatch, u.Batch = c.SetBatch, c.Batch
 	return u, nil
 }
 
