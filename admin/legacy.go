@@ -40,6 +40,9 @@ type legacySubscriptionJSON struct {
 	// Authentication is the summary of the endpoint authentication, in
 	// camelCase (no key); null for none.
 	Authentication authenticationJSON `json:"authentication"`
+	// Destination is where deliveries go, in camelCase (credentials
+	// masked); null for an HTTP endpoint.
+	Destination map[string]any `json:"destination"`
 }
 
 // view is the legacy resource, headers masked.
@@ -51,6 +54,7 @@ func (h legacyHandlers) view(ctx context.Context, sub store.Subscription) legacy
 		Status: sub.Status, Metadata: sub.Metadata, CreatedAt: sub.CreatedAt.UTC(), UpdatedAt: sub.UpdatedAt.UTC(),
 		Filter: sub.Filter, Headers: h.changes.maskedHeaders(ctx, sub),
 		Authentication: authenticationView(ctx, sub.Authentication),
+		Destination:    destinationView(ctx, sub.Destination),
 	}
 }
 
@@ -67,6 +71,8 @@ func (h legacyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		Headers     optionalHeaders   `json:"headers"`
 		// Authentication's fields are camelCase (authenticationInput).
 		Authentication rawField `json:"authentication"`
+		// Destination's fields are camelCase (destinationInput).
+		Destination rawField `json:"destination"`
 	}
 	if err := decodeJSON(r, &legacy); err != nil {
 		return err
@@ -100,6 +106,8 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		Headers     optionalHeaders   `json:"headers"`
 		// Authentication's fields are camelCase (authenticationInput).
 		Authentication rawField `json:"authentication"`
+		// Destination's fields are camelCase (destinationInput).
+		Destination rawField `json:"destination"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -110,7 +118,7 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	}
 	patch := subscriptionPatch{URL: in.URL, Events: in.Events, Description: in.Description, Metadata: in.Metadata, Status: in.Status,
 		RateLimit: in.RateLimit, Ordering: in.Ordering,
-		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication}
+		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication, Destination: in.Destination}
 	change, err := patch.change(r.Context())
 	if err != nil {
 		return err

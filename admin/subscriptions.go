@@ -45,6 +45,9 @@ type subscriptionJSON struct {
 	// Authentication is the summary of the endpoint authentication (no
 	// key); null for none.
 	Authentication authenticationJSON `json:"authentication"`
+	// Destination is where deliveries go (credentials masked); null for
+	// an HTTP endpoint, url.
+	Destination map[string]any `json:"destination"`
 	// Secret is only in the answers of create and rotate_secret.
 	Secret string `json:"secret,omitempty"`
 }
@@ -75,6 +78,7 @@ func (h subscriptionHandlers) view(ctx context.Context, sub store.Subscription) 
 	v := subscriptionView(sub)
 	v.Headers = h.changes.maskedHeaders(ctx, sub)
 	v.Authentication = authenticationView(ctx, sub.Authentication)
+	v.Destination = destinationView(ctx, sub.Destination)
 	return v
 }
 
@@ -91,6 +95,8 @@ type subscriptionInput struct {
 	Headers     optionalHeaders   `json:"headers"`
 	// Authentication is read by authenticationInput.
 	Authentication rawField `json:"authentication"`
+	// Destination is read by destinationInput.
+	Destination rawField `json:"destination"`
 }
 
 // subscriptionPatch is an update: every field is optional. It repeats the
@@ -108,6 +114,8 @@ type subscriptionPatch struct {
 	Headers     optionalHeaders   `json:"headers"`
 	// Authentication is read by authenticationInput.
 	Authentication rawField `json:"authentication"`
+	// Destination is read by destinationInput.
+	Destination rawField `json:"destination"`
 }
 
 // optionalString tells a field that is absent from one that is null, so
@@ -151,7 +159,8 @@ func (in subscriptionInput) draft(ctx context.Context) (subscriptions.Draft, err
 	}
 	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata,
 		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes(),
-		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth}, nil
+		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth,
+		Destination: destinationInput(ctx, in.Destination)}, nil
 }
 
 // change is the domain's form of an update body; ctx names the surface.
@@ -164,7 +173,7 @@ func (p subscriptionPatch) change(ctx context.Context) (subscriptions.Change, er
 		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status,
 		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes(),
 		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value,
-		SetAuthentication: setAuth, Authentication: auth}, nil
+		SetAuthentication: setAuth, Authentication: auth, Destination: destinationInput(ctx, p.Destination)}, nil
 }
 
 // create answers 201 with the new subscription and, this once, its secret.

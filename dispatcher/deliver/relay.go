@@ -90,6 +90,9 @@ func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, keys
 	if err != nil {
 		return Result{}, err
 	}
+	if leased.SealedDestination != nil {
+		return r.destinations.send(ctx, leased, keys, extra)
+	}
 	return r.sender.sendWith(ctx, leased.URL, leased.EventID.String(), leased.Body, keys, extra, orderingHeaders(leased.Delivery),
 		r.secrets.EndpointTLS(leased))
 }

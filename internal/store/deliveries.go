@@ -61,6 +61,9 @@ type LeasedDelivery struct {
 	// AuthenticationType is its type (AuthenticationSummary.Type), so that
 	// an attempt knows what to open without opening it; "" for none.
 	AuthenticationType string
+	// SealedDestination is the subscription's broker destination, sealed
+	// (Destination.Sealed); nil for an HTTP endpoint.
+	SealedDestination []byte
 }
 
 // LeaseDelivery takes the delivery's row for attempt number, until
@@ -110,7 +113,7 @@ const leaseSQL = `
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
 			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
 			d.ordering_key, d.sequence, coalesce(s.rate_limit, 0), s.headers_sealed, s.authentication_sealed,
-			coalesce(s.authentication->>'type', '')`
+			coalesce(s.authentication->>'type', ''), s.destination_sealed`
 
 // LeaseDeliveries is LeaseDelivery for many attempts in one statement (the
 // workers' group commit). It returns one LeasedDelivery and one error per
@@ -130,7 +133,7 @@ func (s *Deliveries) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, n
 	_, err = pgx.ForEachRow(rows, []any{&i, &d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
 		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
-		&d.OrderingKey, &d.Sequence, &d.RateLimit, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType}, func() error {
+		&d.OrderingKey, &d.Sequence, &d.RateLimit, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType, &l.SealedDestination}, func() error {
 		out[i-1], found[i-1] = l, true
 		return nil
 	})

@@ -111,11 +111,13 @@ func scanListener(row pgx.Row) (Listener, error) {
 	var l Listener
 	var keyID *uuid.UUID
 	var auth authenticationColumns
+	var dest destinationColumns
 	s := &l.Subscription
 	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary, &l.ExpiresAt, &keyID)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary, &dest.sealed, &dest.summary, &l.ExpiresAt, &keyID)
 	s.Authentication = auth.value()
+	s.Destination = dest.value()
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}

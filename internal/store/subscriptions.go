@@ -37,6 +37,9 @@ type NewSubscription struct {
 	SealedHeaders []byte
 	// Authentication is the checked endpoint authentication; nil for none.
 	Authentication *Authentication
+	// Destination is the checked broker destination; nil for an HTTP
+	// endpoint (URL).
+	Destination *Destination
 	// Limit, when positive, is how many subscriptions the merchant may hold
 	// (every one not deleted, whichever surface made it): the create fails
 	// with ErrSubscriptionLimit when the merchant already holds Limit.
@@ -75,6 +78,10 @@ type SubscriptionUpdate struct {
 	// the whole of it); a nil Authentication removes it.
 	SetAuthentication bool
 	Authentication    *Authentication
+	// SetDestination says whether Destination is applied (replacing the
+	// whole of it); a nil Destination makes it an HTTP endpoint again.
+	SetDestination bool
+	Destination    *Destination
 }
 
 // SubscriptionFilter narrows a subscription list.
@@ -95,18 +102,20 @@ type Secret struct {
 // subscriptionColumns is the select list that scanSubscription reads.
 const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
 	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key,
-	filter, headers_sealed, authentication_sealed, authentication`
+	filter, headers_sealed, authentication_sealed, authentication, destination_sealed, destination`
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
 	var auth authenticationColumns
+	var dest destinationColumns
 	err := row.Scan(&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary, &dest.sealed, &dest.summary)
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}
 	s.Authentication = auth.value()
+	s.Destination = dest.value()
 	return s, err
 }
 
@@ -162,6 +171,10 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 	if err != nil {
 		return Subscription{}, fmt.Errorf("create subscription for %s: %w", n.MerchantID, err)
 	}
+	destSealed, destSummary, err := destinationArgs(n.Destination)
+	if err != nil {
+		return Subscription{}, fmt.Errorf("create subscription for %s: %w", n.MerchantID, err)
+	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		if n.Limit > 0 {
 			if err := checkSubscriptionLimit(ctx, tx, n.MerchantID, n.Limit); err != nil {
@@ -171,11 +184,12 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 		var err error
 		sub, err = scanSubscription(tx.QueryRow(ctx, `
 			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at,
-				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb)
+				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication,
+				destination_sealed, destination)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16::jsonb)
 			RETURNING `+subscriptionColumns,
 			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now,
-			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary))
+			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary, destSealed, destSummary))
 		if err != nil {
 			return err
 		}
@@ -262,9 +276,15 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, err)
 	}
+	destSealed, destSummary, err := destinationArgs(u.Destination)
+	if err != nil {
+		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, err)
+	}
 	sub, err := scanSubscription(s.pool.QueryRow(ctx, `
 		UPDATE subscriptions SET
-			url = COALESCE($3, url),
+			-- A broker destination's url is its target: a url alone
+			-- does not replace it (the destination is changed instead).
+			url = CASE WHEN destination IS NOT NULL AND NOT $21 THEN url ELSE COALESCE($3, url) END,
 			events = COALESCE($4, events),
 			description = CASE WHEN $5 THEN $6 ELSE description END,
 			status = COALESCE($7, status),
@@ -278,12 +298,15 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 			filter = CASE WHEN $14 THEN $15 ELSE filter END,
 			headers_sealed = CASE WHEN $16 THEN $17::bytea ELSE headers_sealed END,
 			authentication_sealed = CASE WHEN $18 THEN $19::bytea ELSE authentication_sealed END,
-			authentication = CASE WHEN $18 THEN $20::jsonb ELSE authentication END
+			authentication = CASE WHEN $18 THEN $20::jsonb ELSE authentication END,
+			destination_sealed = CASE WHEN $21 THEN $22::bytea ELSE destination_sealed END,
+			destination = CASE WHEN $21 THEN $23::jsonb ELSE destination END
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
 		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.now(),
 		u.SetRateLimit, u.RateLimit, u.SetOrderingKey, u.OrderingKey,
-		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary))
+		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary,
+		u.SetDestination, destSealed, destSummary))
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, notFound(err))
 	}

@@ -73,6 +73,9 @@ type Subscription struct {
 	// Authentication is how deliveries authenticate to the endpoint beyond
 	// their signature (mTLS); nil for none.
 	Authentication *Authentication
+	// Destination is where deliveries go when not to URL (a broker); nil
+	// for an HTTP endpoint.
+	Destination *Destination
 }
 
 // Authentication is a subscription's endpoint authentication as stored:

@@ -54,6 +54,9 @@ type Draft struct {
 	// Authentication is how deliveries authenticate to the endpoint
 	// beyond their signature; nil for none.
 	Authentication *AuthenticationInput
+	// Destination is where deliveries go, as sent (ParseDestination);
+	// nil or empty: the HTTP endpoint URL.
+	Destination []byte
 }
 
 // Change is an update of a subscription: nil fields are left as they are.
@@ -81,6 +84,9 @@ type Change struct {
 	// remove, nil) from one left alone.
 	SetAuthentication bool
 	Authentication    *AuthenticationInput
+	// Destination, when not nil, replaces the destination
+	// (ParseDestination); an HTTP endpoint again needs URL beside it.
+	Destination []byte
 }
 
 // Registry creates and changes webhook subscriptions under Rules, and makes
@@ -134,10 +140,7 @@ func (g *Registry) Create(ctx context.Context, merchantID string, d Draft) (stor
 // checkDraft applies the rules to every field of d, in the order the
 // fields are documented, so that the same body always names the same one.
 func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription, error) {
-	if d.URL == nil {
-		return store.NewSubscription{}, invalid.Missing("url")
-	}
-	url, err := g.check.url("url", *d.URL)
+	dest, url, err := g.destinationTarget(d.Destination, d.URL)
 	if err != nil {
 		return store.NewSubscription{}, err
 	}
@@ -175,7 +178,8 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 		return store.NewSubscription{}, err
 	}
 	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata,
-		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth}, nil
+		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth,
+		Destination: dest}, nil
 }
 
 // Update checks the fields present in c and applies them to the merchant's
@@ -191,7 +195,13 @@ func (g *Registry) Update(ctx context.Context, merchantID string, id uuid.UUID, 
 // checkChange applies the rules to the fields present in c.
 func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
 	var u store.SubscriptionUpdate
-	if c.URL != nil {
+	if c.Destination != nil {
+		dest, url, err := g.destinationTarget(c.Destination, c.URL)
+		if err != nil {
+			return u, err
+		}
+		u.SetDestination, u.Destination, u.URL = true, dest, &url
+	} else if c.URL != nil {
 		url, err := g.check.url("url", *c.URL)
 		if err != nil {
 			return u, err
