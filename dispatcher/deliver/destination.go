@@ -98,6 +98,8 @@ func newBrokerClient(d subscriptions.Destination, dial brokerDialer, timeout tim
 	switch d.Type {
 	case subscriptions.DestinationRabbitMQ:
 		return newRabbitMQ(d, dial, timeout), nil
+	case subscriptions.DestinationKafka:
+		return newKafka(d, dial, timeout)
 	}
 	return nil, failed(errBrokerRefused, fmt.Errorf("destination type %q is not delivered by this build", d.Type))
 }
