@@ -1,8 +1,10 @@
 package dispatcher_test
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,4 +184,61 @@ func TestRabbitMQDestinationUnroutable(t *testing.T) {
 	if a := e.delivery(id).Attempts[0]; a.Error == nil || *a.Error != "broker_refused" {
 		t.Errorf("attempt: %v (%q), want broker_refused", a.Error, a.ResponseBody)
 	}
+}
+
+// TestRabbitMQDestinationFeatures: send_test_event, redeliver, skipped
+// while disabled and recover reach the queue as they reach an HTTP
+// endpoint; the endpoint check, which tests an HTTP receiver, is refused.
+func TestRabbitMQDestinationFeatures(t *testing.T) {
+	t.Parallel()
+	q := newRabbitQueue(t)
+	e := newEnv(t)
+	sub, secret := e.subscribeTo("m1", rabbitDestination(rabbitMQAddr, "guest", "", q.name), "", "payout.paid")
+	d, _ := e.dispatcher()
+	e.run(d)
+	ctx := context.Background()
+	v := verifier(t, secret)
+	expect := func(what string, deliveryID uuid.UUID) {
+		t.Helper()
+		m := q.next(t, 10*time.Second)
+		if err := v.VerifyMessage(stringHeaders(m.Headers), m.Body); err != nil || m.MessageId != deliveryID.String() {
+			t.Fatalf("%s: message %s (%v), want delivery %s verified", what, m.MessageId, err, deliveryID)
+		}
+	}
+
+	test, err := d.Publisher.SendTestEvent(ctx, "m1", sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("send_test_event", test.ID)
+
+	ev := e.publish(d, "m1", "payout.paid")
+	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second)
+	expect("publish", del.ID)
+	if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); err != nil {
+		t.Fatal(err)
+	}
+	expect("redeliver", del.ID)
+
+	if _, err := d.Checker.CheckEndpoint(ctx, "m1", sub.ID); err == nil || !strings.Contains(err.Error(), "destination") {
+		t.Errorf("CheckEndpoint = %v, want refused naming the destination", err)
+	}
+
+	off, on := store.SubscriptionDisabled, store.SubscriptionEnabled
+	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now().Add(-time.Minute)
+	ev = e.publish(d, "m1", "payout.paid")
+	skipped := e.deliveries(ev.ID)[0]
+	if skipped.Status != store.DeliverySkipped {
+		t.Fatalf("delivery while disabled: %s, want skipped", skipped.Status)
+	}
+	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &on}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.Redeliverer.Recover(ctx, "m1", sub.ID, since); err != nil || n < 1 {
+		t.Fatalf("Recover = %d, %v", n, err)
+	}
+	expect("recover", skipped.ID)
 }
