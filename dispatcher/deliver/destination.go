@@ -100,6 +100,8 @@ func newBrokerClient(d subscriptions.Destination, dial brokerDialer, timeout tim
 		return newRabbitMQ(d, dial, timeout), nil
 	case subscriptions.DestinationKafka:
 		return newKafka(d, dial, timeout)
+	case subscriptions.DestinationPubSub:
+		return newPubSub(d, dial, timeout)
 	}
 	return nil, failed(errBrokerRefused, fmt.Errorf("destination type %q is not delivered by this build", d.Type))
 }
