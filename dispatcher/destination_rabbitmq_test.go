@@ -242,3 +242,74 @@ func TestRabbitMQDestinationFeatures(t *testing.T) {
 	}
 	expect("recover", skipped.ID)
 }
+
+// TestRabbitMQDestinationFaults: 2,000 events to a RabbitMQ destination,
+// the broker cut off twice (its proxy down, every connection closed) and
+// one of two workers stopped while they deliver: every delivery reaches
+// the queue at least once, and the duplicates (an attempt whose confirm
+// was lost is made again) are counted by message id and reported.
+func TestRabbitMQDestinationFaults(t *testing.T) {
+	t.Parallel()
+	q := newRabbitQueue(t)
+	proxy := tcpproxy.New(t, rabbitMQAddr)
+	e := newEnv(t)
+	e.cfg.Schedule, e.cfg.DeliveryTimeout = slowSchedule, 2*time.Second
+	e.subscribeTo("m1", rabbitDestination(proxy.Addr, "guest", "", q.name), "", "payout.paid")
+	d1, _ := e.dispatcher()
+	stop1 := e.run(d1)
+	d2, _ := e.dispatcher()
+	e.run(d2)
+
+	const events = 2000
+	got := map[string]int{}
+	received := make(chan struct{})
+	go func() {
+		defer close(received)
+		deadline := time.After(3 * time.Minute)
+		for len(got) < events {
+			select {
+			case m := <-q.messages:
+				got[m.MessageId]++
+			case <-deadline:
+				return
+			}
+		}
+	}()
+	var ids []uuid.UUID
+	for i := range events {
+		ev := e.publishPayload(d2, "m1", map[string]any{"n": i})
+		switch i {
+		case 500, 1500:
+			proxy.Down()
+			time.Sleep(time.Second) // the broker stays away a while: attempts fail meanwhile
+			proxy.Up(t)
+		case 1000:
+			stop1()
+		}
+		ids = append(ids, e.deliveries(ev.ID)[0].ID)
+	}
+	<-received
+	duplicates, missing := 0, 0
+	for _, id := range ids {
+		n := got[id.String()]
+		if n == 0 {
+			missing++
+		}
+		if n > 1 {
+			duplicates += n - 1
+		}
+	}
+	var failedAttempts int
+	if err := e.store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM attempts
+		WHERE error IN ('broker_unreachable', 'not_confirmed')`).Scan(&failedAttempts); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d deliveries: %d in the queue, %d duplicates, %d missing; %d attempts failed during the outages",
+		len(ids), len(got), duplicates, missing, failedAttempts)
+	if failedAttempts == 0 {
+		t.Errorf("no attempt failed: the outages did not happen while delivering")
+	}
+	if missing > 0 {
+		t.Errorf("%d deliveries never reached the queue", missing)
+	}
+}
