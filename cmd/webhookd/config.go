@@ -23,6 +23,7 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/portal"
 	"github.com/webhookd/webhookd/internal/subscriptions"
@@ -232,17 +233,23 @@ func loadConfig(logger *slog.Logger) (config, error) {
 }
 
 // destinationTypes reads WEBHOOKD_DESTINATIONS: the destination types
-// subscriptions may use, every one when unset.
+// subscriptions may use, every one this build delivers when unset. A type
+// the API knows but this build does not deliver yet (sqs) is refused: a
+// subscription to it would never receive anything.
 func destinationTypes(names []string) ([]string, error) {
-	known := subscriptions.DestinationTypes()
+	delivered := deliver.DestinationTypes()
 	if len(names) == 0 {
-		return known, nil
+		return delivered, nil
 	}
+	known := subscriptions.DestinationTypes()
 	var out []string
 	for _, n := range names {
 		n = strings.TrimSpace(n)
-		if !slices.Contains(known, n) {
+		switch {
+		case !slices.Contains(known, n):
 			return nil, fmt.Errorf("%q is not a destination type (%s)", n, strings.Join(known, ", "))
+		case !slices.Contains(delivered, n):
+			return nil, fmt.Errorf("%q destinations are not delivered by this build yet (it delivers %s)", n, strings.Join(delivered, ", "))
 		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)

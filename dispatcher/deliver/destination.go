@@ -93,6 +93,13 @@ func failed(code string, err error) error { return &brokerError{code: code, err:
 // address check), or its tunnel through the egress proxy.
 type brokerDialer func(ctx context.Context, network, address string) (net.Conn, error)
 
+// DestinationTypes are the destination types this build delivers: the
+// HTTP endpoint and each kind newBrokerClient builds a client for.
+func DestinationTypes() []string {
+	return []string{subscriptions.DestinationWebhook, subscriptions.DestinationRabbitMQ, subscriptions.DestinationKafka,
+		subscriptions.DestinationPubSub}
+}
+
 // newBrokerClient builds the client of d's kind, dialing with dial.
 func newBrokerClient(d subscriptions.Destination, dial brokerDialer, timeout time.Duration) (brokerClient, error) {
 	switch d.Type {
