@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure what webhookd and its tests need is installed and running on
 # this machine: Go, PostgreSQL (127.0.0.1:5432, database "webhookd"),
-# Redis (127.0.0.1:6379, noeviction), and for the tests Chromium (the
-# portal's browser tests), redis-sentinel and PgBouncer. Safe to run again;
+# Redis (127.0.0.1:6379, noeviction), RabbitMQ (127.0.0.1:5672), and for
+# the tests Chromium (the portal's browser tests), redis-sentinel and
+# PgBouncer. Safe to run again;
 # it only acts on what is missing. Debian/Ubuntu, as root or with sudo.
 set -euo pipefail
 
@@ -98,9 +99,21 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
     --dir /tmp/webhookd-redis --maxmemory-policy noeviction --logfile /tmp/webhookd-redis/redis.log
   for _ in $(seq 1 50); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.2; done
 fi
+# RabbitMQ: the broker destinations' tests publish to it (127.0.0.1:5672,
+# guest/guest, which RabbitMQ allows from this machine only). Tests use
+# queues of their own and never stop it.
+if ! command -v rabbitmq-server >/dev/null 2>&1; then
+  echo "services: installing RabbitMQ" >&2
+  apt_install rabbitmq-server
+fi
+if ! (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then
+  echo "services: starting RabbitMQ" >&2
+  $SUDO rabbitmq-server -detached
+  for _ in $(seq 1 150); do (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null && break; sleep 0.2; done
+fi
 # Chromium: the portal's browser tests drive Debian's headless Chromium.
 if [ ! -x /usr/bin/chromium ]; then
   echo "services: installing Chromium" >&2
   apt_install chromium
 fi
-echo "services: PostgreSQL and Redis are up" >&2
+echo "services: PostgreSQL, Redis and RabbitMQ are up" >&2

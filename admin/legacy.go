@@ -49,6 +49,9 @@ type legacySubscriptionJSON struct {
 	TraceContext      bool           `json:"traceContext"`
 	PayloadStyle      string         `json:"payloadStyle"`
 	Batch             map[string]int `json:"batch"`
+	// Destination is where deliveries go, in camelCase (credentials
+	// masked); null for an HTTP endpoint.
+	Destination map[string]any `json:"destination"`
 }
 
 // view is the legacy resource, headers masked.
@@ -63,6 +66,7 @@ func (h legacyHandlers) view(ctx context.Context, sub store.Subscription) legacy
 		Filter: sub.Filter, Headers: h.changes.maskedHeaders(ctx, sub),
 		Authentication: h.changes.authenticationView(ctx, sub.Authentication), TraceContext: sub.TraceContext,
 		PayloadStyle: sub.PayloadStyle, Batch: batchView(ctx, sub),
+		Destination: destinationView(ctx, sub.Destination),
 	}
 }
 
@@ -87,6 +91,8 @@ func (h legacyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		PayloadStyle    *string  `json:"payloadStyle"`
 		// Batch's fields are camelCase (batchInput).
 		Batch rawField `json:"batch"`
+		// Destination's fields are camelCase (destinationInput).
+		Destination rawField `json:"destination"`
 	}
 	if err := decodeJSON(r, &legacy); err != nil {
 		return err
@@ -128,6 +134,8 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		PayloadStyle    *string  `json:"payloadStyle"`
 		// Batch's fields are camelCase (batchInput).
 		Batch rawField `json:"batch"`
+		// Destination's fields are camelCase (destinationInput).
+		Destination rawField `json:"destination"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -140,7 +148,7 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		RateLimit: in.RateLimit, Ordering: in.Ordering,
 		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication,
 		SignatureScheme: in.SignatureScheme, Encryption: in.Encryption, TraceContext: in.TraceContext,
-		PayloadStyle: in.PayloadStyle, Batch: in.Batch}
+		PayloadStyle: in.PayloadStyle, Batch: in.Batch, Destination: in.Destination}
 	change, err := patch.change(r.Context())
 	if err != nil {
 		return err

@@ -70,6 +70,9 @@ type Config struct {
 	// AllowHTTPTargets and AllowPrivateTargets lift the URL rules for
 	// development and tests.
 	AllowHTTPTargets, AllowPrivateTargets bool
+	// Destinations are the destination types subscriptions may use
+	// (WEBHOOKD_DESTINATIONS); nil allows every one.
+	Destinations []string
 	// TestEventRate limits send_test_event per merchant.
 	TestEventRate redis_rate.Limit
 	// APIRate limits every authenticated request of the public API (/v1
@@ -181,7 +184,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	registry := subscriptions.NewRegistry(cfg.Store, cfg.MasterKey, subscriptions.Rules{
 		EventTypes: cfg.EventTypes, AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
-		MaxSubscriptions: cfg.MaxSubscriptions,
+		MaxSubscriptions: cfg.MaxSubscriptions, Destinations: cfg.Destinations,
 	})
 	respond := responder{logger: cfg.Logger}
 	pages := pager{masterKey: cfg.MasterKey, cursorTTL: cfg.CursorTTL, clock: clk}

@@ -57,6 +57,9 @@ type subscriptionJSON struct {
 	// (admin/shape.go).
 	PayloadStyle string         `json:"payload_style"`
 	Batch        map[string]int `json:"batch"`
+	// Destination is where deliveries go (credentials masked); null for
+	// an HTTP endpoint, url.
+	Destination map[string]any `json:"destination"`
 	// Secret is only in the answers of create and rotate_secret: the
 	// whsec_ secret, or for ed25519 the whpk_ public key.
 	Secret string `json:"secret,omitempty"`
@@ -93,6 +96,7 @@ func (h subscriptionHandlers) view(ctx context.Context, sub store.Subscription) 
 	s := h.changes.signingView(ctx, sub)
 	v.SignatureScheme, v.SigningPublicKey, v.SigningPublicKeys, v.Encryption = s.scheme, s.publicKey, s.publicKeys, s.encryption
 	v.Batch = batchView(ctx, sub)
+	v.Destination = destinationView(ctx, sub.Destination)
 	return v
 }
 
@@ -117,6 +121,8 @@ type subscriptionInput struct {
 	PayloadStyle    *string  `json:"payload_style"`
 	// Batch is read by batchInput.
 	Batch rawField `json:"batch"`
+	// Destination is read by destinationInput.
+	Destination rawField `json:"destination"`
 }
 
 // subscriptionPatch is an update: every field is optional. It repeats the
@@ -142,6 +148,8 @@ type subscriptionPatch struct {
 	PayloadStyle    *string  `json:"payload_style"`
 	// Batch is read by batchInput.
 	Batch rawField `json:"batch"`
+	// Destination is read by destinationInput.
+	Destination rawField `json:"destination"`
 }
 
 // optionalString tells a field that is absent from one that is null, so
@@ -195,7 +203,8 @@ func (in subscriptionInput) draft(ctx context.Context) (subscriptions.Draft, err
 		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes(),
 		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth,
 		SignatureScheme: in.SignatureScheme, Encryption: jwk, TraceContext: in.TraceContext,
-		PayloadStyle: in.PayloadStyle, Batch: batch}, nil
+		PayloadStyle: in.PayloadStyle, Batch: batch,
+		Destination: destinationInput(ctx, in.Destination)}, nil
 }
 
 // change is the domain's form of an update body; ctx names the surface.
@@ -218,7 +227,8 @@ func (p subscriptionPatch) change(ctx context.Context) (subscriptions.Change, er
 		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value,
 		SetAuthentication: setAuth, Authentication: auth,
 		SignatureScheme: p.SignatureScheme, SetEncryption: setEnc, Encryption: jwk, TraceContext: p.TraceContext,
-		PayloadStyle: p.PayloadStyle, SetBatch: setBatch, Batch: batch}, nil
+		PayloadStyle: p.PayloadStyle, SetBatch: setBatch, Batch: batch,
+		Destination: destinationInput(ctx, p.Destination)}, nil
 }
 
 // create answers 201 with the new subscription and, this once, its secret.

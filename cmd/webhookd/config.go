@@ -23,8 +23,10 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/portal"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
 )
@@ -58,6 +60,7 @@ type config struct {
 	EventTypes          []string      `env:"WEBHOOKD_EVENT_TYPES" envSeparator:","`
 	TrustedProxies      []string      `env:"WEBHOOKD_TRUSTED_PROXIES" envSeparator:","`
 	FrameAncestors      []string      `env:"WEBHOOKD_PORTAL_FRAME_ANCESTORS" envSeparator:","`
+	Destinations        []string      `env:"WEBHOOKD_DESTINATIONS" envSeparator:","`
 	MaxBodyBytes        int64         `env:"WEBHOOKD_MAX_BODY_BYTES" envDefault:"1048576"`
 	MaxPayloadBytes     int           `env:"WEBHOOKD_MAX_PAYLOAD_BYTES" envDefault:"262144"`
 	LogLevel            slog.Level    `env:"WEBHOOKD_LOG_LEVEL" envDefault:"info"`
@@ -223,7 +226,36 @@ func loadConfig(logger *slog.Logger) (config, error) {
 			return c, bad("WEBHOOKD_EVENT_TYPES", err)
 		}
 	}
+	if c.Destinations, err = destinationTypes(c.Destinations); err != nil {
+		return c, bad("WEBHOOKD_DESTINATIONS", err)
+	}
 	return c, nil
+}
+
+// destinationTypes reads WEBHOOKD_DESTINATIONS: the destination types
+// subscriptions may use, every one this build delivers when unset. A type
+// the API knows but this build does not deliver yet (sqs) is refused: a
+// subscription to it would never receive anything.
+func destinationTypes(names []string) ([]string, error) {
+	delivered := deliver.DestinationTypes()
+	if len(names) == 0 {
+		return delivered, nil
+	}
+	known := subscriptions.DestinationTypes()
+	var out []string
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		switch {
+		case !slices.Contains(known, n):
+			return nil, fmt.Errorf("%q is not a destination type (%s)", n, strings.Join(known, ", "))
+		case !slices.Contains(delivered, n):
+			return nil, fmt.Errorf("%q destinations are not delivered by this build yet (it delivers %s)", n, strings.Join(delivered, ", "))
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // warnGeneratedMasterKey logs the key made up for a sandbox without

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,9 @@ func TestConfigDefaults(t *testing.T) {
 		c.Environment != "sandbox" || c.schedule.Attempts() != 15 || len(c.masterKey) != 32 || c.requireHTTPS() ||
 		c.apiRate != redis_rate.PerSecond(100) || c.StartupTimeout != 2*time.Minute {
 		t.Fatalf("defaults: %+v", c)
+	}
+	if want := []string{"webhook", "rabbitmq", "kafka", "gcp_pubsub"}; !slices.Equal(c.Destinations, want) {
+		t.Fatalf("destinations %v, want %v (every type this build delivers)", c.Destinations, want)
 	}
 }
 
@@ -59,6 +63,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"WEBHOOKD_EGRESS_PROXY", "http://smokescreen:4750/path"},
 		{"WEBHOOKD_SOURCE_ADDRESSES", "203.0.113.7,not-an-ip"},
 		{"WEBHOOKD_SOURCE_ADDRESSES", "203.0.113.7/24"},
+		{"WEBHOOKD_DESTINATIONS", "webhook,smtp"},
+		{"WEBHOOKD_DESTINATIONS", "webhook,sqs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {

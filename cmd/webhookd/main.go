@@ -427,7 +427,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate, PublicURL: cfg.PublicURL, KeyUsage: keyUsage,
 		ListenerGrace: cfg.ListenerGrace, Portal: portal.New(portal.Config{FrameAncestors: cfg.frameAncestors}),
-		ReadStore: reads, SourceAddresses: cfg.sourceAddrs, TracerProvider: traces.Provider(),
+		ReadStore: reads, SourceAddresses: cfg.sourceAddrs, TracerProvider: traces.Provider(), Destinations: cfg.Destinations,
 	})
 	if err != nil {
 		return err

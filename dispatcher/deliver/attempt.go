@@ -101,6 +101,9 @@ type Runner struct {
 	logger   *slog.Logger
 	// tracer traces attempts (tracing.go); nil when tracing is off.
 	tracer trace.Tracer
+
+	// destinations sends the attempts of broker destinations.
+	destinations *destinations
 }
 
 // NotDue reports an attempt task handed over too long before its due time,
@@ -255,6 +258,7 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 			// The rest of its work can never run either: it leaves the
 			// schedule now rather than cycle through it.
 			r.dropSubscription(ctx, leased.MerchantID, leased.SubscriptionID, log)
+			r.destinations.forget(leased.SubscriptionID)
 		}
 		return nil
 	}

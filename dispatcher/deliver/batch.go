@@ -68,7 +68,9 @@ func (r *Runner) runBatch(ctx context.Context, unit queue.LaneItem, held *heldSl
 		case errs[i] != nil:
 			// Already attempted, finished, or running elsewhere: stale.
 		case l.SubscriptionDeleted || l.SubscriptionStatus != store.SubscriptionEnabled || l.Test ||
-			l.Batch == nil || l.Kind != store.KindEndpoint:
+			l.Batch == nil || l.Kind != store.KindEndpoint || l.SealedDestination != nil:
+			// (A broker destination takes one message per delivery: a
+			// batch is an HTTP request's shape.)
 			r.releaseLease(ctx, l, log)
 			alone = append(alone, it)
 		default:

@@ -95,6 +95,9 @@ func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, sig 
 	if err != nil {
 		return Result{}, err
 	}
+	if leased.SealedDestination != nil {
+		return r.destinations.send(ctx, leased, sig, extra)
+	}
 	return r.sender.sendWith(ctx, leased.URL, leased.EventID.String(), leased.Body, sig, extra, orderingHeaders(leased.Delivery),
 		r.secrets.EndpointTLS(leased), r.secrets.EndpointOAuth(leased))
 }

@@ -110,7 +110,9 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	w.Runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel,
+	dests := newDestinations(cfg.Sender, cfg.Dialer, cfg.Sealer, cfg.Clock)
+	w.closers = append(w.closers, dests.closeAll)
+	w.Runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel, destinations: dests,
 		secrets: NewSecretCache(cfg.Store, cfg.Sealer), tasks: cfg.Tasks, metrics: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger,
 		tracer: snd.tracer}
 	w.Scheduler, err = NewScheduler(cfg.Scheduler, cfg.Tasks.Lanes, cfg.Tasks.Redis, w.Runner.runUnit, cfg.Metrics, cfg.Clock, cfg.Logger)

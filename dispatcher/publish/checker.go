@@ -12,6 +12,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/signer"
 )
@@ -108,8 +109,16 @@ func NewChecker(cfg CheckerConfig) *Checker {
 // its status (like send_test_event). A stranger's or a missing
 // subscription is store.ErrNotFound and sends nothing.
 func (c *Checker) CheckEndpoint(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (CheckReport, error) {
-	if _, err := c.store.GetSubscription(ctx, merchantID, subscriptionID); err != nil {
+	sub, err := c.store.GetSubscription(ctx, merchantID, subscriptionID)
+	if err != nil {
 		return CheckReport{}, err
+	}
+	if sub.Destination != nil {
+		// A broker takes every message, signed well or not: there is
+		// no endpoint whose verification the check could test.
+		return CheckReport{}, invalid.Value("destination", "endpoint_check_not_http", fmt.Sprintf(
+			"The endpoint check tests an HTTP endpoint's signature verification; this subscription delivers to %s. Send a test event instead.",
+			sub.Destination.Type()))
 	}
 	snd, err := c.sender()
 	if err != nil {

@@ -73,6 +73,9 @@ type LeasedDelivery struct {
 	// PayloadStyle is the subscription's (PayloadFull or PayloadThin) at
 	// the attempt: what of Body the attempt sends.
 	PayloadStyle string
+	// SealedDestination is the subscription's broker destination, sealed
+	// (Destination.Sealed); nil for an HTTP endpoint.
+	SealedDestination []byte
 }
 
 // LeaseDelivery takes the delivery's row for attempt number, until
@@ -122,7 +125,7 @@ const leaseSQL = `
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
 			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
 			d.ordering_key, d.sequence, coalesce(s.rate_limit, 0), s.headers_sealed, s.authentication_sealed,
-			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context, s.payload_style, s.batch_max_size, s.batch_max_wait_ms`
+			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context, s.payload_style, s.batch_max_size, s.batch_max_wait_ms, s.destination_sealed`
 
 // LeaseDeliveries is LeaseDelivery for many attempts in one statement (the
 // workers' group commit). It returns one LeasedDelivery and one error per
@@ -144,7 +147,7 @@ func (s *Deliveries) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, n
 		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
 		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
 		&d.OrderingKey, &d.Sequence, &d.RateLimit, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType, &l.EncryptionKey,
-		&l.TraceParent, &l.TraceContext, &l.PayloadStyle, &batch.maxSize, &batch.maxWaitMS}, func() error {
+		&l.TraceParent, &l.TraceContext, &l.PayloadStyle, &batch.maxSize, &batch.maxWaitMS, &l.SealedDestination}, func() error {
 		d.Batch = batch.value()
 		out[i-1], found[i-1] = l, true
 		return nil

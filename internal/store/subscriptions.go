@@ -51,6 +51,9 @@ type NewSubscription struct {
 	// for none.
 	PayloadStyle string
 	Batch        *Batch
+	// Destination is the checked broker destination; nil for an HTTP
+	// endpoint (URL).
+	Destination *Destination
 	// Limit, when positive, is how many subscriptions the merchant may hold
 	// (every one not deleted, whichever surface made it): the create fails
 	// with ErrSubscriptionLimit when the merchant already holds Limit.
@@ -100,6 +103,10 @@ type SubscriptionUpdate struct {
 	// SetBatch says whether Batch is applied; a nil Batch removes it.
 	SetBatch bool
 	Batch    *Batch
+	// SetDestination says whether Destination is applied (replacing the
+	// whole of it); a nil Destination makes it an HTTP endpoint again.
+	SetDestination bool
+	Destination    *Destination
 }
 
 // SubscriptionFilter narrows a subscription list.
@@ -120,21 +127,24 @@ type Secret struct {
 // subscriptionColumns is the select list that scanSubscription reads.
 const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
 	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key,
-	filter, headers_sealed, authentication_sealed, authentication, trace_context, payload_style, batch_max_size, batch_max_wait_ms, ` + signingColumns
+	filter, headers_sealed, authentication_sealed, authentication, trace_context, payload_style, batch_max_size, batch_max_wait_ms,
+	destination_sealed, destination, ` + signingColumns
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
 	var auth authenticationColumns
+	var dest destinationColumns
 	var batch batchColumns
 	err := row.Scan(append([]any{&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
 		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary, &s.TraceContext,
-		&s.PayloadStyle, &batch.maxSize, &batch.maxWaitMS}, signingTargets(&s)...)...)
+		&s.PayloadStyle, &batch.maxSize, &batch.maxWaitMS, &dest.sealed, &dest.summary}, signingTargets(&s)...)...)
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}
 	s.Authentication = auth.value()
 	s.Batch = batch.value()
+	s.Destination = dest.value()
 	return s, err
 }
 
@@ -190,6 +200,10 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 	if err != nil {
 		return Subscription{}, fmt.Errorf("create subscription for %s: %w", n.MerchantID, err)
 	}
+	destSealed, destSummary, err := destinationArgs(n.Destination)
+	if err != nil {
+		return Subscription{}, fmt.Errorf("create subscription for %s: %w", n.MerchantID, err)
+	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		if n.Limit > 0 {
 			if err := checkSubscriptionLimit(ctx, tx, n.MerchantID, n.Limit); err != nil {
@@ -200,14 +214,15 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 		sub, err = scanSubscription(tx.QueryRow(ctx, `
 			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at,
 				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication,
-				signature_scheme, encryption_key, trace_context, payload_style, batch_max_size, batch_max_wait_ms)
+				signature_scheme, encryption_key, trace_context, payload_style, batch_max_size, batch_max_wait_ms,
+				destination_sealed, destination)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb, coalesce(nullif($15, ''), 'hmac_sha256'), $16::jsonb, coalesce($17::boolean, true),
-				coalesce(nullif($18, ''), 'full'), $19, $20)
+				coalesce(nullif($18, ''), 'full'), $19, $20, $21, $22::jsonb)
 			RETURNING `+subscriptionColumns,
 			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now,
 			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary,
 			n.SignatureScheme, encryptionKeyArg(n.EncryptionKey), n.TraceContext,
-			n.PayloadStyle, batchSize(n.Batch), batchWait(n.Batch)))
+			n.PayloadStyle, batchSize(n.Batch), batchWait(n.Batch), destSealed, destSummary))
 		if err != nil {
 			return err
 		}
@@ -296,9 +311,15 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, err)
 	}
+	destSealed, destSummary, err := destinationArgs(u.Destination)
+	if err != nil {
+		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, err)
+	}
 	sub, err := scanSubscription(s.pool.QueryRow(ctx, `
 		UPDATE subscriptions SET
-			url = COALESCE($3, url),
+			-- A broker destination's url is its target: a url alone
+			-- does not replace it (the destination is changed instead).
+			url = CASE WHEN destination IS NOT NULL AND NOT $21 THEN url ELSE COALESCE($3, url) END,
 			events = COALESCE($4, events),
 			description = CASE WHEN $5 THEN $6 ELSE description END,
 			status = COALESCE($7, status),
@@ -317,14 +338,17 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 			trace_context = coalesce($23::boolean, trace_context),
 			payload_style = COALESCE($24, payload_style),
 			batch_max_size = CASE WHEN $25 THEN $26::int ELSE batch_max_size END,
-			batch_max_wait_ms = CASE WHEN $25 THEN $27::int ELSE batch_max_wait_ms END
+			batch_max_wait_ms = CASE WHEN $25 THEN $27::int ELSE batch_max_wait_ms END,
+			destination_sealed = CASE WHEN $28 THEN $29::bytea ELSE destination_sealed END,
+			destination = CASE WHEN $28 THEN $30::jsonb ELSE destination END
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
 		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.now(),
 		u.SetRateLimit, u.RateLimit, u.SetOrderingKey, u.OrderingKey,
 		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary,
 		u.SetEncryptionKey, encryptionKeyArg(u.EncryptionKey), u.TraceContext,
-		u.PayloadStyle, u.SetBatch, batchSize(u.Batch), batchWait(u.Batch)))
+		u.PayloadStyle, u.SetBatch, batchSize(u.Batch), batchWait(u.Batch),
+		u.SetDestination, destSealed, destSummary))
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, notFound(err))
 	}

@@ -90,6 +90,9 @@ type Subscription struct {
 	// Batch groups the subscription's deliveries into one request; nil
 	// sends one delivery per request.
 	Batch *Batch
+	// Destination is where deliveries go when not to URL (a broker); nil
+	// for an HTTP endpoint.
+	Destination *Destination
 }
 
 // The payload styles of a subscription.

@@ -69,6 +69,9 @@ type Draft struct {
 	PayloadStyle *string
 	// Batch is the batch as the API took it (ParseBatch); nil is none.
 	Batch *store.Batch
+	// Destination is where deliveries go, as sent (ParseDestination);
+	// nil or empty: the HTTP endpoint URL.
+	Destination []byte
 }
 
 // Change is an update of a subscription: nil fields are left as they are.
@@ -110,6 +113,9 @@ type Change struct {
 	// SetBatch tells a batch to set (or remove, nil) from one left alone.
 	SetBatch bool
 	Batch    *store.Batch
+	// Destination, when not nil, replaces the destination
+	// (ParseDestination); an HTTP endpoint again needs URL beside it.
+	Destination []byte
 }
 
 // Registry creates and changes webhook subscriptions under Rules, and makes
@@ -165,12 +171,16 @@ func (g *Registry) Create(ctx context.Context, merchantID string, d Draft) (stor
 // checkDraft applies the rules to every field of d, in the order the
 // fields are documented, so that the same body always names the same one.
 func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription, error) {
-	if d.URL == nil {
-		return store.NewSubscription{}, invalid.Missing("url")
-	}
-	url, err := g.check.url("url", *d.URL)
+	dest, url, err := g.destinationTarget(d.Destination, d.URL)
 	if err != nil {
 		return store.NewSubscription{}, err
+	}
+	if dest != nil && d.Batch != nil {
+		// A broker takes one message per delivery; a batch is the shape of
+		// an HTTP request. (An update that makes a batched subscription a
+		// broker's keeps the batch stored, and its deliveries go alone.)
+		return store.NewSubscription{}, invalid.Value("batch", "batch_not_http",
+			"batch is for HTTP endpoints; a broker destination receives one message per delivery.")
 	}
 	events, err := g.check.events("events", d.Events)
 	if err != nil {
@@ -223,7 +233,8 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata,
 		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth,
 		SignatureScheme: string(scheme), EncryptionKey: encryption,
-		TraceContext: d.TraceContext, PayloadStyle: style, Batch: d.Batch}, nil
+		TraceContext: d.TraceContext, PayloadStyle: style, Batch: d.Batch,
+		Destination: dest}, nil
 }
 
 // Update checks the fields present in c and applies them to the merchant's
@@ -242,7 +253,13 @@ func (g *Registry) Update(ctx context.Context, merchantID string, id uuid.UUID, 
 // checkChange applies the rules to the fields present in c.
 func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
 	u := store.SubscriptionUpdate{TraceContext: c.TraceContext}
-	if c.URL != nil {
+	if c.Destination != nil {
+		dest, url, err := g.destinationTarget(c.Destination, c.URL)
+		if err != nil {
+			return u, err
+		}
+		u.SetDestination, u.Destination, u.URL = true, dest, &url
+	} else if c.URL != nil {
 		url, err := g.check.url("url", *c.URL)
 		if err != nil {
 			return u, err

@@ -48,6 +48,9 @@ type Rules struct {
 	// cannot make every event fan out without end; zero is
 	// DefaultMaxSubscriptions.
 	MaxSubscriptions int
+	// Destinations are the destination types subscriptions may use
+	// (WEBHOOKD_DESTINATIONS); nil allows every one of DestinationTypes.
+	Destinations []string
 	// Now is the time certificates must be valid at; nil is time.Now.
 	Now func() time.Time
 }
