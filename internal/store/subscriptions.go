@@ -319,7 +319,7 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 		UPDATE subscriptions SET
 			-- A broker destination's url is its target: a url alone
 			-- does not replace it (the destination is changed instead).
-			url = CASE WHEN destination IS NOT NULL AND NOT $21 THEN url ELSE COALESCE($3, url) END,
+			url = CASE WHEN destination IS NOT NULL AND NOT $28 THEN url ELSE COALESCE($3, url) END,
 			events = COALESCE($4, events),
 			description = CASE WHEN $5 THEN $6 ELSE description END,
 			status = COALESCE($7, status),
