@@ -465,6 +465,7 @@ async function endpointForm(view, id) {
 async function endpointDetail(view, id) {
   const sub = await state.api.get(`/webhook_subscriptions/${enc(id)}`);
   const panel = h('div', { 'aria-live': 'polite' });
+  const stats = await endpointStats(sub, kit());
   view.append(
     h('p', null, h('a', { href: '#/endpoints' }, '← All endpoints')),
     h('h1', null, sub.url),
@@ -472,7 +473,7 @@ async function endpointDetail(view, id) {
       h('div', { class: 'row' }, statusBadges(sub), sub.description && h('span', null, sub.description)),
       facts([['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...controlFacts(sub), ...healthFacts(sub)])),
     h('section', { class: 'card', 'aria-label': 'Endpoint security' }, h('h2', null, 'Endpoint security'), facts(securityFacts(sub))),
-    endpointStats(sub, kit()));
+    stats);
 
   const actions = h('div', { class: 'actions' });
   const deliveries = deliveriesBrowser({ subscription_id: sub.id }, { filters: true });
