@@ -74,6 +74,7 @@ func TestDestinationRefused(t *testing.T) {
 		code  string
 	}{
 		{"url beside a destination", map[string]any{"url": "https://example.com/h", "destination": rabbit}, "url", "parameter_invalid"},
+		{"a batch to a broker", map[string]any{"destination": rabbit, "batch": map[string]any{"max_size": 10}}, "batch", "parameter_invalid"},
 		{"no url, no destination", map[string]any{}, "url", "parameter_missing"},
 		{"not an object", map[string]any{"destination": "rabbitmq"}, "destination", "parameter_invalid"},
 		{"no type", map[string]any{"destination": map[string]any{"url": "amqp://b.example.com"}}, "destination.type", "parameter_missing"},
