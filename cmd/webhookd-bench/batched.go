@@ -23,15 +23,17 @@ const (
 func batched(ctx context.Context, l *lab) (*report, error) {
 	var rcv *receivers // the run's receivers, which count the batch requests
 	r, res, err := singleRun(ctx, l, "batched", fmt.Sprintf(" with batch {max_size %d, max_wait_ms %d}", batchedMaxSize, batchedMaxWait),
-		func(ctx context.Context, f *fleet) error {
-			rcv = f.rcv
-			for i, id := range f.subIDs {
-				if err := l.eng.updateSubscription(ctx, f.keys[f.merchants[i]], id,
-					map[string]any{"batch": map[string]int{"max_size": batchedMaxSize, "max_wait_ms": batchedMaxWait}}); err != nil {
-					return err
+		func(d *deliveryRun) {
+			d.prepare = func(ctx context.Context, f *fleet) error {
+				rcv = f.rcv
+				for i, id := range f.subIDs {
+					if err := l.eng.updateSubscription(ctx, f.keys[f.merchants[i]], id,
+						map[string]any{"batch": map[string]int{"max_size": batchedMaxSize, "max_wait_ms": batchedMaxWait}}); err != nil {
+						return err
+					}
 				}
+				return nil
 			}
-			return nil
 		})
 	if err != nil {
 		return r, err
@@ -42,11 +44,7 @@ func batched(ctx context.Context, l *lab) (*report, error) {
 			r.add("deliveries_per_request", float64(res.received)/float64(requests), "deliveries")
 		}
 	}
-	if s := l.earlier("single"); s != nil {
-		if v, ok := s.get("deliveries_per_s"); ok {
-			r.add("single_scenario_deliveries_per_s", v, "deliveries/s")
-		}
-	}
+	l.besideSingle(r)
 	return r, nil
 }
 

@@ -38,6 +38,9 @@ type deliveryRun struct {
 	// prepare, when set, runs on the fleet before publishing (the ordered
 	// scenario turns ordering on).
 	prepare func(context.Context, *fleet) error
+	// shape, when set, makes the subscriptions and receivers other than
+	// plain HTTP (mtls, jwe, broker).
+	shape endpointShape
 }
 
 // deliveryResult is what a deliveryRun measured.
@@ -74,7 +77,7 @@ func (l *lab) deliver(ctx context.Context, d deliveryRun) (*deliveryResult, erro
 	if owners == nil {
 		owners = d.merchants
 	}
-	f, err := l.fleets.setUpOn(ctx, owners, d.subs, d.hanging, "", d.events, orDefault(d.listeners, l.cfg.listeners))
+	f, err := l.fleets.setUpWith(ctx, owners, d.subs, d.hanging, "", d.events, orDefault(d.listeners, l.cfg.listeners), d.shape)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -128,14 +129,25 @@ func merchantHeader(key string) http.Header {
 
 // createSubscription subscribes url to every event of the key's merchant.
 func (e *engine) createSubscription(ctx context.Context, key, url string) (subscription, error) {
+	return e.createSubscriptionWith(ctx, key, map[string]any{"url": url})
+}
+
+// createSubscriptionWith subscribes to every event of the key's merchant
+// with fields (a url, or a destination, and any other field of the API).
+func (e *engine) createSubscriptionWith(ctx context.Context, key string, fields map[string]any) (subscription, error) {
+	body := map[string]any{"events": []string{"*"}, "description": "webhookd-bench"}
+	maps.Copy(body, fields)
+	target := fmt.Sprint(fields["url"])
+	if d, ok := fields["destination"].(map[string]any); ok {
+		target = fmt.Sprintf("a %v destination", d["type"])
+	}
 	var s subscription
-	err := e.do(ctx, http.MethodPost, e.api+"/v1/webhook_subscriptions", merchantHeader(key),
-		map[string]any{"url": url, "events": []string{"*"}, "description": "webhookd-bench"}, &s)
+	err := e.do(ctx, http.MethodPost, e.api+"/v1/webhook_subscriptions", merchantHeader(key), body, &s)
 	if err != nil {
-		return s, fmt.Errorf("create subscription for %s: %w", url, err)
+		return s, fmt.Errorf("create subscription for %s: %w", target, err)
 	}
 	if s.ID == "" || s.Secret == "" {
-		return s, fmt.Errorf("create subscription for %s: answer lacks id or secret", url)
+		return s, fmt.Errorf("create subscription for %s: answer lacks id or secret", target)
 	}
 	return s, nil
 }

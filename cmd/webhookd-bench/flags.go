@@ -15,7 +15,7 @@ import (
 // usage prints what each scenario needs besides the flags.
 func usage(fs *flag.FlagSet) {
 	w := fs.Output()
-	fmt.Fprintf(w, `Usage: webhookd-bench -scenario NAME|all -token TOKEN [flags]
+	fmt.Fprintf(w, `Usage: webhookd-bench -scenario NAME[,NAME...]|all -token TOKEN [flags]
 
 -scenario all runs %s.
 
@@ -55,6 +55,22 @@ ratelimited a subscription with rate_limit 1 and -backlog (5,000) queued
             deliveries beside a merchant publishing -rate (10)/s, then the
             subscription deleted: the other's latency after it, and what the
             deleted one still gets (arrivals, deferrals, pending deliveries).
+
+Single's workload with a feature of issues 26 and 27 on, not in all; each
+shows single's figures beside its own when single ran before it in the
+same invocation (-scenario single,mtls,jwe,broker):
+mtls        to an HTTPS receiver requiring a client certificate
+            (RequireAndVerifyClientCert), with a CA the bench makes, given as
+            the subscription's authentication; also the TLS handshakes and
+            connections the receiver saw.
+jwe         to a subscription with encryption to a -jwe-key (ec) key pair
+            the bench makes; the receiver verifies, then decrypts with
+            go-jose, before counting a delivery.
+broker      to a RabbitMQ destination at -amqp: the bench declares an
+            exchange and a queue bound to it, consumes it, verifies each
+            message and deletes both at the end. Start the engine with
+            WEBHOOKD_ALLOW_PRIVATE_TARGETS=true (a broker on 127.0.0.1).
+
 -workers is the engine's worker slots over all its processes
 (WEBHOOKD_WORKER_CONCURRENCY × workers): the bench cannot read it.
 
@@ -68,7 +84,10 @@ Flags:
 
 // config is the command line.
 type config struct {
+	// scenario is -scenario as given; todo the scenarios it names, in the
+	// order to run them.
 	scenario      string
+	todo          []string
 	events        int
 	rate          float64
 	subscriptions int
@@ -101,6 +120,10 @@ type config struct {
 	merchants int
 	backlog   int
 	workers   int
+	// jweKey is the jwe scenario's key kind, jweKeyEC or jweKeyRSA.
+	jweKey string
+	// amqpURL is the broker scenario's RabbitMQ, as the engine reaches it.
+	amqpURL string
 	// listenersSet: -listeners was given (spread otherwise puts every
 	// receiver on one port).
 	listenersSet bool
@@ -111,7 +134,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("webhookd-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.scenario, "scenario", "all", "scenario: "+strings.Join(append(slices.Clone(scenarios), ownScenarios...), ", ")+", or all")
+	fs.StringVar(&c.scenario, "scenario", "all", "scenario, or a comma-separated list run in its order: "+strings.Join(append(slices.Clone(scenarios), ownScenarios...), ", ")+", or all")
 	fs.IntVar(&c.events, "events", 0, "events to publish (0: the scenario's default)")
 	fs.Float64Var(&c.rate, "rate", 0, "publish rate in events/s for latency, noisy and noisy5 (0: the scenario's default, 500); the probe merchants' rate in hostile, burst, backlog, ratelimited")
 	fs.IntVar(&c.subscriptions, "subscriptions", 0, "subscriptions (receivers); merchants in noisy and noisy5; per merchant in spread (0: the scenario's default)")
@@ -129,6 +152,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.merchants, "merchants", 0, fmt.Sprintf("spread, backlog: merchants (0: %d, %d)", spreadMerchants, backlogMerchants))
 	fs.IntVar(&c.backlog, "backlog", 0, fmt.Sprintf("backlog, ratelimited: deliveries queued (0: %d, %d)", backlogDeliveries, ratelimitedBacklog))
 	fs.IntVar(&c.workers, "workers", 0, "spread, solofanout: the engine's worker slots over all its processes, to judge connections and time (0: not judged)")
+	fs.StringVar(&c.jweKey, "jwe-key", jweKeyEC, "jwe: the encryption key pair, ec (P-256, ECDH-ES+A256KW) or rsa (2048 bits, RSA-OAEP-256)")
+	fs.StringVar(&c.amqpURL, "amqp", defaultAMQP, "broker: the RabbitMQ URL, for the engine's destination and the bench's consumer")
 	fs.BoolVar(&c.jsonOut, "json", false, "print one JSON object per scenario instead of tables")
 	fs.StringVar(&c.api, "api", envOr("WEBHOOKD_BENCH_API", "http://127.0.0.1:8080"), "public API base URL")
 	fs.StringVar(&c.internal, "internal", envOr("WEBHOOKD_BENCH_INTERNAL", "http://127.0.0.1:8081"), "internal API base URL")
@@ -152,10 +177,22 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if *metricsURLs != "" {
 		c.metricsURLs = splitList(*metricsURLs)
 	}
-	if c.scenario != "all" && !slices.Contains(scenarios, c.scenario) && !slices.Contains(ownScenarios, c.scenario) {
-		return c, fmt.Errorf("unknown -scenario %q", c.scenario)
+	c.todo = scenarios
+	if c.scenario != "all" {
+		c.todo = splitList(c.scenario)
 	}
-	if c.token == "" && c.scenario != "raw" {
+	if len(c.todo) == 0 {
+		return c, errors.New("-scenario names no scenario")
+	}
+	for _, name := range c.todo {
+		if !slices.Contains(scenarios, name) && !slices.Contains(ownScenarios, name) {
+			return c, fmt.Errorf("unknown -scenario %q", name)
+		}
+	}
+	if c.jweKey != jweKeyEC && c.jweKey != jweKeyRSA {
+		return c, fmt.Errorf("-jwe-key must be %s or %s, not %q", jweKeyEC, jweKeyRSA, c.jweKey)
+	}
+	if c.token == "" && c.needsEngine() {
 		return c, errors.New("-token (or WEBHOOKD_INGEST_TOKEN) is required to publish")
 	}
 	if c.events < 0 || c.subscriptions < 0 || c.payload < 0 || c.rate < 0 || c.pending < 0 || c.publishers < 0 {
@@ -168,6 +205,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-hanging, -load-rate, -merchants, -backlog, -workers, -delay and -warmup must not be negative")
 	}
 	return c, nil
+}
+
+// needsEngine tells whether a scenario to run drives the engine: all but raw.
+func (c config) needsEngine() bool {
+	return slices.ContainsFunc(c.todo, func(name string) bool { return name != "raw" })
 }
 
 // splitList splits a comma-separated flag value, dropping spaces and

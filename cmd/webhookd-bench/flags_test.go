@@ -58,3 +58,37 @@ func TestParseFlagsEngineProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestParseFlagsScenarioLists: -scenario takes a list, run in its order,
+// so that a variant of single is read beside single's figures; the
+// variants of issues 26 and 27 run only when named.
+func TestParseFlagsScenarioLists(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		todo    []string
+		wantErr bool
+	}{
+		{[]string{"-scenario", "single,mtls, jwe,broker"}, []string{"single", "mtls", "jwe", "broker"}, false},
+		{[]string{"-scenario", "batched"}, []string{"batched"}, false},
+		{[]string{"-scenario", "single,nope"}, nil, true},
+		{[]string{"-scenario", ","}, nil, true},
+		{[]string{"-scenario", "jwe", "-jwe-key", "rsa"}, []string{"jwe"}, false},
+		{[]string{"-scenario", "jwe", "-jwe-key", "ed25519"}, nil, true},
+	} {
+		c, err := parseFlags(append([]string{"-token", "t"}, tc.args...), io.Discard)
+		if tc.wantErr != (err != nil) || (!tc.wantErr && !slices.Equal(c.todo, tc.todo)) {
+			t.Errorf("%v: %v, %v", tc.args, c.todo, err)
+		}
+	}
+	for _, name := range []string{"mtls", "jwe", "broker", "batched"} {
+		if slices.Contains(scenarios, name) {
+			t.Errorf("%s in all", name)
+		}
+	}
+	if c, err := parseFlags([]string{"-scenario", "raw"}, io.Discard); err != nil || c.needsEngine() {
+		t.Errorf("raw alone needs no token nor engine: %v", err)
+	}
+	if _, err := parseFlags([]string{"-scenario", "raw,broker"}, io.Discard); err == nil {
+		t.Error("raw,broker without a token accepted")
+	}
+}

@@ -85,8 +85,22 @@ func (m *fleetMaker) setUp(ctx context.Context, merchants []string, subs, hangin
 
 // setUpOn is setUp with the receivers on at most listeners ports.
 func (m *fleetMaker) setUpOn(ctx context.Context, merchants []string, subs, hanging int, urlOverride string, capacity, listeners int) (*fleet, error) {
+	return m.setUpWith(ctx, merchants, subs, hanging, urlOverride, capacity, listeners, endpointShape{})
+}
+
+// endpointShape is how a scenario's subscriptions and receivers differ from
+// plain HTTP ones (mtls.go, jwe.go, broker.go). The zero value is plain HTTP.
+type endpointShape struct {
+	receiving receiverOptions
+	// fields, when set, are subscription i's create fields beside events
+	// and description, given its receiver's URL (default: {"url": url}).
+	fields func(i int, url string) map[string]any
+}
+
+// setUpWith is setUpOn with the subscriptions and receivers shaped by shape.
+func (m *fleetMaker) setUpWith(ctx context.Context, merchants []string, subs, hanging int, urlOverride string, capacity, listeners int, shape endpointShape) (*fleet, error) {
 	log := newPublishLog(capacity)
-	rcv, err := startReceivers(subs, hanging, listeners, log)
+	rcv, err := startReceiversWith(subs, hanging, listeners, log, shape.receiving)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +121,11 @@ func (m *fleetMaker) setUpOn(ctx context.Context, merchants []string, subs, hang
 		if urlOverride != "" {
 			url = urlOverride
 		}
-		s, err := m.eng.createSubscription(ctx, f.keys[f.merchants[i]], url)
+		fields := map[string]any{"url": url}
+		if shape.fields != nil {
+			fields = shape.fields(i, url)
+		}
+		s, err := m.eng.createSubscriptionWith(ctx, f.keys[f.merchants[i]], fields)
 		if err == nil {
 			err = rcv.setSecret(i, s.Secret)
 		}

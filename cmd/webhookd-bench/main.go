@@ -19,8 +19,9 @@
 // engine.go talks to the engine's APIs and receiver.go is the bench's own
 // receivers. Each scenario family is a file of functions of a lab: raw.go,
 // throughput.go (throughput, latency, fanout), noisy.go, ordered.go,
-// single.go, footprint.go, retrystorm.go, and the isolation scenarios of
-// issue 24 in isolation.go and pool.go.
+// single.go, footprint.go, retrystorm.go, the isolation scenarios of
+// issue 24 in isolation.go and pool.go, and single's workload with a
+// feature on in batched.go, mtls.go, jwe.go and broker.go.
 package main
 
 import (
@@ -47,8 +48,11 @@ var scenarios = []string{"raw", "throughput", "latency", "fanout", "ordered", "s
 // ownScenarios run only when named: they need the engine started with
 // settings of their own (see usage), which the bench cannot set, or they
 // are the isolation scenarios of issue 24, which leave hanging and
-// throttled work behind and take minutes each.
-var ownScenarios = []string{"retrystorm", "hostile", "spread", "burst", "solofanout", "backlog", "ratelimited"}
+// throttled work behind and take minutes each, or they are single's
+// workload with a feature on (batched; mtls and jwe of issue 26; broker of
+// issue 27, which needs a RabbitMQ), read against single's figures.
+var ownScenarios = []string{"retrystorm", "hostile", "spread", "burst", "solofanout", "backlog", "ratelimited",
+	"batched", "mtls", "jwe", "broker"}
 
 // main parses the flags, runs until done or interrupted, and exits 2 on a
 // bad command line, 1 when a scenario failed.
@@ -79,11 +83,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		fleets: &fleetMaker{eng: eng, listeners: cfg.listeners, logf: logf},
 		load:   &loadGen{eng: eng, publishers: cfg.publishers},
 		meter:  &meter{eng: eng, pids: cfg.pids, metricsURLs: cfg.metricsURLs}}
-	todo := scenarios
-	if cfg.scenario != "all" {
-		todo = []string{cfg.scenario}
-	}
-	if cfg.scenario != "raw" {
+	todo := cfg.todo
+	if cfg.needsEngine() {
 		db, err := pgxpool.New(ctx, cfg.databaseURL)
 		if err != nil {
 			return fmt.Errorf("postgres: %w", err)
@@ -183,6 +184,12 @@ func runScenario(ctx context.Context, l *lab, name string) (*report, error) {
 		return ratelimited(ctx, l)
 	case "batched":
 		return batched(ctx, l)
+	case "mtls":
+		return mtls(ctx, l)
+	case "jwe":
+		return jweScenario(ctx, l)
+	case "broker":
+		return broker(ctx, l)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -131,21 +132,52 @@ type receivers struct {
 
 	// batches counts the batch requests accepted (batched.go).
 	batches atomic.Int64
+
+	// open, when set, turns a verified body into the envelope it carries
+	// (jwe.go decrypts); undecryptable counts the bodies it refused.
+	open          func(body []byte) ([]byte, error)
+	undecryptable atomic.Int64
+	// connections counts the TCP connections accepted, handshakes the TLS
+	// handshakes begun (mtls.go): what the engine kept open and reused.
+	connections, handshakes atomic.Int64
+}
+
+// receiverOptions are how a scenario's receivers differ from plain HTTP
+// ones. The zero value is plain HTTP.
+type receiverOptions struct {
+	// tls, when set, serves every endpoint over HTTPS with it (mtls.go).
+	tls *tls.Config
+	// open: see receivers.open.
+	open func(body []byte) ([]byte, error)
 }
 
 // startReceivers opens n endpoints, the first `hanging` of which hold every
 // request until the client gives up (or the receivers close), on at most
 // maxListeners distinct ports.
 func startReceivers(n, hanging, maxListeners int, log *publishLog) (*receivers, error) {
+	return startReceiversWith(n, hanging, maxListeners, log, receiverOptions{})
+}
+
+// startReceiversWith is startReceivers served as opts says.
+func startReceiversWith(n, hanging, maxListeners int, log *publishLog, opts receiverOptions) (*receivers, error) {
 	if n < 1 {
 		return nil, errors.New("receivers: need at least one endpoint")
 	}
-	rs := &receivers{log: log, closing: make(chan struct{})}
+	rs := &receivers{log: log, closing: make(chan struct{}), open: opts.open}
 	rs.bodies.New = func() any { b := make([]byte, 0, 4096); return &b }
 	rs.server = &http.Server{
 		Handler:           rs,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				rs.connections.Add(1)
+			}
+		},
+	}
+	scheme := "http"
+	if opts.tls != nil {
+		scheme = "https"
 	}
 	ports := min(n, max(maxListeners, 1))
 	for range ports {
@@ -155,12 +187,15 @@ func startReceivers(n, hanging, maxListeners int, log *publishLog) (*receivers, 
 			return nil, fmt.Errorf("receivers: listen: %w", err)
 		}
 		rs.listeners = append(rs.listeners, ln)
+		if opts.tls != nil {
+			ln = tls.NewListener(ln, rs.countingHandshakes(opts.tls))
+		}
 		go rs.server.Serve(ln) //nolint:errcheck // Serve returns ErrServerClosed on close
 	}
 	for i := range n {
 		ln := rs.listeners[i%len(rs.listeners)]
 		rs.endpoints = append(rs.endpoints, &endpoint{
-			url:   fmt.Sprintf("http://%s/e/%d", ln.Addr(), i),
+			url:   fmt.Sprintf("%s://%s/e/%d", scheme, ln.Addr(), i),
 			hang:  i < hanging,
 			seen:  make(map[string]time.Time),
 			tried: make(map[string]time.Time),
@@ -220,6 +255,10 @@ func (rs *receivers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.Header.Get(signer.HeaderID)
+	if rs.open != nil && !rs.opened(body, id) {
+		http.Error(w, "cannot decrypt", http.StatusBadRequest)
+		return
+	}
 	if ep.hang {
 		// Hold the request until the engine's delivery timeout makes it
 		// hang up; the cap only keeps a broken engine from pinning the bench.

@@ -116,7 +116,13 @@ func TestReceiverVerifiesDeduplicatesAndTimestamps(t *testing.T) {
 // caller closes them.
 func armedReceivers(t *testing.T, n, hanging int, log *publishLog) (*receivers, signer.Key) {
 	t.Helper()
-	rcv, err := startReceivers(n, hanging, n, log)
+	return armedReceiversWith(t, n, hanging, log, receiverOptions{})
+}
+
+// armedReceiversWith is armedReceivers served as opts says.
+func armedReceiversWith(t *testing.T, n, hanging int, log *publishLog, opts receiverOptions) (*receivers, signer.Key) {
+	t.Helper()
+	rcv, err := startReceiversWith(n, hanging, n, log, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

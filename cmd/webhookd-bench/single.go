@@ -28,17 +28,20 @@ func single(ctx context.Context, l *lab) (*report, error) {
 }
 
 // singleRun is single's workload under the scenario name, its
-// subscriptions described by shape in the parameters and changed by
-// prepare before publishing (nil: as created).
-func singleRun(ctx context.Context, l *lab, name, shape string, prepare func(context.Context, *fleet) error) (*report, *deliveryResult, error) {
+// subscriptions described by shape in the parameters; tune, when set,
+// changes the run before it starts (its prepare, its endpoint shape).
+func singleRun(ctx context.Context, l *lab, name, shape string, tune func(*deliveryRun)) (*report, *deliveryResult, error) {
 	events := orDefault(l.cfg.events, singleEvents)
 	subs := orDefault(l.cfg.subscriptions, 1)
 	payload := orDefault(l.cfg.payload, singlePayload)
 	r := &report{scenario: name, params: fmt.Sprintf("%d events × %d subscription(s)%s, %d B payout payload, one event per request, %d publishers, as fast as accepted",
 		events, subs, shape, payload, l.load.publishersFor(singlePublishers))}
-	res, err := l.deliver(ctx, deliveryRun{name: name, merchants: []string{l.cfg.merchant + "-" + name},
-		subs: subs, events: events, batch: 1, payload: payload, publishers: singlePublishers, payloadOf: payoutPayload,
-		prepare: prepare})
+	d := deliveryRun{name: name, merchants: []string{l.cfg.merchant + "-" + name},
+		subs: subs, events: events, batch: 1, payload: payload, publishers: singlePublishers, payloadOf: payoutPayload}
+	if tune != nil {
+		tune(&d)
+	}
+	res, err := l.deliver(ctx, d)
 	if err != nil {
 		return r, nil, err
 	}
@@ -52,6 +55,44 @@ func singleRun(ctx context.Context, l *lab, name, shape string, prepare func(con
 		r.target("sweeper_requeued", "= 0", res.requeued == 0)
 	}
 	return r, res, nil
+}
+
+// singleShaped is singleRun to endpoints shaped by shape (mtls, jwe,
+// broker), ready (when set) run on the fleet before publishing, with
+// single's own figures beside the run's when single ran before it. It
+// returns the run's receivers too, for the figures of the shape.
+func singleShaped(ctx context.Context, l *lab, name, text string, shape endpointShape, ready func(*fleet) error) (*report, *deliveryResult, *receivers, error) {
+	var rcv *receivers
+	r, res, err := singleRun(ctx, l, name, text, func(d *deliveryRun) {
+		d.shape = shape
+		d.prepare = func(_ context.Context, f *fleet) error {
+			rcv = f.rcv
+			if ready != nil {
+				return ready(f)
+			}
+			return nil
+		}
+	})
+	if err == nil {
+		l.besideSingle(r)
+	}
+	return r, res, rcv, err
+}
+
+// besideSingle adds to r, a variant of single's workload, the figures of
+// single run earlier in this invocation, to read the variant's cost
+// against: deliveries/s and the CPU of the engine per delivery.
+func (l *lab) besideSingle(r *report) {
+	s := l.earlier("single")
+	if s == nil {
+		return
+	}
+	if v, ok := s.get("deliveries_per_s"); ok {
+		r.add("single_scenario_deliveries_per_s", v, "deliveries/s")
+	}
+	if v, ok := s.get("cpu_engine_ms_per_delivery"); ok {
+		r.add("single_scenario_cpu_engine_ms_per_delivery", v, "CPU ms")
+	}
 }
 
 // payoutPayload is the catalogue's payout.paid example (what merchants are
