@@ -37,7 +37,10 @@ export async function overview(view, kit) {
     view.append(h('p', { class: 'muted' }, 'No endpoints yet. ', h('a', { href: '#/endpoints' }, 'Add one on the Endpoints page.')));
   }
   const sorted = [...subs].sort((a, b) => attention(a) - attention(b));
-  const cards = h('div', { class: 'glance' }, sorted.map((sub) => endpointGlance(sub, kit)));
+  // Every card's last 24 hours is read before the page is shown: a chart
+  // arriving later would push the failed deliveries (and their Resend
+  // buttons) down under a click already on its way.
+  const cards = h('div', { class: 'glance' }, await Promise.all(sorted.map((sub) => endpointGlance(sub, kit))));
   view.append(cards, h('h2', null, 'Recent failed deliveries'), failed);
   await loadFailed(failed, byID, kit);
 }
@@ -45,7 +48,7 @@ export async function overview(view, kit) {
 // endpointGlance is one endpoint on the overview: its card as the
 // Endpoints page shows it, what needs attention, and its last 24 hours as a
 // small chart.
-function endpointGlance(sub, kit) {
+async function endpointGlance(sub, kit) {
   const summary = h('p', { class: 'muted' }, 'Loading the last 24 hours…');
   const chart = h('div', { class: 'spark-slot' });
   const notes = [];
@@ -55,7 +58,7 @@ function endpointGlance(sub, kit) {
     notes.push(h('p', { class: 'notice warn' },
       `Failing: ${sub.health.consecutive_failures} ${sub.health.consecutive_failures === 1 ? 'attempt' : 'attempts'} in a row. It will be disabled automatically if it keeps failing.`));
   }
-  kit.api.get(`/webhook_subscriptions/${enc(sub.id)}/stats`, { window: '24h' }).then((stats) => {
+  await kit.api.get(`/webhook_subscriptions/${enc(sub.id)}/stats`, { window: '24h' }).then((stats) => {
     const t = stats.totals;
     summary.className = '';
     summary.textContent = t.attempts === 0 ? 'No attempts in the last 24 hours.'
