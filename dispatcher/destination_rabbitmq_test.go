@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/internal/tcpproxy"
 )
 
@@ -30,9 +31,7 @@ type rabbitQueue struct {
 
 func newRabbitQueue(t *testing.T) rabbitQueue {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs RabbitMQ")
-	}
+	storetest.FullLane(t, "needs RabbitMQ")
 	conn, err := amqp.Dial("amqp://guest:guest@" + rabbitMQAddr + "/")
 	if err != nil {
 		t.Fatalf("RabbitMQ on %s (bash .ci/services.sh starts it): %v", rabbitMQAddr, err)
@@ -165,9 +164,7 @@ func TestRabbitMQDestinationFailures(t *testing.T) {
 // and refused, not confirmed.
 func TestRabbitMQDestinationUnroutable(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("needs RabbitMQ")
-	}
+	storetest.FullLane(t, "needs RabbitMQ")
 	if c, err := net.DialTimeout("tcp", rabbitMQAddr, time.Second); err != nil {
 		t.Fatalf("RabbitMQ on %s: %v", rabbitMQAddr, err)
 	} else {
