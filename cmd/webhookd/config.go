@@ -234,7 +234,7 @@ func loadConfig(logger *slog.Logger) (config, error) {
 
 // destinationTypes reads WEBHOOKD_DESTINATIONS: the destination types
 // subscriptions may use, every one this build delivers when unset. A type
-// the API knows but this build does not deliver yet (sqs) is refused: a
+// the API knows but this build does not deliver is refused: a
 // subscription to it would never receive anything.
 func destinationTypes(names []string) ([]string, error) {
 	delivered := deliver.DestinationTypes()

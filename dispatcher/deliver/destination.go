@@ -97,7 +97,7 @@ type brokerDialer func(ctx context.Context, network, address string) (net.Conn, 
 // HTTP endpoint and each kind newBrokerClient builds a client for.
 func DestinationTypes() []string {
 	return []string{subscriptions.DestinationWebhook, subscriptions.DestinationRabbitMQ, subscriptions.DestinationKafka,
-		subscriptions.DestinationPubSub}
+		subscriptions.DestinationSQS, subscriptions.DestinationPubSub}
 }
 
 // newBrokerClient builds the client of d's kind, dialing with dial.
@@ -107,6 +107,8 @@ func newBrokerClient(d subscriptions.Destination, dial brokerDialer, timeout tim
 		return newRabbitMQ(d, dial, timeout), nil
 	case subscriptions.DestinationKafka:
 		return newKafka(d, dial, timeout)
+	case subscriptions.DestinationSQS:
+		return newSQS(d, dial, timeout), nil
 	case subscriptions.DestinationPubSub:
 		return newPubSub(d, dial, timeout)
 	}
