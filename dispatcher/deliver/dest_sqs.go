@@ -189,7 +189,7 @@ func classifySQS(err error) error {
 	var api smithy.APIError
 	if errors.As(err, &api) || status != 0 {
 		switch {
-		case api != nil && (slices.Contains(sqsAuthCodes, api.ErrorCode()) || strings.HasSuffix(api.ErrorCode(), "AccessDenied")),
+		case api != nil && (slices.Contains(sqsAuthCodes, api.ErrorCode()) || strings.Contains(api.ErrorCode(), "AccessDenied")),
 			status == http.StatusUnauthorized, status == http.StatusForbidden:
 			return failed(errAuthFailed, err)
 		case status >= http.StatusInternalServerError, api != nil && api.ErrorFault() == smithy.FaultServer:
