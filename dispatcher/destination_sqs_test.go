@@ -223,8 +223,8 @@ func sqsDestination(s *sqsServer, queueURL, accessKey string) map[string]any {
 }
 
 // TestSQSDestination: a delivery is one message, its attributes verified
-// by package receiver; the server stopped for a while fails the attempts
-// with broker_unreachable until it is back, and nothing is lost.
+// by package receiver; the server stopped for ten seconds fails the
+// attempts with broker_unreachable until it is back, and nothing is lost.
 func TestSQSDestination(t *testing.T) {
 	t.Parallel()
 	srv := newSQSServer(t)
@@ -256,12 +256,16 @@ func TestSQSDestination(t *testing.T) {
 		t.Errorf("attributes %v", attrs)
 	}
 
-	// The server goes away, then comes back on the same address.
+	// The server goes away for ten seconds, then comes back on the same
+	// address.
 	addr := srv.addr
 	srv.stop()
+	down := time.Now()
 	ev = e.publish(d, "m1", "payout.paid")
 	id := e.deliveries(ev.ID)[0].ID
-	e.waitFor("two failed attempts", 30*time.Second, func() bool { return len(e.delivery(id).Attempts) >= 2 })
+	e.waitFor("ten seconds of failed attempts", 40*time.Second, func() bool {
+		return time.Since(down) >= 10*time.Second && len(e.delivery(id).Attempts) >= 2
+	})
 	srv.start(t, addr)
 	del = e.waitSettled(id, 30*time.Second)
 	checkBrokerAttempts(t, del, "broker_unreachable")
