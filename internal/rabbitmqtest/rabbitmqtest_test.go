@@ -48,7 +48,6 @@ func TestRestartKeepsDurableMessages(t *testing.T) {
 		t.Fatal("the connection stayed open after the node stopped")
 	}
 	n.Start()
-	t.Logf("restarted in %s", n.StartedIn())
 
 	conn, err = amqp.Dial(n.URL())
 	if err != nil {
