@@ -48,9 +48,8 @@ type Node struct {
 	cmd *exec.Cmd
 	// waited gives the running node's exit, once.
 	waited <-chan error
-	// begun is when the last start began; started how long it took.
-	begun   time.Time
-	started time.Duration
+	// begun is when the last start began.
+	begun time.Time
 }
 
 // Start runs a node and waits until it takes AMQP connections; the test's
@@ -119,13 +118,6 @@ func Launch(t testing.TB) *Node {
 // URL is the node's AMQP URL, as guest.
 func (n *Node) URL() string { return fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", n.Port) }
 
-// StartedIn is how long the last start took.
-func (n *Node) StartedIn() time.Duration {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.started
-}
-
 // Start starts the node again after Stop, on the same port and data, and
 // waits until it takes AMQP connections. Starting a running node only
 // waits.
@@ -193,9 +185,6 @@ func (n *Node) WaitReady() {
 			n.t.Fatalf("rabbitmqtest: no AMQP connection to 127.0.0.1:%d within %s (%v); see %s", n.Port, startTimeout, err, filepath.Join(n.dir, "server.log"))
 		}
 	}
-	n.mu.Lock()
-	n.started = time.Since(begun)
-	n.mu.Unlock()
 	n.t.Logf("rabbitmqtest: node on 127.0.0.1:%d took AMQP connections %s after its start", n.Port, time.Since(begun).Round(time.Millisecond))
 }
 
