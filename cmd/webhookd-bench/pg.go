@@ -143,3 +143,13 @@ func failedDeliveries(ctx context.Context, db *pgxpool.Pool, merchants []string)
 	}
 	return n, nil
 }
+
+// autovacuumOn reads the server's autovacuum setting: off, dead row
+// versions pile up for as long as a run lasts, and every scan pays for them.
+func autovacuumOn(ctx context.Context, db *pgxpool.Pool) (bool, error) {
+	var on bool
+	if err := db.QueryRow(ctx, `SELECT current_setting('autovacuum')::bool`).Scan(&on); err != nil {
+		return false, fmt.Errorf("autovacuum setting: %w", err)
+	}
+	return on, nil
+}

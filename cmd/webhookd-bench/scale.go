@@ -113,6 +113,12 @@ func scale(ctx context.Context, l *lab) (*report, error) {
 	r := &report{scenario: "scale", params: fmt.Sprintf("backlog %v deliveries over %d merchants × %d subscriptions, queued while the receivers answer 503, then released; merchants %v × %d subscriptions, %g events/s spread over them; a light merchant at %d events/s during each point",
 		l.cfg.scaleBacklog, scaleBacklogMerchants, scaleSubsPerMerchant, l.cfg.scaleMerchants, scaleSubsPerMerchant,
 		orDefault(l.cfg.rate, scaleMerchantRate), scaleLightRate)}
+	if on, err := autovacuumOn(ctx, l.meter.db); err == nil && !on {
+		// Every attempt updates its delivery's row and its subscription's
+		// (health): without vacuum the dead versions grow with the length
+		// of the point, and the figures with them.
+		r.note("autovacuum is off on this Postgres: dead row versions accumulate over the run, so later and longer points pay for the earlier ones")
+	}
 	var points []scalePoint
 	if len(l.cfg.scaleBacklog) > 0 {
 		gaps, err := probeReleaseGaps(ctx, l)
