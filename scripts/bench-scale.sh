@@ -6,6 +6,10 @@
 #
 #   scripts/bench-scale.sh -scale-backlog 10k -scale-merchants 100
 #
+# -duration caps each phase of a point (building, draining, setting up):
+# the default curve's million-delivery backlog needs about an hour on a
+# small machine, so give it: scripts/bench-scale.sh -duration 1h
+#
 # Environment (defaults in brackets):
 #   SCALE_SERVER   Postgres server URL, no database [postgres://postgres@127.0.0.1:5432]
 #   SCALE_DB       database, dropped and created per shape [webhookd_scale]
