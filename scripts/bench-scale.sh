@@ -6,7 +6,7 @@
 #
 #   scripts/bench-scale.sh -scale-backlog 10k -scale-merchants 100
 #
-# -duration caps each phase of a point (building, draining, setting up):
+# -duration caps each phase of a point (publishing, building, draining):
 # the default curve's million-delivery backlog needs about an hour on a
 # small machine, so give it: scripts/bench-scale.sh -duration 1h
 #
