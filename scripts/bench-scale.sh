@@ -17,6 +17,8 @@
 #   SCALE_PORT     first of the engine's ports: public, then one internal per process [18280]
 #   SCALE_WORKERS  the shapes, worker processes each ["1 3"]
 #   SCALE_OUT      where the figures (JSON), plots (PNG) and logs go [./scale-out]
+#   SCALE_POOL     each engine process's Postgres connections (pool_max_conns) [the engine's 32];
+#                  4 processes of 32 exceed a default max_connections of 100
 #   SCALE_KEEP=1   keep the database at the end (else dropped: it may hold gigabytes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +53,9 @@ go build -o "$bin/webhookd-bench" ./cmd/webhookd-bench
 # A released backlog must start within a second, and no delivery may run
 # out of attempts while the receivers are down: a flat 1 s, 60 attempts.
 schedule="$(printf '1s,%.0s' {1..59})1s"
-export WEBHOOKD_DATABASE_URL="$server/$db?sslmode=disable" WEBHOOKD_REDIS_URL="$redis_url" \
+bench_db="$server/$db?sslmode=disable"
+engine_db="$bench_db${SCALE_POOL:+&pool_max_conns=$SCALE_POOL}"
+export WEBHOOKD_DATABASE_URL="$engine_db" WEBHOOKD_REDIS_URL="$redis_url" \
 	WEBHOOKD_MASTER_KEY="$(head -c32 /dev/urandom | base64)" WEBHOOKD_INGEST_TOKEN=bench-token \
 	WEBHOOKD_ALLOW_HTTP_TARGETS=true WEBHOOKD_ALLOW_PRIVATE_TARGETS=true \
 	WEBHOOKD_RETRY_SCHEDULE="$schedule" WEBHOOKD_LISTEN="127.0.0.1:$port"
@@ -77,7 +81,7 @@ for workers in $shapes; do
 	done
 	nice -n 10 "$bin/webhookd-bench" -scenario scale -json -token bench-token \
 		-api "http://127.0.0.1:$port" -internal "${metrics[0]}" \
-		-database "$WEBHOOKD_DATABASE_URL" -redis "$redis_url" \
+		-database "$bench_db" -redis "$redis_url" \
 		-pid "$(IFS=,; echo "${pids[*]}")" -metrics "$(IFS=,; echo "${metrics[*]}")" \
 		-scale-plot "$out/scale-${workers}w.png" "$@" | tee "$out/scale-${workers}w.json"
 	stop_engine
