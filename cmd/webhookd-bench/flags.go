@@ -71,6 +71,20 @@ broker      to a RabbitMQ destination at -amqp: the bench declares an
             message and deletes both at the end. Start the engine with
             WEBHOOKD_ALLOW_PRIVATE_TARGETS=true (a broker on 127.0.0.1).
 
+scale       not in all: how cost grows with the work. Backlog points
+            (-scale-backlog, %s deliveries): queued over %d merchants ×
+            %d subscriptions while the receivers answer 503, then released.
+            Merchants points (-scale-merchants, %s): merchants × %d
+            subscriptions, -rate (%d) events/s spread over them, at least one
+            event each. Per point: deliveries/s, CPU ms per delivery, a light
+            merchant's p99 (%d events/s), database size, Redis used_memory;
+            -scale-plot FILE.png plots them. Start the engine with
+              WEBHOOKD_RETRY_SCHEDULE=$(printf '1s,%%.0s' {1..59})1s
+            (a released backlog starts within a second, and no delivery runs
+            out of attempts while down); a probe refuses the run when a delay
+            between its first %d attempts is over %s. scripts/bench-scale.sh
+            runs it against 1 api + 1 worker and 1 api + 3 workers.
+
 -workers is the engine's worker slots over all its processes
 (WEBHOOKD_WORKER_CONCURRENCY × workers): the bench cannot read it.
 
@@ -78,7 +92,8 @@ With several engine processes (webhookd api + webhookd worker ...), give
 every pid to -pid and every internal URL to -metrics.
 
 Flags:
-`, strings.Join(scenarios, ", "), retryProbeLimit)
+`, strings.Join(scenarios, ", "), retryProbeLimit, scaleBacklogDefault, scaleBacklogMerchants, scaleSubsPerMerchant,
+		scaleMerchantDefault, scaleSubsPerMerchant, scaleMerchantRate, scaleLightRate, scaleProbeAttempts, scaleReleaseLimit)
 	fs.PrintDefaults()
 }
 
@@ -124,6 +139,10 @@ type config struct {
 	jweKey string
 	// amqpURL is the broker scenario's RabbitMQ, as the engine reaches it.
 	amqpURL string
+	// scaleBacklog and scaleMerchants are the scale scenario's points,
+	// scalePlot where it writes its plot ("": none).
+	scaleBacklog, scaleMerchants []int
+	scalePlot                    string
 	// listenersSet: -listeners was given (spread otherwise puts every
 	// receiver on one port).
 	listenersSet bool
@@ -164,6 +183,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.duration, "duration", 5*time.Minute, "time cap per scenario (publishing and waiting for deliveries)")
 	pids := fs.String("pid", "", "engine pid, or a comma-separated list of them (an api and its workers), for CPU and RSS from /proc; without it, process_* metrics from -metrics")
 	metricsURLs := fs.String("metrics", "", "comma-separated internal base URLs whose /metrics are summed (default: -internal); with several engine processes list every one's")
+	scaleBacklog := fs.String("scale-backlog", scaleBacklogDefault, "scale: the backlog points, deliveries queued (k and M suffixes; empty: none)")
+	scaleMerchants := fs.String("scale-merchants", scaleMerchantDefault, fmt.Sprintf("scale: the merchants points, each with %d subscriptions (empty: none)", scaleSubsPerMerchant))
+	fs.StringVar(&c.scalePlot, "scale-plot", "", "scale: write a PNG plot of the points to this file")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -171,6 +193,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Visit(func(f *flag.Flag) { c.listenersSet = c.listenersSet || f.Name == "listeners" })
 	var err error
 	if c.pids, err = parsePIDs(*pids); err != nil {
+		return c, err
+	}
+	if c.scaleBacklog, err = parsePoints("-scale-backlog", *scaleBacklog); err != nil {
+		return c, err
+	}
+	if c.scaleMerchants, err = parsePoints("-scale-merchants", *scaleMerchants); err != nil {
 		return c, err
 	}
 	c.metricsURLs = []string{c.internal}
@@ -191,6 +219,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.jweKey != jweKeyEC && c.jweKey != jweKeyRSA {
 		return c, fmt.Errorf("-jwe-key must be %s or %s, not %q", jweKeyEC, jweKeyRSA, c.jweKey)
+	}
+	if slices.Contains(c.todo, "scale") && len(c.scaleBacklog)+len(c.scaleMerchants) == 0 {
+		return c, errNoPoints
 	}
 	if c.token == "" && c.needsEngine() {
 		return c, errors.New("-token (or WEBHOOKD_INGEST_TOKEN) is required to publish")

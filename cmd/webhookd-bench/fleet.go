@@ -108,13 +108,21 @@ func (m *fleetMaker) setUpWith(ctx context.Context, merchants []string, subs, ha
 	for i := range subs {
 		f.merchants = append(f.merchants, merchants[i%len(merchants)])
 	}
-	for _, merchant := range f.distinctMerchants() {
-		key, err := m.eng.issueKey(ctx, merchant)
-		if err != nil {
-			rcv.close()
-			return nil, err
-		}
-		f.keys[merchant] = key
+	// Keys in parallel too: a fleet of thousands of merchants (scale.go)
+	// would otherwise wait on one request at a time.
+	distinct := f.distinctMerchants()
+	keys := make([]string, len(distinct))
+	err = inParallel(len(distinct), subscriptionCreators, func(i int) error {
+		var err error
+		keys[i], err = m.eng.issueKey(ctx, distinct[i])
+		return err
+	})
+	if err != nil {
+		rcv.close()
+		return nil, err
+	}
+	for i, merchant := range distinct {
+		f.keys[merchant] = keys[i]
 	}
 	err = inParallel(subs, subscriptionCreators, func(i int) error {
 		url := rcv.endpoints[i].url

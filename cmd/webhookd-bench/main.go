@@ -20,8 +20,9 @@
 // receivers. Each scenario family is a file of functions of a lab: raw.go,
 // throughput.go (throughput, latency, fanout), noisy.go, ordered.go,
 // single.go, footprint.go, retrystorm.go, the isolation scenarios of
-// issue 24 in isolation.go and pool.go, and single's workload with a
-// feature on in batched.go, mtls.go, jwe.go and broker.go.
+// issue 24 in isolation.go and pool.go, single's workload with a
+// feature on in batched.go, mtls.go, jwe.go and broker.go, and the scale
+// curve of issue 30 in scale.go (its plot in scaleplot.go).
 package main
 
 import (
@@ -50,9 +51,11 @@ var scenarios = []string{"raw", "throughput", "latency", "fanout", "ordered", "s
 // are the isolation scenarios of issue 24, which leave hanging and
 // throttled work behind and take minutes each, or they are single's
 // workload with a feature on (batched; mtls and jwe of issue 26; broker of
-// issue 27, which needs a RabbitMQ), read against single's figures.
+// issue 27, which needs a RabbitMQ), read against single's figures, or the
+// scale curve of issue 30, which needs a shrunk retry schedule and runs
+// for as long as its points take.
 var ownScenarios = []string{"retrystorm", "hostile", "spread", "burst", "solofanout", "backlog", "ratelimited",
-	"batched", "mtls", "jwe", "broker"}
+	"batched", "mtls", "jwe", "broker", "scale"}
 
 // main parses the flags, runs until done or interrupted, and exits 2 on a
 // bad command line, 1 when a scenario failed.
@@ -145,6 +148,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 
 // runScenario runs the scenario called name on l, within its time.
 func runScenario(ctx context.Context, l *lab, name string) (*report, error) {
+	if name == "scale" {
+		// Each of its points is capped by -duration per phase instead.
+		return scale(ctx, l)
+	}
 	// -duration caps each phase (footprint has two); set-up, the final
 	// measurements and clean-up get time on top.
 	ctx, cancel := context.WithTimeout(ctx, 2*l.cfg.duration+5*time.Minute)

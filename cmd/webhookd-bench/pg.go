@@ -124,3 +124,32 @@ func pendingOfSubscription(ctx context.Context, db *pgxpool.Pool, subscriptionID
 	}
 	return n, nil
 }
+
+// databaseSize is the engine's whole database on disk, in bytes.
+func databaseSize(ctx context.Context, db *pgxpool.Pool) (int64, error) {
+	var n int64
+	if err := db.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("database size: %w", err)
+	}
+	return n, nil
+}
+
+// failedDeliveries counts the merchants' deliveries that ran out of attempts.
+func failedDeliveries(ctx context.Context, db *pgxpool.Pool, merchants []string) (int64, error) {
+	var n int64
+	err := db.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE merchant_id = ANY($1) AND status = 'failed'`, merchants).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count failed deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// autovacuumOn reads the server's autovacuum setting: off, dead row
+// versions pile up for as long as a run lasts, and every scan pays for them.
+func autovacuumOn(ctx context.Context, db *pgxpool.Pool) (bool, error) {
+	var on bool
+	if err := db.QueryRow(ctx, `SELECT current_setting('autovacuum')::bool`).Scan(&on); err != nil {
+		return false, fmt.Errorf("autovacuum setting: %w", err)
+	}
+	return on, nil
+}

@@ -133,6 +133,12 @@ type receivers struct {
 	// batches counts the batch requests accepted (batched.go).
 	batches atomic.Int64
 
+	// down makes every endpoint answer 503 before reading the request, as
+	// a receiving platform in an outage; refused counts those answers
+	// (scale.go builds its backlog so).
+	down    atomic.Bool
+	refused atomic.Int64
+
 	// open, when set, turns a verified body into the envelope it carries
 	// (jwe.go decrypts); undecryptable counts the bodies it refused.
 	open          func(body []byte) ([]byte, error)
@@ -230,6 +236,11 @@ func (rs *receivers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	idx, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/e/"))
 	if err != nil || idx < 0 || idx >= len(rs.endpoints) || r.Method != http.MethodPost {
 		http.NotFound(w, r)
+		return
+	}
+	if rs.down.Load() {
+		rs.refused.Add(1)
+		http.Error(w, "down", http.StatusServiceUnavailable)
 		return
 	}
 	storeMax(&rs.peakInFlight, rs.inFlight.Add(1))

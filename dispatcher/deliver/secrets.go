@@ -3,10 +3,10 @@ package deliver
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/signer"
@@ -22,8 +22,9 @@ import (
 type SecretCache struct {
 	store  *store.Store
 	sealer *signer.Sealer
-	mu     sync.Mutex
-	cache  map[uuid.UUID]cachedSecrets
+	// cache holds the most recently used subscriptions' secrets, at most
+	// maxCachedSubscriptions, each found and evicted in constant time.
+	cache *lru.Cache[uuid.UUID, cachedSecrets]
 	// encryption keeps the subscriptions' parsed encryption keys.
 	encryption encryptionKeys
 }
@@ -31,44 +32,45 @@ type SecretCache struct {
 type cachedSecrets struct {
 	version time.Time
 	secrets []signer.Secret
-	used    time.Time
 }
 
-// maxCachedSubscriptions bounds the cache; past it, entries unused for a
-// minute are dropped.
+// maxCachedSubscriptions bounds the cache; past it, the entry used least
+// recently goes. It was a map swept for entries unused for a minute once
+// it held this many: with more subscriptions than that attempted within a
+// minute (10,000 merchants of 10 subscriptions each), nothing was old
+// enough, the map kept growing and every attempt swept all of it under the
+// lock (engine CPU per delivery 1.34 ms against 0.55 ms with 1,000
+// merchants).
 const maxCachedSubscriptions = 10_000
 
 // NewSecretCache returns an empty cache of the signing keys in st,
 // opened with sealer.
 func NewSecretCache(st *store.Store, sealer *signer.Sealer) *SecretCache {
-	return &SecretCache{store: st, sealer: sealer, cache: make(map[uuid.UUID]cachedSecrets)}
+	return newSecretCache(st, sealer, maxCachedSubscriptions)
+}
+
+// newSecretCache is NewSecretCache holding at most size subscriptions.
+func newSecretCache(st *store.Store, sealer *signer.Sealer, size int) *SecretCache {
+	cache, err := lru.New[uuid.UUID, cachedSecrets](size)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return &SecretCache{store: st, sealer: sealer, cache: cache}
 }
 
 // Keys returns the signing keys of the subscription active at now, of
 // either scheme, the current one first. version is the subscription's
 // updated_at as the lease read it.
 func (c *SecretCache) Keys(ctx context.Context, subID uuid.UUID, version, now time.Time) ([]signer.SigningKey, error) {
-	c.mu.Lock()
-	e, ok := c.cache[subID]
-	c.mu.Unlock()
+	e, ok := c.cache.Get(subID)
 	if !ok || !e.version.Equal(version) {
 		secrets, err := c.load(ctx, subID)
 		if err != nil {
 			return nil, err
 		}
 		e = cachedSecrets{version: version, secrets: secrets}
+		c.cache.Add(subID, e)
 	}
-	e.used = now
-	c.mu.Lock()
-	if len(c.cache) >= maxCachedSubscriptions {
-		for id, old := range c.cache {
-			if now.Sub(old.used) > time.Minute {
-				delete(c.cache, id)
-			}
-		}
-	}
-	c.cache[subID] = e
-	c.mu.Unlock()
 
 	keys, err := signer.SigningKeys(signer.Active(e.secrets, now))
 	if err != nil {
