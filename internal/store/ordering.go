@@ -67,6 +67,150 @@ func deref[T any](p *T) T {
 	return *p
 }
 
+// lineOf names an ordered line: its subscription and key value.
+type lineOf struct {
+	subscription uuid.UUID
+	key          string
+}
+
+// RecordAttemptsNext is RecordAttempts that also returns, per record, the
+// delivery that now heads the line the record ended, with its
+// subscription's rate limit and batch (nil when the record ends no line or
+// the key is now idle): the worker that ended the head makes the next
+// attempt from it, without reading it back.
+//
+// Records that end ordered deliveries take their keys' row locks, which a
+// fan-out holds until its whole group of events commits, taking them in
+// publish order. A transaction that waited for one key while holding
+// others (in another order) could deadlock with it, so no transaction here
+// ever does: a round locks the keys no one holds (SKIP LOCKED), writes the
+// records of those and of every record that ends no line, and advances
+// those lines; the records of keys held elsewhere wait for the next round,
+// which first waits for one of them (holding nothing yet). Each round is one
+// transaction: the end of a head and the release of its key commit
+// together.
+func (s *Deliveries) RecordAttemptsNext(ctx context.Context, rs []AttemptRecord) ([]error, []*Delivery, error) {
+	heads := make([]*Delivery, len(rs))
+	if !endsOrdered(rs) {
+		errs, err := recordAttempts(ctx, s.pool, rs)
+		return errs, heads, err
+	}
+	errs := make([]error, len(rs))
+	todo := make([]int, len(rs))
+	for i := range todo {
+		todo[i] = i
+	}
+	for round := 0; len(todo) > 0; round++ {
+		var left []int
+		err := s.tx(ctx, func(tx pgx.Tx) error {
+			var err error
+			left, err = recordRound(ctx, tx, rs, todo, round > 0, errs, heads)
+			return err
+		})
+		if err != nil && round == 0 {
+			return nil, nil, fmt.Errorf("record %d attempts: %w", len(rs), err)
+		}
+		if err != nil {
+			// Earlier rounds committed: only the rest failed.
+			for _, i := range todo {
+				errs[i] = fmt.Errorf("record attempt: %w", err)
+			}
+			break
+		}
+		todo = left
+	}
+	return errs, heads, nil
+}
+
+// endsLineAt reports whether r ends an ordered delivery's place in its line.
+func endsLineAt(r AttemptRecord) bool {
+	return r.Delivery.Sequence != nil && r.Delivery.OrderingKey != nil && r.Status != DeliveryPending
+}
+
+// recordRound is one round of RecordAttemptsNext in tx: it writes the
+// records todo (indexes of rs) whose lines it could lock, with every record
+// that ends no line, advances those lines, fills errs and heads for them,
+// and returns the indexes left for another round. wait: first wait for the
+// line of todo's first record.
+func recordRound(ctx context.Context, tx pgx.Tx, rs []AttemptRecord, todo []int, wait bool,
+	errs []error, heads []*Delivery) ([]int, error) {
+	var subs []uuid.UUID
+	var keys []string
+	for _, i := range todo {
+		if r := rs[i]; endsLineAt(r) {
+			subs, keys = append(subs, r.Delivery.SubscriptionID), append(keys, *r.Delivery.OrderingKey)
+		}
+	}
+	locked := map[lineOf]bool{}
+	if wait {
+		first := rs[todo[0]].Delivery
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM ordering_keys WHERE subscription_id = $1 AND key = $2 FOR UPDATE`,
+			first.SubscriptionID, *first.OrderingKey); err != nil {
+			return nil, fmt.Errorf("lock ordering key: %w", err)
+		}
+		locked[lineOf{first.SubscriptionID, *first.OrderingKey}] = true
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT subscription_id, key FROM ordering_keys
+		WHERE (subscription_id, key) IN (SELECT * FROM unnest($1::uuid[], $2::text[]))
+		ORDER BY subscription_id, key FOR UPDATE SKIP LOCKED`, subs, keys)
+	if err != nil {
+		return nil, fmt.Errorf("lock %d ordering keys: %w", len(keys), err)
+	}
+	got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (lineOf, error) {
+		var l lineOf
+		return l, row.Scan(&l.subscription, &l.key)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock %d ordering keys: %w", len(keys), err)
+	}
+	for _, l := range got {
+		locked[l] = true
+	}
+	var now time.Time
+	var batch []AttemptRecord
+	var at, left []int
+	for _, i := range todo {
+		r := rs[i]
+		if endsLineAt(r) && !locked[lineOf{r.Delivery.SubscriptionID, *r.Delivery.OrderingKey}] {
+			left = append(left, i)
+			continue
+		}
+		batch, at = append(batch, r), append(at, i)
+	}
+	if len(batch) == 0 {
+		return left, nil
+	}
+	out, err := recordAttempts(ctx, tx, batch)
+	if err != nil {
+		return nil, err
+	}
+	var ended []Delivery
+	for j, i := range at {
+		errs[i] = out[j]
+		if r := rs[i]; out[j] == nil && endsLineAt(r) {
+			ended = append(ended, r.Delivery)
+			now = later(now, r.Attempt.AttemptedAt)
+		}
+	}
+	if len(ended) == 0 {
+		return left, nil
+	}
+	next, err := advanceLinesNext(ctx, tx, ended, now)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range at {
+		d := rs[i].Delivery
+		if errs[i] == nil && endsLineAt(rs[i]) {
+			if h, ok := next[lineOf{d.SubscriptionID, *d.OrderingKey}]; ok && h.ended == *d.Sequence {
+				heads[i] = &h.Delivery
+			}
+		}
+	}
+	return left, nil
+}
+
 // advanceLines releases the keys of ordered deliveries that ended, in tx:
 // a line whose head one of them was moves to its next pending delivery,
 // which becomes due at now. The rows are locked first, in one order (the
@@ -78,9 +222,8 @@ func advanceLines(ctx context.Context, tx querier, ended []Delivery, now time.Ti
 	}
 	subs := make([]uuid.UUID, len(ended))
 	keys := make([]string, len(ended))
-	seqs := make([]int64, len(ended))
 	for i, d := range ended {
-		subs[i], keys[i], seqs[i] = d.SubscriptionID, *d.OrderingKey, *d.Sequence
+		subs[i], keys[i] = d.SubscriptionID, *d.OrderingKey
 	}
 	if _, err := tx.Exec(ctx, `
 		SELECT 1 FROM ordering_keys
@@ -88,7 +231,28 @@ func advanceLines(ctx context.Context, tx querier, ended []Delivery, now time.Ti
 		ORDER BY subscription_id, key FOR UPDATE`, subs, keys); err != nil {
 		return fmt.Errorf("lock %d ordering keys: %w", len(ended), err)
 	}
-	if _, err := tx.Exec(ctx, `
+	_, err := advanceLinesNext(ctx, tx, ended, now)
+	return err
+}
+
+// nextHead is the delivery that heads a line after the end of the one at
+// sequence ended.
+type nextHead struct {
+	Delivery
+	ended int64
+}
+
+// advanceLinesNext is advanceLines on lines already locked in tx: it
+// returns the new head of each line that has one, by line. The new head
+// is due at now unless it already had a due time.
+func advanceLinesNext(ctx context.Context, tx querier, ended []Delivery, now time.Time) (map[lineOf]nextHead, error) {
+	subs := make([]uuid.UUID, len(ended))
+	keys := make([]string, len(ended))
+	seqs := make([]int64, len(ended))
+	for i, d := range ended {
+		subs[i], keys[i], seqs[i] = d.SubscriptionID, *d.OrderingKey, *d.Sequence
+	}
+	rows, err := tx.Query(ctx, `
 		WITH r AS (
 			SELECT DISTINCT * FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS r(subscription_id, key, sequence)
 		), h AS (
@@ -97,16 +261,35 @@ func advanceLines(ctx context.Context, tx querier, ended []Delivery, now time.Ti
 				WHERE d.subscription_id = k.subscription_id AND d.ordering_key = k.key
 				  AND d.status = 'pending' AND d.sequence IS NOT NULL AND d.sequence > k.head), k.last + 1)
 			FROM r WHERE k.subscription_id = r.subscription_id AND k.key = r.key AND k.head = r.sequence
-			RETURNING k.subscription_id, k.key, k.head
+			RETURNING k.subscription_id, k.key, k.head, r.sequence AS ended
 		)
-		UPDATE deliveries d SET next_attempt_at = $4
-		FROM h
+		UPDATE deliveries d SET next_attempt_at = coalesce(d.next_attempt_at, $4)
+		FROM h JOIN subscriptions s ON s.id = h.subscription_id
 		WHERE d.subscription_id = h.subscription_id AND d.ordering_key = h.key AND d.sequence = h.head
-		  AND d.status = 'pending' AND d.sequence IS NOT NULL AND d.next_attempt_at IS NULL`,
-		subs, keys, seqs, now); err != nil {
-		return fmt.Errorf("advance %d ordering keys: %w", len(ended), err)
+		  AND d.status = 'pending' AND d.sequence IS NOT NULL
+		RETURNING `+qualified("d", deliveryColumns)+`, d.ordering_key, d.sequence, coalesce(s.rate_limit, 0),
+			s.batch_max_size, s.batch_max_wait_ms, h.ended`,
+		subs, keys, seqs, now)
+	if err != nil {
+		return nil, fmt.Errorf("advance %d ordering keys: %w", len(ended), err)
 	}
-	return nil
+	heads, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (nextHead, error) {
+		var h nextHead
+		var batch batchColumns
+		err := row.Scan(&h.ID, &h.MerchantID, &h.EventID, &h.EventCreatedAt, &h.EventType, &h.SubscriptionID,
+			&h.Status, &h.Test, &h.AttemptCount, &h.NextAttemptAt, &h.CreatedAt, &h.UpdatedAt,
+			&h.OrderingKey, &h.Sequence, &h.RateLimit, &batch.maxSize, &batch.maxWaitMS, &h.ended)
+		h.Batch = batch.value()
+		return h, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("advance %d ordering keys: %w", len(ended), err)
+	}
+	out := make(map[lineOf]nextHead, len(heads))
+	for _, h := range heads {
+		out[lineOf{h.SubscriptionID, *h.OrderingKey}] = h
+	}
+	return out, nil
 }
 
 // LineHead returns the pending delivery at the head of an ordered line,
