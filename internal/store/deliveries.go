@@ -227,7 +227,8 @@ func (s *Deliveries) AbandonDelivery(ctx context.Context, d Delivery, now time.T
 			if err := abandon(ctx, tx); err != nil {
 				return err
 			}
-			return advanceLines(ctx, tx, []Delivery{d}, now)
+			_, err := advanceLines(ctx, tx, []Delivery{d}, now)
+			return err
 		})
 	}
 	if err != nil {
@@ -371,8 +372,6 @@ func (s *Deliveries) ReleaseLease(ctx context.Context, d Delivery, leaseUntil ti
 // error per record: nil, or ErrConflict when that attempt number was
 // already recorded. The records must be of distinct deliveries.
 func (s *Deliveries) RecordAttempts(ctx context.Context, rs []AttemptRecord) ([]error, error) {
-	// An ordered delivery that ends releases its key in the same
-	// transaction: a crash never leaves a key with no head.
 	errs, _, err := s.RecordAttemptsNext(ctx, rs)
 	return errs, err
 }

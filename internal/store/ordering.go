@@ -76,163 +76,47 @@ type lineOf struct {
 // RecordAttemptsNext is RecordAttempts that also returns, per record, the
 // delivery that now heads the line the record ended, with its
 // subscription's rate limit and batch (nil when the record ends no line or
-// the key is now idle): the worker that ended the head makes the next
-// attempt from it, without reading it back.
-//
-// Records that end ordered deliveries take their keys' row locks, which a
-// fan-out holds until its whole group of events commits, taking them in
-// publish order. A transaction that waited for one key while holding
-// others (in another order) could deadlock with it, so no transaction here
-// ever does: a round locks the keys no one holds (SKIP LOCKED), writes the
-// records of those and of every record that ends no line, and advances
-// those lines; the records of keys held elsewhere wait for the next round,
-// which first waits for one of them (holding nothing yet). Each round is one
-// transaction: the end of a head and the release of its key commit
-// together.
+// the key is now idle), read by the statement that moved the line: the
+// worker that ended the head makes the next attempt from it, without
+// reading it back. An ordered delivery that ends releases its key in the
+// same transaction: a crash never leaves a key with no head.
 func (s *Deliveries) RecordAttemptsNext(ctx context.Context, rs []AttemptRecord) ([]error, []*Delivery, error) {
 	heads := make([]*Delivery, len(rs))
 	if !endsOrdered(rs) {
 		errs, err := recordAttempts(ctx, s.pool, rs)
 		return errs, heads, err
 	}
-	errs := make([]error, len(rs))
-	todo := make([]int, len(rs))
-	for i := range todo {
-		todo[i] = i
-	}
-	for round := 0; len(todo) > 0; round++ {
-		var left []int
-		err := s.tx(ctx, func(tx pgx.Tx) error {
-			var err error
-			left, err = recordRound(ctx, tx, rs, todo, round > 0, errs, heads)
+	var out []error
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if out, err = recordAttempts(ctx, tx, rs); err != nil {
 			return err
-		})
-		if err != nil && round == 0 {
-			return nil, nil, fmt.Errorf("record %d attempts: %w", len(rs), err)
 		}
-		if err != nil {
-			// Earlier rounds committed: only the rest failed.
-			for _, i := range todo {
-				errs[i] = fmt.Errorf("record attempt: %w", err)
+		var ended []Delivery
+		var now time.Time
+		for i, r := range rs {
+			if out[i] == nil && r.Delivery.Sequence != nil && r.Status != DeliveryPending {
+				ended = append(ended, r.Delivery)
+				now = later(now, r.Attempt.AttemptedAt)
 			}
-			break
 		}
-		todo = left
-	}
-	return errs, heads, nil
-}
-
-// endsLineAt reports whether r ends an ordered delivery's place in its line.
-func endsLineAt(r AttemptRecord) bool {
-	return r.Delivery.Sequence != nil && r.Delivery.OrderingKey != nil && r.Status != DeliveryPending
-}
-
-// recordRound is one round of RecordAttemptsNext in tx: it writes the
-// records todo (indexes of rs) whose lines it could lock, with every record
-// that ends no line, advances those lines, fills errs and heads for them,
-// and returns the indexes left for another round. wait: first wait for the
-// line of todo's first record.
-func recordRound(ctx context.Context, tx pgx.Tx, rs []AttemptRecord, todo []int, wait bool,
-	errs []error, heads []*Delivery) ([]int, error) {
-	var subs []uuid.UUID
-	var keys []string
-	for _, i := range todo {
-		if r := rs[i]; endsLineAt(r) {
-			subs, keys = append(subs, r.Delivery.SubscriptionID), append(keys, *r.Delivery.OrderingKey)
+		next, err := advanceLines(ctx, tx, ended, now)
+		if err != nil {
+			return err
 		}
-	}
-	locked := map[lineOf]bool{}
-	if wait {
-		first := rs[todo[0]].Delivery
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM ordering_keys WHERE subscription_id = $1 AND key = $2 FOR UPDATE`,
-			first.SubscriptionID, *first.OrderingKey); err != nil {
-			return nil, fmt.Errorf("lock ordering key: %w", err)
+		for i, r := range rs {
+			if d := r.Delivery; out[i] == nil && d.Sequence != nil && d.OrderingKey != nil && r.Status != DeliveryPending {
+				if h, ok := next[lineOf{d.SubscriptionID, *d.OrderingKey}]; ok && h.ended == *d.Sequence {
+					heads[i] = &h.Delivery
+				}
+			}
 		}
-		locked[lineOf{first.SubscriptionID, *first.OrderingKey}] = true
-	}
-	rows, err := tx.Query(ctx, `
-		SELECT subscription_id, key FROM ordering_keys
-		WHERE (subscription_id, key) IN (SELECT * FROM unnest($1::uuid[], $2::text[]))
-		ORDER BY subscription_id, key FOR UPDATE SKIP LOCKED`, subs, keys)
-	if err != nil {
-		return nil, fmt.Errorf("lock %d ordering keys: %w", len(keys), err)
-	}
-	got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (lineOf, error) {
-		var l lineOf
-		return l, row.Scan(&l.subscription, &l.key)
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lock %d ordering keys: %w", len(keys), err)
+		return nil, nil, err
 	}
-	for _, l := range got {
-		locked[l] = true
-	}
-	var now time.Time
-	var batch []AttemptRecord
-	var at, left []int
-	for _, i := range todo {
-		r := rs[i]
-		if endsLineAt(r) && !locked[lineOf{r.Delivery.SubscriptionID, *r.Delivery.OrderingKey}] {
-			left = append(left, i)
-			continue
-		}
-		batch, at = append(batch, r), append(at, i)
-	}
-	if len(batch) == 0 {
-		return left, nil
-	}
-	out, err := recordAttempts(ctx, tx, batch)
-	if err != nil {
-		return nil, err
-	}
-	var ended []Delivery
-	for j, i := range at {
-		errs[i] = out[j]
-		if r := rs[i]; out[j] == nil && endsLineAt(r) {
-			ended = append(ended, r.Delivery)
-			now = later(now, r.Attempt.AttemptedAt)
-		}
-	}
-	if len(ended) == 0 {
-		return left, nil
-	}
-	next, err := advanceLinesNext(ctx, tx, ended, now)
-	if err != nil {
-		return nil, err
-	}
-	for _, i := range at {
-		d := rs[i].Delivery
-		if errs[i] == nil && endsLineAt(rs[i]) {
-			if h, ok := next[lineOf{d.SubscriptionID, *d.OrderingKey}]; ok && h.ended == *d.Sequence {
-				heads[i] = &h.Delivery
-			}
-		}
-	}
-	return left, nil
-}
-
-// advanceLines releases the keys of ordered deliveries that ended, in tx:
-// a line whose head one of them was moves to its next pending delivery,
-// which becomes due at now. The rows are locked first, in one order (the
-// fan-out's), by a statement of their own, so that the next statement's
-// snapshot holds every fan-out that committed before the lock was had.
-func advanceLines(ctx context.Context, tx querier, ended []Delivery, now time.Time) error {
-	if len(ended) == 0 {
-		return nil
-	}
-	subs := make([]uuid.UUID, len(ended))
-	keys := make([]string, len(ended))
-	for i, d := range ended {
-		subs[i], keys[i] = d.SubscriptionID, *d.OrderingKey
-	}
-	if _, err := tx.Exec(ctx, `
-		SELECT 1 FROM ordering_keys
-		WHERE (subscription_id, key) IN (SELECT * FROM unnest($1::uuid[], $2::text[]))
-		ORDER BY subscription_id, key FOR UPDATE`, subs, keys); err != nil {
-		return fmt.Errorf("lock %d ordering keys: %w", len(ended), err)
-	}
-	_, err := advanceLinesNext(ctx, tx, ended, now)
-	return err
+	return out, heads, nil
 }
 
 // nextHead is the delivery that heads a line after the end of the one at
@@ -242,16 +126,30 @@ type nextHead struct {
 	ended int64
 }
 
-// advanceLinesNext is advanceLines on lines already locked in tx: it
-// returns the new head of each line that has one, by line. The new head
-// is due at now unless it already had a due time.
-func advanceLinesNext(ctx context.Context, tx querier, ended []Delivery, now time.Time) (map[lineOf]nextHead, error) {
+// advanceLines releases the keys of ordered deliveries that ended, in tx:
+// a line whose head one of them was moves to its next pending delivery,
+// which becomes due at now. It returns the new heads that were waiting, by
+// line. The rows are locked first, in one order (the fan-out's), by a
+// statement of their own, so that the next statement's snapshot holds
+// every fan-out that committed before the lock was had.
+func advanceLines(ctx context.Context, tx querier, ended []Delivery, now time.Time) (map[lineOf]nextHead, error) {
+	if len(ended) == 0 {
+		return nil, nil
+	}
 	subs := make([]uuid.UUID, len(ended))
 	keys := make([]string, len(ended))
 	seqs := make([]int64, len(ended))
 	for i, d := range ended {
 		subs[i], keys[i], seqs[i] = d.SubscriptionID, *d.OrderingKey, *d.Sequence
 	}
+	if _, err := tx.Exec(ctx, `
+		SELECT 1 FROM ordering_keys
+		WHERE (subscription_id, key) IN (SELECT * FROM unnest($1::uuid[], $2::text[]))
+		ORDER BY subscription_id, key FOR UPDATE`, subs, keys); err != nil {
+		return nil, fmt.Errorf("lock %d ordering keys: %w", len(ended), err)
+	}
+	// The subscription's columns are read per returned row, so that they
+	// leave the plan of the update as it was.
 	rows, err := tx.Query(ctx, `
 		WITH r AS (
 			SELECT DISTINCT * FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS r(subscription_id, key, sequence)
@@ -263,12 +161,14 @@ func advanceLinesNext(ctx context.Context, tx querier, ended []Delivery, now tim
 			FROM r WHERE k.subscription_id = r.subscription_id AND k.key = r.key AND k.head = r.sequence
 			RETURNING k.subscription_id, k.key, k.head, r.sequence AS ended
 		)
-		UPDATE deliveries d SET next_attempt_at = coalesce(d.next_attempt_at, $4)
-		FROM h JOIN subscriptions s ON s.id = h.subscription_id
+		UPDATE deliveries d SET next_attempt_at = $4
+		FROM h
 		WHERE d.subscription_id = h.subscription_id AND d.ordering_key = h.key AND d.sequence = h.head
-		  AND d.status = 'pending' AND d.sequence IS NOT NULL
-		RETURNING `+qualified("d", deliveryColumns)+`, d.ordering_key, d.sequence, coalesce(s.rate_limit, 0),
-			s.batch_max_size, s.batch_max_wait_ms, h.ended`,
+		  AND d.status = 'pending' AND d.sequence IS NOT NULL AND d.next_attempt_at IS NULL
+		RETURNING `+qualified("d", deliveryColumns)+`, d.ordering_key, d.sequence, h.ended,
+			(SELECT coalesce(s.rate_limit, 0) FROM subscriptions s WHERE s.id = d.subscription_id),
+			(SELECT s.batch_max_size FROM subscriptions s WHERE s.id = d.subscription_id),
+			(SELECT s.batch_max_wait_ms FROM subscriptions s WHERE s.id = d.subscription_id)`,
 		subs, keys, seqs, now)
 	if err != nil {
 		return nil, fmt.Errorf("advance %d ordering keys: %w", len(ended), err)
@@ -276,10 +176,11 @@ func advanceLinesNext(ctx context.Context, tx querier, ended []Delivery, now tim
 	heads, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (nextHead, error) {
 		var h nextHead
 		var batch batchColumns
+		var rate *int
 		err := row.Scan(&h.ID, &h.MerchantID, &h.EventID, &h.EventCreatedAt, &h.EventType, &h.SubscriptionID,
 			&h.Status, &h.Test, &h.AttemptCount, &h.NextAttemptAt, &h.CreatedAt, &h.UpdatedAt,
-			&h.OrderingKey, &h.Sequence, &h.RateLimit, &batch.maxSize, &batch.maxWaitMS, &h.ended)
-		h.Batch = batch.value()
+			&h.OrderingKey, &h.Sequence, &h.ended, &rate, &batch.maxSize, &batch.maxWaitMS)
+		h.RateLimit, h.Batch = deref(rate), batch.value()
 		return h, err
 	})
 	if err != nil {
