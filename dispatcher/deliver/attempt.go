@@ -294,7 +294,7 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 	// Recorded before the task is acknowledged; a cancelled task context
 	// must not lose a result that was obtained.
 	recorded := tr.step(ctx, spanRecord)
-	err = r.record(context.WithoutCancel(ctx), rec, log)
+	head, err := r.record(context.WithoutCancel(ctx), rec, log)
 	recorded(err)
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
@@ -305,7 +305,7 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 	}
 	r.observe(ctx, log, leased.Delivery, at, rec, res, developer)
 	if endsLine(leased.Delivery, rec.Status) {
-		r.enqueueLineHead(ctx, leased.Delivery, log)
+		r.nextInLine(ctx, leased.Delivery, head, held, log)
 	}
 	if rec.NextAttemptAt != nil {
 		// The task's own deadline may be nearly spent by a slow receiver;
@@ -327,13 +327,23 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 // duplicate for the receiver. Retrying past the lease is safe: if another
 // worker made the attempt meanwhile, the store refuses the second record of
 // one attempt number (ErrConflict).
-func (r *Runner) record(ctx context.Context, rec store.AttemptRecord, log *slog.Logger) error {
+//
+// When the recorder reads it (nextRecorder), it returns the delivery that
+// now heads the ordered line the record ended, if any.
+func (r *Runner) record(ctx context.Context, rec store.AttemptRecord, log *slog.Logger) (*store.Delivery, error) {
 	deadline := r.clock.Now().Add(recordPatience)
 	wait := 50 * time.Millisecond
+	next, reads := r.recorder.(nextRecorder)
 	for {
-		err := r.recorder.Record(ctx, rec)
+		var head *store.Delivery
+		var err error
+		if reads {
+			head, err = next.RecordNext(ctx, rec)
+		} else {
+			err = r.recorder.Record(ctx, rec)
+		}
 		if err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, groupcommit.ErrClosed) || r.clock.Now().Add(wait).After(deadline) {
-			return err
+			return head, err
 		}
 		log.WarnContext(ctx, "record attempt; retrying", "error", err, "retry_in", wait)
 		time.Sleep(wait)

@@ -152,7 +152,8 @@ func (r *Runner) settle(ctx context.Context, m batchMember, batchID string, res 
 	rec.Attempt.BatchID = &batchID
 	r.metrics.Attempts.WithLabelValues(res.outcome).Inc()
 	r.metrics.AttemptDuration.Observe(res.Duration.Seconds())
-	if err := r.record(context.WithoutCancel(ctx), rec, log); err != nil {
+	head, err := r.record(context.WithoutCancel(ctx), rec, log)
+	if err != nil {
 		// Not recorded: the lease lapses and the sweeper parks the attempt
 		// again, as for an attempt made alone.
 		log.WarnContext(ctx, "record batched attempt", "error", err)
@@ -160,7 +161,7 @@ func (r *Runner) settle(ctx context.Context, m batchMember, batchID string, res 
 	}
 	r.observe(ctx, log, leased.Delivery, at, rec, res, false)
 	if endsLine(leased.Delivery, rec.Status) {
-		r.enqueueLineHead(ctx, leased.Delivery, log)
+		r.nextInLine(ctx, leased.Delivery, head, nil, log)
 	}
 	if rec.NextAttemptAt != nil {
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queue.EnqueueTimeout)

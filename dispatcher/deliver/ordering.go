@@ -53,12 +53,46 @@ func (r *Runner) enqueueLineHead(ctx context.Context, ended store.Delivery, log 
 		log.WarnContext(ctx, "read the next delivery of the key; the sweeper will enqueue it", "error", err)
 		return
 	}
-	var due = r.clock.Now()
-	if head.NextAttemptAt != nil {
+	r.handOn(ctx, &head, nil, log)
+}
+
+// handOn starts the attempt of head, the delivery that now heads the line
+// an attempt just ended (read by the record that ended it; nil: the key is
+// idle). Handed straight to the slot of the attempt that ended the line
+// (held) when the scheduler would have given it one anyway (see
+// heldSlots.handOff), it runs as soon as that attempt returns, without a
+// trip through the schedule; else it is parked in the schedule as any
+// attempt, where a rate limit paces it and a batch forms. Either way a
+// crash loses nothing: the head is due in Postgres, and until a worker
+// leases it the sweeper finds it.
+func (r *Runner) handOn(ctx context.Context, head *store.Delivery, held *heldSlots, log *slog.Logger) {
+	if head == nil {
+		return
+	}
+	now := r.clock.Now()
+	due := now
+	if head.NextAttemptAt != nil && head.NextAttemptAt.After(now) {
 		due = *head.NextAttemptAt
 	}
 	number := head.AttemptCount + 1
-	if _, err := r.tasks.Schedule(ctx, queue.ScheduledAttempt(head, number, due), queue.AttemptTaskID(head.ID, number)); err != nil {
+	it := queue.LaneItem{ID: queue.AttemptTaskID(head.ID, number), Task: queue.ScheduledAttempt(*head, number, due)}
+	if held != nil && head.RateLimit == 0 && head.Batch == nil && !due.After(now) && held.handOff(it) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queue.EnqueueTimeout)
+	defer cancel()
+	if _, err := r.tasks.Schedule(ctx, it.Task, it.ID); err != nil {
 		log.WarnContext(ctx, "enqueue the next delivery of the key; the sweeper will", "error", err, "next_delivery_id", head.ID)
 	}
+}
+
+// nextInLine goes on with the line an attempt of ended just ended: head is
+// the next delivery as the record read it; a recorder that reads none
+// leaves it to a read of its own.
+func (r *Runner) nextInLine(ctx context.Context, ended store.Delivery, head *store.Delivery, held *heldSlots, log *slog.Logger) {
+	if _, reads := r.recorder.(nextRecorder); !reads {
+		r.enqueueLineHead(ctx, ended, log)
+		return
+	}
+	r.handOn(ctx, head, held, log)
 }

@@ -193,8 +193,32 @@ func (s *Scheduler) Run(ctx context.Context) {
 }
 
 // run1 makes one attempt in its slots, on a context of its own: a
-// shutdown lets it finish and be recorded.
+// shutdown lets it finish and be recorded. Then, in the same pool slot, the
+// attempt it handed its slot on to (heldSlots.handOff), if any; on
+// shutdown that one goes back to the schedule instead.
 func (s *Scheduler) run1(ctx context.Context, it queue.LaneItem, held *heldSlots) {
+	for {
+		s.runOne(ctx, it, held)
+		next := held.handedOn()
+		if next == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			next.held.release()
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queue.EnqueueTimeout)
+			if _, err := s.lanes.Push(pctx, next.item); err != nil {
+				s.logger.WarnContext(ctx, "schedule the next attempt of an ordered line; the sweeper will",
+					"delivery_id", next.item.Task.DeliveryID, "error", err)
+			}
+			cancel()
+			return
+		}
+		it, held = next.item, next.held
+	}
+}
+
+// runOne is run1 for one attempt.
+func (s *Scheduler) runOne(ctx context.Context, it queue.LaneItem, held *heldSlots) {
 	defer held.release()
 	defer func() {
 		// A panicking attempt must not take the worker's other attempts
@@ -272,6 +296,50 @@ type heldSlots struct {
 	s                      *Scheduler
 	merchant, subscription string
 	send, pool             sync.Once
+	// next is the attempt this one handed its pool slot on to.
+	next *handedOff
+}
+
+// handedOff is an attempt handed a pool slot by the attempt before it, with
+// the slots it holds.
+type handedOff struct {
+	item queue.LaneItem
+	held *heldSlots
+}
+
+// handOff gives this attempt's pool slot, once the attempt ends, to it:
+// the next attempt of the ordered line this attempt ended, due now. The
+// slot goes on only where a take would have given one: its merchant under
+// its share and its subscription under its cap here (what a take grants
+// without lending), and only while the pool has a free slot besides this
+// one, so that no other merchant's due work waits for the slot it keeps.
+// Then it holds its merchant's and subscription's slots from now, and
+// run1 makes it when this attempt returns. False: nothing is held, and the
+// caller parks it in the schedule.
+func (h *heldSlots) handOff(it queue.LaneItem) bool {
+	s := h.s
+	m, sub := queue.MerchantLane(it.Task), it.Task.SubscriptionID.String()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h.next != nil || s.busy >= s.cfg.Concurrency || s.merchants[m] >= s.cfg.Share || s.subs[sub] >= s.capOf(sub) {
+		return false
+	}
+	given := false
+	h.pool.Do(func() { given = true }) // the pool slot goes on, not back
+	if !given {
+		return false
+	}
+	s.merchants[m]++
+	s.subs[sub]++
+	h.next = &handedOff{item: it, held: &heldSlots{s: s, merchant: m, subscription: sub}}
+	return true
+}
+
+// handedOn is the attempt handed this one's pool slot, or nil.
+func (h *heldSlots) handedOn() *handedOff {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	return h.next
 }
 
 // exchanged gives back the merchant's and the subscription's slots once

@@ -228,7 +228,8 @@ func (s *Deliveries) AbandonDelivery(ctx context.Context, d Delivery, now time.T
 			if err := abandon(ctx, tx); err != nil {
 				return err
 			}
-			return advanceLines(ctx, tx, []Delivery{d}, now)
+			_, err := advanceLines(ctx, tx, []Delivery{d}, now)
+			return err
 		})
 	}
 	if err != nil {
@@ -392,31 +393,8 @@ func (s *Deliveries) ReleaseLease(ctx context.Context, d Delivery, leaseUntil ti
 // error per record: nil, or ErrConflict when that attempt number was
 // already recorded. The records must be of distinct deliveries.
 func (s *Deliveries) RecordAttempts(ctx context.Context, rs []AttemptRecord) ([]error, error) {
-	if !endsOrdered(rs) {
-		return recordAttempts(ctx, s.pool, rs)
-	}
-	// An ordered delivery that ends releases its key in the same
-	// transaction: a crash never leaves a key with no head.
-	var out []error
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if out, err = recordAttempts(ctx, tx, rs); err != nil {
-			return err
-		}
-		var ended []Delivery
-		var now time.Time
-		for i, r := range rs {
-			if out[i] == nil && r.Delivery.Sequence != nil && r.Status != DeliveryPending {
-				ended = append(ended, r.Delivery)
-				now = later(now, r.Attempt.AttemptedAt)
-			}
-		}
-		return advanceLines(ctx, tx, ended, now)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	errs, _, err := s.RecordAttemptsNext(ctx, rs)
+	return errs, err
 }
 
 // recordAttempts is RecordAttempts' one statement, on the pool or in a

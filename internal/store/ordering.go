@@ -67,14 +67,74 @@ func deref[T any](p *T) T {
 	return *p
 }
 
+// lineOf names an ordered line: its subscription and key value.
+type lineOf struct {
+	subscription uuid.UUID
+	key          string
+}
+
+// RecordAttemptsNext is RecordAttempts that also returns, per record, the
+// delivery that now heads the line the record ended, with its
+// subscription's rate limit and batch (nil when the record ends no line or
+// the key is now idle), read by the statement that moved the line: the
+// worker that ended the head makes the next attempt from it, without
+// reading it back. An ordered delivery that ends releases its key in the
+// same transaction: a crash never leaves a key with no head.
+func (s *Deliveries) RecordAttemptsNext(ctx context.Context, rs []AttemptRecord) ([]error, []*Delivery, error) {
+	heads := make([]*Delivery, len(rs))
+	if !endsOrdered(rs) {
+		errs, err := recordAttempts(ctx, s.pool, rs)
+		return errs, heads, err
+	}
+	var out []error
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if out, err = recordAttempts(ctx, tx, rs); err != nil {
+			return err
+		}
+		var ended []Delivery
+		var now time.Time
+		for i, r := range rs {
+			if out[i] == nil && r.Delivery.Sequence != nil && r.Status != DeliveryPending {
+				ended = append(ended, r.Delivery)
+				now = later(now, r.Attempt.AttemptedAt)
+			}
+		}
+		next, err := advanceLines(ctx, tx, ended, now)
+		if err != nil {
+			return err
+		}
+		for i, r := range rs {
+			if d := r.Delivery; out[i] == nil && d.Sequence != nil && d.OrderingKey != nil && r.Status != DeliveryPending {
+				if h, ok := next[lineOf{d.SubscriptionID, *d.OrderingKey}]; ok && h.ended == *d.Sequence {
+					heads[i] = &h.Delivery
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, heads, nil
+}
+
+// nextHead is the delivery that heads a line after the end of the one at
+// sequence ended.
+type nextHead struct {
+	Delivery
+	ended int64
+}
+
 // advanceLines releases the keys of ordered deliveries that ended, in tx:
 // a line whose head one of them was moves to its next pending delivery,
-// which becomes due at now. The rows are locked first, in one order (the
-// fan-out's), by a statement of their own, so that the next statement's
-// snapshot holds every fan-out that committed before the lock was had.
-func advanceLines(ctx context.Context, tx querier, ended []Delivery, now time.Time) error {
+// which becomes due at now. It returns the new heads that were waiting, by
+// line. The rows are locked first, in one order (the fan-out's), by a
+// statement of their own, so that the next statement's snapshot holds
+// every fan-out that committed before the lock was had.
+func advanceLines(ctx context.Context, tx querier, ended []Delivery, now time.Time) (map[lineOf]nextHead, error) {
 	if len(ended) == 0 {
-		return nil
+		return nil, nil
 	}
 	subs := make([]uuid.UUID, len(ended))
 	keys := make([]string, len(ended))
@@ -86,9 +146,11 @@ func advanceLines(ctx context.Context, tx querier, ended []Delivery, now time.Ti
 		SELECT 1 FROM ordering_keys
 		WHERE (subscription_id, key) IN (SELECT * FROM unnest($1::uuid[], $2::text[]))
 		ORDER BY subscription_id, key FOR UPDATE`, subs, keys); err != nil {
-		return fmt.Errorf("lock %d ordering keys: %w", len(ended), err)
+		return nil, fmt.Errorf("lock %d ordering keys: %w", len(ended), err)
 	}
-	if _, err := tx.Exec(ctx, `
+	// The subscription's columns are read per returned row, so that they
+	// leave the plan of the update as it was.
+	rows, err := tx.Query(ctx, `
 		WITH r AS (
 			SELECT DISTINCT * FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS r(subscription_id, key, sequence)
 		), h AS (
@@ -97,16 +159,38 @@ func advanceLines(ctx context.Context, tx querier, ended []Delivery, now time.Ti
 				WHERE d.subscription_id = k.subscription_id AND d.ordering_key = k.key
 				  AND d.status = 'pending' AND d.sequence IS NOT NULL AND d.sequence > k.head), k.last + 1)
 			FROM r WHERE k.subscription_id = r.subscription_id AND k.key = r.key AND k.head = r.sequence
-			RETURNING k.subscription_id, k.key, k.head
+			RETURNING k.subscription_id, k.key, k.head, r.sequence AS ended
 		)
 		UPDATE deliveries d SET next_attempt_at = $4
 		FROM h
 		WHERE d.subscription_id = h.subscription_id AND d.ordering_key = h.key AND d.sequence = h.head
-		  AND d.status = 'pending' AND d.sequence IS NOT NULL AND d.next_attempt_at IS NULL`,
-		subs, keys, seqs, now); err != nil {
-		return fmt.Errorf("advance %d ordering keys: %w", len(ended), err)
+		  AND d.status = 'pending' AND d.sequence IS NOT NULL AND d.next_attempt_at IS NULL
+		RETURNING `+qualified("d", deliveryColumns)+`, d.ordering_key, d.sequence, h.ended,
+			(SELECT coalesce(s.rate_limit, 0) FROM subscriptions s WHERE s.id = d.subscription_id),
+			(SELECT s.batch_max_size FROM subscriptions s WHERE s.id = d.subscription_id),
+			(SELECT s.batch_max_wait_ms FROM subscriptions s WHERE s.id = d.subscription_id)`,
+		subs, keys, seqs, now)
+	if err != nil {
+		return nil, fmt.Errorf("advance %d ordering keys: %w", len(ended), err)
 	}
-	return nil
+	heads, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (nextHead, error) {
+		var h nextHead
+		var batch batchColumns
+		var rate *int
+		err := row.Scan(&h.ID, &h.MerchantID, &h.EventID, &h.EventCreatedAt, &h.EventType, &h.SubscriptionID,
+			&h.Status, &h.Test, &h.AttemptCount, &h.NextAttemptAt, &h.CreatedAt, &h.UpdatedAt,
+			&h.OrderingKey, &h.Sequence, &h.ended, &rate, &batch.maxSize, &batch.maxWaitMS)
+		h.RateLimit, h.Batch = deref(rate), batch.value()
+		return h, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("advance %d ordering keys: %w", len(ended), err)
+	}
+	out := make(map[lineOf]nextHead, len(heads))
+	for _, h := range heads {
+		out[lineOf{h.SubscriptionID, *h.OrderingKey}] = h
+	}
+	return out, nil
 }
 
 // LineHead returns the pending delivery at the head of an ordered line,

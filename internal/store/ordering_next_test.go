@@ -1,0 +1,55 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
+)
+
+// The record that ends a head returns the next one, with its
+// subscription's rate limit, and leaves it due in Postgres: a worker that
+// dies before it makes that attempt leaves it to the sweeper, which lists
+// it. A record that ends no line, or a line with nothing behind, returns
+// none.
+func TestRecordAttemptsNextReturnsTheNewHead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.NewStore(t)
+	orderedSubscription(t, s)
+	a1, a2 := publishFor(t, s, "acct_a"), publishFor(t, s, "acct_a")
+	b1 := publishFor(t, s, "acct_b")
+	none := publishFor(t, s, "")
+
+	now := time.Now()
+	var recs []store.AttemptRecord
+	for _, d := range []store.Delivery{a1, b1, none} {
+		l, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, store.AttemptRecord{Delivery: l.Delivery, Status: store.DeliverySucceeded,
+			Attempt: store.Attempt{Number: 1, Status: store.AttemptSucceeded, Trigger: store.TriggerScheduled, AttemptedAt: now}})
+	}
+	errs, heads, err := s.RecordAttemptsNext(ctx, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range errs {
+		if e != nil {
+			t.Fatalf("record %d: %v", i, e)
+		}
+	}
+	if heads[0] == nil || heads[0].ID != a2.ID || heads[0].RateLimit != 5 || heads[0].NextAttemptAt == nil {
+		t.Fatalf("next head of acct_a = %+v, want a2, due, rate limit 5", heads[0])
+	}
+	if heads[1] != nil || heads[2] != nil {
+		t.Fatalf("heads of an idle key and an unordered delivery = %v, %v; want none", heads[1], heads[2])
+	}
+	due, err := s.DueDeliveries(ctx, time.Now().Add(time.Hour), time.Now(), nil, 100)
+	if err != nil || len(due) != 1 || due[0].ID != a2.ID {
+		t.Fatalf("due = %v, %v; want a2 alone, for the sweeper", due, err)
+	}
+}
