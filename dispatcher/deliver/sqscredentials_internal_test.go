@@ -3,10 +3,13 @@ package deliver
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/webhookd/webhookd/internal/subscriptions"
 )
@@ -79,4 +82,34 @@ func TestEngineCredentials(t *testing.T) {
 }
 
 // fmtWrap wraps err as the SDK's signing step does.
-func fmtWrap(err error) error { return errors.Join(errors.New("operation error SQS: SendMessage"), err) }
+func fmtWrap(err error) error {
+	return errors.Join(errors.New("operation error SQS: SendMessage"), err)
+}
+
+// TestEngineCredentialsKeepTheDeliveriesDialer: a destination sent with
+// the engine's credentials still dials through the deliveries' dialer
+// (here one that refuses every address, as the address check would).
+func TestEngineCredentialsKeepTheDeliveriesDialer(t *testing.T) {
+	t.Parallel()
+	const prefix = "https://sqs.eu-west-1.amazonaws.com/123456789012/"
+	e := newEngineCredentials([]string{prefix})
+	e.load = func(context.Context) (aws.Config, error) {
+		return aws.Config{Credentials: credentials.NewStaticCredentialsProvider("AKIAENGINE", "engine-secret", "")}, nil
+	}
+	var dialed []string
+	dial := func(_ context.Context, _, address string) (net.Conn, error) {
+		dialed = append(dialed, address)
+		return nil, errors.New("refused by the address check")
+	}
+	d := subscriptions.Destination{Type: "sqs", QueueURL: prefix + "payouts", Region: "eu-west-1"}
+	c, err := newBrokerClient(d, dial, time.Second, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	_, err = c.publish(context.Background(), message{DeliveryID: "d1", Body: []byte(`{}`), Headers: map[string]string{"webhook-id": "e1"}})
+	var be *brokerError
+	if !errors.As(err, &be) || be.code != errBrokerUnreachable || len(dialed) == 0 || !strings.HasPrefix(dialed[0], "sqs.eu-west-1.amazonaws.com:") {
+		t.Errorf("publish = %v after dialling %v; want broker_unreachable through the given dialer to the region's SQS", err, dialed)
+	}
+}
