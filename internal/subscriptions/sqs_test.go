@@ -116,3 +116,29 @@ func TestCheckSQSEngineQueues(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSQSEngineQueueAllowed: whatever queue URL and endpoint a merchant
+// sends, the engine's credentials are allowed only for a URL that is a
+// listed prefix followed by plain path segments, and only with no
+// endpoint or the prefix's own origin.
+func FuzzSQSEngineQueueAllowed(f *testing.F) {
+	const prefix = "https://sqs.eu-west-1.amazonaws.com/123456789012/"
+	f.Add(prefix+"payouts", "")
+	f.Add(prefix+"../999999999999/payouts", "")
+	f.Add(prefix+"payouts.fifo", "https://sqs.eu-west-1.amazonaws.com/")
+	f.Add(prefix+"a/b", "https://evil.example.com")
+	f.Add("https://sqs.eu-west-1.amazonaws.com/1234567890123/q", "")
+	f.Fuzz(func(t *testing.T, queueURL, endpoint string) {
+		d := subscriptions.Destination{Type: "sqs", QueueURL: queueURL, Endpoint: endpoint}
+		if !subscriptions.SQSEngineQueueAllowed([]string{prefix}, d) {
+			return
+		}
+		rest, ok := strings.CutPrefix(queueURL, prefix)
+		if !ok || rest == "" || strings.ContainsAny(rest, "?#%\\:@ ") || strings.Contains(rest, "..") || strings.Contains(rest, "//") {
+			t.Fatalf("allowed %q: not a plain queue path under %s", queueURL, prefix)
+		}
+		if endpoint != "" && strings.TrimSuffix(endpoint, "/") != "https://sqs.eu-west-1.amazonaws.com" {
+			t.Fatalf("allowed endpoint %q", endpoint)
+		}
+	})
+}
