@@ -73,6 +73,9 @@ type Config struct {
 	// Destinations are the destination types subscriptions may use
 	// (WEBHOOKD_DESTINATIONS); nil allows every one.
 	Destinations []string
+	// SQSEngineQueues are the queue URL prefixes where an sqs destination
+	// may omit its access key (WEBHOOKD_SQS_ENGINE_CREDENTIALS).
+	SQSEngineQueues []string
 	// TestEventRate limits send_test_event per merchant.
 	TestEventRate redis_rate.Limit
 	// APIRate limits every authenticated request of the public API (/v1
@@ -184,7 +187,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	registry := subscriptions.NewRegistry(cfg.Store, cfg.MasterKey, subscriptions.Rules{
 		EventTypes: cfg.EventTypes, AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
-		MaxSubscriptions: cfg.MaxSubscriptions, Destinations: cfg.Destinations,
+		MaxSubscriptions: cfg.MaxSubscriptions, Destinations: cfg.Destinations, SQSEngineQueues: cfg.SQSEngineQueues,
 	})
 	respond := responder{logger: cfg.Logger}
 	pages := pager{masterKey: cfg.MasterKey, cursorTTL: cfg.CursorTTL, clock: clk}

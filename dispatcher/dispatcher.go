@@ -101,6 +101,10 @@ type Config struct {
 	// through; the address check still applies to the target, before the
 	// CONNECT, which names the checked address.
 	EgressProxy *url.URL
+	// SQSEngineQueues are the queue URL prefixes to which sqs destinations
+	// without an access key are sent with the engine's own AWS
+	// credentials (WEBHOOKD_SQS_ENGINE_CREDENTIALS); none: never.
+	SQSEngineQueues []string
 	// TracerProvider traces publishes and attempts (docs/tracing.md); nil
 	// traces nothing.
 	TracerProvider trace.TracerProvider
@@ -265,7 +269,7 @@ func (c *Config) leaseFor() time.Duration { return deliver.LeaseFor(c.DeliveryTi
 func (c *Config) senderConfig() deliver.SenderConfig {
 	return deliver.SenderConfig{Timeout: c.DeliveryTimeout, AllowHTTP: c.AllowHTTPTargets, AllowPrivate: c.AllowPrivateTargets,
 		MaxConns: c.Concurrency, MaxConnsPerHost: c.Concurrency, Version: c.Version, EgressProxy: c.EgressProxy,
-		OAuth: deliver.OAuthConfig{Redis: c.Redis, MasterKey: c.MasterKey}}
+		OAuth: deliver.OAuthConfig{Redis: c.Redis, MasterKey: c.MasterKey}, SQSEngineQueues: c.SQSEngineQueues}
 }
 
 // Dispatcher is the pipeline assembled from one Config: the pieces the

@@ -70,6 +70,7 @@ type config struct {
 	ListenerGrace       time.Duration `env:"WEBHOOKD_LISTENER_GRACE" envDefault:"30s"`
 	EgressProxy         string        `env:"WEBHOOKD_EGRESS_PROXY"`
 	SourceAddresses     []string      `env:"WEBHOOKD_SOURCE_ADDRESSES" envSeparator:","`
+	SQSEngineQueues     []string      `env:"WEBHOOKD_SQS_ENGINE_CREDENTIALS" envSeparator:","`
 
 	// Parsed forms, filled by load.
 	masterKey      []byte
@@ -228,6 +229,9 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	}
 	if c.Destinations, err = destinationTypes(c.Destinations); err != nil {
 		return c, bad("WEBHOOKD_DESTINATIONS", err)
+	}
+	if c.SQSEngineQueues, err = parseSQSEngineQueues(c.SQSEngineQueues); err != nil {
+		return c, bad("WEBHOOKD_SQS_ENGINE_CREDENTIALS", err)
 	}
 	return c, nil
 }

@@ -411,7 +411,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		Logger: logger, Registerer: reg, DefaultAPIVersion: cfg.versions.Latest(), SweepInterval: cfg.SweepInterval, Version: version,
 		AutoDisableAfter: cfg.AutoDisableAfter,
 		EventTypes:       cfg.eventTypes(), MaxPayloadBytes: cfg.MaxPayloadBytes, VersionUsable: cfg.versions.Usable,
-		EgressProxy: cfg.egressProxy, TracerProvider: traces.Provider(),
+		EgressProxy: cfg.egressProxy, TracerProvider: traces.Provider(), SQSEngineQueues: cfg.SQSEngineQueues,
 	})
 	if err != nil {
 		return err
@@ -428,6 +428,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate, PublicURL: cfg.PublicURL, KeyUsage: keyUsage,
 		ListenerGrace: cfg.ListenerGrace, Portal: portal.New(portal.Config{FrameAncestors: cfg.frameAncestors}),
 		ReadStore: reads, SourceAddresses: cfg.sourceAddrs, TracerProvider: traces.Provider(), Destinations: cfg.Destinations,
+		SQSEngineQueues: cfg.SQSEngineQueues,
 	})
 	if err != nil {
 		return err

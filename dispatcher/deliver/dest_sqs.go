@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -50,7 +49,9 @@ type amazonSQS struct {
 	fifo     bool
 }
 
-func newSQS(d subscriptions.Destination, dial brokerDialer, timeout time.Duration) *amazonSQS {
+// newSQS is the client of d, its requests signed with creds (the
+// destination's key or the engine's credentials, sqscredentials.go).
+func newSQS(d subscriptions.Destination, dial brokerDialer, timeout time.Duration, creds aws.CredentialsProvider) *amazonSQS {
 	transport := &http.Transport{
 		// The deliveries' dialer (the address check) or its tunnel
 		// through the egress proxy: never the environment's proxy.
@@ -62,7 +63,7 @@ func newSQS(d subscriptions.Destination, dial brokerDialer, timeout time.Duratio
 	}
 	opts := sqs.Options{
 		Region:      d.Region,
-		Credentials: credentials.NewStaticCredentialsProvider(d.AccessKeyID, d.SecretAccessKey, ""),
+		Credentials: creds,
 		HTTPClient:  &http.Client{Transport: transport},
 		// webhookd's retry schedule is the retry: one request per attempt,
 		// so that an attempt's record says what that request met.
@@ -178,6 +179,11 @@ var sqsAuthCodes = []string{"InvalidClientTokenId", "SignatureDoesNotMatch", "Ac
 // other answer broker_refused (no such queue, a message it would not
 // take), and no answer at all broker_unreachable.
 func classifySQS(err error) error {
+	var known *brokerError
+	if errors.As(err, &known) {
+		// Already classified: the engine's credentials could not be had.
+		return known
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return failed(errNotConfirmed, err)
 	}

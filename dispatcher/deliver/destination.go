@@ -100,15 +100,20 @@ func DestinationTypes() []string {
 		subscriptions.DestinationSQS, subscriptions.DestinationPubSub}
 }
 
-// newBrokerClient builds the client of d's kind, dialing with dial.
-func newBrokerClient(d subscriptions.Destination, dial brokerDialer, timeout time.Duration) (brokerClient, error) {
+// newBrokerClient builds the client of d's kind, dialing with dial; an
+// sqs destination without a key signs with engine's credentials.
+func newBrokerClient(d subscriptions.Destination, dial brokerDialer, timeout time.Duration, engine *engineCredentials) (brokerClient, error) {
 	switch d.Type {
 	case subscriptions.DestinationRabbitMQ:
 		return newRabbitMQ(d, dial, timeout), nil
 	case subscriptions.DestinationKafka:
 		return newKafka(d, dial, timeout)
 	case subscriptions.DestinationSQS:
-		return newSQS(d, dial, timeout), nil
+		creds, err := engine.forDestination(context.Background(), d)
+		if err != nil {
+			return nil, err
+		}
+		return newSQS(d, dial, timeout, creds), nil
 	case subscriptions.DestinationPubSub:
 		return newPubSub(d, dial, timeout)
 	}
@@ -147,8 +152,12 @@ func newDestinations(cfg SenderConfig, dialer *net.Dialer, sealer *signer.Sealer
 	if cfg.EgressProxy != nil {
 		dial = egressDialing(cfg, dialer).DialContext
 	}
+	engine := newEngineCredentials(cfg.SQSEngineQueues)
+	build := func(d subscriptions.Destination, dial brokerDialer, timeout time.Duration) (brokerClient, error) {
+		return newBrokerClient(d, dial, timeout, engine)
+	}
 	return &destinations{sealer: sealer, dial: dial, timeout: cfg.Timeout, version: cfg.Version, clock: clk,
-		max: maxDestinationClients, build: newBrokerClient, kept: make(map[uuid.UUID]*keptClient)}
+		max: maxDestinationClients, build: build, kept: make(map[uuid.UUID]*keptClient)}
 }
 
 // client is the client of the subscription's destination as sealed,

@@ -66,6 +66,10 @@ type SenderConfig struct {
 	EgressProxy *url.URL
 	// OAuth is where OAuth2 endpoints' tokens are shared (endpointoauth.go).
 	OAuth OAuthConfig
+	// SQSEngineQueues are the queue URL prefixes to which sqs destinations
+	// without an access key are sent with the engine's own AWS
+	// credentials (sqscredentials.go); none: such destinations fail.
+	SQSEngineQueues []string
 }
 
 func (c SenderConfig) validate() error {

@@ -318,7 +318,8 @@ func (c checker) kafka(param string, d *Destination) (map[string]any, string, er
 	return summary, "kafka://" + strings.Join(d.Brokers, ",") + "/" + d.Topic, nil
 }
 
-// sqs: an https queue_url, a region, both parts of an access key, and an
+// sqs: an https queue_url, a region, both parts of an access key (or
+// the engine's own credentials where allowed, see sqsCredentials), and an
 // optional endpoint URL (an SQS-compatible server).
 func (c checker) sqs(param string, d *Destination) (map[string]any, string, error) {
 	for _, f := range []struct {
@@ -340,14 +341,10 @@ func (c checker) sqs(param string, d *Destination) (map[string]any, string, erro
 	if !awsRegion.MatchString(d.Region) {
 		return nil, "", invalid.Value(param+".region", "destination_region_invalid", param+".region must be an AWS region such as eu-west-1.")
 	}
-	if err := name(param+".access_key_id", d.AccessKeyID, true); err != nil {
+	summary := map[string]any{"type": d.Type, "queue_url": d.QueueURL, "region": d.Region}
+	if err := c.sqsCredentials(param, d, summary); err != nil {
 		return nil, "", err
 	}
-	if err := name(param+".secret_access_key", d.SecretAccessKey, true); err != nil {
-		return nil, "", err
-	}
-	summary := map[string]any{"type": d.Type, "queue_url": d.QueueURL, "region": d.Region,
-		"access_key_id": d.AccessKeyID, "secret_access_key": MaskedValue(d.SecretAccessKey)}
 	if d.Endpoint != "" {
 		summary["endpoint"] = d.Endpoint
 	}

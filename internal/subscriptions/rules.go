@@ -51,6 +51,11 @@ type Rules struct {
 	// Destinations are the destination types subscriptions may use
 	// (WEBHOOKD_DESTINATIONS); nil allows every one of DestinationTypes.
 	Destinations []string
+	// SQSEngineQueues are the queue URL prefixes an sqs destination
+	// without an access key may name, to be sent with the engine's own
+	// AWS credentials (WEBHOOKD_SQS_ENGINE_CREDENTIALS, see sqs.go); nil
+	// requires a key of every sqs destination.
+	SQSEngineQueues []string
 	// Now is the time certificates must be valid at; nil is time.Now.
 	Now func() time.Time
 }

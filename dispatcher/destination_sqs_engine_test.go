@@ -1,0 +1,127 @@
+package dispatcher_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/subscriptions"
+)
+
+// engineAWS sets the process's own AWS environment for the standard
+// chain: the given access key (none when ""), no shared config file and
+// no instance metadata, so that nothing but the variables is found.
+func engineAWS(t *testing.T, accessKey string) {
+	t.Helper()
+	missing := filepath.Join(t.TempDir(), "none")
+	for name, value := range map[string]string{
+		"AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "",
+		"AWS_CONFIG_FILE": missing, "AWS_SHARED_CREDENTIALS_FILE": missing, "AWS_PROFILE": "",
+		"AWS_WEB_IDENTITY_TOKEN_FILE": "", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "",
+		"AWS_EC2_METADATA_DISABLED": "true",
+	} {
+		t.Setenv(name, value)
+	}
+	if accessKey == "" {
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	}
+}
+
+// subscribeAllowing is subscribeTo through a registry that allows the
+// engine's credentials under queues.
+func (e *env) subscribeAllowing(queues []string, merchant string, destination map[string]any) store.Subscription {
+	e.t.Helper()
+	ctx := context.Background()
+	if _, err := e.store.EnsureMerchant(ctx, merchant, testVersion); err != nil {
+		e.t.Fatal(err)
+	}
+	raw, err := json.Marshal(destination)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	reg := subscriptions.NewRegistry(e.store, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{AllowHTTPTargets: true, AllowPrivateTargets: true,
+		EventTypes: append(dispatcher.DefaultEventTypes(), "payout.paid"), SQSEngineQueues: queues})
+	sub, _, err := reg.Create(ctx, merchant, subscriptions.Draft{Events: []string{"payout.paid"}, Destination: raw})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return sub
+}
+
+// keyless is an sqs destination of queueURL without an access key.
+func keyless(s *sqsServer, queueURL string) map[string]any {
+	return map[string]any{"type": "sqs", "queue_url": queueURL, "region": "eu-west-1", "endpoint": s.endpoint()}
+}
+
+// TestSQSDestinationEngineCredentials: a destination without a key under
+// an allowed prefix is sent with the process's own AWS credentials (here
+// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) and arrives; a key given is
+// used instead, even a wrong one; a queue the worker no longer allows, or
+// a chain with no credentials, is auth_failed saying why.
+func TestSQSDestinationEngineCredentials(t *testing.T) {
+	engineAWS(t, sqsAccessKey)
+	srv := newSQSServer(t)
+	queueURL := srv.queue(t, false)
+	allowed := []string{srv.endpoint() + "/000000000000/"}
+	e := newEnv(t)
+	e.cfg.DeliveryTimeout = 2 * time.Second
+	sub := e.subscribeAllowing(allowed, "m1", keyless(srv, queueURL))
+	if sub.Destination.Summary["credentials"] != "engine" || sub.Destination.Summary["access_key_id"] != nil {
+		t.Fatalf("summary %v, want the engine's credentials and no key", sub.Destination.Summary)
+	}
+	e.subscribeAllowing(allowed, "m2", sqsDestination(srv, queueURL, "AKIAUNKNOWN"))
+	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.SQSEngineQueues = allowed })
+	e.run(d)
+
+	ev := e.publish(d, "m1", "payout.paid")
+	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 20*time.Second)
+	if del.Status != store.DeliverySucceeded || len(del.Attempts) != 1 {
+		t.Fatalf("delivery %s %v, want one confirmed attempt", del.Status, attemptErrors(del))
+	}
+	msgs := srv.receive(t, queueURL, 1, 10*time.Second)
+	if len(msgs) != 1 || aws.ToString(msgs[0].Body) != string(ev.Body) {
+		t.Fatalf("%d messages, want the envelope once", len(msgs))
+	}
+
+	wrongKey := e.publish(d, "m2", "payout.paid")
+	checkAuthFailed(e, wrongKey.ID, "security token")
+
+	t.Run("prefix no longer allowed", func(t *testing.T) {
+		e := newEnv(t)
+		e.cfg.DeliveryTimeout = 2 * time.Second
+		e.subscribeAllowing(allowed, "m1", keyless(srv, queueURL))
+		d, _ := e.dispatcher() // the operator took the prefix out
+		e.run(d)
+		checkAuthFailed(e, e.publish(d, "m1", "payout.paid").ID, "WEBHOOKD_SQS_ENGINE_CREDENTIALS")
+	})
+	t.Run("no credentials in the chain", func(t *testing.T) {
+		engineAWS(t, "")
+		e := newEnv(t)
+		e.cfg.DeliveryTimeout = 2 * time.Second
+		e.subscribeAllowing(allowed, "m1", keyless(srv, queueURL))
+		d, _ := e.dispatcher(func(c *dispatcher.Config) { c.SQSEngineQueues = allowed })
+		e.run(d)
+		checkAuthFailed(e, e.publish(d, "m1", "payout.paid").ID, "own AWS credentials")
+	})
+}
+
+// checkAuthFailed waits for the event's first attempt and wants it
+// auth_failed, its record naming why.
+func checkAuthFailed(e *env, eventID uuid.UUID, why string) {
+	e.t.Helper()
+	id := e.deliveries(eventID)[0].ID
+	e.waitFor("a failed attempt", 20*time.Second, func() bool { return len(e.delivery(id).Attempts) >= 1 })
+	a := e.delivery(id).Attempts[0]
+	if a.Error == nil || *a.Error != "auth_failed" || !strings.Contains(a.ResponseBody, why) {
+		e.t.Errorf("attempt: error %v, body %q; want auth_failed saying %q", a.Error, a.ResponseBody, why)
+	}
+}
