@@ -1,13 +1,17 @@
 package admin_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +21,7 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/pollcli"
 	"github.com/webhookd/webhookd/receiver"
 	"github.com/webhookd/webhookd/signer"
 )
@@ -459,5 +464,61 @@ func TestPollOrderedKeysInSequence(t *testing.T) {
 		if !slices.Equal(got[account], ids) {
 			t.Errorf("key %s read %v, want %v", account, got[account], ids)
 		}
+	}
+}
+
+// TestPollCommandReadsAndAcknowledges drives `webhookd poll`'s reader
+// against the API: without -ack it prints one page and acknowledges
+// nothing; with -ack it prints every delivery once and acknowledges them
+// all; -follow alone is refused; -follow -ack prints a delivery published
+// while it waits, until interrupted.
+func TestPollCommandReadsAndAcknowledges(t *testing.T) {
+	t.Parallel()
+	h := newPollHarness(t)
+	key := h.merchant("m1")
+	sub := h.subscribePoll(key, nil)
+	for i := range 5 {
+		h.publish("m1", "payout.paid", fmt.Sprintf(`{"id":"po_%d"}`, i))
+	}
+	client := pollcli.Client{API: h.public.URL, APIKey: key, HTTP: &http.Client{Timeout: 45 * time.Second}}
+	run := func(r pollcli.Reader) ([]string, error) {
+		var out, log bytes.Buffer
+		r.Client, r.SubscriptionID, r.Out, r.Log = client, sub.ID, &out, &log
+		err := r.Run(t.Context())
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if out.Len() == 0 {
+			lines = nil
+		}
+		return lines, err
+	}
+	lines, err := run(pollcli.Reader{Start: pollcli.Query{Limit: 3}})
+	if err != nil || len(lines) != 3 {
+		t.Fatalf("one page: %d lines, %v", len(lines), err)
+	}
+	lines, err = run(pollcli.Reader{Start: pollcli.Query{Limit: 2}, Ack: true})
+	if err != nil || len(lines) != 5 {
+		t.Fatalf("-ack read %d lines, want the 5 unacknowledged, %v", len(lines), err)
+	}
+	if p := h.poll(key, sub.ID, nil); len(p.Data) != 0 {
+		t.Fatalf("%d deliveries left after -ack", len(p.Data))
+	}
+	if _, err := run(pollcli.Reader{Follow: true}); err == nil {
+		t.Fatal("-follow without -ack accepted")
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- pollcli.Reader{Client: client, SubscriptionID: sub.ID, Ack: true, Follow: true, Out: &out, Log: io.Discard}.Run(ctx)
+	}()
+	ev := h.publish("m1", "payout.paid", `{"id":"po_late"}`)
+	if !eventually(10*time.Second, func() bool { return strings.Contains(out.String(), ev.ID) }) {
+		t.Fatalf("-follow never printed the event published while it waited; printed %q", out.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("-follow interrupted: %v", err)
 	}
 }
