@@ -71,6 +71,11 @@ broker      to a RabbitMQ destination at -amqp: the bench declares an
             message and deletes both at the end. Start the engine with
             WEBHOOKD_ALLOW_PRIVATE_TARGETS=true (a broker on 127.0.0.1).
 
+poll        -events (20,000) published in -batch batches to -subscriptions (4)
+            poll subscriptions of one merchant, each read by its own poller
+            (long polling, 100 per page, acknowledging by iterator, every
+            signature verified): items read per second and CPU per item.
+
 -workers is the engine's worker slots over all its processes
 (WEBHOOKD_WORKER_CONCURRENCY × workers): the bench cannot read it.
 

@@ -50,9 +50,10 @@ var scenarios = []string{"raw", "throughput", "latency", "fanout", "ordered", "s
 // are the isolation scenarios of issue 24, which leave hanging and
 // throttled work behind and take minutes each, or they are single's
 // workload with a feature on (batched; mtls and jwe of issue 26; broker of
-// issue 27, which needs a RabbitMQ), read against single's figures.
+// issue 27, which needs a RabbitMQ), read against single's figures; or poll
+// (issue 28), reading poll subscriptions instead of receiving.
 var ownScenarios = []string{"retrystorm", "hostile", "spread", "burst", "solofanout", "backlog", "ratelimited",
-	"batched", "mtls", "jwe", "broker"}
+	"batched", "mtls", "jwe", "broker", "poll"}
 
 // main parses the flags, runs until done or interrupted, and exits 2 on a
 // bad command line, 1 when a scenario failed.
@@ -190,6 +191,8 @@ func runScenario(ctx context.Context, l *lab, name string) (*report, error) {
 		return jweScenario(ctx, l)
 	case "broker":
 		return broker(ctx, l)
+	case "poll":
+		return pollScenario(ctx, l)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }
