@@ -522,3 +522,41 @@ func TestPollCommandReadsAndAcknowledges(t *testing.T) {
 		t.Fatalf("-follow interrupted: %v", err)
 	}
 }
+
+// TestPollDisabledKeepsItsBacklog: disabling a poll subscription leaves
+// what it holds readable and pending; events published while it is
+// disabled are skipped deliveries, never read; enabled again, it reads
+// the new events after the old ones.
+func TestPollDisabledKeepsItsBacklog(t *testing.T) {
+	t.Parallel()
+	h := newPollHarness(t)
+	key := h.merchant("m1")
+	sub := h.subscribePoll(key, nil)
+	before := h.publish("m1", "payout.paid", `{"id":"po_before"}`)
+	setStatus := func(status string) {
+		r := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions/" + sub.ID, Key: key, Body: map[string]any{"status": status}})
+		if r.Status != http.StatusOK {
+			t.Fatalf("set status %s: %d %s", status, r.Status, r.Body)
+		}
+	}
+	setStatus("disabled")
+	during := h.publish("m1", "payout.paid", `{"id":"po_during"}`)
+	for _, d := range h.deliveriesOf(key, during.ID) {
+		if d.Status != "skipped" {
+			t.Fatalf("delivery while disabled is %s, want skipped", d.Status)
+		}
+	}
+	p := h.poll(key, sub.ID, nil)
+	if len(p.Data) != 1 || p.Data[0].ID != before.ID {
+		t.Fatalf("disabled subscription read %+v, want the event before", p.Data)
+	}
+	if ds := h.deliveriesOf(key, before.ID); len(ds) != 1 || ds[0].Status != "pending" {
+		t.Fatalf("backlog of a disabled subscription = %+v, want pending", ds)
+	}
+	setStatus("enabled")
+	after := h.publish("m1", "payout.paid", `{"id":"po_after"}`)
+	p = h.poll(key, sub.ID, url.Values{"iterator": {p.Iterator}})
+	if len(p.Data) != 1 || p.Data[0].ID != after.ID {
+		t.Fatalf("enabled again read %+v, want only the event after", p.Data)
+	}
+}
