@@ -236,4 +236,7 @@ func usePipeline(cfg *admin.Config, d *dispatcher.Dispatcher) {
 		*deliver.Dropper
 	}{d.Publisher, d.Redeliverer, d.Dropper}
 	cfg.Checker = d.Checker
+	if d.Poller != nil {
+		cfg.Poller = d.Poller
+	}
 }

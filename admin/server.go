@@ -91,6 +91,8 @@ type Config struct {
 	// Checker runs endpoint checks (POST …/check; publish.Checker is
 	// one); nil on a server that sends no checks itself.
 	Checker EndpointChecker
+	// Poller reads poll subscriptions; nil answers their poll route 404.
+	Poller Poller
 	// CursorTTL is how long a pagination cursor stays valid.
 	CursorTTL time.Duration
 	// KeyUsage notes when each API key authenticates a request and writes
@@ -139,6 +141,7 @@ type Server struct {
 	portalSessions portalSessionHandlers
 	listen         listenHandlers
 	legacy         legacyHandlers
+	polls          pollHandlers
 	// portal serves the portal's pages at /portal/; nil serves none.
 	portal http.Handler
 
@@ -216,6 +219,7 @@ func New(cfg Config) (*Server, error) {
 		listen: listenHandlers{registry: registry, store: cfg.Store, redis: cfg.Redis, grace: cfg.ListenerGrace,
 			clock: clk, logger: cfg.Logger},
 		legacy: legacyHandlers{changes: changes},
+		polls:  pollHandlers{poller: cfg.Poller},
 		portal: cfg.Portal,
 
 		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis,

@@ -60,6 +60,9 @@ type subscriptionJSON struct {
 	// Destination is where deliveries go (credentials masked); null for
 	// an HTTP endpoint, url.
 	Destination map[string]any `json:"destination"`
+	// Poll is a poll subscription's line (admin/poll.go); absent for the
+	// others.
+	Poll *pollStateJSON `json:"poll,omitempty"`
 	// Secret is only in the answers of create and rotate_secret: the
 	// whsec_ secret, or for ed25519 the whpk_ public key.
 	Secret string `json:"secret,omitempty"`
@@ -97,6 +100,7 @@ func (h subscriptionHandlers) view(ctx context.Context, sub store.Subscription) 
 	v.SignatureScheme, v.SigningPublicKey, v.SigningPublicKeys, v.Encryption = s.scheme, s.publicKey, s.publicKeys, s.encryption
 	v.Batch = batchView(ctx, sub)
 	v.Destination = destinationView(ctx, sub.Destination)
+	v.Poll = h.pollView(ctx, sub)
 	return v
 }
 

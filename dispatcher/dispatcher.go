@@ -47,6 +47,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
+	"github.com/webhookd/webhookd/dispatcher/poll"
 	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/catalogue"
@@ -66,8 +67,9 @@ type Config struct {
 	Redis asynq.RedisConnOpt
 	// Sealer opens the stored signing secrets (required).
 	Sealer *signer.Sealer
-	// MasterKey seals the OAuth2 endpoints' tokens shared in Redis; nil:
-	// deliveries to such endpoints fail for an internal reason.
+	// MasterKey seals the OAuth2 endpoints' tokens shared in Redis and
+	// signs poll iterators; nil: deliveries to such endpoints fail for an
+	// internal reason, and there is no Poller.
 	MasterKey []byte
 	// DefaultAPIVersion is the version new merchants are pinned to
 	// (required).
@@ -286,6 +288,9 @@ type Dispatcher struct {
 	Checker *publish.Checker
 	// Dropper ends the waiting work of deleted or disabled subscriptions.
 	Dropper *deliver.Dropper
+	// Poller reads poll subscriptions; nil when Config has no MasterKey
+	// (it signs their iterators).
+	Poller *poll.Poller
 
 	cfg     Config
 	tasks   *queue.Enqueuer
@@ -324,7 +329,15 @@ func New(cfg Config) (*Dispatcher, error) {
 			return nil, fmt.Errorf("register the schedule's metrics: %w", err)
 		}
 	}
+	var poller *poll.Poller
+	if len(cfg.MasterKey) > 0 {
+		if poller, err = poll.NewPoller(poll.PollerConfig{Store: cfg.Store, Secrets: deliver.NewSecretCache(cfg.Store, cfg.Sealer),
+			Redis: tasks.Redis, MasterKey: cfg.MasterKey, Clock: cfg.Clock}); err != nil {
+			return nil, err
+		}
+	}
 	return &Dispatcher{
+		Poller:      poller,
 		Publisher:   pub,
 		Redeliverer: red,
 		Checker: publish.NewChecker(publish.CheckerConfig{Store: cfg.Store, Sealer: cfg.Sealer, Publisher: pub,

@@ -84,6 +84,10 @@ scale       not in all: how cost grows with the work. Backlog points
             out of attempts while down); a probe refuses the run when a delay
             between its first %d attempts is over %s. scripts/bench-scale.sh
             runs it against 1 api + 1 worker and 1 api + 3 workers.
+poll        -events (20,000) published in -batch batches to -subscriptions (4)
+            poll subscriptions of one merchant, each read by its own poller
+            (long polling, 100 per page, acknowledging by iterator, every
+            signature verified): items read per second and CPU per item.
 
 -workers is the engine's worker slots over all its processes
 (WEBHOOKD_WORKER_CONCURRENCY × workers): the bench cannot read it.

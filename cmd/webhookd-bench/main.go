@@ -51,11 +51,12 @@ var scenarios = []string{"raw", "throughput", "latency", "fanout", "ordered", "s
 // are the isolation scenarios of issue 24, which leave hanging and
 // throttled work behind and take minutes each, or they are single's
 // workload with a feature on (batched; mtls and jwe of issue 26; broker of
-// issue 27, which needs a RabbitMQ), read against single's figures, or the
+// issue 27, which needs a RabbitMQ), read against single's figures; or poll
+// (issue 28), reading poll subscriptions instead of receiving; or the
 // scale curve of issue 30, which needs a shrunk retry schedule and runs
 // for as long as its points take.
 var ownScenarios = []string{"retrystorm", "hostile", "spread", "burst", "solofanout", "backlog", "ratelimited",
-	"batched", "mtls", "jwe", "broker", "scale"}
+	"batched", "mtls", "jwe", "broker", "poll", "scale"}
 
 // main parses the flags, runs until done or interrupted, and exits 2 on a
 // bad command line, 1 when a scenario failed.
@@ -197,6 +198,8 @@ func runScenario(ctx context.Context, l *lab, name string) (*report, error) {
 		return jweScenario(ctx, l)
 	case "broker":
 		return broker(ctx, l)
+	case "poll":
+		return pollScenario(ctx, l)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

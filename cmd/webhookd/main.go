@@ -1,7 +1,7 @@
 // Command webhookd runs the webhook delivery engine: `serve` (everything in
 // one process), `api` and `worker` (the roles split), `migrate`, and
-// `keys create|list|revoke|roll`; and the developer's commands `listen`
-// and `trigger`, clients of a running engine. It only wires packages
+// `keys create|list|revoke|roll`; and the developer's commands `listen`,
+// `trigger` and `poll`, clients of a running engine. It only wires packages
 // together.
 package main
 
@@ -62,6 +62,7 @@ commands:
   keys list|revoke|roll --merchant ID    manage a merchant's API keys through the internal API (webhookd keys list --help)
   listen --forward-to URL                relay the merchant's deliveries to a local server (see docs/listen.md)
   trigger TYPE                           publish an example event of TYPE to the merchant's own subscriptions (sandbox)
+  poll SUBSCRIPTION_ID                   print a poll subscription's deliveries; --ack, --follow (see docs/poll.md)
   version                                print the version, commit and Go version
   help                                   print this help
 
@@ -103,6 +104,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return listen(ctx, args[1:], stdout, stderr)
 	case command == "trigger":
 		return trigger(ctx, args[1:], stdout, stderr)
+	case command == "poll":
+		return pollCommand(ctx, args[1:], stdout, stderr)
 	case command == "keys":
 	case slices.Contains([]string{"serve", "api", "worker", "migrate"}, command):
 		// `webhookd serve --help` must not start a server.
@@ -420,7 +423,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 
 	keyUsage := merchants.NewKeyUsage(st, st.Now, logger)
 	srv, err := admin.New(admin.Config{
-		Store: st, Redis: rc, Publisher: pipeline{d.Publisher, d.Redeliverer, d.Dropper}, Checker: d.Checker, Logger: logger, Registerer: reg, Gatherer: reg,
+		Store: st, Redis: rc, Publisher: pipeline{d.Publisher, d.Redeliverer, d.Dropper}, Checker: d.Checker, Poller: d.Poller, Logger: logger, Registerer: reg, Gatherer: reg,
 		Environment: cfg.Environment, Versions: cfg.versions, MasterKey: cfg.masterKey,
 		IngestToken: cfg.IngestToken, RequireHTTPS: cfg.requireHTTPS(), TrustedProxies: cfg.trustedProxies,
 		MaxBodyBytes: cfg.MaxBodyBytes, EventTypes: cfg.eventTypes(), MaxSubscriptions: cfg.MaxSubscriptions,

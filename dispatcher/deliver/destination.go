@@ -97,7 +97,7 @@ type brokerDialer func(ctx context.Context, network, address string) (net.Conn, 
 // HTTP endpoint and each kind newBrokerClient builds a client for.
 func DestinationTypes() []string {
 	return []string{subscriptions.DestinationWebhook, subscriptions.DestinationRabbitMQ, subscriptions.DestinationKafka,
-		subscriptions.DestinationSQS, subscriptions.DestinationPubSub}
+		subscriptions.DestinationSQS, subscriptions.DestinationPubSub, subscriptions.DestinationPoll}
 }
 
 // newBrokerClient builds the client of d's kind, dialing with dial; an

@@ -453,6 +453,7 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 		}
 	}
 	p.enqueueFirstAttempts(ctx, created)
+	p.wakePollers(ctx, created)
 	p.traceCommit(ctx, started, reqs, at, out, errs)
 	return out, errs, nil
 }

@@ -96,6 +96,9 @@ func (r *Redeliverer) Redeliver(ctx context.Context, merchantID string, delivery
 	if err != nil {
 		return store.Delivery{}, err
 	}
+	if err := refusePoll(sub); err != nil {
+		return store.Delivery{}, err
+	}
 	if err := r.requestManual(ctx, merchantID, []store.Delivery{del}); err != nil {
 		return store.Delivery{}, fmt.Errorf("redeliver %s: %w", deliveryID, err)
 	}
@@ -138,6 +141,9 @@ func (r *Redeliverer) Recover(ctx context.Context, merchantID string, subscripti
 	}
 	if sub.Status != store.SubscriptionEnabled {
 		return 0, fmt.Errorf("recover %s: %w", subscriptionID, ErrSubscriptionInactive)
+	}
+	if err := refusePoll(sub); err != nil {
+		return 0, err
 	}
 	failed, err := r.cfg.Store.FailedDeliveries(ctx, merchantID, subscriptionID, since, MaxRecover)
 	if err != nil {

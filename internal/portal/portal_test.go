@@ -21,6 +21,7 @@ func TestServesAssetsWithSecurityHeaders(t *testing.T) {
 		{"/portal/portal.css", "text/css", "--accent"},
 		{"/portal/js/app.js", "text/javascript", "portal_sessions/current"},
 		{"/portal/js/api.js", "text/javascript", "Idempotency-Key"},
+		{"/portal/js/poll.js", "text/javascript", "pollFacts"},
 		// Its own icon, named by the page: a browser then never asks
 		// for /favicon.ico, which the engine does not serve (a 404 on
 		// every page).

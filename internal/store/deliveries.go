@@ -523,11 +523,13 @@ func (s *Deliveries) AbandonSubscriptionDeliveries(ctx context.Context, subscrip
 		}
 		// SKIP LOCKED: rows another statement holds (DeleteSubscription's
 		// own ending of them, an attempt's record) are being ended there;
-		// waiting for them in another order could deadlock with it.
+		// waiting for them in another order could deadlock with it. A
+		// disabled poll subscription's deliveries stay readable (poll.go):
+		// nothing waits to be sent for them.
 		tag, err := tx.Exec(ctx, `
 			UPDATE deliveries d SET status = 'failed', next_attempt_at = NULL, lease_until = NULL, updated_at = $2
 			FROM (SELECT id, created_at FROM deliveries
-			      WHERE subscription_id = $1 AND status = 'pending' AND NOT test
+			      WHERE subscription_id = $1 AND status = 'pending' AND NOT test AND poll_position IS NULL
 			        AND (lease_until IS NULL OR lease_until < $2)
 			      FOR UPDATE SKIP LOCKED) x
 			WHERE d.id = x.id AND d.created_at = x.created_at`, subscriptionID, now)

@@ -232,12 +232,14 @@ const createEventSQL = `
 			-- it is not skipped and can be sent as a header: at most
 			-- ` + maxOrderingKeyValue + ` characters, no control character.
 			SELECT s.id, s.merchant_id, s.rate_limit, s.batch_max_size, s.batch_max_wait_ms, sk.skip,
-				CASE WHEN length(o.v) <= ` + maxOrderingKeyValue + ` AND o.v !~ '[[:cntrl:]]' THEN o.v END AS okey
+				CASE WHEN length(o.v) <= ` + maxOrderingKeyValue + ` AND o.v !~ '[[:cntrl:]]' THEN o.v END AS okey,
+				coalesce(s.destination->>'type' = '` + pollDestination + `', false) AS poll
 			FROM subscriptions s CROSS JOIN e
 			CROSS JOIN LATERAL (SELECT $7::uuid IS NULL AND s.status = 'disabled' AS skip) sk
 			LEFT JOIN LATERAL (
 				SELECT convert_from($9, 'UTF8')::jsonb #>> string_to_array(s.ordering_key, '.') AS v
 				WHERE s.ordering_key IS NOT NULL AND NOT $5 AND NOT sk.skip
+				  AND coalesce(s.destination->>'type' <> '` + pollDestination + `', true)
 			) o ON true
 			WHERE s.merchant_id = $6 AND s.deleted_at IS NULL
 			  AND CASE WHEN $7::uuid IS NULL
@@ -253,9 +255,18 @@ const createEventSQL = `
 			SELECT id, okey, 1, 1 FROM t WHERE okey IS NOT NULL ORDER BY id
 			ON CONFLICT (subscription_id, key) DO UPDATE SET last = k.last + 1
 			RETURNING subscription_id, key, last, head
+		), p AS (
+			-- A poll subscription's delivery takes the next position of its
+			-- line under the line's row lock (poll.go): positions commit in
+			-- the order they are given. Poll subscriptions take no ordering
+			-- line: their one line already keeps every key in publish order.
+			INSERT INTO poll_lines AS p (subscription_id, last)
+			SELECT id, 1 FROM t WHERE t.poll AND NOT t.skip ORDER BY id
+			ON CONFLICT (subscription_id) DO UPDATE SET last = p.last + 1
+			RETURNING subscription_id, last
 		), d AS (
 			INSERT INTO deliveries (id, merchant_id, event_id, event_created_at, event_type, subscription_id,
-				status, test, attempt_count, next_attempt_at, created_at, updated_at, ordering_key, sequence)
+				status, test, attempt_count, next_attempt_at, created_at, updated_at, ordering_key, sequence, poll_position)
 			SELECT encode(set_bit(set_bit(overlay(overlay(uuid_send(gen_random_uuid())
 					PLACING substring(int8send($1::bigint) FROM 3) FROM 1 FOR 6)
 					PLACING coalesce($11::bytea, substring(uuid_send(gen_random_uuid()) FROM 12 FOR 5)) FROM 12 FOR 5),
@@ -264,11 +275,11 @@ const createEventSQL = `
 				CASE WHEN t.skip THEN 'skipped' ELSE 'pending' END, $5, 0,
 				-- A skipped delivery is due never; an ordered delivery behind
 				-- a pending one of its key waits, due at no time, until that
-				-- one ends.
-				CASE WHEN NOT t.skip AND (k.last IS NULL OR k.last = k.head) THEN coalesce($12::timestamptz, $3::timestamptz) END,
-				$3, $3, k.key, k.last
-			FROM t CROSS JOIN e LEFT JOIN k ON k.subscription_id = t.id
-			RETURNING ` + deliveryColumns + `, ordering_key, sequence
+				-- one ends; a poll delivery is never due: it is read.
+				CASE WHEN NOT t.skip AND NOT t.poll AND (k.last IS NULL OR k.last = k.head) THEN coalesce($12::timestamptz, $3::timestamptz) END,
+				$3, $3, k.key, k.last, p.last
+			FROM t CROSS JOIN e LEFT JOIN k ON k.subscription_id = t.id LEFT JOIN p ON p.subscription_id = t.id
+			RETURNING ` + deliveryColumns + `, ordering_key, sequence, poll_position
 		)
 		SELECT EXISTS (SELECT 1 FROM g), d.*, t.rate_limit, t.batch_max_size, t.batch_max_wait_ms FROM (SELECT 1) one LEFT JOIN d ON true LEFT JOIN t ON t.id = d.subscription_id`
 
@@ -297,12 +308,12 @@ func scanCreatedEvent(rows pgx.Rows) ([]Delivery, bool, error) {
 			attempts                        *int
 			eventAt, next, created, updated *time.Time
 			orderingKey                     *string
-			sequence                        *int64
+			sequence, pollPosition          *int64
 			rateLimit                       *int
 			batch                           batchColumns
 		)
 		if err := rows.Scan(&wrote, &id, &merchant, &eventID, &eventAt, &eventType, &subID,
-			&status, &test, &attempts, &next, &created, &updated, &orderingKey, &sequence, &rateLimit, &batch.maxSize, &batch.maxWaitMS); err != nil {
+			&status, &test, &attempts, &next, &created, &updated, &orderingKey, &sequence, &pollPosition, &rateLimit, &batch.maxSize, &batch.maxWaitMS); err != nil {
 			rows.Close()
 			return nil, false, err
 		}
@@ -310,7 +321,8 @@ func scanCreatedEvent(rows pgx.Rows) ([]Delivery, bool, error) {
 			deliveries = append(deliveries, Delivery{ID: *id, MerchantID: *merchant, EventID: *eventID,
 				EventCreatedAt: *eventAt, EventType: *eventType, SubscriptionID: *subID, Status: DeliveryStatus(*status), Test: *test,
 				AttemptCount: *attempts, NextAttemptAt: next, CreatedAt: *created, UpdatedAt: *updated,
-				OrderingKey: orderingKey, Sequence: sequence, RateLimit: deref(rateLimit), Batch: batch.value()})
+				OrderingKey: orderingKey, Sequence: sequence, RateLimit: deref(rateLimit), Batch: batch.value(),
+				PollPosition: pollPosition})
 		}
 	}
 	return deliveries, wrote, rows.Err()

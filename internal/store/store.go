@@ -47,6 +47,7 @@ type Store struct {
 	*EndpointHealth
 	*Views
 	*Maintenance
+	*Polls
 }
 
 // Option configures a Store.
@@ -110,6 +111,7 @@ func (s *Store) assemble() {
 	s.EndpointHealth = &EndpointHealth{db: d}
 	s.Views = &Views{db: d}
 	s.Maintenance = &Maintenance{db: d}
+	s.Polls = &Polls{db: d}
 }
 
 // Close releases the pool.

@@ -212,6 +212,9 @@ type Delivery struct {
 	// Batch is the subscription's batch as the fan-out, the lease or the
 	// line's head read it (nil: none).
 	Batch *Batch
+	// PollPosition places a poll subscription's delivery in its line, as
+	// the fan-out gave it (poll.go); nil for every other delivery.
+	PollPosition *int64
 }
 
 // AttemptStatus is the outcome of one attempt.

@@ -32,12 +32,15 @@ const (
 	DestinationSQS = "sqs"
 	// DestinationPubSub publishes to a Google Cloud Pub/Sub topic.
 	DestinationPubSub = "gcp_pubsub"
+	// DestinationPoll is dialled never: the merchant reads its deliveries
+	// with GET /v1/webhook_subscriptions/{id}/poll (docs/poll.md).
+	DestinationPoll = store.DestinationPoll
 )
 
 // DestinationTypes are every destination type, in the order the
 // documentation lists them: the default of WEBHOOKD_DESTINATIONS.
 func DestinationTypes() []string {
-	return []string{DestinationWebhook, DestinationRabbitMQ, DestinationKafka, DestinationSQS, DestinationPubSub}
+	return []string{DestinationWebhook, DestinationRabbitMQ, DestinationKafka, DestinationSQS, DestinationPubSub, DestinationPoll}
 }
 
 // Kafka SASL mechanisms.
@@ -122,7 +125,7 @@ func OpenDestination(sealer *signer.Sealer, sealed []byte) (Destination, error) 
 // type that is not one.
 func destinationFields(typ string) ([]string, bool) {
 	switch typ {
-	case DestinationWebhook:
+	case DestinationWebhook, DestinationPoll:
 		return nil, true
 	case DestinationRabbitMQ:
 		return []string{"url", "exchange", "routing_key"}, true
@@ -214,6 +217,8 @@ func (c checker) destination(param string, d *Destination) (summary map[string]a
 		return c.sqs(param, d)
 	case DestinationPubSub:
 		return c.pubSub(param, d)
+	case DestinationPoll:
+		return pollSummary(), pollTarget, nil
 	}
 	return nil, "", fmt.Errorf("destination type %q has no rules", d.Type)
 }

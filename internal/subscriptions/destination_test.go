@@ -47,6 +47,9 @@ func TestDestinationRules(t *testing.T) {
 		{"gcp_pubsub bad credentials", reg, `{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks","credentials_json":"key"}`,
 			"destination.credentials_json"},
 		{"gcp_pubsub bad project", reg, `{"type":"gcp_pubsub","project_id":"P","topic_id":"webhooks","credentials_json":"{}"}`, "destination.project_id"},
+		{"poll", reg, `{"type":"poll"}`, ""},
+		{"poll with a field", reg, `{"type":"poll","url":"https://example.com/h"}`, "destination.url"},
+		{"poll turned off", publicReg, `{"type":"poll"}`, "destination.type"},
 		{"turned off", publicReg, `{"type":"rabbitmq","url":"amqp://mq.example.com/","routing_key":"q"}`, "destination.type"},
 		{"webhook turned off", publicReg, `null`, "destination.type"},
 	} {

@@ -247,6 +247,9 @@ func (g *Registry) Update(ctx context.Context, merchantID string, id uuid.UUID, 
 	if err := g.checkSchemeUnchanged(ctx, merchantID, id, c.SignatureScheme); err != nil {
 		return store.Subscription{}, err
 	}
+	if err := g.checkPollUnchanged(ctx, merchantID, id, u); err != nil {
+		return store.Subscription{}, err
+	}
 	return g.store.UpdateSubscription(ctx, merchantID, id, u)
 }
 

@@ -10,6 +10,7 @@ import { h, time, facts, badge, localToRFC3339, busy, zone, setZone } from './do
 import { rawField, indent } from './json.js';
 import { securityFieldset, securityFacts } from './endpointsecurity.js';
 import { overview, deliveryPage, endpointStats, requestHeaders } from './overview.js';
+import { pollFacts } from './poll.js';
 
 const verifyDocs = 'https://docs.webhookd.dev/events#verifying-the-signature';
 const everyCapability = ['view', 'manage_endpoints', 'view_secret', 'resend'];
@@ -341,7 +342,7 @@ function endpointCard(sub) {
   const card = h('article', { class: 'card', 'aria-label': `Endpoint ${sub.url}` },
     h('h2', null, h('a', { href: `#/endpoints/${enc(sub.id)}` }, sub.url)),
     h('div', { class: 'row' }, statusBadges(sub), sub.description && h('span', null, sub.description)),
-    facts([['Event types', eventsText(sub.events)], ...healthFacts(sub)]));
+    facts([['Event types', eventsText(sub.events)], ...pollFacts(sub), ...healthFacts(sub)]));
   if (can('manage_endpoints')) {
     const actions = h('div', { class: 'actions' },
       h('a', { class: 'button secondary', href: `#/endpoints/${enc(sub.id)}/edit` }, 'Edit'),
@@ -471,7 +472,7 @@ async function endpointDetail(view, id) {
     h('h1', null, sub.url),
     h('section', { class: 'card', 'aria-label': 'Endpoint' },
       h('div', { class: 'row' }, statusBadges(sub), sub.description && h('span', null, sub.description)),
-      facts([['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...controlFacts(sub), ...healthFacts(sub)])),
+      facts([['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...pollFacts(sub), ...controlFacts(sub), ...healthFacts(sub)])),
     h('section', { class: 'card', 'aria-label': 'Endpoint security' }, h('h2', null, 'Endpoint security'), facts(securityFacts(sub))),
     stats);
 

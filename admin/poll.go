@@ -1,0 +1,126 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/dispatcher/poll"
+	"github.com/webhookd/webhookd/internal/store"
+)
+
+// Poller reads poll subscriptions (dispatcher/poll.Poller).
+type Poller interface {
+	Poll(ctx context.Context, merchantID string, id uuid.UUID, r poll.Request) (poll.Page, error)
+}
+
+// pollHandlers serve GET /v1/webhook_subscriptions/{id}/poll.
+type pollHandlers struct {
+	poller Poller
+}
+
+// pollItemJSON is one delivery read: the body exactly as signed (a
+// string, so that a verification is byte for byte), its Standard Webhooks
+// header values, and the envelope as an object (null when the body is
+// encrypted).
+type pollItemJSON struct {
+	ID          string          `json:"id"`
+	Timestamp   string          `json:"timestamp"`
+	Signature   string          `json:"signature"`
+	ContentType string          `json:"content_type"`
+	Body        string          `json:"body"`
+	Event       json.RawMessage `json:"event"`
+	DeliveryID  uuid.UUID       `json:"delivery_id"`
+	EventType   string          `json:"event_type"`
+	Test        bool            `json:"test"`
+	CreatedAt   time.Time       `json:"created_at"`
+}
+
+// pollPageJSON is a poll read's answer.
+type pollPageJSON struct {
+	Data     []pollItemJSON `json:"data"`
+	Iterator string         `json:"iterator"`
+	Done     bool           `json:"done"`
+}
+
+// poll reads a poll subscription's line: iterator, since, limit and wait
+// from the query (dispatcher/poll checks their bounds).
+func (h pollHandlers) poll(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if err := wellFormed(r.URL.RawQuery); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	req := poll.Request{Iterator: q.Get("iterator")}
+	if q.Has("iterator") && req.Iterator == "" {
+		return errInvalid("iterator", "iterator must be one a previous poll returned; leave it out to start at the oldest unacknowledged delivery.")
+	}
+	if q.Has("limit") {
+		n, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || n < 1 || n > poll.MaxLimit {
+			return errInvalid("limit", "limit must be an integer from 1 to "+strconv.Itoa(poll.MaxLimit)+".")
+		}
+		req.Limit = n
+	}
+	if q.Has("wait") {
+		n, err := strconv.Atoi(q.Get("wait"))
+		if err != nil || n < 0 || time.Duration(n)*time.Second > poll.MaxWait {
+			return errInvalid("wait", "wait must be a whole number of seconds from 0 to "+strconv.Itoa(int(poll.MaxWait/time.Second))+".")
+		}
+		req.Wait = time.Duration(n) * time.Second
+	}
+	if req.Since, err = timeFilter(r, "since"); err != nil {
+		return err
+	}
+	if h.poller == nil {
+		return errNotFound
+	}
+	page, err := h.poller.Poll(r.Context(), principalOf(r.Context()).Merchant.ID, id, req)
+	if err != nil {
+		return err
+	}
+	out := pollPageJSON{Data: make([]pollItemJSON, 0, len(page.Items)), Iterator: page.Iterator, Done: page.Done}
+	for _, it := range page.Items {
+		item := pollItemJSON{ID: it.Signed.ID, Timestamp: it.Signed.Timestamp, Signature: it.Signed.Signature,
+			ContentType: it.Signed.ContentType, Body: string(it.Signed.Body), Event: json.RawMessage("null"),
+			DeliveryID: it.Delivery.ID, EventType: it.Delivery.EventType, Test: it.Delivery.Test,
+			CreatedAt: it.Delivery.CreatedAt.UTC()}
+		if it.Signed.ContentType == "application/json" {
+			item.Event = it.Signed.Body
+		}
+		out.Data = append(out.Data, item)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// pollStateJSON is what a poll subscription's read shows of its line: the
+// deliveries not acknowledged yet, and when it was last read (null:
+// never).
+type pollStateJSON struct {
+	Backlog    int64      `json:"backlog"`
+	LastReadAt *time.Time `json:"last_read_at"`
+}
+
+// pollView is sub's line, nil unless sub is a poll subscription. A failed
+// read of it is logged and leaves it out rather than failing the read of
+// the subscription.
+func (h subscriptionHandlers) pollView(ctx context.Context, sub store.Subscription) *pollStateJSON {
+	if sub.Destination.Type() != store.DestinationPoll {
+		return nil
+	}
+	states, err := h.reads.PollStates(ctx, []uuid.UUID{sub.ID})
+	if err != nil {
+		h.changes.logger.WarnContext(ctx, "read poll line state", "subscription_id", sub.ID, "error", err)
+		return nil
+	}
+	st := states[sub.ID]
+	return &pollStateJSON{Backlog: st.Backlog, LastReadAt: utcPtr(st.LastReadAt)}
+}

@@ -1,0 +1,259 @@
+// Package poll serves poll subscriptions: subscriptions whose destination
+// is {"type": "poll"}, which webhookd never dials and the merchant reads
+// with GET /v1/webhook_subscriptions/{id}/poll. Their deliveries are made
+// by the fan-out like any other (internal/store/poll.go gives each a
+// position in its subscription's line); a read returns them signed exactly
+// as an HTTP attempt would sign them, and moving on to the iterator a read
+// returned acknowledges everything before it. See docs/poll.md.
+package poll
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/webhookd/webhookd/dispatcher/deliver"
+	"github.com/webhookd/webhookd/dispatcher/queue"
+	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/store"
+)
+
+// Bounds of a read.
+const (
+	// DefaultLimit and MaxLimit bound how many deliveries one read returns.
+	DefaultLimit = 50
+	MaxLimit     = 250
+	// MaxWait is the longest a read waits for a delivery when its line is
+	// empty.
+	MaxWait = 30 * time.Second
+)
+
+// Request is one read of a poll subscription's line.
+type Request struct {
+	// Iterator, when set, is where the read starts (a previous read's);
+	// reading it acknowledges every delivery at or before it.
+	Iterator string
+	// Since, when set (and Iterator is not), starts the read at the first
+	// delivery created at or after it, within the retention.
+	Since *time.Time
+	// Limit is how many deliveries at most (1 to MaxLimit; 0: DefaultLimit).
+	Limit int
+	// Wait is how long an empty read waits for a delivery (0 to MaxWait).
+	Wait time.Duration
+}
+
+// Page is what a read returns.
+type Page struct {
+	// Items are the deliveries read, in line order.
+	Items []Item
+	// Iterator is where the next read starts; reading it acknowledges
+	// these items.
+	Iterator string
+	// Done is true when the line held nothing more at the time of the
+	// read.
+	Done bool
+}
+
+// Item is one delivery read, signed.
+type Item struct {
+	Delivery store.PolledDelivery
+	Signed   deliver.Polled
+}
+
+// PollerConfig is what the Poller needs.
+type PollerConfig struct {
+	// Store is the database (required).
+	Store *store.Store
+	// Secrets opens the subscriptions' signing keys (required).
+	Secrets *deliver.SecretCache
+	// Redis carries the fan-out's wake-ups of long polls (required).
+	Redis redis.UniversalClient
+	// MasterKey signs the iterators (required).
+	MasterKey []byte
+	// Clock dates signatures and acknowledgements; default the system
+	// clock. Waits are real time.
+	Clock clock.Clock
+}
+
+func (c PollerConfig) validate() error {
+	switch {
+	case c.Store == nil || c.Secrets == nil || c.Redis == nil:
+		return errors.New("poller: Store, Secrets and Redis are required")
+	case len(c.MasterKey) == 0:
+		return errors.New("poller: MasterKey is required")
+	}
+	return nil
+}
+
+// Poller reads poll subscriptions' lines for their merchants.
+type Poller struct {
+	store     *store.Store
+	secrets   *deliver.SecretCache
+	redis     redis.UniversalClient
+	iterators Iterators
+	clock     clock.Clock
+}
+
+// NewPoller checks cfg and builds the Poller.
+func NewPoller(cfg PollerConfig) (*Poller, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	return &Poller{store: cfg.Store, secrets: cfg.Secrets, redis: cfg.Redis, iterators: NewIterators(cfg.MasterKey),
+		clock: cfg.Clock}, nil
+}
+
+// validate checks a request's bounds; it fills the default limit.
+func (r *Request) validate(now time.Time) error {
+	switch {
+	case r.Limit == 0:
+		r.Limit = DefaultLimit
+	case r.Limit < 1 || r.Limit > MaxLimit:
+		return invalid.Value("limit", "limit_range", fmt.Sprintf("limit must be between 1 and %d.", MaxLimit))
+	}
+	if r.Wait < 0 || r.Wait > MaxWait {
+		return invalid.Value("wait", "wait_range", fmt.Sprintf("wait must be between 0 and %d seconds.", int(MaxWait/time.Second)))
+	}
+	if r.Since != nil {
+		if r.Iterator != "" {
+			return invalid.Value("since", "since_with_iterator", "since starts a read: it cannot be given with an iterator, which continues one.")
+		}
+		if r.Since.Before(now.Add(-store.Retention)) {
+			return invalid.Value("since", "since_too_old", fmt.Sprintf("since must be within the last %d days: older deliveries are no longer kept.",
+				int(store.Retention/(24*time.Hour))))
+		}
+	}
+	return nil
+}
+
+// Poll reads the merchant's poll subscription id as r asks: another
+// merchant's subscription, or a deleted one, is store.ErrNotFound; a
+// subscription that is not a poll subscription, an iterator that is not
+// one of its own, or a request out of bounds is an invalid.Error.
+func (p *Poller) Poll(ctx context.Context, merchantID string, id uuid.UUID, r Request) (Page, error) {
+	now := p.clock.Now()
+	if err := r.validate(now); err != nil {
+		return Page{}, err
+	}
+	sub, err := p.store.GetSubscription(ctx, merchantID, id)
+	if err != nil {
+		return Page{}, err
+	}
+	if sub.Destination.Type() != store.DestinationPoll {
+		return Page{}, invalid.Value("id", "not_poll_subscription",
+			`Only a subscription whose destination is {"type": "poll"} is read by poll; this one is delivered to.`)
+	}
+	from, err := p.start(ctx, sub, r, now)
+	if err != nil {
+		return Page{}, err
+	}
+	page, err := p.read(ctx, sub, from, r.Limit)
+	if err != nil || len(page.Items) > 0 || r.Wait == 0 {
+		return page, err
+	}
+	return p.await(ctx, sub, from, r)
+}
+
+// start is where a read begins: after its iterator, whose every delivery
+// it first acknowledges; at since; or after what is acknowledged already.
+// Every read dates the line's last read.
+func (p *Poller) start(ctx context.Context, sub store.Subscription, r Request, now time.Time) (store.PollFrom, error) {
+	switch {
+	case r.Iterator != "":
+		after, err := p.iterators.Parse(sub.ID, r.Iterator)
+		if err != nil {
+			return store.PollFrom{}, invalid.Value("iterator", "iterator_invalid",
+				"iterator is not one this subscription's poll returned.")
+		}
+		if _, err := p.store.AcknowledgePoll(ctx, sub.ID, after, now); err != nil {
+			return store.PollFrom{}, err
+		}
+		return store.PollFrom{After: after}, nil
+	case r.Since != nil:
+		// The line's end is read before the deliveries: an empty read's
+		// iterator then names no delivery that the read could have missed.
+		end, err := p.store.PollLineEnd(ctx, sub.ID)
+		if err != nil {
+			return store.PollFrom{}, err
+		}
+		if err := p.store.MarkPollRead(ctx, sub.ID, now); err != nil {
+			return store.PollFrom{}, err
+		}
+		return store.PollFrom{Since: r.Since, End: end}, nil
+	}
+	acked, err := p.store.PollAcknowledged(ctx, sub.ID)
+	if err != nil {
+		return store.PollFrom{}, err
+	}
+	if err := p.store.MarkPollRead(ctx, sub.ID, now); err != nil {
+		return store.PollFrom{}, err
+	}
+	return store.PollFrom{After: acked}, nil
+}
+
+// read reads one page from from and signs it.
+func (p *Poller) read(ctx context.Context, sub store.Subscription, from store.PollFrom, limit int) (Page, error) {
+	ds, err := p.store.ReadPoll(ctx, sub.ID, from, limit+1)
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{Done: len(ds) <= limit, Items: make([]Item, 0, min(len(ds), limit))}
+	ds = ds[:min(len(ds), limit)]
+	position := from.After
+	if from.Since != nil {
+		position = from.End
+	}
+	if len(ds) > 0 {
+		position = ds[len(ds)-1].Position
+		now := p.clock.Now()
+		sig, err := p.secrets.PollSigning(ctx, sub, now)
+		if err != nil {
+			return Page{}, err
+		}
+		for _, d := range ds {
+			signed, err := sig.SignPolled(d, sub.PayloadStyle, now)
+			if err != nil {
+				return Page{}, err
+			}
+			page.Items = append(page.Items, Item{Delivery: d, Signed: signed})
+		}
+	}
+	page.Iterator = p.iterators.Make(sub.ID, position)
+	return page, nil
+}
+
+// await waits up to r.Wait for the line to hold a delivery after from,
+// woken by the fan-out through Redis (queue.WakePollers), and reads it.
+// It subscribes before reading again, so that a delivery committed
+// between the first read and the subscription is read, not waited for.
+func (p *Poller) await(ctx context.Context, sub store.Subscription, from store.PollFrom, r Request) (Page, error) {
+	timer := time.NewTimer(r.Wait)
+	defer timer.Stop()
+	ps := p.redis.Subscribe(ctx, queue.PollChannel(sub.ID))
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		return Page{}, fmt.Errorf("wait for poll line %s: %w", sub.ID, err)
+	}
+	woken := ps.Channel()
+	for {
+		page, err := p.read(ctx, sub, from, r.Limit)
+		if err != nil || len(page.Items) > 0 {
+			return page, err
+		}
+		select {
+		case <-woken:
+		case <-timer.C:
+			return page, nil
+		case <-ctx.Done():
+			return Page{}, ctx.Err()
+		}
+	}
+}
