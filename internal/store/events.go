@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -150,8 +151,8 @@ func NewGroup() ([]byte, error) {
 func DeliveryGroup(id uuid.UUID) []byte { return id[len(id)-GroupSize:] }
 
 // CreateEvents is CreateEvent for a group of events that commit together
-// (group commit): one transaction, one round trip for every statement and
-// one commit for the group, so that a burst of single-event publishes costs
+// (group commit): one transaction, one round trip and one commit for the
+// group, and one statement for a group of fan-outs (createFanOutsSQL), so that a burst of single-event publishes costs
 // Postgres one WAL flush rather than one each. It returns one result and
 // one error per write. Nothing is durable before it returns; then every
 // write without an error is. Every delivery id ends with group (NewGroup);
@@ -170,11 +171,36 @@ func (s *Events) CreateEvents(ctx context.Context, writes []EventWrite, group []
 		out[0].Event, out[0].Deliveries, out[0].Created, errs[0] = s.createEvent(ctx, w.Event, w.To, group)
 		return out, errs, nil
 	}
-	// One pipelined batch, which Postgres runs as one implicit transaction
-	// (no BEGIN, no COMMIT: one round trip), committed once its last
-	// statement ran. The events go in the order given, each its own
-	// statement, so that ordered subscriptions' keys take their sequences
-	// in that order, as they would one publish after another.
+	var out []EventWritten
+	var err error
+	if slices.ContainsFunc(writes, func(w EventWrite) bool { return !isFanOut(w) }) {
+		out, err = s.createEventsPipelined(ctx, writes, group)
+	} else {
+		out, err = s.createFanOuts(ctx, writes, group)
+	}
+	if _, refused := errors.AsType[*pgconn.PgError](err); refused {
+		return s.createEventsOneByOne(ctx, writes, group)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	errs := make([]error, len(writes))
+	for i, w := range writes {
+		if !out[i].Created {
+			out[i].Event, errs[i] = s.storedEvent(ctx, w.Event)
+		}
+	}
+	return out, errs, nil
+}
+
+// createEventsPipelined writes a group with one createEventSQL statement
+// per event, for a group that holds a test event (createFanOutsSQL writes
+// fan-outs only). The statements go in one pipelined batch, which Postgres
+// runs as one implicit transaction (no BEGIN, no COMMIT: one round trip),
+// committed once its last statement ran. The events go in the order given,
+// so that ordered subscriptions' keys take their sequences in that order,
+// as they would one publish after another.
+func (s *Events) createEventsPipelined(ctx context.Context, writes []EventWrite, group []byte) ([]EventWritten, error) {
 	out := make([]EventWritten, len(writes))
 	var b pgx.Batch
 	for i, w := range writes {
@@ -184,20 +210,10 @@ func (s *Events) CreateEvents(ctx context.Context, writes []EventWrite, group []
 			return err
 		})
 	}
-	err := s.pool.SendBatch(ctx, &b).Close()
-	if _, refused := errors.AsType[*pgconn.PgError](err); refused {
-		return s.createEventsOneByOne(ctx, writes, group)
+	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, fmt.Errorf("create %d events: %w", len(writes), err)
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("create %d events: %w", len(writes), err)
-	}
-	errs := make([]error, len(writes))
-	for i, w := range writes {
-		if !out[i].Created {
-			out[i].Event, errs[i] = s.storedEvent(ctx, w.Event)
-		}
-	}
-	return out, errs, nil
+	return out, nil
 }
 
 // createEventsOneByOne writes each event in its own transaction, after a
@@ -299,33 +315,53 @@ func createEventArgs(e Event, to Audience, group []byte) []any {
 func scanCreatedEvent(rows pgx.Rows) ([]Delivery, bool, error) {
 	var deliveries []Delivery
 	var wrote bool
+	var c createdDeliveryColumns
 	for rows.Next() {
-		// Every column of d may be NULL (the outer join's empty side).
-		var (
-			id, eventID, subID              *uuid.UUID
-			merchant, eventType, status     *string
-			test                            *bool
-			attempts                        *int
-			eventAt, next, created, updated *time.Time
-			orderingKey                     *string
-			sequence, pollPosition          *int64
-			rateLimit                       *int
-			batch                           batchColumns
-		)
-		if err := rows.Scan(&wrote, &id, &merchant, &eventID, &eventAt, &eventType, &subID,
-			&status, &test, &attempts, &next, &created, &updated, &orderingKey, &sequence, &pollPosition, &rateLimit, &batch.maxSize, &batch.maxWaitMS); err != nil {
+		c = createdDeliveryColumns{} // each row's values in pointers of their own
+		if err := rows.Scan(append([]any{&wrote}, c.targets()...)...); err != nil {
 			rows.Close()
 			return nil, false, err
 		}
-		if id != nil {
-			deliveries = append(deliveries, Delivery{ID: *id, MerchantID: *merchant, EventID: *eventID,
-				EventCreatedAt: *eventAt, EventType: *eventType, SubscriptionID: *subID, Status: DeliveryStatus(*status), Test: *test,
-				AttemptCount: *attempts, NextAttemptAt: next, CreatedAt: *created, UpdatedAt: *updated,
-				OrderingKey: orderingKey, Sequence: sequence, RateLimit: deref(rateLimit), Batch: batch.value(),
-				PollPosition: pollPosition})
+		if d, ok := c.delivery(); ok {
+			deliveries = append(deliveries, d)
 		}
 	}
 	return deliveries, wrote, rows.Err()
+}
+
+// createdDeliveryColumns are the columns of one delivery a fan-out
+// statement returns (createEventSQL, createFanOutsSQL): the delivery's and
+// its subscription's rate limit and batch. Each may be NULL, on the empty
+// side of the outer join that carries an event without deliveries.
+type createdDeliveryColumns struct {
+	id, eventID, subID              *uuid.UUID
+	merchant, eventType, status     *string
+	test                            *bool
+	attempts                        *int
+	eventAt, next, created, updated *time.Time
+	orderingKey                     *string
+	sequence, pollPosition          *int64
+	rateLimit                       *int
+	batch                           batchColumns
+}
+
+// targets are the scan targets of the columns, in the statements' order.
+func (c *createdDeliveryColumns) targets() []any {
+	return []any{&c.id, &c.merchant, &c.eventID, &c.eventAt, &c.eventType, &c.subID,
+		&c.status, &c.test, &c.attempts, &c.next, &c.created, &c.updated, &c.orderingKey, &c.sequence, &c.pollPosition,
+		&c.rateLimit, &c.batch.maxSize, &c.batch.maxWaitMS}
+}
+
+// delivery is the delivery scanned; false for the empty side of the join.
+func (c *createdDeliveryColumns) delivery() (Delivery, bool) {
+	if c.id == nil {
+		return Delivery{}, false
+	}
+	return Delivery{ID: *c.id, MerchantID: *c.merchant, EventID: *c.eventID,
+		EventCreatedAt: *c.eventAt, EventType: *c.eventType, SubscriptionID: *c.subID, Status: DeliveryStatus(*c.status), Test: *c.test,
+		AttemptCount: *c.attempts, NextAttemptAt: c.next, CreatedAt: *c.created, UpdatedAt: *c.updated,
+		OrderingKey: c.orderingKey, Sequence: c.sequence, RateLimit: deref(c.rateLimit), Batch: c.batch.value(),
+		PollPosition: c.pollPosition}, true
 }
 
 // EventByID returns a stored event, whatever its merchant; callers that
