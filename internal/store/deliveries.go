@@ -515,7 +515,7 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 // (an ended listener is not: the relay records why its deliveries stop);
 // when it is not, nothing is changed.
 func (s *Deliveries) AbandonSubscriptionDeliveries(ctx context.Context, subscriptionID uuid.UUID, now time.Time) (ended int64, gone bool, err error) {
-	err = s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.txRetryingDeadlocks(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `
 			SELECT kind <> 'listener' AND (deleted_at IS NOT NULL OR status <> 'enabled') FROM subscriptions WHERE id = $1`,
 			subscriptionID).Scan(&gone); err != nil || !gone {

@@ -373,10 +373,18 @@ func (s *Subscriptions) DeleteSubscription(ctx context.Context, merchantID strin
 	// then its deliveries here would deadlock with it. Leased deliveries
 	// (an attempt in flight) are left to the worker, which abandons them at
 	// their next attempt since the subscription is deleted; so are all of
-	// them if this statement fails.
-	if _, err := s.pool.Exec(ctx, `UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = $3
-		WHERE merchant_id = $1 AND subscription_id = $2 AND status = 'pending'
-		  AND (lease_until IS NULL OR lease_until < $3)`, merchantID, id, now); err != nil {
+	// them if this statement fails. Rows a record holds are skipped, not
+	// waited for (SKIP LOCKED): a record that ends an ordered delivery
+	// holds it and then makes the next of its line due, a row this
+	// statement may hold already, and waiting both ways was a deadlock
+	// that Postgres broke by failing the delete's answer after the
+	// subscription was gone. The skipped ones end at their next attempt.
+	if _, err := s.pool.Exec(ctx, `UPDATE deliveries d SET status = 'failed', next_attempt_at = NULL, updated_at = $3
+		FROM (SELECT id, created_at FROM deliveries
+		      WHERE merchant_id = $1 AND subscription_id = $2 AND status = 'pending'
+		        AND (lease_until IS NULL OR lease_until < $3)
+		      FOR UPDATE SKIP LOCKED) x
+		WHERE d.id = x.id AND d.created_at = x.created_at`, merchantID, id, now); err != nil {
 		return fmt.Errorf("stop deliveries of deleted subscription %s: %w", id, err)
 	}
 	return nil
