@@ -86,25 +86,25 @@ export function destinationFacts(sub) {
   const code = (s) => h('code', { class: 'break' }, s);
   switch (kindOf(sub)) {
     case 'webhook':
-      return [['Delivers to', 'An HTTP endpoint: its URL, above']];
+      return [['Delivers to', 'An HTTP endpoint (the URL above)']];
     case 'rabbitmq':
-      return [['Delivers to', [kindLabel(sub), ' RabbitMQ: one persistent message per delivery, confirmed by the broker']],
+      return [['Delivers to', [kindLabel(sub), ' one persistent message per delivery, confirmed by the broker']],
         ['Broker', code(withoutUserinfo(d.url || sub.url))],
         ['Exchange', d.exchange ? code(d.exchange) : 'The default exchange'],
         ['Routing key', d.routing_key ? code(d.routing_key) : 'None']];
     case 'kafka':
-      return [['Delivers to', [kindLabel(sub), ' Kafka: one record per delivery, acknowledged by every in-sync replica']],
+      return [['Delivers to', [kindLabel(sub), ' one record per delivery, acknowledged by every in-sync replica']],
         ['Brokers', code((d.brokers || []).join(', '))],
         ['Topic', code(d.topic)],
         ['Connection', [d.tls ? 'TLS' : 'Plain TCP', d.sasl ? `, SASL ${d.sasl.mechanism}` : '']]];
     case 'gcp_pubsub':
-      return [['Delivers to', [kindLabel(sub), ' Google Cloud Pub/Sub: one message per delivery']],
+      return [['Delivers to', [kindLabel(sub), ' Google Cloud Pub/Sub, one message per delivery']],
         ['Project', code(d.project_id)],
         ['Topic', code(d.topic_id)],
         d.client_email && ['Service account', code(d.client_email)],
         d.endpoint && ['Endpoint', code(d.endpoint)]].filter(Boolean);
     case 'sqs':
-      return [['Delivers to', [kindLabel(sub), ' Amazon SQS: one message per delivery']],
+      return [['Delivers to', [kindLabel(sub), ' Amazon SQS, one message per delivery']],
         ['Queue URL', code(d.queue_url || sub.url)],
         ['Region', code(d.region)],
         d.endpoint && ['Endpoint', code(d.endpoint)]].filter(Boolean);
@@ -307,8 +307,11 @@ const builders = { rabbitmq: rabbitFields, kafka: kafkaFields, gcp_pubsub: pubSu
 export function destinationFieldset(sub, allowed, urlLabel) {
   const current = kindOf(sub);
   const offered = Object.keys(kinds).filter((k) => k === current || (allowed ? allowed.includes(k) : k === 'webhook'));
+  // A kind this module does not know (another module's) is offered as it
+  // is, so that an edit never turns it into something else.
+  if (!kinds[current]) offered.push(current);
   const kind = h('select', { id: 'endpoint-kind', name: 'destination_type', 'data-param': 'destination' },
-    offered.map((k) => h('option', { value: k, selected: k === current }, kinds[k].label)));
+    offered.map((k) => h('option', { value: k, selected: k === current }, kinds[k] ? kinds[k].label : `Keep as it is (${k})`)));
   const parts = {};
   for (const k of offered) {
     if (builders[k]) parts[k] = builders[k](k === current && sub ? sub.destination : null);
@@ -336,6 +339,7 @@ export function destinationFieldset(sub, allowed, urlLabel) {
       return current === 'webhook' ? { url } : { url, destination: null };
     }
     const part = parts[kind.value];
+    if (!part) return {}; // a kind of another module's, kept as it is
     if (sub && kind.value === current && part.shown() === shownAtStart && !part.typed()) {
       return {}; // left as it is: kept whole, credentials included
     }
