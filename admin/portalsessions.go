@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/sessions"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
 // portalSessionRevoker ends portal sessions.
@@ -30,6 +32,9 @@ type portalSessionHandlers struct {
 	// environment is shown to the portal; publicURL is the public
 	// listener's external base URL, which a session's link starts with.
 	environment, publicURL string
+	// destinations are the destination types a subscription may use
+	// (WEBHOOKD_DESTINATIONS): the portal's endpoint form offers these.
+	destinations []string
 }
 
 // portalSessionRequest is the body of both mint routes; every field is
@@ -61,6 +66,9 @@ type currentSessionJSON struct {
 	ExpiresAt    *time.Time   `json:"expires_at"`
 	Branding     brandingJSON `json:"branding"`
 	Environment  string       `json:"environment"`
+	// Destinations are the destination types this server lets a
+	// subscription use ("webhook" is an HTTP endpoint).
+	Destinations []string `json:"destinations"`
 }
 
 // createForKey mints a session with the caller's API key, which
@@ -112,7 +120,7 @@ func (h portalSessionHandlers) current(w http.ResponseWriter, r *http.Request) e
 	p := principalOf(r.Context())
 	out := currentSessionJSON{MerchantID: p.Merchant.ID, Capabilities: p.Capabilities,
 		Branding:    brandingJSON{AccentColor: p.Merchant.PortalAccentColor, LogoURL: p.Merchant.PortalLogoURL},
-		Environment: publicEnvironment(h.environment)}
+		Environment: publicEnvironment(h.environment), Destinations: h.destinations}
 	if p.Session != nil {
 		out.ExpiresAt = utcPtr(&p.Session.ExpiresAt)
 		// The session's own branding wins, field by field.
@@ -160,4 +168,14 @@ func (h portalSessionHandlers) endForMerchant(w http.ResponseWriter, r *http.Req
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// allowedDestinations are the destination types the registry accepts:
+// the configured ones, or every type when none are configured (the
+// registry's rule for nil).
+func allowedDestinations(configured []string) []string {
+	if configured == nil {
+		return subscriptions.DestinationTypes()
+	}
+	return slices.Clone(configured)
 }

@@ -215,7 +215,7 @@ func New(cfg Config) (*Server, error) {
 			publisher: cfg.Publisher, environment: cfg.Environment},
 		deliveries: deliveryHandlers{reads: reads, pages: pages, actions: cfg.Publisher, clock: clk},
 		portalSessions: portalSessionHandlers{issuer: sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
-			store: cfg.Store, environment: cfg.Environment, publicURL: cfg.PublicURL},
+			store: cfg.Store, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations)},
 		listen: listenHandlers{registry: registry, store: cfg.Store, redis: cfg.Redis, grace: cfg.ListenerGrace,
 			clock: clk, logger: cfg.Logger},
 		legacy: legacyHandlers{changes: changes},

@@ -11,6 +11,10 @@ import { rawField, indent } from './json.js';
 import { securityFieldset, securityFacts } from './endpointsecurity.js';
 import { overview, deliveryPage, endpointStats, requestHeaders } from './overview.js';
 import { pollFacts } from './poll.js';
+import { endpointName, kindLabel, targetText, destinationFacts, destinationFieldset, isBroker } from './destinations.js';
+import { shapeFacts, shapeFieldset } from './deliveryshape.js';
+import { showFieldError, clearFieldErrors } from './fielderrors.js';
+import { answerColumns, answerCells, batchCell, hasBatch } from './attemptanswer.js';
 
 const verifyDocs = 'https://docs.webhookd.dev/events#verifying-the-signature';
 const everyCapability = ['view', 'manage_endpoints', 'view_secret', 'resend'];
@@ -339,8 +343,8 @@ async function endpointList(view) {
 }
 
 function endpointCard(sub) {
-  const card = h('article', { class: 'card', 'aria-label': `Endpoint ${sub.url}` },
-    h('h2', null, h('a', { href: `#/endpoints/${enc(sub.id)}` }, sub.url)),
+  const card = h('article', { class: 'card', 'aria-label': `Endpoint ${targetText(sub)}` },
+    h('h2', null, kindLabel(sub), kindLabel(sub) && ' ', h('a', { href: `#/endpoints/${enc(sub.id)}` }, targetText(sub))),
     h('div', { class: 'row' }, statusBadges(sub), sub.description && h('span', null, sub.description)),
     facts([['Event types', eventsText(sub.events)], ...pollFacts(sub), ...healthFacts(sub)]));
   if (can('manage_endpoints')) {
@@ -371,7 +375,7 @@ function statusButton(sub, after) {
 function deleteButton(sub) {
   const b = h('button', { type: 'button', class: 'danger' }, 'Delete');
   b.addEventListener('click', () => confirmInline(b,
-    `Delete the endpoint ${sub.url}? Its pending deliveries end as failed.`, 'Delete endpoint', async () => {
+    `Delete the endpoint ${targetText(sub)}? Its pending deliveries end as failed.`, 'Delete endpoint', async () => {
       await state.api.del(`/webhook_subscriptions/${enc(sub.id)}`);
       go('#/endpoints', { kind: 'ok', text: 'Endpoint deleted.' });
     }, true));
@@ -386,8 +390,11 @@ async function endpointForm(view, id) {
   }
   const [sub, types] = await Promise.all([id ? state.api.get(`/webhook_subscriptions/${enc(id)}`) : null, eventTypes()]);
   const chosen = new Set(sub ? sub.events : ['*']);
-  const url = h('input', { id: 'endpoint-url', name: 'url', type: 'url', required: true, value: sub ? sub.url : '',
-    placeholder: 'https://example.com/webhooks', autocomplete: 'off' });
+  const url = h('input', { id: 'endpoint-url', name: 'url', type: 'url', required: true, value: sub && !isBroker(sub) ? sub.url : '',
+    placeholder: 'https://example.com/webhooks', autocomplete: 'off', 'data-param': 'url' });
+  const urlLabel = h('label', { for: 'endpoint-url' }, 'URL', url);
+  const destination = destinationFieldset(sub, state.session.destinations || null, urlLabel);
+  const shape = shapeFieldset(sub);
   const description = h('input', { id: 'endpoint-description', name: 'description', type: 'text', value: sub && sub.description ? sub.description : '' });
   let typeField;
   let readTypes;
@@ -417,7 +424,7 @@ async function endpointForm(view, id) {
   const security = securityFieldset(sub);
   const submit = h('button', { type: 'submit' }, id ? 'Save changes' : 'Create endpoint');
   const form = h('form', { class: 'stack', novalidate: true },
-    h('label', { for: 'endpoint-url' }, 'URL', url),
+    destination.node, urlLabel,
     h('label', { for: 'endpoint-description' }, 'Description (optional)', description),
     typeField,
     h('fieldset', { class: 'controls' }, h('legend', null, 'Delivery controls'),
@@ -425,19 +432,28 @@ async function endpointForm(view, id) {
       h('label', { for: 'endpoint-rate-limit' }, 'Rate limit (optional): deliveries per second; empty is no limit', rateLimit),
       h('label', { for: 'endpoint-ordering-key' }, 'Ordering key (optional): deliveries with the same value go one at a time, in order; empty is none', orderingKey),
       sub && Object.keys(sub.headers || {}).length > 0 && h('p', { class: 'muted' }, 'Extra headers are kept as they are: they are set through the API.')),
+    shape.node,
     security.node,
     h('div', { class: 'actions' }, submit,
       h('a', { class: 'button secondary', href: id ? `#/endpoints/${enc(id)}` : '#/endpoints' }, 'Cancel')));
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const events = readTypes();
-    if (!url.value.trim()) { flash('error', 'Enter the URL that receives the webhooks.'); url.focus(); return; }
+    clearFieldErrors(form);
+    let routed;
+    try {
+      routed = { ...destination.read(url.value.trim()), ...shape.read(destination.kind()) };
+    } catch (err) {
+      flash('error', err.message);
+      showFieldError(form, err);
+      return;
+    }
     if (events.length === 0) { flash('error', 'Choose at least one event type.'); return; }
     if (rateLimit.validity.badInput) { flash('error', 'Enter the rate limit as a whole number of deliveries per second, or leave it empty.'); rateLimit.focus(); return; }
     let secured;
     try { secured = security.read(); } catch (err) { flash('error', err.message); return; }
     busy(submit, async () => {
-      const body = { url: url.value.trim(), events, description: description.value.trim() || null };
+      const body = { ...routed, events, description: description.value.trim() || null };
       // A control goes in the request only when the form changes it: an
       // edit leaves the others as they are, and null (or "none") clears.
       const now = { filter: filter.value.trim(), rateLimit: rateLimit.value.trim(), orderingKey: orderingKey.value.trim() };
@@ -457,6 +473,7 @@ async function endpointForm(view, id) {
         }
       } catch (err) {
         showError(err);
+        showFieldError(form, err);
       }
     });
   });
@@ -469,10 +486,11 @@ async function endpointDetail(view, id) {
   const stats = await endpointStats(sub, kit());
   view.append(
     h('p', null, h('a', { href: '#/endpoints' }, '← All endpoints')),
-    h('h1', null, sub.url),
+    h('h1', null, endpointName(sub)),
     h('section', { class: 'card', 'aria-label': 'Endpoint' },
       h('div', { class: 'row' }, statusBadges(sub), sub.description && h('span', null, sub.description)),
-      facts([['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...pollFacts(sub), ...controlFacts(sub), ...healthFacts(sub)])),
+      facts([...destinationFacts(sub), ['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...pollFacts(sub), ...shapeFacts(sub),
+        ...controlFacts(sub), ...healthFacts(sub)])),
     h('section', { class: 'card', 'aria-label': 'Endpoint security' }, h('h2', null, 'Endpoint security'), facts(securityFacts(sub))),
     stats);
 
@@ -492,7 +510,9 @@ async function endpointDetail(view, id) {
     }));
     const check = h('button', { type: 'button' }, 'Check my endpoint');
     check.addEventListener('click', () => busy(check, () => checkEndpoint(sub, panel)));
-    actions.append(test, check);
+    // A broker takes every message: the check is for HTTP endpoints.
+    actions.append(test);
+    if (!isBroker(sub)) actions.append(check);
   }
   if (can('view_secret')) {
     const reveal = h('button', { type: 'button', class: 'secondary' }, 'Reveal signing secret');
@@ -806,21 +826,29 @@ async function loadDelivery(id, into) {
   }
   if (detailLoads.get(into) !== load) return;
   syncRow(into, d);
-  const rows = d.attempts.map((a) => h('tr', null,
-    h('td', { 'data-label': 'Attempt' }, String(a.number)),
-    h('td', { 'data-label': 'Trigger' }, a.trigger),
-    h('td', { 'data-label': 'Result' }, badge(a.status)),
-    h('td', { 'data-label': 'HTTP status' }, a.http_status === null ? '—' : String(a.http_status)),
-    h('td', { 'data-label': 'Error' }, a.error || '—'),
-    h('td', { 'data-label': 'Duration' }, `${a.duration_ms} ms`),
-    h('td', { 'data-label': 'Time' }, time(a.attempted_at)),
-    h('td', { 'data-label': 'Answer', class: 'break' }, a.response_body ? h('pre', null, a.response_body) : h('span', { class: 'muted' }, 'empty'))));
+  // A broker's answer takes the place of the HTTP status and body; a
+  // batched attempt shows its batch (attemptanswer.js).
+  const answer = answerColumns(d.attempts);
+  const batched = hasBatch(d.attempts);
+  const rows = d.attempts.map((a) => {
+    const [status, body] = answerCells(a, answer);
+    return h('tr', null,
+      h('td', { 'data-label': 'Attempt' }, String(a.number)),
+      h('td', { 'data-label': 'Trigger' }, a.trigger),
+      h('td', { 'data-label': 'Result' }, badge(a.status)),
+      status,
+      h('td', { 'data-label': 'Error' }, a.error || '—'),
+      h('td', { 'data-label': 'Duration' }, `${a.duration_ms} ms`),
+      h('td', { 'data-label': 'Time' }, time(a.attempted_at)),
+      body,
+      batched && batchCell(a));
+  });
   const box = h('div', { class: 'delivery-detail', 'aria-label': `Delivery ${d.id}` },
     facts([['Delivery', h('code', null, d.id)], ['Status', badge(d.status)], ['Next attempt', time(d.next_attempt_at)]]),
     d.attempts.length === 0
       ? h('p', { class: 'muted' }, 'No attempt yet.')
       : h('table', { class: 'stackable attempts' },
-        h('thead', null, h('tr', null, ['Attempt', 'Trigger', 'Result', 'HTTP status', 'Error', 'Duration', 'Time', 'Answer (first 1 KiB)'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('thead', null, h('tr', null, ['Attempt', 'Trigger', 'Result', answer[0], 'Error', 'Duration', 'Time', answer[1], ...(batched ? ['Batch'] : [])].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', null, rows)),
     d.attempts.map(requestHeaders));
   const actions = h('div', { class: 'actions' });

@@ -7,6 +7,7 @@
 
 import { h, time, badge, busy } from './dom.js';
 import { rate, sparkline, statsCharts } from './charts.js';
+import { targetText } from './destinations.js';
 
 const enc = encodeURIComponent;
 
@@ -117,7 +118,7 @@ async function loadFailed(into, byID, kit) {
     body.append(h('tr', { 'data-delivery-id': d.id },
       h('td', { 'data-label': 'Last attempt' }, time(last ? last.attempted_at : d.updated_at)),
       h('td', { 'data-label': 'Event type' }, h('a', { href: `#/deliveries/${enc(d.id)}` }, d.event_type), d.test && ' ', d.test && h('span', { class: 'badge' }, 'test')),
-      h('td', { 'data-label': 'Endpoint', class: 'break' }, h('a', { href: `#/endpoints/${enc(d.subscription_id)}` }, sub ? sub.url : 'Open endpoint')),
+      h('td', { 'data-label': 'Endpoint', class: 'break' }, h('a', { href: `#/endpoints/${enc(d.subscription_id)}` }, sub ? targetText(sub) : 'Open endpoint')),
       h('td', { 'data-label': 'Error', class: 'break' }, error),
       h('td', { 'data-label': 'Status' }, badge(d.status)),
       h('td', { 'data-label': 'Next retry' }, d.status === 'pending' ? time(d.next_attempt_at) : h('span', { class: 'muted' }, 'none: it ended')),
