@@ -103,3 +103,48 @@ func TestDestinationRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestDestinationBatchRefusedOnUpdate: an update may not give a batch to a
+// subscription with a destination, whether it has one already or is given
+// one by the same update, as a create with both is refused; an HTTP
+// endpoint takes one.
+func TestDestinationBatchRefusedOnUpdate(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	key := h.merchant("m1")
+	rabbit := map[string]any{"type": "rabbitmq", "url": "amqp://u:p@broker.example.com/", "routing_key": "q"}
+	create := func(body map[string]any) string {
+		body["events"] = []string{"*"}
+		r := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key, Body: body})
+		if r.Status != http.StatusCreated {
+			t.Fatalf("create: %d %s", r.Status, r.Body)
+		}
+		return decode[struct {
+			ID string `json:"id"`
+		}](t, r).ID
+	}
+	broker, endpoint := create(map[string]any{"destination": rabbit}), create(map[string]any{"url": "https://example.com/h"})
+	batch := map[string]any{"max_size": 10, "max_wait_ms": 100}
+	for _, tc := range []struct {
+		name   string
+		id     string
+		body   map[string]any
+		status int
+	}{
+		{"a batch to a broker's subscription", broker, map[string]any{"batch": batch}, http.StatusBadRequest},
+		{"a batch with a destination", endpoint, map[string]any{"destination": rabbit, "batch": batch}, http.StatusBadRequest},
+		{"a batch to an HTTP endpoint", endpoint, map[string]any{"batch": batch}, http.StatusOK},
+		{"no batch for a broker's subscription", broker, map[string]any{"batch": nil}, http.StatusOK},
+	} {
+		r := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions/" + tc.id, Key: key, Body: tc.body})
+		if tc.status == http.StatusOK {
+			if r.Status != http.StatusOK {
+				t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
+			}
+			continue
+		}
+		if m := expectError(t, r, tc.status, "parameter_invalid"); m["param"] != "batch" {
+			t.Errorf("%s: param %v (%v)", tc.name, m["param"], m["message"])
+		}
+	}
+}

@@ -176,11 +176,7 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 		return store.NewSubscription{}, err
 	}
 	if dest != nil && d.Batch != nil {
-		// A broker takes one message per delivery; a batch is the shape of
-		// an HTTP request. (An update that makes a batched subscription a
-		// broker's keeps the batch stored, and its deliveries go alone.)
-		return store.NewSubscription{}, invalid.Value("batch", "batch_not_http",
-			"batch is for HTTP endpoints; a broker destination receives one message per delivery.")
+		return store.NewSubscription{}, errBatchNotHTTP()
 	}
 	events, err := g.check.events("events", d.Events)
 	if err != nil {
@@ -248,6 +244,9 @@ func (g *Registry) Update(ctx context.Context, merchantID string, id uuid.UUID, 
 		return store.Subscription{}, err
 	}
 	if err := g.checkPollUnchanged(ctx, merchantID, id, u); err != nil {
+		return store.Subscription{}, err
+	}
+	if err := g.checkBatchIsHTTP(ctx, merchantID, id, u); err != nil {
 		return store.Subscription{}, err
 	}
 	return g.store.UpdateSubscription(ctx, merchantID, id, u)
@@ -346,6 +345,38 @@ func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
 	}
 	u.SetBatch, u.Batch = c.SetBatch, c.Batch
 	return u, nil
+}
+
+// errBatchNotHTTP refuses a batch on a subscription with a destination:
+// a broker takes one message per delivery, a batch is the shape of an
+// HTTP request, and a poll subscription's reader pages by itself. (An
+// update that gives a batched subscription a destination keeps the batch
+// stored, and its deliveries go alone.)
+func errBatchNotHTTP() error {
+	return invalid.Value("batch", "batch_not_http",
+		"batch is for HTTP endpoints; a broker destination receives one message per delivery, and a poll subscription is read in pages.")
+}
+
+// checkBatchIsHTTP refuses an update that sets a batch on a subscription
+// that has, or is given, a destination, as a create with both is refused.
+func (g *Registry) checkBatchIsHTTP(ctx context.Context, merchantID string, id uuid.UUID, u store.SubscriptionUpdate) error {
+	if !u.SetBatch || u.Batch == nil {
+		return nil
+	}
+	if u.SetDestination {
+		if u.Destination != nil {
+			return errBatchNotHTTP()
+		}
+		return nil
+	}
+	cur, err := g.store.GetSubscription(ctx, merchantID, id)
+	if err != nil {
+		return err
+	}
+	if cur.Destination != nil {
+		return errBatchNotHTTP()
+	}
+	return nil
 }
 
 // checkFilter compiles a filter expression (nil: none).
