@@ -122,6 +122,7 @@ func TestBadInput(t *testing.T) {
 		secret     = "GET /v1/webhook_subscriptions/{id}/secret"
 		health     = "GET /v1/webhook_subscriptions/{id}/health"
 		stats      = "GET /v1/webhook_subscriptions/{id}/stats"
+		pollRead   = "GET /v1/webhook_subscriptions/{id}/poll"
 		check      = "POST /v1/webhook_subscriptions/{id}/check"
 		mintIn     = "POST /internal/v1/merchants/{id}/portal_sessions"
 		endAll     = "DELETE /internal/v1/merchants/{id}/portal_sessions"
@@ -342,6 +343,13 @@ func TestBadInput(t *testing.T) {
 		{stats, "malformed id", get("/v1/webhook_subscriptions/nope/stats"), false, 404, "resource_not_found", nil},
 		{stats, "unknown id", get("/v1/webhook_subscriptions/" + missing + "/stats"), false, 404, "resource_not_found", nil},
 		{stats, "a window it does not offer", get(subPath + "/stats?window=30d"), false, 400, "parameter_invalid", "window"},
+		{pollRead, "malformed id", get("/v1/webhook_subscriptions/nope/poll"), false, 404, "resource_not_found", nil},
+		{pollRead, "unknown id", get("/v1/webhook_subscriptions/" + missing + "/poll"), false, 404, "resource_not_found", nil},
+		{pollRead, "an empty iterator", get(subPath + "/poll?iterator="), false, 400, "parameter_invalid", "iterator"},
+		{pollRead, "limit out of range", get(subPath + "/poll?limit=0"), false, 400, "parameter_invalid", "limit"},
+		{pollRead, "limit not a number", get(subPath + "/poll?limit=ten"), false, 400, "parameter_invalid", "limit"},
+		{pollRead, "wait too long", get(subPath + "/poll?wait=31"), false, 400, "parameter_invalid", "wait"},
+		{pollRead, "since not a time", get(subPath + "/poll?since=yesterday"), false, 400, "parameter_invalid", "since"},
 		{check, "malformed id", post("/v1/webhook_subscriptions/nope/check", ``), false, 404, "resource_not_found", nil},
 		{check, "unknown id", post("/v1/webhook_subscriptions/"+missing+"/check", ``), false, 404, "resource_not_found", nil},
 		{check, "a parameter it does not take", post(subPath+"/check", `{"cases":["valid"]}`), false, 400, "validation_error", "cases"},

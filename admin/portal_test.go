@@ -230,6 +230,9 @@ func TestPortalSessionEnds(t *testing.T) {
 	expectLegacyError(t, legacy, http.StatusUnauthorized, "authentication_error")
 }
 
+// pollRoute is the poll read, which no session may use.
+const pollRoute = "GET /v1/webhook_subscriptions/{id}/poll"
+
 // capabilityOf is the capability each public route requires of a session,
 // or the scope for those a session can never use (minting a session,
 // opening a listener).
@@ -238,6 +241,10 @@ func capabilityOf(route string) string {
 	switch {
 	case route == "POST /v1/portal_sessions", route == "GET /v1/listen":
 		return admin.ScopeWrite
+	case route == pollRoute:
+		// A read acknowledges what the one before read: a reader's key,
+		// never a person's session.
+		return admin.ScopeRead
 	case strings.HasSuffix(path, "/secret"):
 		return "view_secret"
 	case method == http.MethodGet || route == "DELETE /v1/portal_sessions/current":
@@ -298,8 +305,8 @@ func TestPortalSessionCapabilities(t *testing.T) {
 
 	// A's session on B's resources: nothing of B's is read or changed.
 	tw.walkPublic(b, func(route string, rc routeCase, c call) {
-		if c.legacy || rc.rule == own || rc.rule == ownElsewhere || rc.rule == created {
-			return
+		if c.legacy || rc.rule == own || rc.rule == ownElsewhere || rc.rule == created || route == pollRoute {
+			return // the poll read refuses every session (403), whoever's resource
 		}
 		r := tw.do(c.as(full.Token))
 		if leaked := slices.DeleteFunc(b.ids(), func(id string) bool { return !bytes.Contains(r.Body, []byte(id)) }); len(leaked) > 0 {
@@ -317,7 +324,7 @@ func TestPortalSessionCapabilities(t *testing.T) {
 	var deletes []call
 	tw.walkPublic(a, func(route string, rc routeCase, c call) {
 		switch {
-		case c.legacy, route == "POST /v1/portal_sessions", route == "DELETE /v1/portal_sessions/current",
+		case c.legacy, route == "POST /v1/portal_sessions", route == "DELETE /v1/portal_sessions/current", route == pollRoute,
 			rc.rule == ownElsewhere: // a WebSocket, a sandbox-only route: listen_test.go, trigger_test.go
 		case c.method == http.MethodDelete:
 			deletes = append(deletes, c)

@@ -32,15 +32,16 @@ import (
 type tenant struct {
 	merchant, key string
 	// sub has the deliveries; spare is a second subscription, made on the
-	// legacy surface, which the legacy routes act on.
-	sub, spare subscription
-	events     []event
-	deliveries []delivery // settled, each with its attempts
+	// legacy surface, which the legacy routes act on; poll is a poll
+	// subscription (made after the events, so its line is empty).
+	sub, spare, poll subscription
+	events           []event
+	deliveries       []delivery // settled, each with its attempts
 }
 
 // ids are every resource id of the tenant.
 func (tn tenant) ids() []string {
-	out := []string{tn.sub.ID, tn.spare.ID}
+	out := []string{tn.sub.ID, tn.spare.ID, tn.poll.ID}
 	for _, e := range tn.events {
 		out = append(out, e.ID)
 	}
@@ -86,6 +87,7 @@ func (h *harness) tenant(merchant string, answer int, settles string) tenant {
 			tn.deliveries = append(tn.deliveries, d)
 		}
 	}
+	tn.poll = h.createSubscription(tn.key, map[string]any{"events": []string{"*"}, "destination": map[string]any{"type": "poll"}})
 	return tn
 }
 
@@ -118,7 +120,8 @@ func (h *harness) twin(configure ...func(*admin.Config)) twin {
 	pipeline := prometheus.NewRegistry()
 	d, err := dispatcher.New(dispatcher.Config{Store: cfg.Store, Redis: queue, Sealer: sealer,
 		Schedule: retry.Schedule{Delays: []time.Duration{time.Second}}, DefaultAPIVersion: admin.DefaultVersion,
-		EventTypes: cfg.EventTypes, MaxPayloadBytes: 256 << 10, VersionUsable: cfg.Versions.Usable, Registerer: pipeline})
+		EventTypes: cfg.EventTypes, MaxPayloadBytes: 256 << 10, VersionUsable: cfg.Versions.Usable, Registerer: pipeline,
+		MasterKey: cfg.MasterKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,6 +356,9 @@ var publicRoutes = map[string]routeCase{
 	"GET /v1/webhook_subscriptions/{id}/secret": {rule: refused, calls: onSub(http.MethodGet, "/secret", nil)},
 	"GET /v1/webhook_subscriptions/{id}/health": {rule: refused, calls: onSub(http.MethodGet, "/health", nil)},
 	"GET /v1/webhook_subscriptions/{id}/stats":  {rule: refused, calls: onSub(http.MethodGet, "/stats", nil)},
+	"GET /v1/webhook_subscriptions/{id}/poll": {rule: refused, calls: func(o tenant) []call {
+		return []call{{method: http.MethodGet, path: "/v1/webhook_subscriptions/" + o.poll.ID + "/poll"}}
+	}},
 	"POST /v1/webhook_subscriptions/{id}/check": {rule: refused, calls: onSub(http.MethodPost, "/check", nil)},
 	"GET /v1/listen": {rule: ownElsewhere, calls: func(tenant) []call {
 		return []call{{method: http.MethodGet, path: "/v1/listen"}}
