@@ -177,7 +177,7 @@ func TestNoSecretInTheDatabase(t *testing.T) {
 	n.add("ingest token", testIngestToken, testIngestToken, []byte(testIngestToken))
 	n.add("master key", string(h.cfg.MasterKey), base64.StdEncoding.EncodeToString(h.cfg.MasterKey), h.cfg.MasterKey)
 	keys := []string{a.key, b.key}
-	shown := []string{a.sub.Secret, a.spare.Secret, b.sub.Secret, b.spare.Secret}
+	shown := []string{a.sub.Secret, a.spare.Secret, a.poll.Secret, b.sub.Secret, b.spare.Secret, b.poll.Secret}
 
 	r := h.doInternal(request{Method: http.MethodPost, Path: "/internal/v1/merchants/m_a/api_keys",
 		Body: map[string]any{"scopes": []string{"webhooks:read"}}})
