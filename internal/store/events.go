@@ -173,7 +173,7 @@ func (s *Events) CreateEvents(ctx context.Context, writes []EventWrite, group []
 	}
 	var out []EventWritten
 	var err error
-	if slices.ContainsFunc(writes, func(w EventWrite) bool { return !isFanOut(w) }) {
+	if len(writes) < minFanOutGroup || slices.ContainsFunc(writes, func(w EventWrite) bool { return !isFanOut(w) }) {
 		out, err = s.createEventsPipelined(ctx, writes, group)
 	} else {
 		out, err = s.createFanOuts(ctx, writes, group)
