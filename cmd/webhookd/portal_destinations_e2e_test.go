@@ -79,7 +79,9 @@ func openNewestAttempts(t *testing.T, tb *tab, e *engine, key, subID string, wan
 func TestPortalRabbitMQDestinationInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
 	queue, messages := rabbitQueueFor(t)
-	e := newEngine(t)
+	// The operator turns SQS off, so that the form is seen to offer the
+	// kinds the server allows and no other.
+	e := newEngine(t, "WEBHOOKD_DESTINATIONS=webhook,rabbitmq,kafka,gcp_pubsub")
 	e.start()
 	key := e.keysCreate("m_broker")
 	b := newBrowser(t)
@@ -88,8 +90,7 @@ func TestPortalRabbitMQDestinationInTheBrowser(t *testing.T) {
 	tb.open("http://" + e.public + "/portal/#token=" + key)
 	tb.see("Endpoints")
 
-	// The kinds offered are the server's (WEBHOOKD_DESTINATIONS' default
-	// leaves SQS out).
+	// The kinds offered are the server's (WEBHOOKD_DESTINATIONS above).
 	tb.route("#/endpoints/new")
 	tb.see("Deliver to", "Where deliveries go", "Payload and batching")
 	kinds := eval[[]string](tb, `[...document.querySelectorAll("#endpoint-kind option")].map((o) => o.textContent)`)
