@@ -109,18 +109,35 @@ type pollStateJSON struct {
 	LastReadAt *time.Time `json:"last_read_at"`
 }
 
-// pollView is sub's line, nil unless sub is a poll subscription. A failed
-// read of it is logged and leaves it out rather than failing the read of
-// the subscription.
-func (h subscriptionHandlers) pollView(ctx context.Context, sub store.Subscription) *pollStateJSON {
-	if sub.Destination.Type() != store.DestinationPoll {
+// pollLines reads the lines of the poll subscriptions among subs, in one
+// query for a whole page (none when there is no poll subscription). A
+// failed read is logged and leaves the lines out rather than failing the
+// read of the subscriptions: pollView then shows none.
+func (h subscriptionHandlers) pollLines(ctx context.Context, subs ...store.Subscription) map[uuid.UUID]store.PollState {
+	var ids []uuid.UUID
+	for _, sub := range subs {
+		if sub.Destination.Type() == store.DestinationPoll {
+			ids = append(ids, sub.ID)
+		}
+	}
+	if len(ids) == 0 {
 		return nil
 	}
-	states, err := h.reads.PollStates(ctx, []uuid.UUID{sub.ID})
+	states, err := h.reads.PollStates(ctx, ids)
 	if err != nil {
-		h.changes.logger.WarnContext(ctx, "read poll line state", "subscription_id", sub.ID, "error", err)
+		h.changes.logger.WarnContext(ctx, "read poll line states", "subscriptions", len(ids), "error", err)
 		return nil
 	}
-	st := states[sub.ID]
+	return states
+}
+
+// pollView is sub's line as lines (pollLines) hold it; nil unless sub is a
+// poll subscription whose line was read (PollStates answers every id it
+// is given).
+func pollView(sub store.Subscription, lines map[uuid.UUID]store.PollState) *pollStateJSON {
+	st, ok := lines[sub.ID]
+	if !ok {
+		return nil
+	}
 	return &pollStateJSON{Backlog: st.Backlog, LastReadAt: utcPtr(st.LastReadAt)}
 }

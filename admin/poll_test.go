@@ -166,6 +166,25 @@ func TestPollPagesEveryEventOnce(t *testing.T) {
 	if p, _ := got["poll"].(map[string]any); p == nil || p["backlog"] != float64(n) || p["last_read_at"] != nil {
 		t.Fatalf("poll state before any read = %v, want backlog %d, never read", got["poll"], n)
 	}
+	// The list reads every poll line of its page at once, and shows it as
+	// the read does; an HTTP endpoint beside it has none.
+	h.createSubscription(key, hookBody("https://example.com/h"))
+	r := h.do(request{Method: http.MethodGet, Path: "/v1/webhook_subscriptions", Key: key})
+	listed := decode[struct {
+		Data []map[string]any `json:"data"`
+	}](t, r)
+	for _, s := range listed.Data {
+		p, _ := s["poll"].(map[string]any)
+		switch {
+		case s["id"] == sub.ID && (p == nil || p["backlog"] != float64(n)):
+			t.Fatalf("the list shows the poll subscription's line as %v, want backlog %d", s["poll"], n)
+		case s["id"] != sub.ID && s["poll"] != nil:
+			t.Fatalf("the list shows a line for an HTTP endpoint: %v", s["poll"])
+		}
+	}
+	if len(listed.Data) != 2 {
+		t.Fatalf("the list holds %d subscriptions, want 2: %s", len(listed.Data), r.Body)
+	}
 
 	var read []string
 	var firstIDs []string

@@ -93,6 +93,12 @@ func subscriptionView(sub store.Subscription) subscriptionJSON {
 
 // view is the Banking resource with its headers masked.
 func (h subscriptionHandlers) view(ctx context.Context, sub store.Subscription) subscriptionJSON {
+	return h.viewWith(ctx, sub, h.pollLines(ctx, sub))
+}
+
+// viewWith is view with the poll lines already read (pollLines), so that a
+// page of subscriptions reads them in one query.
+func (h subscriptionHandlers) viewWith(ctx context.Context, sub store.Subscription, lines map[uuid.UUID]store.PollState) subscriptionJSON {
 	v := subscriptionView(sub)
 	v.Headers = h.changes.maskedHeaders(ctx, sub)
 	v.Authentication = h.changes.authenticationView(ctx, sub.Authentication)
@@ -100,7 +106,7 @@ func (h subscriptionHandlers) view(ctx context.Context, sub store.Subscription) 
 	v.SignatureScheme, v.SigningPublicKey, v.SigningPublicKeys, v.Encryption = s.scheme, s.publicKey, s.publicKeys, s.encryption
 	v.Batch = batchView(ctx, sub)
 	v.Destination = destinationView(ctx, sub.Destination)
-	v.Poll = h.pollView(ctx, sub)
+	v.Poll = pollView(sub, lines)
 	return v
 }
 
@@ -271,9 +277,10 @@ func (h subscriptionHandlers) list(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	lines := h.pollLines(r.Context(), subs...)
 	writeList(h.pages, w, r, p, subs, nil, func(sub store.Subscription) store.Cursor {
 		return store.Cursor{CreatedAt: sub.CreatedAt, ID: sub.ID.String()}
-	}, func(sub store.Subscription) subscriptionJSON { return h.view(r.Context(), sub) })
+	}, func(sub store.Subscription) subscriptionJSON { return h.viewWith(r.Context(), sub, lines) })
 	return nil
 }
 
