@@ -297,3 +297,28 @@ func TestPortalThinBatchedEndpointInTheBrowser(t *testing.T) {
 		t.Errorf("the receiver got %d requests for 3 events, want fewer: batches", hook.count())
 	}
 }
+
+// TestPortalPollSubscriptionInTheBrowser: a poll subscription is named by
+// what it is, read by the merchant's server, with its backlog and its
+// last read, on the endpoints page and its own.
+func TestPortalPollSubscriptionInTheBrowser(t *testing.T) {
+	storetest.FullLane(t, "a browser test of the real binary")
+	e := newEngine(t)
+	e.start()
+	key := e.keysCreate("m_poll")
+	status, sub := e.call("POST", "http://"+e.public+"/v1/webhook_subscriptions", key,
+		map[string]any{"events": []string{"*"}, "destination": map[string]any{"type": "poll"}})
+	if status != 201 {
+		t.Fatalf("create poll subscription: %d %v", status, sub)
+	}
+	for range 3 {
+		e.publish("m_poll")
+	}
+	b := newBrowser(t)
+	tb := b.newTab(1280)
+	defer tb.checkClean()
+	tb.open("http://" + e.public + "/portal/#token=" + key)
+	tb.see("Endpoints", "read by your server", "Backlog", "3 deliveries not acknowledged", "Never read")
+	tb.route("#/endpoints/" + sub["id"].(string))
+	tb.see("nothing is sent: your server reads the deliveries", "3 deliveries not acknowledged", "Never read")
+}
