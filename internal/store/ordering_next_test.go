@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -51,5 +52,41 @@ func TestRecordAttemptsNextReturnsTheNewHead(t *testing.T) {
 	due, err := s.DueDeliveries(ctx, time.Now().Add(time.Hour), time.Now(), nil, 100)
 	if err != nil || len(due) != 1 || due[0].ID != a2.ID {
 		t.Fatalf("due = %v, %v; want a2 alone, for the sweeper", due, err)
+	}
+}
+
+// Ending heads reads each ended line's next delivery and nothing of the
+// deliveries waiting in other lines, however many wait and whatever the
+// statistics say: taken while only the heads existed (the planner then
+// thinks almost no delivery waits), they once led it to scan every
+// waiting delivery once per ended line.
+func TestEndingHeadsReadsOnlyTheirLines(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.NewStore(t)
+	orderedSubscription(t, s)
+	const lines, waiting = 20, 40
+	heads := make([]store.Delivery, lines)
+	for i := range heads {
+		heads[i] = publishFor(t, s, fmt.Sprintf("acct_%d", i))
+	}
+	if _, err := s.Pool().Exec(ctx, "ANALYZE deliveries"); err != nil {
+		t.Fatal(err)
+	}
+	for range waiting {
+		for i := range lines {
+			publishFor(t, s, fmt.Sprintf("acct_%d", i))
+		}
+	}
+	got, err := s.ExplainAdvanceLines(ctx, heads, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each line's lookup reads at most one entry per partition of
+	// deliveries, and its wake one row; a scan of the waiting deliveries
+	// reads lines × waiting of them.
+	if limit := lines * 12; got.RowsRead > limit {
+		t.Fatalf("ending %d heads read %d rows (at most %d) with %d deliveries waiting:\n%s",
+			lines, got.RowsRead, limit, lines*waiting, got.Plan)
 	}
 }
