@@ -439,6 +439,12 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 	// deliveries, and the health of their (non-test) subscriptions,
 	// aggregated so that each subscription row is updated once: failures
 	// after the batch's last success add to the count, a success resets it.
+	// A healthy subscription's row is written only when its last success
+	// or failure moves by a second or more: the row is every record's
+	// common lock (records of one subscription queued on it, each holding
+	// its ordered keys meanwhile) and a new row version each time
+	// (98,307 updates for 98,334 attempts in the ordered bench). A change
+	// of count, failing streak or status is always written.
 	rows, err := q.Query(ctx, `
 		WITH i AS (
 			SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[], $5::text[], $6::int[],
@@ -481,7 +487,12 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 					ELSE coalesce(s.failing_since, h.first_failure_after) END,
 				status = CASE WHEN h.disable THEN 'disabled' ELSE s.status END,
 				updated_at = CASE WHEN h.disable AND s.status <> 'disabled' THEN greatest(h.success_at, h.failure_at) ELSE s.updated_at END
-			FROM h WHERE s.id = h.subscription_id
+			FROM h WHERE s.id = h.subscription_id AND (
+				(h.disable AND s.status <> 'disabled')
+				OR h.failures_after > 0
+				OR (h.success_at IS NOT NULL AND (s.consecutive_failures <> 0 OR s.failing_since IS NOT NULL))
+				OR h.success_at >= coalesce(s.last_success_at, '-infinity') + interval '1 second'
+				OR h.failure_at >= coalesce(s.last_failure_at, '-infinity') + interval '1 second')
 			RETURNING 1
 		), r AS (`+attemptStatsRollUp+`)
 		SELECT id FROM d`,

@@ -233,3 +233,83 @@ func TestRecordAttemptsInOneBatch(t *testing.T) {
 		}
 	}
 }
+
+// A healthy subscription's row is rewritten by a record only when its
+// last success or failure moves by a second or more; a failure, the end of
+// a failing streak or a disable is written at once, with the exact
+// instants. Each step records one
+// attempt of a fresh delivery, at base plus the step's offset.
+func TestRecordWritesHealthWhenItChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.NewStore(t)
+	if _, err := s.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := s.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h", Events: []string{"*"}}, []byte("sealed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().UTC().Truncate(time.Microsecond)
+	steps := []struct {
+		name        string
+		at          time.Duration
+		ok          bool
+		wantWrite   bool
+		wantSuccess time.Duration // last_success_at - base
+		wantFailure *time.Duration
+		wantCount   int
+	}{
+		{name: "first success", at: 0, ok: true, wantWrite: true, wantSuccess: 0},
+		{name: "success within the second", at: 400 * time.Millisecond, ok: true, wantWrite: false, wantSuccess: 0},
+		{name: "success a second later", at: 1100 * time.Millisecond, ok: true, wantWrite: true, wantSuccess: 1100 * time.Millisecond},
+		{name: "a failure", at: 1200 * time.Millisecond, ok: false, wantWrite: true, wantSuccess: 1100 * time.Millisecond,
+			wantFailure: durationPtr(1200 * time.Millisecond), wantCount: 1},
+		{name: "a second failure within the second", at: 1300 * time.Millisecond, ok: false, wantWrite: true,
+			wantSuccess: 1100 * time.Millisecond, wantFailure: durationPtr(1300 * time.Millisecond), wantCount: 2},
+		{name: "success ending the streak within the second", at: 1400 * time.Millisecond, ok: true, wantWrite: true,
+			wantSuccess: 1400 * time.Millisecond, wantFailure: durationPtr(1300 * time.Millisecond)},
+		{name: "healthy again, within the second", at: 1500 * time.Millisecond, ok: true, wantWrite: false,
+			wantSuccess: 1400 * time.Millisecond, wantFailure: durationPtr(1300 * time.Millisecond)},
+	}
+	version := func() (v string) {
+		if err := s.Pool().QueryRow(ctx, `SELECT xmin::text FROM subscriptions WHERE id = $1`, sub.ID).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, step := range steps {
+		ev := store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01", Body: []byte(`{}`),
+			CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+		_, ds, _, err := s.CreateEvent(ctx, ev, store.Audience{})
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("%s: CreateEvent: %v %v", step.name, ds, err)
+		}
+		at := base.Add(step.at)
+		rec := store.AttemptRecord{Delivery: ds[0], Status: store.DeliverySucceeded,
+			Attempt: store.Attempt{Number: 1, Status: store.AttemptSucceeded, Trigger: store.TriggerScheduled, AttemptedAt: at}}
+		if !step.ok {
+			rec.Status, rec.Attempt.Status, rec.NextAttemptAt = store.DeliveryPending, store.AttemptFailed, &at
+		}
+		before := version()
+		if err := s.RecordAttempt(ctx, rec); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if wrote := version() != before; wrote != step.wantWrite {
+			t.Errorf("%s: row written = %v, want %v", step.name, wrote, step.wantWrite)
+		}
+		got, err := s.GetSubscription(ctx, "m1", sub.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := got.Health
+		if h.LastSuccessAt == nil || !h.LastSuccessAt.Equal(base.Add(step.wantSuccess)) || h.ConsecutiveFailures != step.wantCount ||
+			(step.wantFailure == nil) != (h.LastFailureAt == nil) ||
+			(step.wantFailure != nil && !h.LastFailureAt.Equal(base.Add(*step.wantFailure))) {
+			t.Errorf("%s: health = %+v, want last success +%v, last failure +%v, %d failures",
+				step.name, h, step.wantSuccess, step.wantFailure, step.wantCount)
+		}
+	}
+}
+
+func durationPtr(d time.Duration) *time.Duration { return &d }
