@@ -26,25 +26,6 @@ import (
 	"github.com/webhookd/webhookd/signer"
 )
 
-// pollItem and pollPage are a poll read as a client decodes it.
-type pollItem struct {
-	ID          string          `json:"id"`
-	Timestamp   string          `json:"timestamp"`
-	Signature   string          `json:"signature"`
-	ContentType string          `json:"content_type"`
-	Body        string          `json:"body"`
-	Event       json.RawMessage `json:"event"`
-	DeliveryID  string          `json:"delivery_id"`
-	EventType   string          `json:"event_type"`
-	CreatedAt   time.Time       `json:"created_at"`
-}
-
-type pollPage struct {
-	Data     []pollItem `json:"data"`
-	Iterator string     `json:"iterator"`
-	Done     bool       `json:"done"`
-}
-
 // newPollHarness is the harness with a real dispatcher as its Publisher
 // and Poller (the worker is not run: nothing of a poll subscription is
 // ever attempted, and TestPollNeverDialled checks that with the sweeper).
@@ -87,13 +68,13 @@ func (h *harness) subscribePoll(key string, extra map[string]any) subscription {
 }
 
 // poll reads sub's line with the query q and expects a page.
-func (h *harness) poll(key, subID string, q url.Values) pollPage {
+func (h *harness) poll(key, subID string, q url.Values) pollcli.Page {
 	h.t.Helper()
 	r := h.pollRaw(key, subID, q)
 	if r.Status != http.StatusOK {
 		h.t.Fatalf("poll %s?%s: %d %s", subID, q.Encode(), r.Status, r.Body)
 	}
-	return decode[pollPage](h.t, r)
+	return decode[pollcli.Page](h.t, r)
 }
 
 func (h *harness) pollRaw(key, subID string, q url.Values) response {
@@ -103,7 +84,7 @@ func (h *harness) pollRaw(key, subID string, q url.Values) response {
 
 // verifyPolled checks every item with the published Standard Webhooks
 // library and with package receiver, on the body string as sent.
-func verifyPolled(t *testing.T, secret string, items []pollItem) {
+func verifyPolled(t *testing.T, secret string, items []pollcli.Item) {
 	t.Helper()
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
@@ -128,7 +109,7 @@ func verifyPolled(t *testing.T, secret string, items []pollItem) {
 }
 
 // eventIDOf reads the envelope's id of an item, from its event object.
-func eventIDOf(t *testing.T, it pollItem) string {
+func eventIDOf(t *testing.T, it pollcli.Item) string {
 	t.Helper()
 	var env struct {
 		ID string `json:"id"`
@@ -327,7 +308,7 @@ func TestPollLongPollWokenByPublish(t *testing.T) {
 	var latencies []time.Duration
 	for i := range 20 {
 		type answer struct {
-			page pollPage
+			page pollcli.Page
 			err  error
 			at   time.Time
 		}
@@ -342,7 +323,7 @@ func TestPollLongPollWokenByPublish(t *testing.T) {
 				return
 			}
 			defer resp.Body.Close()
-			var p pollPage
+			var p pollcli.Page
 			err = json.NewDecoder(resp.Body).Decode(&p)
 			done <- answer{page: p, err: err, at: time.Now()}
 		}()
