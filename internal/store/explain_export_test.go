@@ -98,6 +98,10 @@ func sqlLiteral(a any) string {
 		return array(len(v), func(i int) string { return v[i].String() })
 	case []string:
 		return array(len(v), func(i int) string { return v[i] })
+	case []time.Time:
+		return array(len(v), func(i int) string { return v[i].Format(time.RFC3339Nano) })
+	case []int32:
+		return array(len(v), func(i int) string { return fmt.Sprint(v[i]) })
 	case []int64:
 		return array(len(v), func(i int) string { return fmt.Sprint(v[i]) })
 	default:
