@@ -10,6 +10,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // handOffScheduler is a scheduler, not running, with a pool of 4, a
@@ -21,6 +22,21 @@ func handOffScheduler(attempt func(context.Context, queue.LaneItem, *heldSlots))
 		panic(err)
 	}
 	return s
+}
+
+// holdRunning holds the slots of attempts running before a hand-off:
+// onSub of merchant m1 on sub, onOther of m1 on other, and elsewhere of
+// merchant m2, each on a subscription of its own.
+func holdRunning(s *Scheduler, sub, other uuid.UUID, onSub, onOther, elsewhere int) {
+	for range onSub {
+		s.hold(lineItem("m1", sub).Task)
+	}
+	for range onOther {
+		s.hold(lineItem("m1", other).Task)
+	}
+	for range elsewhere {
+		s.hold(lineItem("m2", uuid.New()).Task)
+	}
 }
 
 func lineItem(merchant string, sub uuid.UUID) queue.LaneItem {
@@ -50,15 +66,7 @@ func TestHandOffKeepsSharesAndCaps(t *testing.T) {
 			s := handOffScheduler(nil)
 			ending := s.hold(lineItem("m1", sub).Task)
 			ending.exchanged(false) // its exchange is over: only the pool slot is held
-			for range tc.onSub {
-				s.hold(lineItem("m1", sub).Task)
-			}
-			for range tc.onOther {
-				s.hold(lineItem("m1", other).Task)
-			}
-			for range tc.elsewhere {
-				s.hold(lineItem("m2", uuid.New()).Task)
-			}
+			holdRunning(s, sub, other, tc.onSub, tc.onOther, tc.elsewhere)
 			busy := s.busy
 			if got := ending.handOff(lineItem("m1", sub)); got != tc.ok {
 				t.Fatalf("handOff = %v, want %v", got, tc.ok)
@@ -104,5 +112,84 @@ func TestHandOffRunsNextInTheSlot(t *testing.T) {
 	}
 	if s.busy != 0 || len(s.merchants) != 0 || len(s.subs) != 0 {
 		t.Fatalf("after both: busy %d, merchants %v, subscriptions %v", s.busy, s.merchants, s.subs)
+	}
+}
+
+// A first attempt its publisher hands to the pool starts at once only
+// where a take would have given it a slot without lending, and only for
+// an attempt the schedule has nothing to do for (pacing, batching, a due
+// time); else nothing is held and the publisher parks it.
+func TestStartTakesWhatATakeWouldGive(t *testing.T) {
+	sub, other := uuid.New(), uuid.New()
+	first := func(tune func(*queue.Attempt)) queue.LaneItem {
+		it := lineItem("m1", sub)
+		it.Task.Trigger, it.Task.Due = store.TriggerScheduled, time.Now()
+		if tune != nil {
+			tune(&it.Task)
+		}
+		return it
+	}
+	for _, tc := range []struct {
+		name string
+		// onSub, onOther, elsewhere: attempts running before, as in
+		// TestHandOffKeepsSharesAndCaps.
+		onSub, onOther, elsewhere int
+		tune                      func(*queue.Attempt)
+		stopped                   bool
+		ok                        bool
+	}{
+		{name: "room", ok: true},
+		{name: "subscription at its cap", onSub: 1},
+		{name: "merchant at its share", onOther: 2},
+		{name: "pool full", onOther: 1, elsewhere: 3},
+		{name: "rate limited", tune: func(a *queue.Attempt) { a.RateLimit = 5 }},
+		{name: "batched", tune: func(a *queue.Attempt) { a.BatchSize, a.BatchWaitMS = 10, 100 }},
+		{name: "due later", tune: func(a *queue.Attempt) { a.Due = time.Now().Add(time.Minute) }},
+		{name: "manual", tune: func(a *queue.Attempt) { a.Trigger = store.TriggerManual }},
+		{name: "pool stopping", stopped: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			started := make(chan string, 1)
+			s := handOffScheduler(func(_ context.Context, it queue.LaneItem, held *heldSlots) {
+				held.exchanged(false)
+				started <- it.ID
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s.run = &schedulerRun{ctx: ctx}
+			if tc.stopped {
+				cancel()
+			}
+			holdRunning(s, sub, other, tc.onSub, tc.onOther, tc.elsewhere)
+			busy := s.busy
+			it := first(tc.tune)
+			if got := s.Start(it); got != tc.ok {
+				t.Fatalf("Start = %v, want %v", got, tc.ok)
+			}
+			if !tc.ok {
+				if s.busy != busy || s.subs[sub.String()] != tc.onSub {
+					t.Fatalf("refused, yet busy %d (was %d), subscription %d held", s.busy, busy, s.subs[sub.String()])
+				}
+				return
+			}
+			if got := <-started; got != it.ID {
+				t.Fatalf("ran %s, want %s", got, it.ID)
+			}
+			s.run.inFlight.Wait()
+			if s.busy != busy || len(s.subs) != 0 {
+				t.Fatalf("after the attempt: busy %d, want %d; subscriptions %v", s.busy, busy, s.subs)
+			}
+		})
+	}
+}
+
+// No attempt is started once Run has ended: Run waits for the attempts it
+// started, and one added after would run unwatched.
+func TestStartRefusesOutsideRun(t *testing.T) {
+	s := handOffScheduler(func(context.Context, queue.LaneItem, *heldSlots) { t.Error("an attempt ran outside Run") })
+	it := lineItem("m1", uuid.New())
+	it.Task.Trigger, it.Task.Due = store.TriggerScheduled, time.Now()
+	if s.Start(it) {
+		t.Fatal("Start took an attempt with no Run in progress")
 	}
 }

@@ -76,7 +76,7 @@ func (r *Runner) handOn(ctx context.Context, head *store.Delivery, held *heldSlo
 	}
 	number := head.AttemptCount + 1
 	it := queue.LaneItem{ID: queue.AttemptTaskID(head.ID, number), Task: queue.ScheduledAttempt(*head, number, due)}
-	if held != nil && head.RateLimit == 0 && head.Batch == nil && !due.After(now) && held.handOff(it) {
+	if held != nil && runsNow(it.Task, now) && held.handOff(it) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queue.EnqueueTimeout)

@@ -14,6 +14,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/store"
 )
 
 // SchedulerConfig is what the scheduler needs.
@@ -104,6 +105,16 @@ type Scheduler struct {
 	// is pushed; each holds one signal at most.
 	freed chan struct{}
 	wake  chan struct{}
+	// run is the Run in progress, whose attempts Start adds to; nil
+	// before and after it, when Start refuses.
+	run *schedulerRun
+}
+
+// schedulerRun is one Run: its context and the attempts it waits for
+// when it ends.
+type schedulerRun struct {
+	ctx      context.Context
+	inFlight sync.WaitGroup
 }
 
 // NewScheduler checks cfg and builds the Scheduler of the schedule l:
@@ -128,8 +139,18 @@ func (s *Scheduler) Run(ctx context.Context) {
 			signal(s.wake)
 		}
 	}()
-	var inFlight sync.WaitGroup
-	defer inFlight.Wait()
+	run := &schedulerRun{ctx: ctx}
+	s.mu.Lock()
+	s.run = run
+	s.mu.Unlock()
+	defer func() {
+		// Start adds no attempt once run is gone, so the wait below
+		// cannot race with one.
+		s.mu.Lock()
+		s.run = nil
+		s.mu.Unlock()
+		run.inFlight.Wait()
+	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failures := 0
@@ -161,7 +182,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 				heldBack = got.HeldBack
 				for _, it := range got.Items {
 					held := s.hold(it.Task)
-					inFlight.Go(func() { s.run1(ctx, it, held) })
+					run.inFlight.Go(func() { s.run1(ctx, it, held) })
 				}
 				if len(got.Items) > 0 {
 					continue
@@ -233,6 +254,50 @@ func (s *Scheduler) runOne(ctx context.Context, it queue.LaneItem, held *heldSlo
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AttemptTimeout)
 	defer cancel()
 	s.attempt(actx, it, held)
+}
+
+// Start makes it, a first attempt just stored by this process's
+// publisher, in this pool at once, without the trip through the schedule
+// (a push, a wake, a take), where a take would have given it a slot now
+// (admits): due, neither paced nor batched, its merchant under its share
+// and its subscription under its cap here, and a slot free. It holds its
+// slots from now. False: nothing is held, and the caller parks it in the
+// schedule, as when the pool is busy or stopping. Either way a crash loses
+// nothing: the delivery is stored and due, and until a worker leases it
+// the sweeper finds it.
+func (s *Scheduler) Start(it queue.LaneItem) bool {
+	if !runsNow(it.Task, s.clock.Now()) {
+		return false
+	}
+	m, sub := queue.MerchantLane(it.Task), it.Task.SubscriptionID.String()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	run := s.run
+	if run == nil || run.ctx.Err() != nil || !s.admits(m, sub) {
+		return false
+	}
+	s.busy++
+	s.merchants[m]++
+	s.subs[sub]++
+	held := &heldSlots{s: s, merchant: m, subscription: sub}
+	run.inFlight.Go(func() { s.run1(run.ctx, it, held) })
+	return true
+}
+
+// runsNow reports whether an attempt may skip the schedule and start at
+// once: a scheduled attempt due now, outside any rate limit (which the
+// schedule paces) and any batch (which the schedule forms).
+func runsNow(t queue.Attempt, now time.Time) bool {
+	return t.Trigger != store.TriggerManual && t.RateLimit == 0 && t.BatchSize == 0 && !t.Due.After(now)
+}
+
+// admits reports whether a take would give an attempt of merchant m and
+// subscription sub a slot now without lending: its merchant under its
+// share, its subscription under its cap, and a slot free in the pool, so
+// that no other merchant's due work waits for the slot it takes. Called
+// with mu held.
+func (s *Scheduler) admits(m, sub string) bool {
+	return s.busy < s.cfg.Concurrency && s.merchants[m] < s.cfg.Share && s.subs[sub] < s.capOf(sub)
 }
 
 // signal leaves one signal on c unless one waits there.
@@ -321,7 +386,7 @@ func (h *heldSlots) handOff(it queue.LaneItem) bool {
 	m, sub := queue.MerchantLane(it.Task), it.Task.SubscriptionID.String()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h.next != nil || s.busy >= s.cfg.Concurrency || s.merchants[m] >= s.cfg.Share || s.subs[sub] >= s.capOf(sub) {
+	if h.next != nil || !s.admits(m, sub) {
 		return false
 	}
 	given := false

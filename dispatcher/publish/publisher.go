@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -132,6 +133,32 @@ type Publisher struct {
 	groups *groupcommit.Batcher[publishRequest, published]
 	// tracer makes the spans of tracing.go; nil when tracing is off.
 	tracer trace.Tracer
+	// pool is this process's worker pool while it runs (StartLocally),
+	// which first attempts try before the schedule; nil: none.
+	pool atomic.Pointer[localPool]
+}
+
+// Starter is a worker pool of the publishing process: Start makes a first
+// attempt at once, without the trip through the schedule, and reports
+// whether it took it (deliver.Scheduler.Start says when it does); one it
+// refuses is parked in the schedule.
+type Starter interface {
+	Start(queue.LaneItem) bool
+}
+
+// localPool holds a Starter for the atomic pointer.
+type localPool struct{ Starter }
+
+// StartLocally has the first attempts of the events p stores from now on
+// offered to s, this process's own worker pool, before the schedule, until
+// stop is called (a worker role that stops). A process with both roles
+// thus saves each first attempt a push, a wake and a take in Redis, and
+// its latency; what s refuses, and every attempt of a process without a
+// pool, is parked as before.
+func (p *Publisher) StartLocally(s Starter) (stop func()) {
+	lp := &localPool{s}
+	p.pool.Store(lp)
+	return func() { p.pool.CompareAndSwap(lp, nil) }
 }
 
 // publishRequest is one publish waiting for its group.
@@ -458,17 +485,24 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 	return out, errs, nil
 }
 
-// enqueueFirstAttempts parks the first attempts of the events a group
-// created in the schedule, in one push, each due at its event's creation.
-// A failure is logged, not returned: the events are durable, and the
-// sweeper parks their attempts later.
+// enqueueFirstAttempts starts the first attempts of the events a group
+// created in this process's pool where it takes them (StartLocally), and
+// parks the others in the schedule, in one push, each due at its event's
+// creation. A failure is logged, not returned: the events are durable, and
+// the sweeper parks their attempts later.
 func (p *Publisher) enqueueFirstAttempts(ctx context.Context, created []store.EventWritten) {
+	pool := p.pool.Load()
 	var items []queue.LaneItem
 	for _, w := range created {
 		// Skipped deliveries (disabled subscriptions) wait for recover and
 		// ordered ones behind their key's head wait for it: neither is due.
 		for _, del := range dueNow(w.Deliveries) {
-			items = append(items, queue.LaneItem{ID: queue.AttemptTaskID(del.ID, 1), Task: queue.ScheduledAttempt(del, 1, w.Event.CreatedAt)})
+			it := queue.LaneItem{ID: queue.AttemptTaskID(del.ID, 1), Task: queue.ScheduledAttempt(del, 1, w.Event.CreatedAt)}
+			if pool != nil && pool.Start(it) {
+				p.metrics.StartedLocally.Inc()
+				continue
+			}
+			items = append(items, it)
 		}
 	}
 	if _, err := p.tasks.Lanes.Push(ctx, items...); err != nil {

@@ -47,6 +47,9 @@ type Set struct {
 	// FiltersJudgedOutside counts publishes whose filters took longer than
 	// a group commit waits (filterBudget), written with a later group.
 	FiltersJudgedOutside prometheus.Counter
+	// StartedLocally counts first attempts that a process with both roles
+	// started in its own pool, without the trip through the schedule.
+	StartedLocally prometheus.Counter
 }
 
 // New makes the series and registers them on reg (nil: nowhere).
@@ -107,6 +110,10 @@ func New(reg prometheus.Registerer, refusalRules []string) (*Set, error) {
 			Name: "webhookd_publish_filters_deferred_total",
 			Help: "Publishes whose subscription filters took longer than a group commit waits; they were judged outside it and written with a later group.",
 		}),
+		StartedLocally: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "webhookd_attempts_started_locally_total",
+			Help: "First attempts the publishing process started in its own worker pool, without the trip through the schedule in Redis.",
+		}),
 		PublishGroups: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "webhookd_publish_group_size",
 			Help: "Publishes written together in one transaction (group commit).",
@@ -119,7 +126,7 @@ func New(reg prometheus.Registerer, refusalRules []string) (*Set, error) {
 	}
 	for _, c := range []prometheus.Collector{m.EventsIngested, m.EventsRefused, m.Tasks, m.Deferred, m.Attempts, m.AttemptDuration,
 		m.DeliveryLatency, m.DeliveriesFailed, m.RetriesScheduled, m.SweeperRequeued, m.PublishesWaiting, m.PublishGroups,
-		m.FiltersJudgedOutside} {
+		m.FiltersJudgedOutside, m.StartedLocally} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register dispatcher metrics: %w", err)
 		}
