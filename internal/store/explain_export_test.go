@@ -16,6 +16,10 @@ type ExplainedPlan struct {
 	// RowsRead counts the rows the plan's scans read, table rows and the
 	// entries of bitmap index scans alike, whether they matched or not.
 	RowsRead int
+	// WholeIndexes names the indexes the plan may read whole (an index
+	// scan with no index condition), whether it did or not: what it reads
+	// depends on what the index holds, not on what the statement asks.
+	WholeIndexes []string
 	// Plan is the EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) output, for
 	// messages.
 	Plan string
@@ -60,7 +64,7 @@ func (s *Store) explainGeneric(ctx context.Context, types, sql string, args ...a
 	if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
 		return ExplainedPlan{}, fmt.Errorf("read plan: %v\n%s", err, plan)
 	}
-	return ExplainedPlan{RowsRead: doc[0].Plan.rowsRead(), Plan: plan}, nil
+	return ExplainedPlan{RowsRead: doc[0].Plan.rowsRead(), WholeIndexes: doc[0].Plan.wholeIndexes(), Plan: plan}, nil
 }
 
 // sqlLiteral writes a statement's argument as an SQL literal.

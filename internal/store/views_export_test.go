@@ -61,7 +61,22 @@ type planNode struct {
 	ActualLoops     float64    `json:"Actual Loops"`
 	RemovedByFilter float64    `json:"Rows Removed by Filter"`
 	RemovedByCheck  float64    `json:"Rows Removed by Index Recheck"`
+	IndexName       string     `json:"Index Name"`
+	IndexCond       string     `json:"Index Cond"`
 	Plans           []planNode `json:"Plans"`
+}
+
+// wholeIndexes names the indexes the plan may read whole: scanned with no
+// index condition, for their predicate or their order only.
+func (n planNode) wholeIndexes() []string {
+	var out []string
+	if (n.NodeType == "Index Scan" || n.NodeType == "Index Only Scan") && n.IndexCond == "" {
+		out = append(out, n.IndexName)
+	}
+	for _, c := range n.Plans {
+		out = append(out, c.wholeIndexes()...)
+	}
+	return out
 }
 
 // rowsExamined sums, over the nodes that read a table, the rows they
