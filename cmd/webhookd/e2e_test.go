@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -78,14 +79,46 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// freeAddr is a free 127.0.0.1 address for a process of the test to
+// listen on. Its port is below the kernel's ephemeral range: a port the
+// kernel hands out for :0 is free again once the probe closes, and the
+// engines and receivers of the tests around make thousands of outbound
+// connections, any of which may take it as its source port before the
+// process binds it (a CI run failed so: "bind: address already in use").
+// Below the range only another listener can take it.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	const lowest = 10000
+	first := ephemeralFirst()
+	for range 200 {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lowest+rand.IntN(first-lowest))))
+		if err != nil {
+			continue // taken: another
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatalf("no free port in [%d, %d)", lowest, first)
+	return ""
+}
+
+// ephemeralFirst is the first port of the kernel's ephemeral range
+// (32768, Linux's default, when it cannot be read).
+func ephemeralFirst() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 32768
+	}
+	first, err := strconv.Atoi(fields[0])
+	if err != nil || first <= 10000+1000 {
+		return 32768
+	}
+	return first
 }
 
 // newEngine prepares a webhookd on a fresh database of the shared Postgres
