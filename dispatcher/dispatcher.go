@@ -8,7 +8,9 @@
 //     until it is due and its turn comes.
 //   - publish: the API side. The Publisher applies every rule of a
 //     published event, stores it and its deliveries (group commit, with
-//     the subscriptions' filters judged) and parks their first attempts;
+//     the subscriptions' filters judged) and parks their first attempts,
+//     or, in a process that also works, starts them in its own pool where
+//     a take would give them a slot at once (deliver.Scheduler.Start);
 //     the Redeliverer asks for manual attempts; the Checker tests an
 //     endpoint's signature verification.
 //   - deliver: the worker side. The Scheduler fills the pool from the
@@ -25,11 +27,12 @@
 // directly); and Run, the worker role, whose one asynq ServeMux
 // (worker.go) registers every task type behind the same middleware.
 //
-// Postgres is the source of truth and Redis only carries the work: an event
-// and its deliveries are stored in one transaction before any attempt is
-// parked, an attempt is recorded before it is taken off the schedule, and
-// the sweeper parks again every overdue delivery, so that a flushed Redis
-// or a lost attempt delays a delivery but never loses it.
+// Postgres is the source of truth and Redis only carries the work: an
+// event and its deliveries are stored in one transaction before any
+// attempt is parked or started, an attempt is recorded before it is taken
+// off the schedule, and the sweeper parks again every overdue delivery, so
+// that a flushed Redis or a lost attempt delays a delivery but never loses
+// it.
 package dispatcher
 
 import (
