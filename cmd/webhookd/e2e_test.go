@@ -88,10 +88,9 @@ func buildBinary(t *testing.T) string {
 // Below the range only another listener can take it.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	const lowest = 10000
 	first := ephemeralFirst()
 	for range 200 {
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lowest+rand.IntN(first-lowest))))
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lowestTestPort+rand.IntN(first-lowestTestPort))))
 		if err != nil {
 			continue // taken: another
 		}
@@ -99,12 +98,16 @@ func freeAddr(t *testing.T) string {
 		l.Close()
 		return addr
 	}
-	t.Fatalf("no free port in [%d, %d)", lowest, first)
+	t.Fatalf("no free port in [%d, %d)", lowestTestPort, first)
 	return ""
 }
 
-// ephemeralFirst is the first port of the kernel's ephemeral range
-// (32768, Linux's default, when it cannot be read).
+// lowestTestPort is the lowest port freeAddr hands out: above the
+// well-known and registered ports the machine's services listen on.
+const lowestTestPort = 10000
+
+// ephemeralFirst is the first port of the kernel's ephemeral range: 32768,
+// Linux's default, when it cannot be read or leaves too few ports below.
 func ephemeralFirst() int {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
@@ -115,7 +118,7 @@ func ephemeralFirst() int {
 		return 32768
 	}
 	first, err := strconv.Atoi(fields[0])
-	if err != nil || first <= 10000+1000 {
+	if err != nil || first < lowestTestPort+1000 {
 		return 32768
 	}
 	return first

@@ -277,9 +277,7 @@ func (s *Scheduler) Start(it queue.LaneItem) bool {
 		return false
 	}
 	s.busy++
-	s.merchants[m]++
-	s.subs[sub]++
-	held := &heldSlots{s: s, merchant: m, subscription: sub}
+	held := s.countLocked(m, sub)
 	run.inFlight.Go(func() { s.run1(run.ctx, it, held) })
 	return true
 }
@@ -343,10 +341,17 @@ func (s *Scheduler) capOf(sub string) int {
 func (s *Scheduler) hold(t queue.Attempt) *heldSlots {
 	m, sub := queue.MerchantLane(t), t.SubscriptionID.String()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.busy++
+	return s.countLocked(m, sub)
+}
+
+// countLocked counts an attempt against its merchant and subscription and
+// returns the slots it holds; the pool slot is the caller's to count (a
+// hand-off passes one on). Called with mu held.
+func (s *Scheduler) countLocked(m, sub string) *heldSlots {
 	s.merchants[m]++
 	s.subs[sub]++
-	s.mu.Unlock()
 	return &heldSlots{s: s, merchant: m, subscription: sub}
 }
 
@@ -394,9 +399,7 @@ func (h *heldSlots) handOff(it queue.LaneItem) bool {
 	if !given {
 		return false
 	}
-	s.merchants[m]++
-	s.subs[sub]++
-	h.next = &handedOff{item: it, held: &heldSlots{s: s, merchant: m, subscription: sub}}
+	h.next = &handedOff{item: it, held: s.countLocked(m, sub)}
 	return true
 }
 

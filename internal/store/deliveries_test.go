@@ -246,10 +246,7 @@ func TestRecordWritesHealthWhenItChanges(t *testing.T) {
 	if _, err := s.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
 		t.Fatal(err)
 	}
-	sub, err := s.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h", Events: []string{"*"}}, []byte("sealed"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	subID := newSubscription(t, s, "m1")
 	base := time.Now().UTC().Truncate(time.Microsecond)
 	steps := []struct {
 		name        string
@@ -273,7 +270,7 @@ func TestRecordWritesHealthWhenItChanges(t *testing.T) {
 			wantSuccess: 1400 * time.Millisecond, wantFailure: durationPtr(1300 * time.Millisecond)},
 	}
 	version := func() (v string) {
-		if err := s.Pool().QueryRow(ctx, `SELECT xmin::text FROM subscriptions WHERE id = $1`, sub.ID).Scan(&v); err != nil {
+		if err := s.Pool().QueryRow(ctx, `SELECT xmin::text FROM subscriptions WHERE id = $1`, subID).Scan(&v); err != nil {
 			t.Fatal(err)
 		}
 		return v
@@ -298,7 +295,7 @@ func TestRecordWritesHealthWhenItChanges(t *testing.T) {
 		if wrote := version() != before; wrote != step.wantWrite {
 			t.Errorf("%s: row written = %v, want %v", step.name, wrote, step.wantWrite)
 		}
-		got, err := s.GetSubscription(ctx, "m1", sub.ID)
+		got, err := s.GetSubscription(ctx, "m1", subID)
 		if err != nil {
 			t.Fatal(err)
 		}

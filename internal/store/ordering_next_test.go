@@ -56,11 +56,6 @@ func TestRecordAttemptsNextReturnsTheNewHead(t *testing.T) {
 	}
 }
 
-// Ending heads reads each ended line's next delivery and nothing of the
-// deliveries waiting in other lines, however many wait and whatever the
-// statistics say: taken while only the heads existed (the planner then
-// thinks almost no delivery waits), they once led it to scan every
-// waiting delivery once per ended line.
 // statsTaken is when a test takes the statistics of deliveries.
 type statsTaken int
 
@@ -70,6 +65,11 @@ const (
 	afterHeads
 )
 
+// Ending heads reads each ended line's next delivery and nothing of the
+// deliveries waiting in other lines, however many wait and whatever the
+// statistics say: taken while only the heads existed (the planner then
+// thinks almost no delivery waits), they once led it to scan every
+// waiting delivery once per ended line.
 func TestEndingHeadsReadsOnlyTheirLines(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -124,14 +124,11 @@ func TestEndingHeadsReadsOnlyTheirLines(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Each line's lookup reads at most one entry per partition of
-			// deliveries, and its wake one row; a scan of the waiting
-			// deliveries reads lines × waiting of them.
-			// Nor may the plan read the day's partition through an index
+			// The plan may not read the day's partition through an index
 			// with no condition (for its predicate alone): what that reads
 			// is whatever the index holds, and whether the planner picks it
 			// hangs on statistics a day's partition lacks until autovacuum
-			// reaches it (the ordered bench's wake did, in one run of three).
+			// reaches it (the ordered bench's wake did, in 3 runs of 13).
 			var today string
 			if err := s.Pool().QueryRow(ctx, `SELECT tableoid::regclass::text FROM deliveries WHERE id = $1`, heads[0].ID).Scan(&today); err != nil {
 				t.Fatal(err)
@@ -141,6 +138,9 @@ func TestEndingHeadsReadsOnlyTheirLines(t *testing.T) {
 					t.Fatalf("the plan may read index %s whole:\n%s", idx, got.Plan)
 				}
 			}
+			// Each line's lookup reads at most one entry per partition of
+			// deliveries, and its wake one row; a scan of the waiting
+			// deliveries reads lines × waiting of them.
 			if limit := lines * 12; got.RowsRead > limit {
 				t.Fatalf("ending %d heads read %d rows (at most %d) with %d deliveries waiting:\n%s",
 					lines, got.RowsRead, limit, lines*waiting, got.Plan)
