@@ -59,6 +59,10 @@ func TestPortalOverviewInTheBrowser(t *testing.T) {
 	if got := tb.textOf(row + `/td[@data-label="Endpoint"]`); got != hook.URL+"/hook" {
 		t.Errorf("the failed delivery's endpoint shows as %q", got)
 	}
+	waitFor(t, "the overview's sparkline", 15*time.Second, func() bool { return tb.present(`//div[contains(@class, "spark")]//canvas`) })
+	if grown := chartsThatGrew(tb); len(grown) > 0 {
+		t.Errorf("the overview's sparklines outgrew the space kept for them before drawing: %v", grown)
+	}
 	tb.screenshot("overview")
 
 	// Resend: one manual attempt, which the receiver now accepts.
@@ -88,6 +92,9 @@ func TestPortalOverviewInTheBrowser(t *testing.T) {
 			t.Fatalf("%s: the charts are not drawn (uPlot %v, boxes %v); page text:\n%s", w.window,
 				eval[bool](tb, `typeof uPlot === "function"`),
 				eval[[]int](tb, `[...document.querySelectorAll("[data-chart]")].map((b) => b.clientWidth)`), tb.text())
+		}
+		if grown := chartsThatGrew(tb); len(grown) > 0 {
+			t.Errorf("%s: drawn charts outgrew the space kept for them before drawing, moving what is below: %v", w.window, grown)
 		}
 		if label := eval[string](tb, `document.querySelector('[data-chart="outcomes"]').getAttribute('aria-label')`); !strings.Contains(label, "2 in all") {
 			t.Errorf("%s: the chart's text equivalent says %q, want the window's 2 attempts", w.window, label)
@@ -194,4 +201,20 @@ func waitDelivery(t *testing.T, e *engine, key, eventID string, done func(map[st
 		return done(d)
 	})
 	return d
+}
+
+// chartsThatGrew names each drawn chart on the page that is taller than
+// the space its box kept before uPlot drew it. A chart is drawn only once
+// its page is on screen: one that then grew its box would move the
+// buttons below it just as a person (or a test) clicks them, as "Send test
+// event" moved under a click (CI, TestPortalRabbitMQDestinationInTheBrowser).
+func chartsThatGrew(tb *tab) []string {
+	tb.t.Helper()
+	return eval[[]string](tb, `[...document.querySelectorAll(".spark, .chart")].flatMap((box) => {
+		const drawn = box.querySelector(".uplot");
+		if (!drawn) return [];
+		const kept = parseFloat(getComputedStyle(box).minHeight) || 0;
+		const height = drawn.getBoundingClientRect().height;
+		return height > kept ? [(box.dataset.chart || "spark") + ": " + height + " px drawn in " + kept + " px"] : [];
+	})`)
 }

@@ -33,9 +33,16 @@ function ms(v) {
 // The first drawing waits on a timer, not on a ResizeObserver: a tab in
 // the background renders no frames, so an observer would not fire there
 // until the tab is shown, while layout (clientWidth) still answers.
+//
+// The box keeps the chart's height from the start: it is drawn only once
+// the page is on screen, and a chart that then pushed what is below it
+// down would move a button from under a pointer about to click it. So no
+// chart shows uPlot's legend, whose height is not known in advance: the
+// page draws its own.
 function plot(box, opts, data) {
   const uPlot = globalThis.uPlot;
   if (!uPlot) return;
+  box.style.minHeight = `${opts.height}px`;
   const draw = (tries) => {
     const width = Math.floor(box.clientWidth);
     if (!box.isConnected || width === 0) {
@@ -116,7 +123,7 @@ export function statsCharts(stats) {
         { label: 'succeeded', fill: colours.succeeded, stroke: colours.succeeded, paths: bars, points: { show: false } }],
     }, [xs, ...stacked(stats.buckets)]);
     plot(timeBox, {
-      height: 160, scales: { x: { time: true } },
+      height: 160, legend: { show: false }, scales: { x: { time: true } },
       series: [{}, { label: 'p50 ms', stroke: colours.p50, width: 2, spanGaps: false },
         { label: 'p95 ms', stroke: colours.p95, width: 2, spanGaps: false }],
     }, [xs, stats.buckets.map((b) => b.p50_ms), stats.buckets.map((b) => b.p95_ms)]);
