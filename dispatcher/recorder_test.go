@@ -19,7 +19,7 @@ func TestRecorders(t *testing.T) {
 	e := newEnv(t)
 	e.subscribe("m1", "http://127.0.0.1:9/hook", "*")
 	d, _ := e.dispatcher() // never run: nothing attempts the deliveries but the test
-	batch := deliver.NewBatchRecorder(e.store)
+	batch := deliver.NewBatchRecorder(e.store, nil)
 	t.Cleanup(batch.Close)
 	for _, tc := range []struct {
 		name     string

@@ -2,7 +2,9 @@ package deliver
 
 import (
 	"context"
+	"time"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/groupcommit"
 	"github.com/webhookd/webhookd/internal/store"
 )
@@ -53,11 +55,28 @@ type BatchRecorder struct {
 	b *groupcommit.Batcher[store.AttemptRecord, *store.Delivery]
 }
 
-// NewBatchRecorder starts the writer; Close stops it.
-func NewBatchRecorder(st *store.Store) *BatchRecorder {
-	return &BatchRecorder{b: groupcommit.New(func(ctx context.Context, recs []store.AttemptRecord) ([]*store.Delivery, []error, error) {
+// The records of attempts ending one at a time, at a light rate, wait for
+// one another up to recordLingerWait, until recordLingerBelow share a
+// commit. Waiting costs no delivery any latency (its receiver has answered
+// already); it holds the attempt's slot a little longer and delays when
+// the API shows the outcome. A record that ends an ordered delivery never
+// waits: the next delivery of its key starts when it is written.
+const (
+	recordLingerWait  = 10 * time.Millisecond
+	recordLingerBelow = 8
+)
+
+// NewBatchRecorder starts the writer, which times arrivals by clock;
+// Close stops it.
+func NewBatchRecorder(st *store.Store, clock clock.Clock) *BatchRecorder {
+	return &BatchRecorder{b: groupcommit.NewLingering(func(ctx context.Context, recs []store.AttemptRecord) ([]*store.Delivery, []error, error) {
 		errs, heads, err := st.RecordAttemptsNext(ctx, recs)
 		return heads, errs, err
+	}, groupcommit.Linger[store.AttemptRecord]{
+		Wait:   recordLingerWait,
+		Below:  recordLingerBelow,
+		Urgent: func(rec store.AttemptRecord) bool { return rec.Delivery.Sequence != nil },
+		Clock:  clock,
 	})}
 }
 

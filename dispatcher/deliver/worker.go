@@ -90,7 +90,7 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 	snd.tracer = tracing.Tracer(cfg.TracerProvider)
 	recorder := cfg.Recorder
 	if recorder == nil {
-		batch := NewBatchRecorder(cfg.Store)
+		batch := NewBatchRecorder(cfg.Store, cfg.Clock)
 		w.closers = append(w.closers, batch.Close)
 		recorder = batch
 	}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/webhookd/webhookd/internal/clock"
 )
 
 // MaxBatch bounds one group commit: big enough to amortise a statement and
@@ -21,8 +23,8 @@ const batchTimeout = 30 * time.Second
 // Batcher is group commit (river's BatchCompleter is the model): workers
 // hand it a request and wait; one writer takes whatever queued up while
 // the previous batch was being written and writes it with one statement.
-// Nothing waits for a timer: under light load a batch is one request, under
-// heavy load batches grow by themselves.
+// Under heavy load batches grow by themselves. Under light load a batch is
+// one request, unless the Batcher lingers (NewLingering).
 //
 // One writer, not several: batches that touch the same rows (a
 // subscription's health, say) in different orders could deadlock.
@@ -37,6 +39,28 @@ type Batcher[Req, Res any] struct {
 	// after the writer's last drain: it would wait for ever.
 	sending sync.RWMutex
 	closed  bool
+	linger  Linger[Req]
+}
+
+// Linger makes a Batcher wait a little for company when requests come
+// often but one at a time: at a light rate every request would otherwise
+// pay a statement and a commit of its own. It waits only where the wait
+// buys a larger batch: when the requests of late came closer together than
+// Wait (so that another one is expected within it), the batch is smaller
+// than Below (a larger one shares its commit already), and no request in
+// it is Urgent. It waits until the batch reaches Below or Wait has passed
+// since the writer took it.
+type Linger[Req any] struct {
+	// Wait is the longest a batch waits; 0 never waits.
+	Wait time.Duration
+	// Below is the batch size from which it is written at once.
+	Below int
+	// Urgent marks a request that must not wait (one whose caller holds
+	// up others until it is written); nil marks none.
+	Urgent func(Req) bool
+	// Clock times the requests' arrivals (the wait itself is a timer);
+	// nil is the system clock.
+	Clock clock.Clock
 }
 
 type batchRequest[Req, Res any] struct {
@@ -55,7 +79,12 @@ var ErrClosed = errors.New("groupcommit: closed")
 // New starts the writer. write gets a batch and returns one result
 // and one error per request, or an error for the whole batch.
 func New[Req, Res any](write func(context.Context, []Req) ([]Res, []error, error)) *Batcher[Req, Res] {
-	b := &Batcher[Req, Res]{write: write, queue: make(chan batchRequest[Req, Res], MaxBatch), stop: make(chan struct{})}
+	return NewLingering(write, Linger[Req]{})
+}
+
+// NewLingering is New with a Batcher that lingers as linger says.
+func NewLingering[Req, Res any](write func(context.Context, []Req) ([]Res, []error, error), linger Linger[Req]) *Batcher[Req, Res] {
+	b := &Batcher[Req, Res]{write: write, queue: make(chan batchRequest[Req, Res], MaxBatch), stop: make(chan struct{}), linger: linger}
 	b.done.Add(1)
 	go b.run()
 	return b
@@ -131,32 +160,111 @@ func (b *Batcher[Req, Res]) Close() {
 func (b *Batcher[Req, Res]) run() {
 	defer b.done.Done()
 	batch := make([]batchRequest[Req, Res], 0, MaxBatch)
+	now := clock.Or(b.linger.Clock).Now
+	pace := arrivals{ceiling: 4 * b.linger.Wait}
 	for {
 		select {
 		case r := <-b.queue:
 			batch = append(batch[:0], r)
+			pace.seen(now())
 		case <-b.stop:
-			for {
-				select {
-				case r := <-b.queue:
-					b.flush([]batchRequest[Req, Res]{r})
-				default:
-					return
-				}
-			}
+			b.drain()
+			return
 		}
 	fill:
 		for len(batch) < MaxBatch {
 			select {
 			case r := <-b.queue:
 				batch = append(batch, r)
+				pace.seen(now())
 			default:
 				break fill
 			}
 		}
+		if b.lingers(batch, pace) {
+			batch = b.gather(batch, &pace, now)
+		}
 		b.flush(batch)
 	}
 }
+
+// drain writes what is queued once Close has stopped the writer.
+func (b *Batcher[Req, Res]) drain() {
+	for {
+		select {
+		case r := <-b.queue:
+			b.flush([]batchRequest[Req, Res]{r})
+		default:
+			return
+		}
+	}
+}
+
+// lingers reports whether batch should wait for company (see Linger).
+func (b *Batcher[Req, Res]) lingers(batch []batchRequest[Req, Res], pace arrivals) bool {
+	l := b.linger
+	if l.Wait <= 0 || len(batch) >= min(l.Below, MaxBatch) || !pace.closerThan(l.Wait) {
+		return false
+	}
+	if l.Urgent != nil {
+		for _, r := range batch {
+			if l.Urgent(r.req) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// gather adds to batch what comes within the linger's Wait, until the
+// batch reaches Below, an urgent request comes or Close is called.
+func (b *Batcher[Req, Res]) gather(batch []batchRequest[Req, Res], pace *arrivals, now func() time.Time) []batchRequest[Req, Res] {
+	timer := time.NewTimer(b.linger.Wait)
+	defer timer.Stop()
+	for len(batch) < min(b.linger.Below, MaxBatch) {
+		select {
+		case r := <-b.queue:
+			batch = append(batch, r)
+			pace.seen(now())
+			if b.linger.Urgent != nil && b.linger.Urgent(r.req) {
+				return batch
+			}
+		case <-timer.C:
+			return batch
+		case <-b.stop:
+			return batch
+		}
+	}
+	return batch
+}
+
+// arrivals is the writer's running estimate of the time between requests:
+// an average that follows a change of rate within a few requests.
+type arrivals struct {
+	// ceiling bounds one gap: an idle hour counts as no more, so that the
+	// average comes down within a few requests once they come often again.
+	ceiling time.Duration
+	last    time.Time
+	gap     time.Duration
+	// known is whether two requests have come: one says nothing of the
+	// next.
+	known bool
+}
+
+// seen counts a request that came at now.
+func (a *arrivals) seen(now time.Time) {
+	if !a.last.IsZero() {
+		gap := min(now.Sub(a.last), a.ceiling)
+		if a.known {
+			gap = (3*a.gap + gap) / 4
+		}
+		a.gap, a.known = gap, true
+	}
+	a.last = now
+}
+
+// closerThan reports whether requests have come less than d apart of late.
+func (a arrivals) closerThan(d time.Duration) bool { return a.known && a.gap < d }
 
 // flush writes one batch and answers every waiting caller.
 func (b *Batcher[Req, Res]) flush(batch []batchRequest[Req, Res]) {

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/webhookd/webhookd/internal/clock"
 )
 
 // TestRequestsWaitingTogetherShareOneWrite: requests queued while a write
@@ -95,4 +99,143 @@ func TestABatchErrorReachesEveryCaller(t *testing.T) {
 	if _, err := b.Do(context.Background(), 3); !errors.Is(err, ErrClosed) {
 		t.Errorf("Do after Close = %v, want ErrClosed", err)
 	}
+}
+
+// TestLinger: a lingering Batcher waits for company only where the wait
+// buys a larger batch. Each case sends its requests in steps; a step's
+// requests are sent together, after the clock has moved by the step's
+// advance, and the writes it must see (each a batch) once the step is
+// sent. The Wait is an hour: a batch that waits when it should not never
+// comes.
+func TestLinger(t *testing.T) {
+	t.Parallel()
+	type step struct {
+		advance time.Duration
+		send    []int // negative: urgent
+		writes  [][]int
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"the first request is written at once: nothing says another comes", []step{
+			{0, []int{1}, [][]int{{1}}},
+		}},
+		{"requests that came close together wait until Below share a write", []step{
+			{0, []int{1}, [][]int{{1}}},
+			{time.Millisecond, []int{2}, nil},
+			{time.Millisecond, []int{3, 4}, [][]int{{1}, {2, 3, 4}}},
+		}},
+		{"a request long after the last one is written at once", []step{
+			{0, []int{1}, [][]int{{1}}},
+			{2 * time.Hour, []int{2}, [][]int{{1}, {2}}},
+		}},
+		{"an urgent request does not wait", []step{
+			{0, []int{1}, [][]int{{1}}},
+			{time.Millisecond, []int{-2}, [][]int{{1}, {-2}}},
+		}},
+		{"an urgent request ends the wait of the batch before it", []step{
+			{0, []int{1}, [][]int{{1}}},
+			{time.Millisecond, []int{2}, nil},
+			{time.Millisecond, []int{-3}, [][]int{{1}, {2, -3}}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+			taken := 0 // the writer reads the clock once for each request it takes
+			var writes [][]int
+			b := NewLingering(func(_ context.Context, reqs []int) ([]int, []error, error) {
+				mu.Lock()
+				writes = append(writes, slices.Clone(reqs))
+				mu.Unlock()
+				return reqs, make([]error, len(reqs)), nil
+			}, Linger[int]{
+				Wait:   time.Hour,
+				Below:  3,
+				Urgent: func(r int) bool { return r < 0 },
+				Clock: clock.Func(func() time.Time {
+					mu.Lock()
+					defer mu.Unlock()
+					taken++
+					return now
+				}),
+			})
+			defer b.Close()
+			sent := 0
+			for i, s := range tc.steps {
+				mu.Lock()
+				now = now.Add(s.advance)
+				mu.Unlock()
+				go b.DoAll(context.Background(), s.send) // queued in their order
+				// The next step's clock is not this one's: the writer takes
+				// this step's requests first.
+				sent += len(s.send)
+				for countTaken(&mu, &taken) < sent {
+					runtime.Gosched()
+				}
+				if s.writes == nil {
+					continue
+				}
+				for deadline := time.Now().Add(10 * time.Second); countWrites(&mu, &writes) < len(s.writes); {
+					if time.Now().After(deadline) {
+						t.Fatalf("step %d: writes %v after 10 s, want %v", i, snapshot(&mu, &writes), s.writes)
+					}
+					runtime.Gosched()
+				}
+				if got := snapshot(&mu, &writes); !slices.EqualFunc(got, s.writes, slices.Equal) {
+					t.Fatalf("step %d: writes %v, want %v", i, got, s.writes)
+				}
+			}
+		})
+	}
+}
+
+// TestCloseEndsALinger: a batch waiting for company is written when the
+// Batcher closes.
+func TestCloseEndsALinger(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	taken := 0
+	b := NewLingering(func(_ context.Context, reqs []int) ([]int, []error, error) {
+		return reqs, make([]error, len(reqs)), nil
+	}, Linger[int]{Wait: time.Hour, Below: 8, Clock: clock.Func(func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		taken++
+		now = now.Add(time.Millisecond) // every request a millisecond after the last
+		return now
+	})})
+	if _, err := b.Do(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := b.Do(context.Background(), 2); done <- err }() // waits for company
+	for countTaken(&mu, &taken) < 2 {
+		runtime.Gosched()
+	}
+	b.Close()
+	if err := <-done; err != nil {
+		t.Errorf("the lingering request: %v, want it written at Close", err)
+	}
+}
+
+func countTaken(mu *sync.Mutex, taken *int) int {
+	mu.Lock()
+	defer mu.Unlock()
+	return *taken
+}
+
+func countWrites(mu *sync.Mutex, writes *[][]int) int {
+	mu.Lock()
+	defer mu.Unlock()
+	return len(*writes)
+}
+
+func snapshot(mu *sync.Mutex, writes *[][]int) [][]int {
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(*writes)
 }

@@ -84,7 +84,7 @@ func newEngine(t *testing.T) *engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := deliver.NewBatchRecorder(st)
+	batch := deliver.NewBatchRecorder(st, nil)
 	t.Cleanup(batch.Close) // after the dispatcher's cleanups below: they run last first
 	records := newSignalingRecorder(batch)
 	d, err := dispatcher.New(dispatcher.Config{
