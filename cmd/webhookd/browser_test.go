@@ -202,18 +202,42 @@ func (tb *tab) click(label string) {
 	tb.clickIn("", label)
 }
 
-// clickIn clicks the button or link labelled label inside scope.
+// clickIn clicks the button or link labelled label inside scope, once it
+// stands still: a click lands where the element is when it is sent, and
+// an element that something drawn late above it moves would have the
+// click land elsewhere, doing nothing (a person waits for a page to stop
+// moving, as Playwright's "stable" check does).
 func (tb *tab) clickIn(scope, label string) {
 	tb.t.Helper()
+	target := clickable(scope, label)
 	// The page may redraw the element between finding and clicking it
 	// (a list that reloads): then find it again.
 	var err error
+	var box, last string
 	if !eventually(stepTimeout, func() bool {
-		err = tb.try(chromedp.Click(clickable(scope, label), chromedp.NodeVisible))
+		if box, last = tb.boxOf(string(target)), box; box == "" || box != last {
+			err = fmt.Errorf("%s is not on the page, or it moved between two looks (%s, then %s)", target, last, box)
+			return false
+		}
+		err = tb.try(chromedp.Click(target, chromedp.NodeVisible))
 		return err == nil
 	}) {
 		tb.t.Fatalf("browser: click %q: %v\npage text:\n%s", label, err, tb.text())
 	}
+}
+
+// boxOf is where the first element matching the XPath that a person can
+// see is on the page ("left,top,width,height"), or "" when there is none.
+func (tb *tab) boxOf(xpath string) string {
+	tb.t.Helper()
+	return eval[string](tb, `(() => {
+		const r = document.evaluate(`+jsString(xpath)+`, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+		for (let i = 0; i < r.snapshotLength; i++) {
+			const b = r.snapshotItem(i).getBoundingClientRect();
+			if (b.width > 0 || b.height > 0) return [b.left, b.top + window.scrollY, b.width, b.height].join(",");
+		}
+		return "";
+	})()`)
 }
 
 // gone waits until the XPath matches nothing a person can see.
