@@ -233,8 +233,10 @@ func (tb *tab) boxOf(xpath string) string {
 	return eval[string](tb, `(() => {
 		const r = document.evaluate(`+jsString(xpath)+`, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
 		for (let i = 0; i < r.snapshotLength; i++) {
-			const b = r.snapshotItem(i).getBoundingClientRect();
-			if (b.width > 0 || b.height > 0) return [b.left, b.top + window.scrollY, b.width, b.height].join(",");
+			const el = r.snapshotItem(i);
+			if (el.getClientRects().length === 0) continue;
+			const b = el.getBoundingClientRect();
+			return [b.left, b.top + window.scrollY, b.width, b.height].join(",");
 		}
 		return "";
 	})()`)
@@ -355,14 +357,7 @@ func (tb *tab) until(scope, label, want string) {
 // present reports whether the XPath matches an element a person can see.
 func (tb *tab) present(xpath string) bool {
 	tb.t.Helper()
-	return eval[bool](tb, `(() => {
-		const r = document.evaluate(`+jsString(xpath)+`, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
-		for (let i = 0; i < r.snapshotLength; i++) {
-			const el = r.snapshotItem(i);
-			if (el.getClientRects().length > 0) return true;
-		}
-		return false;
-	})()`)
+	return tb.boxOf(xpath) != ""
 }
 
 // screenshot saves the whole page as dir/name.png when the

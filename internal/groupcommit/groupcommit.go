@@ -6,6 +6,7 @@ package groupcommit
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -162,11 +163,16 @@ func (b *Batcher[Req, Res]) run() {
 	batch := make([]batchRequest[Req, Res], 0, MaxBatch)
 	now := clock.Or(b.linger.Clock).Now
 	pace := arrivals{ceiling: 4 * b.linger.Wait}
+	// Only a Batcher that lingers times its requests' arrivals.
+	seen := func() {}
+	if b.linger.Wait > 0 {
+		seen = func() { pace.seen(now()) }
+	}
 	for {
 		select {
 		case r := <-b.queue:
 			batch = append(batch[:0], r)
-			pace.seen(now())
+			seen()
 		case <-b.stop:
 			b.drain()
 			return
@@ -176,13 +182,13 @@ func (b *Batcher[Req, Res]) run() {
 			select {
 			case r := <-b.queue:
 				batch = append(batch, r)
-				pace.seen(now())
+				seen()
 			default:
 				break fill
 			}
 		}
 		if b.lingers(batch, pace) {
-			batch = b.gather(batch, &pace, now)
+			batch = b.gather(batch, seen)
 		}
 		b.flush(batch)
 	}
@@ -202,31 +208,32 @@ func (b *Batcher[Req, Res]) drain() {
 
 // lingers reports whether batch should wait for company (see Linger).
 func (b *Batcher[Req, Res]) lingers(batch []batchRequest[Req, Res], pace arrivals) bool {
-	l := b.linger
-	if l.Wait <= 0 || len(batch) >= min(l.Below, MaxBatch) || !pace.closerThan(l.Wait) {
+	if b.linger.Wait <= 0 || len(batch) >= b.lingerBelow() || !pace.closerThan(b.linger.Wait) {
 		return false
 	}
-	if l.Urgent != nil {
-		for _, r := range batch {
-			if l.Urgent(r.req) {
-				return false
-			}
-		}
-	}
-	return true
+	return !slices.ContainsFunc(batch, b.urgent)
+}
+
+// lingerBelow is the batch size that ends a wait.
+func (b *Batcher[Req, Res]) lingerBelow() int { return min(b.linger.Below, MaxBatch) }
+
+// urgent reports whether r must not wait (Linger.Urgent).
+func (b *Batcher[Req, Res]) urgent(r batchRequest[Req, Res]) bool {
+	return b.linger.Urgent != nil && b.linger.Urgent(r.req)
 }
 
 // gather adds to batch what comes within the linger's Wait, until the
-// batch reaches Below, an urgent request comes or Close is called.
-func (b *Batcher[Req, Res]) gather(batch []batchRequest[Req, Res], pace *arrivals, now func() time.Time) []batchRequest[Req, Res] {
+// batch reaches Below, an urgent request comes or Close is called; seen
+// times each arrival.
+func (b *Batcher[Req, Res]) gather(batch []batchRequest[Req, Res], seen func()) []batchRequest[Req, Res] {
 	timer := time.NewTimer(b.linger.Wait)
 	defer timer.Stop()
-	for len(batch) < min(b.linger.Below, MaxBatch) {
+	for len(batch) < b.lingerBelow() {
 		select {
 		case r := <-b.queue:
 			batch = append(batch, r)
-			pace.seen(now())
-			if b.linger.Urgent != nil && b.linger.Urgent(r.req) {
+			seen()
+			if b.urgent(r) {
 				return batch
 			}
 		case <-timer.C:
