@@ -15,7 +15,8 @@ import (
 // The capabilities of a portal session. Every /v1 route requires one; an
 // API key holds those its scopes grant (FromScopes).
 const (
-	// View reads everything (every GET route); every session holds it.
+	// View reads everything (every GET route); every session holds it
+	// unless the key that minted it may not read (webhooks:read).
 	View = "view"
 	// ManageEndpoints creates, changes, deletes, enables and disables
 	// subscriptions, rotates their secrets, sends test events and checks
@@ -52,24 +53,82 @@ func FromScopes(scopes []string) []string {
 	return out
 }
 
-// Check turns a requested capability list into the session's: nil means
-// all of them; view is always added; duplicates collapse; the result is in
-// canonical order. An unknown capability is refused naming param.
-func Check(param string, requested []string) ([]string, error) {
-	if requested == nil {
-		return All(), nil
-	}
+// Check turns a requested capability list into the session's, within
+// grantable, the capabilities its minter may grant (All for the core API,
+// FromScopes of the key's scopes for an API key: a session never exceeds
+// the key that minted it). Requested nil means every grantable one; view is
+// added when grantable (a key that may not read mints sessions that may
+// not either, rather than have the default widen it); duplicates collapse;
+// the result is in canonical order and never nil (an empty list is shown
+// as []). An unknown capability is refused naming param (*invalid.Error),
+// whatever the minter; a known one beyond grantable is a *BeyondKeyError.
+func Check(param string, requested, grantable []string) ([]string, error) {
 	known := All()
 	for _, c := range requested {
 		if !slices.Contains(known, c) {
 			return nil, invalid.Value(param, "capability_unknown", fmt.Sprintf("Unknown capability %q; known capabilities: %v.", invalid.Cut(c), known))
 		}
 	}
-	var out []string
+	out := []string{}
+	var beyond []string
 	for _, c := range known {
-		if c == View || slices.Contains(requested, c) {
+		asked, may := requested == nil || slices.Contains(requested, c), slices.Contains(grantable, c)
+		switch {
+		case may && (asked || c == View):
+			out = append(out, c)
+		case asked && requested != nil:
+			beyond = append(beyond, c)
+		}
+	}
+	if beyond != nil {
+		return nil, beyondKey(param, beyond)
+	}
+	return out, nil
+}
+
+// Within is the capabilities of caps that scopes grant, in caps' order and
+// never nil. A session minted with a key is judged by it on every request,
+// so that a key whose scopes were narrowed after minting narrows its
+// sessions at once, as revoking it ends them.
+func Within(caps, scopes []string) []string {
+	granted := FromScopes(scopes)
+	out := []string{}
+	for _, c := range caps {
+		if slices.Contains(granted, c) {
 			out = append(out, c)
 		}
 	}
-	return out, nil
+	return out
+}
+
+// BeyondKeyError is a mint that asked for capabilities the minting key's
+// scopes do not grant. It is no *invalid.Error: the same request is valid
+// from a key holding more scopes, so each surface answers it as it answers
+// a key lacking a scope (the API: 403 insufficient_scope naming Param and,
+// in required_scopes, Scopes).
+type BeyondKeyError struct {
+	// Param is the field at fault ("capabilities").
+	Param string
+	// Capabilities are the ones refused, in canonical order.
+	Capabilities []string
+	// Scopes are the scopes they need, each once, in merchants.Scopes order.
+	Scopes []string
+}
+
+// beyondKey is the BeyondKeyError of capabilities, naming the scopes that
+// would grant them.
+func beyondKey(param string, capabilities []string) *BeyondKeyError {
+	var scopes []string
+	for _, s := range merchants.Scopes() {
+		if slices.ContainsFunc(capabilities, func(c string) bool { return Scope(c) == s }) {
+			scopes = append(scopes, s)
+		}
+	}
+	return &BeyondKeyError{Param: param, Capabilities: capabilities, Scopes: scopes}
+}
+
+// Error implements error, in words fit for the API's message.
+func (e *BeyondKeyError) Error() string {
+	return fmt.Sprintf("The API key minting the session lacks the scopes %v, which the capabilities %v need; a session never exceeds the key that mints it.",
+		e.Scopes, e.Capabilities)
 }

@@ -22,7 +22,7 @@ const (
 // Request is a session as the core API or a merchant asks for it, before
 // any rule is checked: nil fields take their defaults.
 type Request struct {
-	// Capabilities nil is all of them.
+	// Capabilities nil is all of them that the minter may grant.
 	Capabilities []string
 	// TTLSeconds nil is DefaultTTL.
 	TTLSeconds *int64
@@ -31,6 +31,10 @@ type Request struct {
 	// APIKeyID is the key minting the session (POST /v1/portal_sessions),
 	// which the session ends with; uuid.Nil when the core API mints it.
 	APIKeyID uuid.UUID
+	// KeyScopes are the scopes of that key: the session holds at most
+	// what they grant (FromScopes). Unused when APIKeyID is uuid.Nil; with
+	// a key and no scopes, the key grants nothing.
+	KeyScopes []string
 }
 
 // Store is what an Issuer needs of the database.
@@ -60,7 +64,11 @@ func (i *Issuer) Issue(ctx context.Context, merchantID string, r Request) (strin
 	if err := merchants.CheckID("merchant_id", merchantID); err != nil {
 		return "", store.PortalSession{}, err
 	}
-	caps, err := Check("capabilities", r.Capabilities)
+	grantable := All()
+	if r.APIKeyID != uuid.Nil {
+		grantable = FromScopes(r.KeyScopes)
+	}
+	caps, err := Check("capabilities", r.Capabilities, grantable)
 	if err != nil {
 		return "", store.PortalSession{}, err
 	}

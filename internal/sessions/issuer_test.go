@@ -78,3 +78,33 @@ func TestIssueForAnUnknownMerchant(t *testing.T) {
 		t.Fatalf("Issue for an unknown merchant = %v, want store.ErrNotFound", err)
 	}
 }
+
+// TestIssueWithinTheKey: a session minted with an API key is cut to what
+// the key's scopes grant, and asking for more is refused before anything
+// is stored; the core API (no key) may grant every capability.
+func TestIssueWithinTheKey(t *testing.T) {
+	st := storetest.NewStore(t)
+	ctx := context.Background()
+	writeOnly := []string{merchants.ScopeWrite}
+	key, err := st.CreateAPIKey(ctx, "m_key", "2026-01-01", "sandbox", "sandbox.write-only", writeOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := sessions.NewIssuer(st, "sandbox", false)
+	_, s, err := issuer.Issue(ctx, "m_key", sessions.Request{APIKeyID: key.ID, KeyScopes: writeOnly})
+	if err != nil || !slices.Equal(s.Capabilities, []string{"manage_endpoints", "view_secret", "resend"}) {
+		t.Fatalf("default session of a write-only key: %v, %v; want no view", s.Capabilities, err)
+	}
+	_, _, err = issuer.Issue(ctx, "m_key", sessions.Request{APIKeyID: key.ID, KeyScopes: writeOnly, Capabilities: []string{"view"}})
+	var beyond *sessions.BeyondKeyError
+	if !errors.As(err, &beyond) || !slices.Equal(beyond.Scopes, []string{merchants.ScopeRead}) {
+		t.Fatalf("view from a write-only key: %v, want a BeyondKeyError needing webhooks:read", err)
+	}
+	var n int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM portal_sessions WHERE api_key_id = $1`, key.ID).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d sessions stored (%v), want only the first", n, err)
+	}
+	if _, s, err := issuer.Issue(ctx, "m_key", sessions.Request{}); err != nil || !slices.Equal(s.Capabilities, sessions.All()) {
+		t.Errorf("the core API's session: %v, %v; want every capability", s.Capabilities, err)
+	}
+}

@@ -29,7 +29,12 @@ type PortalSession struct {
 	LogoURL     *string
 	// APIKeyID is the key that minted the session, which ends with it; nil
 	// for a session the core API minted (it belongs to no key).
-	APIKeyID  *uuid.UUID
+	APIKeyID *uuid.UUID
+	// KeyScopes are that key's scopes as a lookup (PortalSessionByHash)
+	// finds them, read with the session so that each request is judged by
+	// what the key may do now; nil for a session of the core API, and on
+	// the answer of CreatePortalSession.
+	KeyScopes []string
 	CreatedAt time.Time
 	// ExpiresAt is when the session ends: its TTL, or earlier the end of
 	// its key's roll overlap.
@@ -55,7 +60,7 @@ type NewPortalSession struct {
 // portalSessionColumns is the select list that PortalSessionByHash reads
 // from the session (alias p).
 const portalSessionColumns = `p.id, p.merchant_id, p.environment, p.capabilities, p.accent_color, p.logo_url,
-	p.api_key_id, p.created_at, least(p.expires_at, k.expires_at), p.revoked_at`
+	p.api_key_id, k.scopes, p.created_at, least(p.expires_at, k.expires_at), p.revoked_at`
 
 // keyUsableAt is the condition, on the API key k (joined to what it
 // opened, NULL when nothing names a key), that the key still works at the
@@ -109,7 +114,7 @@ func (s *PortalSessions) PortalSessionByHash(ctx context.Context, hash []byte, n
 		LEFT JOIN api_keys k ON k.id = p.api_key_id
 		WHERE p.token_hash = $1 AND p.revoked_at IS NULL AND p.expires_at > $2 AND `+keyUsableAt, hash, now).
 		Scan(&p.ID, &p.MerchantID, &p.Environment, &p.Capabilities, &p.AccentColor, &p.LogoURL,
-			&p.APIKeyID, &p.CreatedAt, &p.ExpiresAt, &p.RevokedAt,
+			&p.APIKeyID, &p.KeyScopes, &p.CreatedAt, &p.ExpiresAt, &p.RevokedAt,
 			&m.ID, &m.APIVersion, &m.NotificationEmail, &m.PortalAccentColor, &m.PortalLogoURL, &m.CreatedAt, &m.UpdatedAt)
 	if err != nil {
 		return PortalSession{}, Merchant{}, fmt.Errorf("look up portal session: %w", notFound(err))

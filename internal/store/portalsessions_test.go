@@ -94,3 +94,44 @@ func TestMerchantPortalBranding(t *testing.T) {
 		t.Fatalf("read back: %+v, %v", got, err)
 	}
 }
+
+// TestPortalSessionReadsItsKeysScopes: the lookup of a session minted with
+// a key carries the key's scopes as they are now (a key narrowed after
+// minting narrows its sessions); a session of the core API carries none.
+func TestPortalSessionReadsItsKeysScopes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.NewStore(t)
+	key, err := st.CreateAPIKey(ctx, "m_scopes", "2026-01-01", "sandbox", "sandbox.scopes", []string{"webhooks:read", "webhooks:write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []store.NewPortalSession{
+		{MerchantID: "m_scopes", Environment: "sandbox", Token: "whps_keyed", Capabilities: []string{"view"}, TTL: time.Hour, APIKeyID: key.ID},
+		{MerchantID: "m_scopes", Environment: "sandbox", Token: "whps_core", Capabilities: []string{"view"}, TTL: time.Hour},
+	} {
+		if _, err := st.CreatePortalSession(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scopes := func(token string) []string {
+		t.Helper()
+		s, _, err := st.PortalSessionByHash(ctx, store.HashAPIKey(token), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.KeyScopes
+	}
+	if got := scopes("whps_keyed"); !slices.Equal(got, []string{"webhooks:read", "webhooks:write"}) {
+		t.Errorf("the key's session reads scopes %v, want the key's", got)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE api_keys SET scopes = '{webhooks:write}' WHERE id = $1`, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := scopes("whps_keyed"); !slices.Equal(got, []string{"webhooks:write"}) {
+		t.Errorf("after narrowing the key, its session reads scopes %v, want [webhooks:write]", got)
+	}
+	if got := scopes("whps_core"); got != nil {
+		t.Errorf("the core API's session reads scopes %v, want none", got)
+	}
+}
