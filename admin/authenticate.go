@@ -41,7 +41,8 @@ type authenticator struct {
 
 // principal is the authenticated caller: an API key, or a portal session
 // (then Session is set and Key is zero). Capabilities are what it may do:
-// the session's own, or those the key's scopes grant.
+// those the key's scopes grant, or the session's own (for a session a key
+// minted, those of them the key's scopes still grant).
 type principal struct {
 	Key          store.APIKey
 	Session      *store.PortalSession
@@ -137,7 +138,13 @@ func (a authenticator) sessionPrincipal(ctx context.Context, token string) (prin
 	if err != nil {
 		return principal{}, err
 	}
-	return principal{Session: &p, Merchant: m, Capabilities: p.Capabilities}, nil
+	caps := p.Capabilities
+	if p.APIKeyID != nil {
+		// The key's scopes as they are now: a session never does more
+		// than the key that minted it may.
+		caps = sessions.Within(caps, p.KeyScopes)
+	}
+	return principal{Session: &p, Merchant: m, Capabilities: caps}, nil
 }
 
 // The scopes of webhookd's routes (see merchants.Scopes).

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -29,6 +30,9 @@ type portalSessionRevoker interface {
 type portalSessionHandlers struct {
 	issuer *sessions.Issuer
 	store  portalSessionRevoker
+	// limits holds the budget of the sessions each API key mints
+	// (limits.portalSession), spent once a mint's body passed its rules.
+	limits rateLimiter
 	// environment is shown to the portal; publicURL is the public
 	// listener's external base URL, which a session's link starts with.
 	environment, publicURL string
@@ -72,33 +76,56 @@ type currentSessionJSON struct {
 }
 
 // createForKey mints a session with the caller's API key, which
-// the session is tied to: it ends when the key is revoked or expires.
+// the session is tied to: it ends when the key is revoked or expires, and
+// holds at most what the key's scopes grant.
 func (h portalSessionHandlers) createForKey(w http.ResponseWriter, r *http.Request) error {
 	p := principalOf(r.Context())
-	return h.mint(w, r, p.Merchant.ID, p.Key.ID)
+	return h.mint(w, r, p.Merchant.ID, p.Key.ID, p.Key.Scopes)
 }
 
 // createForMerchant mints a session for the merchant in the path, on the
 // core API's token: tied to no key.
 func (h portalSessionHandlers) createForMerchant(w http.ResponseWriter, r *http.Request) error {
-	return h.mint(w, r, pathParam(r, "id"), uuid.Nil)
+	return h.mint(w, r, pathParam(r, "id"), uuid.Nil, nil)
 }
 
 // mint issues a session for merchantID from the body (which
 // may be empty: every field has a default) and answers 201 with its link.
-// keyID is the API key minting it (uuid.Nil for the core API's token).
-func (h portalSessionHandlers) mint(w http.ResponseWriter, r *http.Request, merchantID string, keyID uuid.UUID) error {
+// keyID is the API key minting it (uuid.Nil for the core API's token),
+// keyScopes its scopes. Capabilities beyond the key are 403
+// insufficient_scope naming capabilities and the scopes they need, as the
+// key itself is answered on a route its scopes do not cover: the request
+// is well formed, and would pass from a key holding more.
+func (h portalSessionHandlers) mint(w http.ResponseWriter, r *http.Request, merchantID string, keyID uuid.UUID, keyScopes []string) error {
 	var in portalSessionRequest
 	if len(requestBody(r)) > 0 {
 		if err := decodeJSON(r, &in); err != nil {
 			return err
 		}
 	}
-	req := sessions.Request{Capabilities: in.Capabilities, TTLSeconds: in.TTLSeconds, APIKeyID: keyID}
+	req := sessions.Request{Capabilities: in.Capabilities, TTLSeconds: in.TTLSeconds, APIKeyID: keyID, KeyScopes: keyScopes}
 	if in.Branding != nil {
 		req.Branding = merchants.Branding{AccentColor: in.Branding.AccentColor, LogoURL: in.Branding.LogoURL}
 	}
-	token, sess, err := h.issuer.Issue(r.Context(), merchantID, req)
+	prepared, err := h.issuer.Prepare(merchantID, req)
+	var beyond *sessions.BeyondKeyError
+	if errors.As(err, &beyond) {
+		e := errInsufficientScope(beyond.Scopes...).withParam(beyond.Param)
+		e.Message = beyond.Error()
+		return e
+	}
+	if err != nil {
+		return err
+	}
+	// A key mints so many sessions a minute, each spending the key's
+	// request budget: without this bound, minting would multiply it. The
+	// core API's mints are the operator's own, and not limited here.
+	if keyID != uuid.Nil {
+		if err := h.limits.spend(w, r, h.limits.portalSession); err != nil {
+			return err
+		}
+	}
+	token, sess, err := h.issuer.Mint(r.Context(), prepared)
 	if err != nil {
 		return err
 	}

@@ -120,7 +120,8 @@ func (h *harness) subscriptionCount(merchant string) int {
 // TestRateLimitsWithoutRedis: when Redis cannot be asked, the API limit
 // lets requests through (the API stays up; the metric counts them), and
 // the send_test_event limit refuses them (each would reach a merchant's URL
-// later, all at once).
+// later, all at once), as does the portal session limit (an outage must not
+// lift the bound on the sessions a key mints).
 func TestRateLimitsWithoutRedis(t *testing.T) {
 	t.Parallel()
 	down := storetest.NewRedis(t)
@@ -144,12 +145,20 @@ func TestRateLimitsWithoutRedis(t *testing.T) {
 	}
 	r := h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions/" + uuid.NewString() + "/send_test_event", Key: key})
 	expectError(t, r, http.StatusInternalServerError, "upstream_error")
-
-	if got := gatheredCounter(t, h, "webhookd_rate_limiter_errors_total", "api"); got != 3 {
-		t.Errorf("api limiter errors = %v, want 3 (two reads and the test event)", got)
+	r = h.do(request{Method: http.MethodPost, Path: "/v1/portal_sessions", Key: key, Body: map[string]any{}})
+	expectError(t, r, http.StatusInternalServerError, "upstream_error")
+	var sessions int
+	if err := h.store.Pool().QueryRow(t.Context(), `SELECT count(*) FROM portal_sessions`).Scan(&sessions); err != nil || sessions != 0 {
+		t.Errorf("%d portal sessions minted with Redis down (%v), want none", sessions, err)
 	}
-	if got := gatheredCounter(t, h, "webhookd_rate_limiter_errors_total", "test_event"); got != 1 {
-		t.Errorf("test_event limiter errors = %v, want 1 (the api limit let the test event through to it)", got)
+
+	if got := gatheredCounter(t, h, "webhookd_rate_limiter_errors_total", "api"); got != 4 {
+		t.Errorf("api limiter errors = %v, want 4 (two reads, the test event and the mint)", got)
+	}
+	for limit, why := range map[string]string{"test_event": "the test event", "portal_session": "the mint"} {
+		if got := gatheredCounter(t, h, "webhookd_rate_limiter_errors_total", limit); got != 1 {
+			t.Errorf("%s limiter errors = %v, want 1 (the api limit let %s through to it)", limit, got, why)
+		}
 	}
 }
 

@@ -81,6 +81,10 @@ type Config struct {
 	// APIRate limits every authenticated request of the public API (/v1
 	// and the legacy routes) per API key; zero is no limit.
 	APIRate redis_rate.Limit
+	// PortalSessionRate limits the portal sessions each API key mints
+	// (POST /v1/portal_sessions; the core API's mints are not limited);
+	// zero means 10 a minute (defaultPortalSessionRate).
+	PortalSessionRate redis_rate.Limit
 	// MaxSubscriptions is how many subscriptions a merchant may hold (every
 	// one not deleted, legacy-made ones included); zero means 100
 	// (subscriptions.DefaultMaxSubscriptions).
@@ -193,6 +197,9 @@ func New(cfg Config) (*Server, error) {
 		MaxSubscriptions: cfg.MaxSubscriptions, Destinations: cfg.Destinations, SQSEngineQueues: cfg.SQSEngineQueues,
 	})
 	respond := responder{logger: cfg.Logger}
+	limits := rateLimiter{respond: respond, limiter: limiter, errors: limiterErrors,
+		api: apiRateLimit(cfg.APIRate), testEvent: testEventRateLimit(cfg.TestEventRate),
+		portalSession: portalSessionRateLimit(cfg.PortalSessionRate)}
 	pages := pager{masterKey: cfg.MasterKey, cursorTTL: cfg.CursorTTL, clock: clk}
 	changes := subscriptionChanges{registry: registry, store: cfg.Store, work: cfg.Publisher, logger: cfg.Logger, clock: clk}
 	return &Server{
@@ -203,9 +210,8 @@ func New(cfg Config) (*Server, error) {
 		tracing: requestTracing{tracer: tracing.Tracer(cfg.TracerProvider)},
 		auth: authenticator{respond: respond, store: cfg.Store, environment: cfg.Environment, keyUsage: cfg.KeyUsage,
 			versions: cfg.Versions, clock: clk},
-		idem: idempotency{respond: respond, store: cfg.Store, masterKey: cfg.MasterKey},
-		limits: rateLimiter{respond: respond, limiter: limiter, errors: limiterErrors,
-			api: apiRateLimit(cfg.APIRate), testEvent: testEventRateLimit(cfg.TestEventRate)},
+		idem:   idempotency{respond: respond, store: cfg.Store, masterKey: cfg.MasterKey},
+		limits: limits,
 
 		documents:     documentHandlers{versions: cfg.Versions, sourceAddresses: cfg.SourceAddresses},
 		subscriptions: subscriptionHandlers{changes: changes, reads: reads, pages: pages},
@@ -215,7 +221,7 @@ func New(cfg Config) (*Server, error) {
 			publisher: cfg.Publisher, environment: cfg.Environment},
 		deliveries: deliveryHandlers{reads: reads, pages: pages, actions: cfg.Publisher, clock: clk},
 		portalSessions: portalSessionHandlers{issuer: sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
-			store: cfg.Store, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations)},
+			store: cfg.Store, limits: limits, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations)},
 		listen: listenHandlers{registry: registry, store: cfg.Store, redis: cfg.Redis, grace: cfg.ListenerGrace,
 			clock: clk, logger: cfg.Logger},
 		legacy: legacyHandlers{changes: changes},

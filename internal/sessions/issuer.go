@@ -57,12 +57,28 @@ func NewIssuer(st Store, environment string, httpLogos bool) *Issuer {
 	return &Issuer{store: st, environment: environment, httpLogos: httpLogos}
 }
 
-// Issue checks the request in the order its fields are documented, makes
-// a token, stores its hash and returns the token (the only time it is ever
-// seen) with the stored session.
+// Prepared is a request whose every rule holds, ready to be minted.
+type Prepared struct {
+	n store.NewPortalSession
+}
+
+// Issue checks the request (Prepare) and mints it (Mint): the token (the
+// only time it is ever seen) with the stored session.
 func (i *Issuer) Issue(ctx context.Context, merchantID string, r Request) (string, store.PortalSession, error) {
-	if err := merchants.CheckID("merchant_id", merchantID); err != nil {
+	p, err := i.Prepare(merchantID, r)
+	if err != nil {
 		return "", store.PortalSession{}, err
+	}
+	return i.Mint(ctx, p)
+}
+
+// Prepare checks the request in the order its fields are documented,
+// touching nothing: a surface that bounds how many sessions are minted
+// spends that budget between Prepare and Mint, so that a request refused
+// for its body spends none.
+func (i *Issuer) Prepare(merchantID string, r Request) (Prepared, error) {
+	if err := merchants.CheckID("merchant_id", merchantID); err != nil {
+		return Prepared{}, err
 	}
 	grantable := All()
 	if r.APIKeyID != uuid.Nil {
@@ -70,26 +86,33 @@ func (i *Issuer) Issue(ctx context.Context, merchantID string, r Request) (strin
 	}
 	caps, err := Check("capabilities", r.Capabilities, grantable)
 	if err != nil {
-		return "", store.PortalSession{}, err
+		return Prepared{}, err
 	}
 	ttl := DefaultTTL
 	if r.TTLSeconds != nil {
 		if *r.TTLSeconds < 1 || *r.TTLSeconds > int64(MaxTTL/time.Second) {
-			return "", store.PortalSession{}, invalid.Value("ttl_seconds", "ttl_out_of_range",
+			return Prepared{}, invalid.Value("ttl_seconds", "ttl_out_of_range",
 				fmt.Sprintf("ttl_seconds must be from 1 to %d (7 days).", int64(MaxTTL/time.Second)))
 		}
 		ttl = time.Duration(*r.TTLSeconds) * time.Second
 	}
 	if err := merchants.CheckBranding("branding.", r.Branding, i.httpLogos, false); err != nil {
-		return "", store.PortalSession{}, err
+		return Prepared{}, err
 	}
+	return Prepared{n: store.NewPortalSession{MerchantID: merchantID, Environment: i.environment, Capabilities: caps,
+		AccentColor: r.Branding.AccentColor, LogoURL: r.Branding.LogoURL, TTL: ttl, APIKeyID: r.APIKeyID}}, nil
+}
+
+// Mint makes a token for a prepared session, stores its hash and returns
+// the token with the stored session.
+func (i *Issuer) Mint(ctx context.Context, p Prepared) (string, store.PortalSession, error) {
 	token, err := NewToken()
 	if err != nil {
 		return "", store.PortalSession{}, err
 	}
-	s, err := i.store.CreatePortalSession(ctx, store.NewPortalSession{MerchantID: merchantID, Environment: i.environment,
-		Token: token, Capabilities: caps, AccentColor: r.Branding.AccentColor, LogoURL: r.Branding.LogoURL, TTL: ttl,
-		APIKeyID: r.APIKeyID})
+	n := p.n
+	n.Token = token
+	s, err := i.store.CreatePortalSession(ctx, n)
 	if err != nil {
 		return "", store.PortalSession{}, err
 	}
