@@ -356,8 +356,9 @@ func TestPortalSessionOfTheOtherEnvironment(t *testing.T) {
 	}
 }
 
-// TestPortalSessionsHaveTheirOwnBudget: each session spends its own API
-// budget, not a budget shared by every session.
+// TestPortalSessionsHaveTheirOwnBudget: each session the core API mints
+// spends its own API budget, not a budget shared by every session (a
+// session a key mints spends the key's: TestPortalSessionsShareTheirKeysBudget).
 func TestPortalSessionsHaveTheirOwnBudget(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *admin.Config) { c.APIRate = redis_rate.Limit{Rate: 2, Burst: 2, Period: time.Minute} })
