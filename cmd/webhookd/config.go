@@ -49,6 +49,7 @@ type config struct {
 	AllowPrivateTargets bool          `env:"WEBHOOKD_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
 	TestEventRate       string        `env:"WEBHOOKD_TEST_EVENT_RATE" envDefault:"10/m"`
 	APIRate             string        `env:"WEBHOOKD_API_RATE" envDefault:"100/s"`
+	PortalSessionRate   string        `env:"WEBHOOKD_PORTAL_SESSION_RATE" envDefault:"10/m"`
 	SMTPURL             string        `env:"WEBHOOKD_SMTP_URL"`
 	NotifyFrom          string        `env:"WEBHOOKD_NOTIFY_FROM" envDefault:"webhookd@localhost"`
 	TLSCert             string        `env:"WEBHOOKD_TLS_CERT"`
@@ -87,6 +88,9 @@ type config struct {
 	// masterKeyGenerated is set when WEBHOOKD_MASTER_KEY is unset and
 	// masterKey was made up for this process (sandbox only).
 	masterKeyGenerated bool
+	// portalSessionRate bounds the portal sessions each API key mints
+	// (WEBHOOKD_PORTAL_SESSION_RATE).
+	portalSessionRate redis_rate.Limit
 }
 
 // loadConfig reads and checks the environment. Every error names the
@@ -166,6 +170,9 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	c.testEventRate = rate
 	if c.apiRate, err = parseRate(c.APIRate); err != nil {
 		return c, bad("WEBHOOKD_API_RATE", err)
+	}
+	if c.portalSessionRate, err = parseRate(c.PortalSessionRate); err != nil {
+		return c, bad("WEBHOOKD_PORTAL_SESSION_RATE", err)
 	}
 	if c.frameAncestors, err = portal.ParseFrameAncestors(c.FrameAncestors); err != nil {
 		return c, bad("WEBHOOKD_PORTAL_FRAME_ANCESTORS", err)

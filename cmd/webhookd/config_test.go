@@ -18,7 +18,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if c.Listen != "127.0.0.1:8080" || c.InternalListen != "127.0.0.1:8081" || c.DeliveryTimeout != 25*time.Second ||
 		c.Environment != "sandbox" || c.schedule.Attempts() != 15 || len(c.masterKey) != 32 || c.requireHTTPS() ||
-		c.apiRate != redis_rate.PerSecond(100) || c.StartupTimeout != 2*time.Minute {
+		c.apiRate != redis_rate.PerSecond(100) || c.portalSessionRate != redis_rate.PerMinute(10) || c.StartupTimeout != 2*time.Minute {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if want := []string{"webhook", "rabbitmq", "kafka", "sqs", "gcp_pubsub", "poll"}; !slices.Equal(c.Destinations, want) {
@@ -39,6 +39,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"WEBHOOKD_TEST_EVENT_RATE", "many"},
 		{"WEBHOOKD_API_RATE", "0/s"},
 		{"WEBHOOKD_API_RATE", "100 per second"},
+		{"WEBHOOKD_PORTAL_SESSION_RATE", "0/m"},
 		{"WEBHOOKD_API_VERSIONS", `[{"name":"yesterday"}]`},
 		{"WEBHOOKD_TRUSTED_PROXIES", "not-a-cidr"},
 		{"WEBHOOKD_PORTAL_FRAME_ANCESTORS", "dashboard.example.com"},
