@@ -372,6 +372,11 @@ func (r *Runner) observe(ctx context.Context, log *slog.Logger, del store.Delive
 	if res.ErrCode != nil {
 		attrs = append(attrs, "error", *res.ErrCode)
 	}
+	if res.cause != nil {
+		// The failure in its own words, for the operator: the record has
+		// the merchant's.
+		attrs = append(attrs, "cause", res.cause.Error())
+	}
 	switch rec.Status {
 	case store.DeliverySucceeded:
 		if at.Trigger == store.TriggerScheduled && !developer {

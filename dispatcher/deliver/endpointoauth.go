@@ -186,20 +186,26 @@ func (s *Sender) exchangeBearer(ctx context.Context, client *http.Client, e *End
 
 // tokenFailed is the result of an attempt that got no token: oauth_token,
 // the token endpoint's status as the attempt's http_status (none when it
-// gave none), and what went wrong as its body, which holds no secret
-// (oauthtoken.Error).
+// gave none), and what went wrong as its body in the merchant's words
+// (oauthtoken.Error: the endpoint's status and error code, or the kind of
+// failure; no secret, no address of this server's). Any other failure
+// (Redis) is this server's own and is said so; its text, like the token
+// endpoint's raw cause, is for the log (Result.cause).
 func (s *Sender) tokenFailed(started time.Time, err error) Result {
 	code := errOAuthToken
-	res := Result{Started: started, Finished: s.clock.Now(), ErrCode: &code, outcome: metrics.OutcomeNetworkError}
+	res := Result{Started: started, Finished: s.clock.Now(), ErrCode: &code, outcome: metrics.OutcomeNetworkError, cause: err}
 	res.Duration = res.Finished.Sub(started)
 	if status := oauthtoken.StatusOf(err); status != 0 {
 		res.HTTPStatus, res.outcome = &status, metrics.OutcomeHTTPError
 	}
-	why := err.Error()
+	why := "this server could not get the token for an internal reason; the attempt is made again"
 	var te *oauthtoken.Error
-	if !errors.As(err, &te) {
-		why = "oauth token: " + why
+	if errors.As(err, &te) {
+		why = te.Error()
+		if cause := te.Unwrap(); cause != nil {
+			res.cause = cause
+		}
 	}
-	res.Body = printable([]byte(why)[:min(len(why), maxResponseBody)])
+	res.Body = printable([]byte(truncate(code+": "+why, maxResponseBody)))
 	return res
 }

@@ -55,20 +55,7 @@ func TestBearerTokenExchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer snd.Close()
-	plain, err := json.Marshal(subscriptions.Authentication{Type: subscriptions.AuthenticationOAuth2, TokenURL: server.TokenURL(),
-		ClientID: "webhookd", ClientSecret: "secret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealed, err := sealer.Seal(string(plain))
-	if err != nil {
-		t.Fatal(err)
-	}
-	oauth := NewSecretCache(nil, sealer).EndpointOAuth(store.LeasedDelivery{Delivery: store.Delivery{SubscriptionID: uuid.New()},
-		SealedAuthentication: sealed, AuthenticationType: subscriptions.AuthenticationOAuth2})
-	if oauth == nil {
-		t.Fatal("no OAuth2 credentials for an oauth2 subscription")
-	}
+	oauth := oauthEndpoint(t, sealer, server.TokenURL())
 	answer := func(code int) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -104,4 +91,25 @@ func TestBearerTokenExchange(t *testing.T) {
 		res.gone() || !strings.Contains(res.Body, "410") {
 		t.Fatalf("failing token endpoint: error %v, status %v, body %q, gone %v", res.ErrCode, res.HTTPStatus, res.Body, res.gone())
 	}
+}
+
+// oauthEndpoint is the client credentials (webhookd, secret) at tokenURL of
+// a new subscription, as an attempt finds them.
+func oauthEndpoint(t *testing.T, sealer *signer.Sealer, tokenURL string) *EndpointOAuth {
+	t.Helper()
+	plain, err := json.Marshal(subscriptions.Authentication{Type: subscriptions.AuthenticationOAuth2, TokenURL: tokenURL,
+		ClientID: "webhookd", ClientSecret: "secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := sealer.Seal(string(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oauth := NewSecretCache(nil, sealer).EndpointOAuth(store.LeasedDelivery{Delivery: store.Delivery{SubscriptionID: uuid.New()},
+		SealedAuthentication: sealed, AuthenticationType: subscriptions.AuthenticationOAuth2})
+	if oauth == nil {
+		t.Fatal("no OAuth2 credentials for an oauth2 subscription")
+	}
+	return oauth
 }

@@ -25,7 +25,8 @@ type Source struct {
 
 // Token is the subscription's current token: the shared one while it is
 // fresh, else one fetched by this process or another. A failure is an
-// *Error (the token endpoint's) or a Redis error.
+// *Error (the token endpoint's, or ctx ending first, which it wraps) or a
+// Redis error.
 func (s *Source) Token(ctx context.Context) (Token, error) {
 	if tok, found, err := s.lookup(ctx); found {
 		return tok, err
@@ -40,7 +41,9 @@ func (s *Source) Token(ctx context.Context) (Token, error) {
 	})
 	select {
 	case <-ctx.Done():
-		return Token{}, ctx.Err()
+		// The caller's time ran out while the fetch goes on for the others
+		// waiting: a token endpoint too slow for the attempt.
+		return Token{}, unanswered(ctx.Err(), "the wait was cancelled")
 	case r := <-ch:
 		if r.Err != nil {
 			return Token{}, r.Err
@@ -69,10 +72,11 @@ func (s *Source) Invalidate(ctx context.Context, rejected Token) error {
 // failure is a failed fetch as kept in Redis, for the workers that waited
 // for it and those that come within FailureTTL. It holds no secret.
 type failure struct {
-	Status int       `json:"status"`
-	Code   string    `json:"code,omitempty"`
-	Cause  string    `json:"cause,omitempty"`
-	Until  time.Time `json:"until"`
+	Status int    `json:"status"`
+	Code   string `json:"code,omitempty"`
+	// Cause is what went wrong in the merchant's words (Error.said).
+	Cause string    `json:"cause,omitempty"`
+	Until time.Time `json:"until"`
 }
 
 // lookup reads the shared token and the last failure: found is set when
@@ -100,11 +104,7 @@ func (s *Source) lookup(ctx context.Context) (tok Token, found bool, err error) 
 	if b, err := failed.Bytes(); err == nil {
 		var f failure
 		if json.Unmarshal(b, &f) == nil && now.Before(f.Until) {
-			e := &Error{Status: f.Status, Code: f.Code}
-			if f.Cause != "" {
-				e.err = errors.New(f.Cause)
-			}
-			return Token{}, true, e
+			return Token{}, true, &Error{Status: f.Status, Code: f.Code, said: f.Cause}
 		}
 	}
 	return Token{}, false, nil
@@ -134,7 +134,8 @@ func (s *Source) refresh(ctx context.Context) (Token, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return Token{}, &Error{err: fmt.Errorf("waited for another worker's token: %w", ctx.Err())}
+			return Token{}, &Error{said: "timed out waiting for another worker's token",
+				err: fmt.Errorf("waited for another worker's token: %w", ctx.Err())}
 		case <-time.After(cfg.PollInterval):
 		}
 	}
@@ -186,10 +187,9 @@ func (s *Source) shareFailure(ctx context.Context, err error, now time.Time) err
 	if !errors.As(err, &e) {
 		return err
 	}
-	f.Status, f.Code = e.Status, e.Code
-	if e.err != nil {
-		f.Cause = e.err.Error()
-	}
+	// The merchant's words only: the cause's own text stays in this
+	// process's log.
+	f.Status, f.Code, f.Cause = e.Status, e.Code, e.said
 	b, merr := json.Marshal(f)
 	if merr != nil {
 		return err
