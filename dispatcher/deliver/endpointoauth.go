@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/oauthtoken"
 	"github.com/webhookd/webhookd/internal/store"
@@ -158,7 +159,11 @@ func (s *Sender) exchangeBearer(ctx context.Context, client *http.Client, e *End
 	started := s.clock.Now()
 	var first *Result
 	for {
-		tok, err := src.Token(ctx)
+		token := src.Token
+		if askedFor(ctx) {
+			token = src.TokenAsked
+		}
+		tok, err := token(ctx)
 		if err != nil {
 			return s.tokenFailed(started, err), nil
 		}
@@ -182,6 +187,29 @@ func (s *Sender) exchangeBearer(ctx context.Context, client *http.Client, e *End
 		}
 		first = &res
 	}
+}
+
+// askedKey marks the context of an attempt a person asked for.
+type askedKey struct{}
+
+// asking is ctx marked as an attempt a person asked for: a merchant's
+// redeliver, recover or test event, an endpoint check. Its bearer token
+// is asked afresh of an endpoint whose last failure the automatic
+// attempts met (oauthtoken.Source.TokenAsked): the merchant may just have
+// fixed it.
+func asking(ctx context.Context) context.Context { return context.WithValue(ctx, askedKey{}, true) }
+
+// askedFor tells an attempt a person asked for (asking).
+func askedFor(ctx context.Context) bool { return ctx.Value(askedKey{}) != nil }
+
+// explicitly is ctx marked asking when the attempt at of leased is one a
+// person asked for: a manual attempt (redeliver, recover, the portal's
+// Resend) or the first attempt of a test event (send_test_event).
+func explicitly(ctx context.Context, at queue.Attempt, leased store.LeasedDelivery) context.Context {
+	if at.Trigger == store.TriggerManual || leased.Test && at.Number == 1 {
+		return asking(ctx)
+	}
+	return ctx
 }
 
 // tokenFailed is the result of an attempt that got no token: oauth_token,

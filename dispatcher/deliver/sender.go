@@ -297,7 +297,8 @@ func (s *Sender) send(ctx context.Context, target, eventID string, body []byte, 
 // internal (the certificate or credentials could not be opened, the body
 // not encrypted): no request was sent.
 func (s *Sender) SendSignedAt(ctx context.Context, target, eventID string, body []byte, sig Signing, signedAt time.Time, extra map[string]string, endpoint *EndpointTLS, oauth *EndpointOAuth) (Result, error) {
-	return s.post(ctx, target, eventID, body, sig, signedAt, extra, nil, endpoint, oauth)
+	// A person asked for the check: its token is asked afresh.
+	return s.post(asking(ctx), target, eventID, body, sig, signedAt, extra, nil, endpoint, oauth)
 }
 
 // sendWith is send with an ordered delivery's headers (ordering) besides
