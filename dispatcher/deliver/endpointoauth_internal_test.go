@@ -48,14 +48,7 @@ func TestBearerTokenExchange(t *testing.T) {
 		w.WriteHeader(status)
 	}))
 	defer receiver.Close()
-	redis := storetest.NewRedis(t)
-	snd, err := NewSender(SenderConfig{Timeout: 2 * time.Second, AllowHTTP: true, AllowPrivate: true, MaxConns: 4, MaxConnsPerHost: 2,
-		Version: "test", OAuth: OAuthConfig{Redis: asynq.RedisClientOpt{Network: "unix", Addr: redis.Socket}, MasterKey: masterKey}},
-		clock.System{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snd.Close()
+	snd := oauthSender(t, masterKey)
 	oauth := oauthEndpoint(t, sealer, server.TokenURL())
 	answer := func(code int) {
 		mu.Lock()
@@ -135,14 +128,7 @@ func TestRedeliverAsksTheTokenEndpointAfresh(t *testing.T) {
 		}
 	}))
 	defer receiver.Close()
-	redis := storetest.NewRedis(t)
-	snd, err := NewSender(SenderConfig{Timeout: 2 * time.Second, AllowHTTP: true, AllowPrivate: true, MaxConns: 4, MaxConnsPerHost: 2,
-		Version: "test", OAuth: OAuthConfig{Redis: asynq.RedisClientOpt{Network: "unix", Addr: redis.Socket}, MasterKey: masterKey}},
-		clock.System{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snd.Close()
+	snd := oauthSender(t, masterKey)
 	oauth := oauthEndpoint(t, sealer, server.TokenURL())
 	attempt := func(at queue.Attempt, test bool) Result {
 		t.Helper()
@@ -186,4 +172,19 @@ func TestRedeliverAsksTheTokenEndpointAfresh(t *testing.T) {
 			t.Errorf("%s: asked for by a person %v, want %v", c.name, askedFor(ctx), c.asked)
 		}
 	}
+}
+
+// oauthSender is a sender whose OAuth2 tokens are shared in a Redis of its
+// own, sealed with masterKey; closed when t ends.
+func oauthSender(t *testing.T, masterKey []byte) *Sender {
+	t.Helper()
+	redis := storetest.NewRedis(t)
+	snd, err := NewSender(SenderConfig{Timeout: 2 * time.Second, AllowHTTP: true, AllowPrivate: true, MaxConns: 4, MaxConnsPerHost: 2,
+		Version: "test", OAuth: OAuthConfig{Redis: asynq.RedisClientOpt{Network: "unix", Addr: redis.Socket}, MasterKey: masterKey}},
+		clock.System{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(snd.Close)
+	return snd
 }
