@@ -9,7 +9,7 @@ import (
 
 // maxServiceAnswer bounds what is read of one answer of a cloud
 // service's HTTP API (SQS's, at the address a merchant may set as its
-// endpoint; the AWS credential endpoints): SQS's own answers are a few
+// endpoint): SQS's own answers are a few
 // KiB, and an endpoint that sends more is not SQS. Past it the attempt
 // fails with response_too_large and reading stops: memory does not grow
 // with what a merchant's server sends. The time of the read is the

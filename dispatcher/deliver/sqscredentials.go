@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
@@ -40,8 +39,7 @@ type engineCredentials struct {
 // newEngineCredentials allows the engine's credentials for queues.
 func newEngineCredentials(queues []string) *engineCredentials {
 	return &engineCredentials{queues: queues, load: func(ctx context.Context) (aws.Config, error) {
-		// The SDK's own client, its answers bounded like SQS's.
-		return config.LoadDefaultConfig(ctx, config.WithHTTPClient(boundedClient(awshttp.NewBuildableClient().GetTransport())))
+		return config.LoadDefaultConfig(ctx)
 	}}
 }
 
