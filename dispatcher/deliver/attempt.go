@@ -231,6 +231,7 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 	log := r.logger.With("event_id", leased.EventID, "delivery_id", leased.ID, "attempt", at.Number,
 		"subscription_id", leased.SubscriptionID)
 	ctx = tr.attempt(ctx, at, leased)
+	ctx = explicitly(ctx, at, leased)
 	defer tr.end()
 	if at.Trigger != store.TriggerManual && leased.NextAttemptAt != nil && leased.NextAttemptAt.After(now) && at.Number > 1 {
 		// A task without its due time (enqueued by an older build) that
@@ -371,6 +372,11 @@ func (r *Runner) observe(ctx context.Context, log *slog.Logger, del store.Delive
 	}
 	if res.ErrCode != nil {
 		attrs = append(attrs, "error", *res.ErrCode)
+	}
+	if res.cause != nil {
+		// The failure in its own words, for the operator: the record has
+		// the merchant's.
+		attrs = append(attrs, "cause", res.cause.Error())
 	}
 	switch rec.Status {
 	case store.DeliverySucceeded:

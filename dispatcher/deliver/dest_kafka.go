@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/webhookd/webhookd/internal/failtext"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
@@ -115,7 +116,7 @@ func (k *kafka) publish(ctx context.Context, m message) (string, error) {
 		return confirmedAnswer, nil
 	case <-ctx.Done():
 		k.ready.Store(false)
-		return "", failed(errNotConfirmed, fmt.Errorf("no answer from the broker: %w", ctx.Err()))
+		return "", failed(errNotConfirmed, fmt.Errorf("%w: %w", failtext.Told("no answer from the broker in time"), ctx.Err()))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/webhookd/webhookd/internal/failtext"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
@@ -48,7 +49,7 @@ func newPubSub(d subscriptions.Destination, dial brokerDialer, timeout time.Dura
 	if err != nil {
 		// Its text could quote the key: the attempt log says only what
 		// failed.
-		return nil, failed(errAuthFailed, errors.New("no client could be made with credentials_json"))
+		return nil, failed(errAuthFailed, failtext.Told("no client could be made with credentials_json"))
 	}
 	p := client.Publisher(d.TopicID)
 	p.EnableMessageOrdering = true

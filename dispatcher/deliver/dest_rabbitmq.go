@@ -10,6 +10,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/webhookd/webhookd/internal/failtext"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
@@ -143,24 +144,24 @@ func (r *rabbitMQ) publish(ctx context.Context, m message) (string, error) {
 	case reason := <-c.closed:
 		// The broker closed the channel: a missing exchange (404), say.
 		if reason == nil {
-			return "", failed(errBrokerUnreachable, errors.New("channel closed before the broker confirmed"))
+			return "", failed(errBrokerUnreachable, failtext.Told("channel closed before the broker confirmed"))
 		}
 		return "", classifyAMQP(reason)
 	case <-ctx.Done():
 		_ = c.ch.Close()
-		return "", failed(errNotConfirmed, fmt.Errorf("no confirm from the broker: %w", ctx.Err()))
+		return "", failed(errNotConfirmed, fmt.Errorf("%w: %w", failtext.Told("no confirm from the broker in time"), ctx.Err()))
 	}
 	// A returned message comes before its confirm.
 	select {
 	case ret := <-c.returns:
 		r.release(c)
-		return "", failed(errBrokerRefused, fmt.Errorf("returned by the broker: %d %s (no queue bound to exchange %q with routing key %q)",
+		return "", failed(errBrokerRefused, failtext.Tell("returned by the broker: %d %s (no queue bound to exchange %q with routing key %q)",
 			ret.ReplyCode, ret.ReplyText, r.exchange, r.key))
 	default:
 	}
 	if !acked {
 		r.release(c)
-		return "", failed(errNotConfirmed, errors.New("the broker nacked the message"))
+		return "", failed(errNotConfirmed, failtext.Told("the broker nacked the message"))
 	}
 	r.release(c)
 	return confirmedAnswer, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/webhookd/webhookd/internal/failtext"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
@@ -64,7 +65,7 @@ func newSQS(d subscriptions.Destination, dial brokerDialer, timeout time.Duratio
 	opts := sqs.Options{
 		Region:      d.Region,
 		Credentials: creds,
-		HTTPClient:  &http.Client{Transport: transport},
+		HTTPClient:  boundedClient(transport),
 		// webhookd's retry schedule is the retry: one request per attempt,
 		// so that an attempt's record says what that request met.
 		Retryer: aws.NopRetryer{},
@@ -120,9 +121,9 @@ func sqsAttributes(headers map[string]string) (map[string]types.MessageAttribute
 	slices.Sort(custom)
 	names = append(names, custom...)
 	if len(names) > maxSQSAttributes {
-		return nil, failed(errBrokerRefused, fmt.Errorf("an SQS message takes at most %d message attributes and this one needs %d "+
+		return nil, failed(errBrokerRefused, failtext.Told(fmt.Sprintf("an SQS message takes at most %d message attributes and this one needs %d "+
 			"(the Standard Webhooks headers, content-type, the ordering headers and %d of the subscription's own headers)",
-			maxSQSAttributes, len(names), len(custom)))
+			maxSQSAttributes, len(names), len(custom))))
 	}
 	if _, ok := headers["user-agent"]; ok && len(names) < maxSQSAttributes {
 		names = append(names, "user-agent")

@@ -8,14 +8,23 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/google/uuid"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/failtext"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/signer"
@@ -117,7 +126,7 @@ func newBrokerClient(d subscriptions.Destination, dial brokerDialer, timeout tim
 	case subscriptions.DestinationPubSub:
 		return newPubSub(d, dial, timeout)
 	}
-	return nil, failed(errBrokerRefused, fmt.Errorf("destination type %q is not delivered by this build", d.Type))
+	return nil, failed(errBrokerRefused, failtext.Tell("destination type %q is not delivered by this build", d.Type))
 }
 
 // destinations sends the attempts of broker destinations, keeping one
@@ -283,6 +292,8 @@ func (ds *destinations) send(ctx context.Context, leased store.LeasedDelivery, s
 	}
 	code, outcome := errBrokerUnreachable, metrics.OutcomeNetworkError
 	switch {
+	case failtext.Of(err) == failtext.TooLarge:
+		code = errResponseTooLarge
 	case errors.As(err, &be):
 		code = be.code
 	case errors.Is(err, context.DeadlineExceeded):
@@ -291,10 +302,85 @@ func (ds *destinations) send(ctx context.Context, leased store.LeasedDelivery, s
 	if errors.Is(err, context.DeadlineExceeded) {
 		outcome = metrics.OutcomeTimeout
 	}
-	res.ErrCode, res.outcome = &code, outcome
-	res.Body = printable([]byte(truncate(err.Error(), maxResponseBody)))
+	res.ErrCode, res.outcome, res.cause = &code, outcome, err
+	res.Body = printable([]byte(truncate(code+": "+describeBroker(code, err), maxResponseBody)))
 	return res, nil
 }
+
+// brokerWords are what a broker attempt's record says of a failure of
+// each code when nothing more specific can be said.
+var brokerWords = map[string]string{
+	errBrokerUnreachable: "no connection to the broker",
+	errBrokerRefused:     "the broker refused the message",
+	errNotConfirmed:      "the broker did not confirm the message in time",
+	errAuthFailed:        "the broker refused the credentials",
+}
+
+// describeBroker is a failed broker attempt in the merchant's words: what
+// webhookd said of it (failtext.Told), else the broker's own answer
+// (brokerAnswer), else the kind of network failure, else the code's
+// words. Never the error's own text, which names this server's addresses,
+// DNS server, egress proxy or files; the worker logs that (Result.cause).
+func describeBroker(code string, err error) string {
+	var told failtext.Told
+	if errors.As(err, &told) {
+		return string(told)
+	}
+	if answer := brokerAnswer(err); answer != "" {
+		return answer
+	}
+	if kind := failtext.Of(err).String(); kind != "" {
+		return kind
+	}
+	if words, ok := brokerWords[code]; ok {
+		return words
+	}
+	return "the attempt failed"
+}
+
+// amqpClientErrors are the AMQP library's own errors whose text is fixed
+// (a refusal it read from the handshake, a closed channel); its other
+// errors carry the network's text and are not the broker's answer.
+var amqpClientErrors = []*amqp.Error{amqp.ErrClosed, amqp.ErrChannelMax, amqp.ErrSASL, amqp.ErrCredentials, amqp.ErrVhost,
+	amqp.ErrSyntax, amqp.ErrFrame, amqp.ErrFrameTooLarge, amqp.ErrCommandInvalid, amqp.ErrUnexpectedFrame, amqp.ErrFieldType}
+
+// brokerAnswer is what the broker itself answered, when err carries it:
+// an AMQP reply from the broker (its code and reply text), a Kafka error
+// code, SQS's error code and status, a Pub/Sub status code. "" when err
+// is no answer of the broker's.
+func brokerAnswer(err error) string {
+	var ae *amqp.Error
+	var ke *kerr.Error
+	var api smithy.APIError
+	var re *smithyhttp.ResponseError
+	switch {
+	case errors.As(err, &ae) && (ae.Server || slices.Contains(amqpClientErrors, ae)):
+		return fmt.Sprintf("the broker answered %d %s", ae.Code, printable([]byte(truncate(ae.Reason, 256))))
+	case errors.As(err, &ke):
+		return "the broker answered " + ke.Message
+	case errors.As(err, &api):
+		answer := "SQS answered"
+		if errors.As(err, &re) && re.HTTPStatusCode() != 0 {
+			answer += fmt.Sprintf(" HTTP %d", re.HTTPStatusCode())
+		}
+		if c := api.ErrorCode(); serviceCode.MatchString(c) {
+			answer += " " + c
+		}
+		return answer
+	case errors.As(err, &re) && re.HTTPStatusCode() != 0:
+		// An answer with no error code SQS's client could read.
+		return fmt.Sprintf("SQS answered HTTP %d", re.HTTPStatusCode())
+	}
+	if st, ok := status.FromError(err); ok && st.Code() != codes.OK && st.Code() != codes.Unknown {
+		return "Pub/Sub: " + st.Code().String()
+	}
+	return ""
+}
+
+// serviceCode is an error code as services send them
+// (AWS.SimpleQueueService.NonExistentQueue, AccessDenied): anything else a
+// custom endpoint sends in its place is not shown.
+var serviceCode = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._:-]{0,99}$`)
 
 // message is the attempt's message: the headers an HTTP delivery carries,
 // the subscription's first so that ours win.

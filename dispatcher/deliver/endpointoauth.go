@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/oauthtoken"
 	"github.com/webhookd/webhookd/internal/store"
@@ -158,7 +159,11 @@ func (s *Sender) exchangeBearer(ctx context.Context, client *http.Client, e *End
 	started := s.clock.Now()
 	var first *Result
 	for {
-		tok, err := src.Token(ctx)
+		token := src.Token
+		if askedFor(ctx) {
+			token = src.TokenAsked
+		}
+		tok, err := token(ctx)
 		if err != nil {
 			return s.tokenFailed(started, err), nil
 		}
@@ -184,22 +189,51 @@ func (s *Sender) exchangeBearer(ctx context.Context, client *http.Client, e *End
 	}
 }
 
+// askedKey marks the context of an attempt a person asked for.
+type askedKey struct{}
+
+// asking is ctx marked as an attempt a person asked for: a merchant's
+// redeliver, recover or test event, an endpoint check. Its bearer token
+// is asked afresh of an endpoint whose last failure the automatic
+// attempts met (oauthtoken.Source.TokenAsked): the merchant may just have
+// fixed it.
+func asking(ctx context.Context) context.Context { return context.WithValue(ctx, askedKey{}, true) }
+
+// askedFor tells an attempt a person asked for (asking).
+func askedFor(ctx context.Context) bool { return ctx.Value(askedKey{}) != nil }
+
+// explicitly is ctx marked asking when the attempt at of leased is one a
+// person asked for: a manual attempt (redeliver, recover, the portal's
+// Resend) or the first attempt of a test event (send_test_event).
+func explicitly(ctx context.Context, at queue.Attempt, leased store.LeasedDelivery) context.Context {
+	if at.Trigger == store.TriggerManual || leased.Test && at.Number == 1 {
+		return asking(ctx)
+	}
+	return ctx
+}
+
 // tokenFailed is the result of an attempt that got no token: oauth_token,
 // the token endpoint's status as the attempt's http_status (none when it
-// gave none), and what went wrong as its body, which holds no secret
-// (oauthtoken.Error).
+// gave none), and what went wrong as its body in the merchant's words
+// (oauthtoken.Error: the endpoint's status and error code, or the kind of
+// failure; no secret, no address of this server's). Any other failure
+// (Redis) is this server's own and is said so; its text, like the token
+// endpoint's raw cause, is for the log (Result.cause).
 func (s *Sender) tokenFailed(started time.Time, err error) Result {
 	code := errOAuthToken
-	res := Result{Started: started, Finished: s.clock.Now(), ErrCode: &code, outcome: metrics.OutcomeNetworkError}
+	res := Result{Started: started, Finished: s.clock.Now(), ErrCode: &code, outcome: metrics.OutcomeNetworkError, cause: err}
 	res.Duration = res.Finished.Sub(started)
 	if status := oauthtoken.StatusOf(err); status != 0 {
 		res.HTTPStatus, res.outcome = &status, metrics.OutcomeHTTPError
 	}
-	why := err.Error()
+	why := "this server could not get the token for an internal reason; the attempt is made again"
 	var te *oauthtoken.Error
-	if !errors.As(err, &te) {
-		why = "oauth token: " + why
+	if errors.As(err, &te) {
+		why = te.Error()
+		if cause := te.Unwrap(); cause != nil {
+			res.cause = cause
+		}
 	}
-	res.Body = printable([]byte(why)[:min(len(why), maxResponseBody)])
+	res.Body = printable([]byte(truncate(code+": "+why, maxResponseBody)))
 	return res
 }

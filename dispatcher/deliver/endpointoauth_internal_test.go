@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
@@ -47,28 +48,8 @@ func TestBearerTokenExchange(t *testing.T) {
 		w.WriteHeader(status)
 	}))
 	defer receiver.Close()
-	redis := storetest.NewRedis(t)
-	snd, err := NewSender(SenderConfig{Timeout: 2 * time.Second, AllowHTTP: true, AllowPrivate: true, MaxConns: 4, MaxConnsPerHost: 2,
-		Version: "test", OAuth: OAuthConfig{Redis: asynq.RedisClientOpt{Network: "unix", Addr: redis.Socket}, MasterKey: masterKey}},
-		clock.System{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snd.Close()
-	plain, err := json.Marshal(subscriptions.Authentication{Type: subscriptions.AuthenticationOAuth2, TokenURL: server.TokenURL(),
-		ClientID: "webhookd", ClientSecret: "secret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealed, err := sealer.Seal(string(plain))
-	if err != nil {
-		t.Fatal(err)
-	}
-	oauth := NewSecretCache(nil, sealer).EndpointOAuth(store.LeasedDelivery{Delivery: store.Delivery{SubscriptionID: uuid.New()},
-		SealedAuthentication: sealed, AuthenticationType: subscriptions.AuthenticationOAuth2})
-	if oauth == nil {
-		t.Fatal("no OAuth2 credentials for an oauth2 subscription")
-	}
+	snd := oauthSender(t, masterKey)
+	oauth := oauthEndpoint(t, sealer, server.TokenURL())
 	answer := func(code int) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -104,4 +85,106 @@ func TestBearerTokenExchange(t *testing.T) {
 		res.gone() || !strings.Contains(res.Body, "410") {
 		t.Fatalf("failing token endpoint: error %v, status %v, body %q, gone %v", res.ErrCode, res.HTTPStatus, res.Body, res.gone())
 	}
+}
+
+// oauthEndpoint is the client credentials (webhookd, secret) at tokenURL of
+// a new subscription, as an attempt finds them.
+func oauthEndpoint(t *testing.T, sealer *signer.Sealer, tokenURL string) *EndpointOAuth {
+	t.Helper()
+	plain, err := json.Marshal(subscriptions.Authentication{Type: subscriptions.AuthenticationOAuth2, TokenURL: tokenURL,
+		ClientID: "webhookd", ClientSecret: "secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := sealer.Seal(string(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oauth := NewSecretCache(nil, sealer).EndpointOAuth(store.LeasedDelivery{Delivery: store.Delivery{SubscriptionID: uuid.New()},
+		SealedAuthentication: sealed, AuthenticationType: subscriptions.AuthenticationOAuth2})
+	if oauth == nil {
+		t.Fatal("no OAuth2 credentials for an oauth2 subscription")
+	}
+	return oauth
+}
+
+// TestRedeliverAsksTheTokenEndpointAfresh: after the token endpoint
+// failed an attempt, an automatic retry within the failure's few seconds
+// gets the shared failure without a request (the cache protects the
+// endpoint); the merchant fixes the endpoint and redelivers at once: the
+// manual attempt asks the endpoint and the delivery succeeds. Which
+// attempts count as asked for by a person is explicitly's table.
+func TestRedeliverAsksTheTokenEndpointAfresh(t *testing.T) {
+	masterKey := bytes.Repeat([]byte{4}, 32)
+	sealer, err := signer.NewSealer(masterKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := tokenserver.New(t, "webhookd", time.Now)
+	server.Accept("secret")
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !server.Valid(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")) {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	defer receiver.Close()
+	snd := oauthSender(t, masterKey)
+	oauth := oauthEndpoint(t, sealer, server.TokenURL())
+	attempt := func(at queue.Attempt, test bool) Result {
+		t.Helper()
+		ctx := explicitly(context.Background(), at, store.LeasedDelivery{Delivery: store.Delivery{Test: test}})
+		res, err := snd.sendWith(ctx, receiver.URL, "evt", []byte(`{}`), Signing{}, nil, nil, nil, oauth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	scheduled := func(n int) queue.Attempt { return queue.Attempt{Trigger: store.TriggerScheduled, Number: n} }
+	manual := queue.Attempt{Trigger: store.TriggerManual, Number: 3}
+
+	server.Failing(http.StatusServiceUnavailable)
+	if res := attempt(scheduled(1), false); res.ErrCode == nil || *res.ErrCode != errOAuthToken || server.Requests() != 1 {
+		t.Fatalf("failing endpoint: %v after %d token requests; want oauth_token after 1", res.ErrCode, server.Requests())
+	}
+	server.Failing(0) // the merchant fixes it
+	if res := attempt(scheduled(2), false); res.ErrCode == nil || *res.ErrCode != errOAuthToken || server.Requests() != 1 {
+		t.Fatalf("automatic retry at once: %v after %d token requests; want the shared failure, no request", res.ErrCode, server.Requests())
+	}
+	if res := attempt(manual, false); !res.OK() || server.Requests() != 2 {
+		t.Fatalf("redeliver at once: %v (%q) after %d token requests; want delivered with a token asked afresh",
+			res.ErrCode, res.Body, server.Requests())
+	}
+
+	cases := []struct {
+		name  string
+		at    queue.Attempt
+		test  bool
+		asked bool
+	}{
+		{"a scheduled attempt", scheduled(2), false, false},
+		{"a redeliver, recover or Resend", manual, false, true},
+		{"a test event's first attempt", scheduled(1), true, true},
+		{"a test event's retry", scheduled(2), true, false},
+	}
+	for _, c := range cases {
+		ctx := explicitly(context.Background(), c.at, store.LeasedDelivery{Delivery: store.Delivery{Test: c.test}})
+		if askedFor(ctx) != c.asked {
+			t.Errorf("%s: asked for by a person %v, want %v", c.name, askedFor(ctx), c.asked)
+		}
+	}
+}
+
+// oauthSender is a sender whose OAuth2 tokens are shared in a Redis of its
+// own, sealed with masterKey; closed when t ends.
+func oauthSender(t *testing.T, masterKey []byte) *Sender {
+	t.Helper()
+	redis := storetest.NewRedis(t)
+	snd, err := NewSender(SenderConfig{Timeout: 2 * time.Second, AllowHTTP: true, AllowPrivate: true, MaxConns: 4, MaxConnsPerHost: 2,
+		Version: "test", OAuth: OAuthConfig{Redis: asynq.RedisClientOpt{Network: "unix", Addr: redis.Socket}, MasterKey: masterKey}},
+		clock.System{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(snd.Close)
+	return snd
 }

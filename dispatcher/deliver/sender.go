@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -13,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"code.dny.dev/ssrf"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/failtext"
 	"github.com/webhookd/webhookd/signer"
 )
 
@@ -42,6 +41,9 @@ const (
 	errDNS           = "dns_error"
 	errNetwork       = "network_error"
 	errHTTPStatus    = "http_status"
+	// errResponseTooLarge is an answer longer than the bound on what an
+	// attempt reads of it (boundedread.go): reading stopped there.
+	errResponseTooLarge = "response_too_large"
 )
 
 // SenderConfig is what the sender needs.
@@ -264,6 +266,10 @@ type Result struct {
 	// final ends the delivery whatever the schedule says: nothing can
 	// receive it any more (a listener that ended).
 	final bool
+	// cause is the error behind a failure that had no answer to show, in
+	// its own words: for the operator's log alone (the merchant reads
+	// ErrCode and Body, written for them by failtext).
+	cause error
 }
 
 // OK is true when the receiver answered 2xx.
@@ -291,7 +297,8 @@ func (s *Sender) send(ctx context.Context, target, eventID string, body []byte, 
 // internal (the certificate or credentials could not be opened, the body
 // not encrypted): no request was sent.
 func (s *Sender) SendSignedAt(ctx context.Context, target, eventID string, body []byte, sig Signing, signedAt time.Time, extra map[string]string, endpoint *EndpointTLS, oauth *EndpointOAuth) (Result, error) {
-	return s.post(ctx, target, eventID, body, sig, signedAt, extra, nil, endpoint, oauth)
+	// A person asked for the check: its token is asked afresh.
+	return s.post(asking(ctx), target, eventID, body, sig, signedAt, extra, nil, endpoint, oauth)
 }
 
 // sendWith is send with an ordered delivery's headers (ordering) besides
@@ -371,6 +378,7 @@ func (s *Sender) exchange(ctx context.Context, client *http.Client, target, even
 	res.Headers = sentHeaders(req.Header, custom)
 	if err != nil {
 		outcome, code := classify(ctx, err)
+		res.cause = err
 		return finish(outcome, code)
 	}
 	defer resp.Body.Close()
@@ -380,6 +388,7 @@ func (s *Sender) exchange(ctx context.Context, client *http.Client, target, even
 	res.Body = printable(b)
 	if err != nil {
 		outcome, code := classify(ctx, err)
+		res.cause = err
 		return finish(outcome, code)
 	}
 	// Drain a little more so that the connection can be reused; a receiver
@@ -400,51 +409,30 @@ func (s *Sender) exchange(ctx context.Context, client *http.Client, target, even
 }
 
 // classify maps a transport error to an attempt error code and a metric
-// outcome.
+// outcome, by its kind (failtext.Of: the same rule that words the
+// failure for the merchant).
 func classify(ctx context.Context, err error) (outcome, code string) {
-	var dnsErr *net.DNSError
-	var netErr net.Error
-	var certErr *tls.CertificateVerificationError
-	var recErr tls.RecordHeaderError
-	var alert tls.AlertError
-	var unknownAuth x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	var invalid x509.CertificateInvalidError
+	kind := failtext.Of(err)
 	switch {
-	case errors.Is(err, ssrf.ErrProhibitedIP), errors.Is(err, ssrf.ErrProhibitedPort),
-		errors.Is(err, ssrf.ErrProhibitedNetwork), errors.Is(err, ssrf.ErrInvalidHostPort):
+	case kind == failtext.Blocked:
 		return metrics.OutcomeBlocked, errTargetBlocked
-	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &netErr) && netErr.Timeout():
+	case kind == failtext.Timeout, errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return metrics.OutcomeTimeout, errTimeout
-	case errors.As(err, &dnsErr):
+	}
+	switch kind {
+	case failtext.NameNotFound, failtext.DNS:
 		return metrics.OutcomeNetworkError, errDNS
-	case errors.Is(err, errProxyRefused):
-		return metrics.OutcomeNetworkError, errNetwork
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case failtext.TooLarge:
+		return metrics.OutcomeNetworkError, errResponseTooLarge
+	case failtext.Refused:
 		return metrics.OutcomeNetworkError, errConnectionRefused
-	case refusedHandshake(err):
+	case failtext.HandshakeRefused:
 		return metrics.OutcomeNetworkError, errTLSHandshake
-	case errors.As(err, &certErr), errors.As(err, &recErr), errors.As(err, &alert), errors.As(err, &unknownAuth),
-		errors.As(err, &hostErr), errors.As(err, &invalid), strings.Contains(err.Error(), "tls: "):
+	case failtext.Untrusted, failtext.WrongHost, failtext.InvalidCertificate, failtext.TLS:
 		return metrics.OutcomeNetworkError, errTLS
 	default:
 		return metrics.OutcomeNetworkError, errNetwork
 	}
-}
-
-// refusedHandshake tells an endpoint that refused the TLS handshake: it
-// sent an alert (crypto/tls reports it as a "remote error"), for a client
-// certificate missing or not trusted, say. With TLS 1.3 the server checks
-// the client's certificate after the client finished its side, so the
-// alert arrives when the answer is read; the transport may then wrap it
-// without keeping its type, hence the text.
-func refusedHandshake(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "remote error" {
-		return true
-	}
-	return strings.Contains(err.Error(), "remote error: tls: ")
 }
 
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date.

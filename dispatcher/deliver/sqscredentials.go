@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/webhookd/webhookd/internal/failtext"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
@@ -52,7 +53,7 @@ func (e *engineCredentials) forDestination(ctx context.Context, d subscriptions.
 		return credentials.NewStaticCredentialsProvider(d.AccessKeyID, d.SecretAccessKey, ""), nil
 	}
 	if e == nil || !subscriptions.SQSEngineQueueAllowed(e.queues, d) {
-		return nil, failed(errAuthFailed, errors.New("the destination has no access key and this server's own AWS credentials "+
+		return nil, failed(errAuthFailed, failtext.Told("the destination has no access key and this server's own AWS credentials "+
 			"are not allowed for its queue (WEBHOOKD_SQS_ENGINE_CREDENTIALS): give the destination an access key"))
 	}
 	e.mu.Lock()
@@ -65,7 +66,8 @@ func (e *engineCredentials) forDestination(ctx context.Context, d subscriptions.
 		err = errors.New("the chain found no credentials")
 	}
 	if err != nil {
-		return nil, failed(errAuthFailed, fmt.Errorf("load this server's own AWS credentials: %w", err))
+		// What the chain met (a file, an address) is for the log.
+		return nil, failed(errAuthFailed, fmt.Errorf("%w: %w", failtext.Told("this server's own AWS credentials could not be loaded"), err))
 	}
 	e.provider = engineProvider{cfg.Credentials}
 	return e.provider, nil
@@ -81,7 +83,7 @@ type engineProvider struct{ aws.CredentialsProvider }
 func (p engineProvider) Retrieve(ctx context.Context) (aws.Credentials, error) {
 	c, err := p.CredentialsProvider.Retrieve(ctx)
 	if err != nil {
-		return c, failed(errAuthFailed, fmt.Errorf("this server's own AWS credentials: %w", err))
+		return c, failed(errAuthFailed, fmt.Errorf("%w: %w", failtext.Told("this server's own AWS credentials could not be had"), err))
 	}
 	return c, nil
 }

@@ -54,7 +54,7 @@ func (e endpoint) fetch(ctx context.Context, c Credentials, now time.Time) (fetc
 	if c.PrivateKey != "" {
 		assertion, err := e.assertion(c, now)
 		if err != nil {
-			return fetched{}, &Error{err: err}
+			return fetched{}, &Error{said: "the client assertion could not be signed", err: err}
 		}
 		// private_key_jwt: client_id in the body beside the assertion,
 		// no secret (RFC 7523 §2.2, OpenID Connect Core §9).
@@ -113,15 +113,20 @@ func (e endpoint) lifetime(tok *oauth2.Token) time.Duration {
 
 // endpointError keeps the status and RFC 6749 error code of a refusal and
 // drops the body it came with, which the endpoint controls and which could
-// echo what was sent; an exchange that got no answer keeps its cause.
+// echo what was sent (an error code in another shape is dropped too); an
+// exchange that got no answer is told in the merchant's words, its cause
+// kept for the log.
 func endpointError(err error) *Error {
 	var refused *oauth2.RetrieveError
 	if errors.As(err, &refused) {
-		e := &Error{Code: refused.ErrorCode}
+		e := &Error{}
+		if rfc6749Code.MatchString(refused.ErrorCode) {
+			e.Code = refused.ErrorCode
+		}
 		if refused.Response != nil {
 			e.Status = refused.Response.StatusCode
 		}
 		return e
 	}
-	return &Error{err: err}
+	return unanswered(err, "no usable answer")
 }

@@ -25,22 +25,46 @@ type Source struct {
 
 // Token is the subscription's current token: the shared one while it is
 // fresh, else one fetched by this process or another. A failure is an
-// *Error (the token endpoint's) or a Redis error.
-func (s *Source) Token(ctx context.Context) (Token, error) {
-	if tok, found, err := s.lookup(ctx); found {
+// *Error (the token endpoint's, or ctx ending first, which it wraps) or a
+// Redis error. A fetch that failed within FailureTTL is the answer
+// without asking the endpoint again: the retries of every worker do not
+// hammer an endpoint that is down.
+func (s *Source) Token(ctx context.Context) (Token, error) { return s.token(ctx, false) }
+
+// TokenAsked is Token for an attempt a person asked for (a redeliver, a
+// recover, a test event, an endpoint check): a failure the automatic
+// attempts met is not its answer, and the endpoint is asked again, since
+// the merchant pressing the button may just have fixed it. A failure of
+// an asked-for fetch within FailureTTL still is the answer, to asked-for
+// and automatic attempts alike, so that a recover of thousands of
+// deliveries asks a failing endpoint once, not once for each. A token
+// is shared as ever.
+func (s *Source) TokenAsked(ctx context.Context) (Token, error) { return s.token(ctx, true) }
+
+// token is Token, or TokenAsked when asked.
+func (s *Source) token(ctx context.Context, asked bool) (Token, error) {
+	if tok, found, err := s.lookup(ctx, asked); found {
 		return tok, err
 	}
 	// The shared wait outlives a caller that gives up, so that the others
-	// waiting with it in this process still get its result.
+	// waiting with it in this process still get its result. Asked-for
+	// calls wait apart: an automatic one's answer may be the failure they
+	// must not take.
+	key := s.tokenKey
+	if asked {
+		key += "|asked"
+	}
 	wait := context.WithoutCancel(ctx)
-	ch := s.tokens.flight.DoChan(s.tokenKey, func() (any, error) {
+	ch := s.tokens.flight.DoChan(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(wait, 2*s.tokens.cfg.LockTTL)
 		defer cancel()
-		return s.refresh(ctx)
+		return s.refresh(ctx, asked)
 	})
 	select {
 	case <-ctx.Done():
-		return Token{}, ctx.Err()
+		// The caller's time ran out while the fetch goes on for the others
+		// waiting: a token endpoint too slow for the attempt.
+		return Token{}, unanswered(ctx.Err(), "the wait was cancelled")
 	case r := <-ch:
 		if r.Err != nil {
 			return Token{}, r.Err
@@ -69,15 +93,20 @@ func (s *Source) Invalidate(ctx context.Context, rejected Token) error {
 // failure is a failed fetch as kept in Redis, for the workers that waited
 // for it and those that come within FailureTTL. It holds no secret.
 type failure struct {
-	Status int       `json:"status"`
-	Code   string    `json:"code,omitempty"`
-	Cause  string    `json:"cause,omitempty"`
-	Until  time.Time `json:"until"`
+	Status int    `json:"status"`
+	Code   string `json:"code,omitempty"`
+	// Cause is what went wrong in the merchant's words (Error.said).
+	Cause string    `json:"cause,omitempty"`
+	Until time.Time `json:"until"`
+	// Asked is set when the fetch was asked for by a person (TokenAsked):
+	// then it answers asked-for calls too.
+	Asked bool `json:"asked,omitempty"`
 }
 
 // lookup reads the shared token and the last failure: found is set when
-// one of them answers (a fresh token, a recent failure) or Redis fails.
-func (s *Source) lookup(ctx context.Context) (tok Token, found bool, err error) {
+// one of them answers (a fresh token, a recent failure: for an asked-for
+// call, one of an asked-for fetch) or Redis fails.
+func (s *Source) lookup(ctx context.Context, asked bool) (tok Token, found bool, err error) {
 	rc := s.tokens.cfg.Redis
 	var sealed *redis.StringCmd
 	var failed *redis.StringCmd
@@ -99,12 +128,8 @@ func (s *Source) lookup(ctx context.Context) (tok Token, found bool, err error) 
 	}
 	if b, err := failed.Bytes(); err == nil {
 		var f failure
-		if json.Unmarshal(b, &f) == nil && now.Before(f.Until) {
-			e := &Error{Status: f.Status, Code: f.Code}
-			if f.Cause != "" {
-				e.err = errors.New(f.Cause)
-			}
-			return Token{}, true, e
+		if json.Unmarshal(b, &f) == nil && now.Before(f.Until) && (f.Asked || !asked) {
+			return Token{}, true, &Error{Status: f.Status, Code: f.Code, said: f.Cause}
 		}
 	}
 	return Token{}, false, nil
@@ -117,11 +142,11 @@ return 0`)
 
 // refresh waits for the token of whichever process holds the lock, or
 // takes the lock and fetches it.
-func (s *Source) refresh(ctx context.Context) (Token, error) {
+func (s *Source) refresh(ctx context.Context, asked bool) (Token, error) {
 	cfg := s.tokens.cfg
 	owner := rand.Text()
 	for {
-		if tok, found, err := s.lookup(ctx); found {
+		if tok, found, err := s.lookup(ctx, asked); found {
 			return tok, err
 		}
 		took, err := cfg.Redis.SetNX(ctx, s.lockKey, owner, cfg.LockTTL).Result()
@@ -130,11 +155,12 @@ func (s *Source) refresh(ctx context.Context) (Token, error) {
 		}
 		if took {
 			defer releaseScript.Run(context.WithoutCancel(ctx), cfg.Redis, []string{s.lockKey}, owner)
-			return s.fetchLocked(ctx)
+			return s.fetchLocked(ctx, asked)
 		}
 		select {
 		case <-ctx.Done():
-			return Token{}, &Error{err: fmt.Errorf("waited for another worker's token: %w", ctx.Err())}
+			return Token{}, &Error{said: "timed out waiting for another worker's token",
+				err: fmt.Errorf("waited for another worker's token: %w", ctx.Err())}
 		case <-time.After(cfg.PollInterval):
 		}
 	}
@@ -142,10 +168,10 @@ func (s *Source) refresh(ctx context.Context) (Token, error) {
 
 // fetchLocked fetches a token while holding the lock and shares the
 // outcome, token or failure.
-func (s *Source) fetchLocked(ctx context.Context) (Token, error) {
+func (s *Source) fetchLocked(ctx context.Context, asked bool) (Token, error) {
 	// Another process may have stored a token between the look-up and the
 	// lock.
-	if tok, found, err := s.lookup(ctx); found {
+	if tok, found, err := s.lookup(ctx, asked); found {
 		return tok, err
 	}
 	cfg := s.tokens.cfg
@@ -157,7 +183,7 @@ func (s *Source) fetchLocked(ctx context.Context) (Token, error) {
 	now := cfg.Clock.Now()
 	got, err := s.tokens.endpoint.fetch(fetchCtx, s.creds, now)
 	if err != nil {
-		return Token{}, s.shareFailure(ctx, err, now)
+		return Token{}, s.shareFailure(ctx, err, now, asked)
 	}
 	r := record{Key: s.tokenKey, AccessToken: got.accessToken, Expiry: now.Add(got.lifetime),
 		RefreshAt: now.Add(got.lifetime - min(cfg.RefreshBefore, got.lifetime/2))}
@@ -179,17 +205,17 @@ func (s *Source) fetchLocked(ctx context.Context) (Token, error) {
 	return Token{AccessToken: r.AccessToken, Expiry: r.Expiry}, nil
 }
 
-// shareFailure keeps err for FailureTTL and returns it.
-func (s *Source) shareFailure(ctx context.Context, err error, now time.Time) error {
-	f := failure{Until: now.Add(s.tokens.cfg.FailureTTL)}
+// shareFailure keeps err for FailureTTL and returns it; asked: the fetch
+// was asked for by a person.
+func (s *Source) shareFailure(ctx context.Context, err error, now time.Time, asked bool) error {
+	f := failure{Until: now.Add(s.tokens.cfg.FailureTTL), Asked: asked}
 	var e *Error
 	if !errors.As(err, &e) {
 		return err
 	}
-	f.Status, f.Code = e.Status, e.Code
-	if e.err != nil {
-		f.Cause = e.err.Error()
-	}
+	// The merchant's words only: the cause's own text stays in this
+	// process's log.
+	f.Status, f.Code, f.Cause = e.Status, e.Code, e.said
 	b, merr := json.Marshal(f)
 	if merr != nil {
 		return err

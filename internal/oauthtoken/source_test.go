@@ -255,10 +255,11 @@ func TestHungTokenEndpointFailsWithinTheLockTTL(t *testing.T) {
 	if took := time.Since(start); took > 4*lockTTL {
 		t.Errorf("a hung token endpoint held its callers for %v", took)
 	}
-	// The fetching worker's error, and the one it shared with the others.
+	// The fetching worker's error, and the one it shared with the others,
+	// in the merchant's words.
 	for _, err := range errs {
 		var e *oauthtoken.Error
-		if !errors.As(err, &e) || e.Status != 0 || !strings.Contains(err.Error(), "deadline exceeded") {
+		if !errors.As(err, &e) || e.Status != 0 || !strings.Contains(err.Error(), "timed out") {
 			t.Fatalf("error %v, want the fetch's deadline and no status", err)
 		}
 	}
@@ -401,4 +402,53 @@ func onlyKey(t *testing.T, rc redis.UniversalClient, pattern string) string {
 		t.Fatalf("keys %s: %v, %v", pattern, keys, err)
 	}
 	return keys[0]
+}
+
+// TestAskedForTokenAsksAfresh: within FailureTTL of a failed fetch, an
+// automatic call gets the shared failure without a request; a call a
+// person asked for (TokenAsked) asks the endpoint again and, the endpoint
+// fixed, gets a token every worker then shares; a failure of an asked-for
+// fetch answers the asked-for calls that follow (a recover of many
+// deliveries asks once), and the automatic ones.
+func TestAskedForTokenAsksAfresh(t *testing.T) {
+	r := newRig(t)
+	creds := r.credentials()
+	automatic := func(w int) (oauthtoken.Token, error) {
+		return r.workers[w].Source(subscription, creds).Token(t.Context())
+	}
+	asked := func(w int) (oauthtoken.Token, error) {
+		return r.workers[w].Source(subscription, creds).TokenAsked(t.Context())
+	}
+	steps := []struct {
+		name string
+		// failing is the endpoint's status from this step on (0: grants).
+		failing int
+		get     func(w int) (oauthtoken.Token, error)
+		worker  int
+		// wantOK: a token; else the endpoint's 503.
+		wantOK       bool
+		wantRequests int
+	}{
+		{"the endpoint fails an automatic attempt", http.StatusServiceUnavailable, automatic, 0, false, 1},
+		{"another automatic attempt gets the shared failure", http.StatusServiceUnavailable, automatic, 1, false, 1},
+		{"an asked-for attempt asks again, and fails", http.StatusServiceUnavailable, asked, 1, false, 2},
+		{"the next asked-for attempt gets that failure", 0, asked, 0, false, 2},
+		{"and so does an automatic one", 0, automatic, 1, false, 2},
+		{"after FailureTTL an automatic attempt asks, and fails", http.StatusServiceUnavailable, automatic, 0, false, 3},
+		{"the endpoint fixed, an asked-for attempt asks and gets a token", 0, asked, 1, true, 4},
+		{"which every attempt shares", 0, automatic, 0, true, 4},
+	}
+	for i, st := range steps {
+		if i == 5 {
+			r.clock.Advance(6 * time.Second)
+		}
+		r.server.Failing(st.failing)
+		tok, err := st.get(st.worker)
+		if st.wantOK && (err != nil || tok.AccessToken == "") || !st.wantOK && oauthtoken.StatusOf(err) != http.StatusServiceUnavailable {
+			t.Fatalf("%s: token %q, error %v", st.name, tok.AccessToken, err)
+		}
+		if n := r.server.Requests(); n != st.wantRequests {
+			t.Fatalf("%s: %d requests to the endpoint, want %d", st.name, n, st.wantRequests)
+		}
+	}
 }
