@@ -41,8 +41,8 @@ func TestDestinationRules(t *testing.T) {
 			"destination.region"},
 		{"sqs no secret", reg, `{"type":"sqs","queue_url":"https://sqs.example.com/1/q","region":"eu-west-1","access_key_id":"a"}`,
 			"destination.secret_access_key"},
-		{"gcp_pubsub", reg, `{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks",
-			"credentials_json":"{\"type\":\"service_account\",\"client_email\":\"w@my-project.iam.gserviceaccount.com\",\"private_key\":\"pk-secret\"}"}`, ""},
+		{"gcp_pubsub", reg, destJSON(t, map[string]any{"type": "gcp_pubsub", "project_id": "my-project", "topic_id": "webhooks",
+			"credentials_json": serviceAccount(t, rsaPEM(t, 2048), nil)}), ""},
 		{"gcp_pubsub no credentials", reg, `{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks"}`, "destination.credentials_json"},
 		{"gcp_pubsub bad credentials", reg, `{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks","credentials_json":"key"}`,
 			"destination.credentials_json"},
@@ -69,7 +69,7 @@ func TestDestinationRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			shown, _ := json.Marshal(sub.Destination.Summary)
-			for _, secret := range []string{"pw", "pw-kafka", "secret-key-of", "pk-secret"} {
+			for _, secret := range []string{"pw", "pw-kafka", "secret-key-of", "PRIVATE KEY"} {
 				if strings.Contains(string(shown), ":"+secret+"@") || strings.Contains(string(shown), `"`+secret) || strings.Contains(sub.URL, secret+"@") {
 					t.Errorf("summary %s or url %q shows %q", shown, sub.URL, secret)
 				}
