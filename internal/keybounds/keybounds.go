@@ -7,11 +7,13 @@
 package keybounds
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 )
@@ -27,6 +29,10 @@ const (
 	// MaxChainCertificates bounds the certificates of one PEM chain or
 	// CA bundle: a leaf, a few intermediates and a root are five.
 	MaxChainCertificates = 5
+	// maxPrivateKeyDER bounds the DER of a private key read before it is
+	// parsed: a 4,096-bit RSA key takes under 2,400 bytes in PKCS #8, a
+	// P-521 key 241, and parsing a much larger one costs its own work.
+	maxPrivateKeyDER = 3000
 )
 
 // Codes of the refusals, for the API's error (invalid.Value's code).
@@ -41,6 +47,15 @@ const (
 
 // ErrKeyNotAccepted is wrapped by every refusal of Check and CheckChain.
 var ErrKeyNotAccepted = errors.New("key not accepted")
+
+// Refusals of ParsePrivateKeyPEM before the key's bounds: they say what
+// is wrong with the text, never what it holds.
+var (
+	// ErrNotPEM: not exactly one PEM block of a private key type.
+	ErrNotPEM = errors.New("not one PEM private key (-----BEGIN PRIVATE KEY-----, RSA or EC)")
+	// ErrUnparsable: a PEM private key block whose DER cannot be parsed.
+	ErrUnparsable = errors.New("a private key that cannot be parsed (PKCS #8, PKCS #1 or SEC 1)")
+)
 
 // Error is a refusal: Code says which rule (CodeKeySize, CodeKeyType,
 // CodeChainTooLong), Reason says why in words that quote no key material.
@@ -95,4 +110,37 @@ func CheckChain(chain []*x509.Certificate) error {
 		}
 	}
 	return nil
+}
+
+// ParsePrivateKeyPEM reads one PEM private key in the encodings openssl
+// writes, PKCS #8 ("PRIVATE KEY"), PKCS #1 ("RSA PRIVATE KEY") and SEC 1
+// ("EC PRIVATE KEY"), with nothing but space around it, and checks it by
+// Check: ErrNotPEM, ErrUnparsable or an *Error when it is not one that is
+// accepted. Every private key a merchant gives is read by it, when it is
+// given and again when a stored one is used.
+func ParsePrivateKeyPEM(s []byte) (any, error) {
+	block, rest := pem.Decode(s)
+	if block == nil || len(bytes.TrimSpace(rest)) != 0 {
+		return nil, ErrNotPEM
+	}
+	if len(block.Bytes) > maxPrivateKeyDER {
+		return nil, &Error{Code: CodeKeySize, Reason: fmt.Sprintf("a private key of more than %d bytes; an RSA key of at most %d bits is accepted", maxPrivateKeyDER, MaxRSABits)}
+	}
+	if block.Type != "PRIVATE KEY" && block.Type != "RSA PRIVATE KEY" && block.Type != "EC PRIVATE KEY" {
+		return nil, ErrNotPEM
+	}
+	// Each encoding whatever the block says, as crypto/tls reads a key:
+	// a label that does not match its DER is a common slip.
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		if key, err = x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
+			if key, err = x509.ParseECPrivateKey(block.Bytes); err != nil {
+				return nil, ErrUnparsable
+			}
+		}
+	}
+	if err := Check(key); err != nil {
+		return nil, err
+	}
+	return key, nil
 }

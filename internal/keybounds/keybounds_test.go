@@ -21,14 +21,7 @@ import (
 // the rule it breaks.
 func TestCheck(t *testing.T) {
 	t.Parallel()
-	rsa2048, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rsa1024, err := rsa.GenerateKey(rand.Reader, 1024)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rsa2048, rsa1024 := rsaKey(t, 2048), rsaKey(t, 1024)
 	p521, _ := ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
 	p224, _ := ecdsa.GenerateKey(elliptic.P224(), rand.Reader)
 	_, ed, _ := ed25519.GenerateKey(rand.Reader)
@@ -111,4 +104,50 @@ func read(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestParsePrivateKeyPEM: one PEM private key in any of the three
+// encodings, bounded by Check; a larger one is refused before it is
+// parsed; anything else is ErrNotPEM or ErrUnparsable.
+func TestParsePrivateKeyPEM(t *testing.T) {
+	t.Parallel()
+	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	sec1, _ := x509.MarshalECPrivateKey(p384)
+	rsa2048, rsa1024 := rsaKey(t, 2048), rsaKey(t, 1024)
+	encode := func(typ string, der []byte) []byte { return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}) }
+	huge := encode("RSA PRIVATE KEY", make([]byte, 60<<10))
+	for _, tc := range []struct {
+		name string
+		pem  []byte
+		want error // nil accepted
+		code string
+	}{
+		{"SEC 1 P-384", encode("EC PRIVATE KEY", sec1), nil, ""},
+		{"PKCS #1 RSA 2048", encode("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rsa2048)), nil, ""},
+		{"PKCS #8 RSA 4608", read(t, "testdata/rsa4608.pem"), keybounds.ErrKeyNotAccepted, keybounds.CodeKeySize},
+		{"PKCS #1 RSA 1024", encode("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rsa1024)), keybounds.ErrKeyNotAccepted, keybounds.CodeKeySize},
+		{"60 KiB of DER", huge, keybounds.ErrKeyNotAccepted, keybounds.CodeKeySize},
+		{"a certificate", read(t, "testdata/rsa4608.crt"), keybounds.ErrNotPEM, ""},
+		{"two keys", append(encode("EC PRIVATE KEY", sec1), encode("EC PRIVATE KEY", sec1)...), keybounds.ErrNotPEM, ""},
+		{"not PEM", []byte("MIIEvQIBADANBg"), keybounds.ErrNotPEM, ""},
+		{"garbage DER", encode("PRIVATE KEY", []byte{0x30, 0x03, 0x02, 0x01, 0x00}), keybounds.ErrUnparsable, ""},
+	} {
+		_, err := keybounds.ParsePrivateKeyPEM(tc.pem)
+		var e *keybounds.Error
+		switch {
+		case tc.want == nil && err != nil, tc.want != nil && !errors.Is(err, tc.want),
+			tc.code != "" && (!errors.As(err, &e) || e.Code != tc.code):
+			t.Errorf("%s: ParsePrivateKeyPEM = %v, want %v %s", tc.name, err, tc.want, tc.code)
+		}
+	}
+}
+
+// rsaKey is a new RSA key of bits.
+func rsaKey(t *testing.T, bits int) *rsa.PrivateKey {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, bits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

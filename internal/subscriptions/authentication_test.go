@@ -3,7 +3,9 @@ package subscriptions
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,7 @@ func TestCheckAuthentication(t *testing.T) {
 	mtls := func(cert, key, serverCA *string) AuthenticationInput {
 		return AuthenticationInput{Type: ptr(AuthenticationMTLS), ClientCertificate: cert, ClientKey: key, ServerCA: serverCA}
 	}
+	bigCert, bigKey := oversized(t)
 	for _, tc := range []struct {
 		name      string
 		in        AuthenticationInput
@@ -50,6 +53,12 @@ func TestCheckAuthentication(t *testing.T) {
 		{"key not DER", mtls(&good.CertPEM, ptr(pemOf("PRIVATE KEY", "garbage")), nil), "authentication.client_key", "private_key_invalid"},
 		{"server CA not PEM", mtls(&good.CertPEM, &good.KeyPEM, ptr("ca")), "authentication.server_ca", "pem_invalid"},
 		{"server CA too long", mtls(&good.CertPEM, &good.KeyPEM, ptr(strings.Repeat(ca.PEM, 200))), "authentication.server_ca", "pem_too_long"},
+		{"a chain of six certificates", mtls(ptr(good.CertPEM+strings.Repeat(ca.PEM, 5)), &good.KeyPEM, nil),
+			"authentication.client_certificate", "certificate_chain_too_long"},
+		{"a server CA of six certificates", mtls(&good.CertPEM, &good.KeyPEM, ptr(strings.Repeat(ca.PEM, 6))),
+			"authentication.server_ca", "certificate_chain_too_long"},
+		{"a certificate of a 4,608-bit RSA key", mtls(&bigCert, &bigKey, nil), "authentication.client_certificate", "key_size"},
+		{"a 4,608-bit RSA key", mtls(&good.CertPEM, &bigKey, nil), "authentication.client_key", "key_size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := checkAuthentication("authentication", tc.in, now)
@@ -146,4 +155,60 @@ func FuzzCheckAuthentication(f *testing.F) {
 			t.Fatalf("accepted an authentication that does not open to a client certificate: %v", err)
 		}
 	})
+}
+
+// oversized is the 4,608-bit RSA key of keybounds' testdata and its
+// self-signed certificate (made once with openssl: generating one takes
+// seconds).
+func oversized(t *testing.T) (certPEM, keyPEM string) {
+	t.Helper()
+	cert, err := os.ReadFile("../keybounds/testdata/rsa4608.crt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := os.ReadFile("../keybounds/testdata/rsa4608.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(cert), string(key)
+}
+
+// TestClientTLSRefusesOldValues: an mtls authentication stored by an
+// older build with a key or a chain beyond the bounds is refused when an
+// attempt opens it, its error ErrAuthenticationInvalid and the rule, and
+// never used; one within them opens.
+func TestClientTLSRefusesOldValues(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	ca := testpki.NewCA(t, "merchant CA")
+	good := ca.Client(t, "webhookd-client", now.Add(-time.Hour), now.Add(30*24*time.Hour))
+	bigCert, bigKey := oversized(t)
+	for _, tc := range []struct {
+		name  string
+		a     Authentication
+		param string // "" opens
+		rule  string
+	}{
+		{"within the bounds", Authentication{Type: AuthenticationMTLS, ClientCertificate: good.CertPEM, ClientKey: good.KeyPEM, ServerCA: ca.PEM}, "", ""},
+		{"a 4,608-bit RSA key", Authentication{Type: AuthenticationMTLS, ClientCertificate: bigCert, ClientKey: bigKey},
+			"authentication.client_key", "key_size"},
+		{"a chain of six", Authentication{Type: AuthenticationMTLS, ClientCertificate: good.CertPEM + strings.Repeat(ca.PEM, 5), ClientKey: good.KeyPEM},
+			"authentication.client_certificate", "certificate_chain_too_long"},
+		{"a server CA of six", Authentication{Type: AuthenticationMTLS, ClientCertificate: good.CertPEM, ClientKey: good.KeyPEM, ServerCA: strings.Repeat(ca.PEM, 6)},
+			"authentication.server_ca", "certificate_chain_too_long"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := tc.a.ClientTLS()
+			if tc.param == "" {
+				if err != nil || out.ServerCA == nil {
+					t.Fatalf("ClientTLS = %+v, %v", out, err)
+				}
+				return
+			}
+			bad := invalid.As(err)
+			if !errors.Is(err, ErrAuthenticationInvalid) || bad == nil || bad.Param != tc.param || bad.Rule != tc.rule {
+				t.Fatalf("ClientTLS = %v, want ErrAuthenticationInvalid and %s on %s", err, tc.rule, tc.param)
+			}
+		})
+	}
 }

@@ -1,10 +1,8 @@
 package subscriptions
 
 import (
-	"bytes"
-	"crypto/x509"
+	"crypto/rsa"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -346,27 +344,18 @@ func parseServiceAccount(param, raw string) (serviceAccountKey, error) {
 		return serviceAccountKey{}, invalid.Value(param, "destination_credentials_endpoint", fmt.Sprintf(
 			"%s may name only Google's own token_uri (%s) and universe_domain (%s).", param, googleTokenURI, googleUniverseDomain))
 	}
-	block, rest := pem.Decode([]byte(key.PrivateKey))
-	if block == nil || len(bytes.TrimSpace(rest)) != 0 {
+	// Google signs with RS256: an RSA key, within keybounds.
+	pk, err := keybounds.ParsePrivateKeyPEM([]byte(key.PrivateKey))
+	if _, isRSA := pk.(*rsa.PrivateKey); err == nil && !isRSA {
 		return serviceAccountKey{}, bad
 	}
-	pk, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if errors.Is(err, keybounds.ErrKeyNotAccepted) {
+		return serviceAccountKey{}, keyFault(param, err)
+	}
 	if err != nil {
-		if pk, err = x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
-			return serviceAccountKey{}, bad
-		}
+		return serviceAccountKey{}, bad
 	}
-	return key, keyWithinBounds(param, pk)
-}
-
-// keyWithinBounds refuses a key outside keybounds under param, its code
-// the bound's (key_size, key_type).
-func keyWithinBounds(param string, key any) error {
-	var e *keybounds.Error
-	if err := keybounds.Check(key); errors.As(err, &e) {
-		return invalid.Value(param, e.Code, param+" holds "+e.Reason+".")
-	}
-	return nil
+	return key, nil
 }
 
 // ServiceAccountJSON is the gcp_pubsub destination's service account key
