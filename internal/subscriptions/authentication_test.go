@@ -137,6 +137,7 @@ func FuzzCheckAuthentication(f *testing.F) {
 	f.Add("mtls", good.CertPEM, good.KeyPEM, "")
 	f.Add("mtls", good.CertPEM[:len(good.CertPEM)/2], good.KeyPEM, "")
 	f.Add("mtls", pemOf("CERTIFICATE", "\x30\x82"), pemOf("EC PRIVATE KEY", "\x30"), pemOf("CERTIFICATE", ""))
+	f.Add("mtls", good.CertPEM+strings.Repeat(ca.PEM, 5), good.KeyPEM, strings.Repeat(ca.PEM, 6))
 	f.Add("oauth2", "", "", "")
 	f.Fuzz(func(t *testing.T, typ, cert, key, serverCA string) {
 		in := AuthenticationInput{Type: &typ, ClientCertificate: &cert, ClientKey: &key, ServerCA: &serverCA}
@@ -211,4 +212,38 @@ func TestClientTLSRefusesOldValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCheckOAuth2PrivateKey: whatever private_key an
+// oauth2_client_credentials authentication holds, checking it answers
+// with a fault of authentication.private_key that never quotes it, or
+// credentials that validate again when an attempt opens them (the key
+// within keybounds both times).
+func FuzzCheckOAuth2PrivateKey(f *testing.F) {
+	ca := testpki.NewCA(f, "fuzz CA")
+	good := ca.ValidClient(f, "fuzz")
+	f.Add(good.KeyPEM)
+	f.Add(pemOf("RSA PRIVATE KEY", "garbage"))
+	f.Add(pemOf("PRIVATE KEY", string(make([]byte, 4000))))
+	f.Add("-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n")
+	c := newChecker(Rules{})
+	f.Fuzz(func(t *testing.T, privateKey string) {
+		typ := AuthenticationOAuth2
+		in := AuthenticationInput{Type: &typ, TokenURL: ptr("https://auth.example.com/token"), ClientID: ptr("webhookd"), PrivateKey: &privateKey}
+		a, _, err := c.authentication("authentication", in)
+		if err != nil {
+			bad := invalid.As(err)
+			if bad == nil || !strings.HasPrefix(bad.Param, "authentication.") {
+				t.Fatalf("error %v does not name a field of authentication", err)
+			}
+			if len(privateKey) > 8 && strings.Contains(bad.Message, privateKey) {
+				t.Fatalf("message quotes the key: %s", bad.Message)
+			}
+			return
+		}
+		creds, err := a.OAuth2Credentials()
+		if err != nil || creds.Validate() != nil {
+			t.Fatalf("checked oauth2 credentials do not validate again: %v", err)
+		}
+	})
 }
