@@ -299,17 +299,17 @@ const (
 // the rest, which can name files, commands and other token endpoints, are
 // refused by their type.
 type serviceAccountKey struct {
-	Type                    string `json:"type"`
-	ProjectID               string `json:"project_id"`
-	PrivateKeyID            string `json:"private_key_id"`
-	PrivateKey              string `json:"private_key"`
-	ClientEmail             string `json:"client_email"`
-	ClientID                string `json:"client_id"`
-	AuthURI                 string `json:"auth_uri"`
-	TokenURI                string `json:"token_uri"`
-	AuthProviderX509CertURL string `json:"auth_provider_x509_cert_url"`
-	ClientX509CertURL       string `json:"client_x509_cert_url"`
-	UniverseDomain          string `json:"universe_domain"`
+	Type                    string `json:"type,omitempty"`
+	ProjectID               string `json:"project_id,omitempty"`
+	PrivateKeyID            string `json:"private_key_id,omitempty"`
+	PrivateKey              string `json:"private_key,omitempty"`
+	ClientEmail             string `json:"client_email,omitempty"`
+	ClientID                string `json:"client_id,omitempty"`
+	AuthURI                 string `json:"auth_uri,omitempty"`
+	TokenURI                string `json:"token_uri,omitempty"`
+	AuthProviderX509CertURL string `json:"auth_provider_x509_cert_url,omitempty"`
+	ClientX509CertURL       string `json:"client_x509_cert_url,omitempty"`
+	UniverseDomain          string `json:"universe_domain,omitempty"`
 }
 
 // parseServiceAccount reads a service account key by allow-list: type

@@ -310,3 +310,37 @@ func TestDestinationSecretsReadMasked(t *testing.T) {
 		t.Errorf("rabbitmq url reads %q", got)
 	}
 }
+
+// TestServiceAccountJSONRebuilt: what Google's library is handed is the
+// key rebuilt from the members the engine uses, Google's own token
+// endpoint and universe named, whatever else the merchant's file held;
+// a stored key that breaks the rules is ErrDestinationInvalid.
+func TestServiceAccountJSONRebuilt(t *testing.T) {
+	t.Parallel()
+	key := rsaPEM(t, 2048)
+	d := subscriptions.Destination{Type: "gcp_pubsub", CredentialsJSON: serviceAccount(t, key,
+		map[string]any{"token_uri": nil, "auth_uri": "https://accounts.google.com/o/oauth2/auth"})}
+	got, err := d.ServiceAccountJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var members map[string]string
+	if err := json.Unmarshal(got, &members); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"type": "service_account", "project_id": "my-project", "private_key_id": "0123abcd", "private_key": key,
+		"client_email": "w@my-project.iam.gserviceaccount.com", "client_id": "1234567890",
+		"token_uri": "https://oauth2.googleapis.com/token", "universe_domain": "googleapis.com"}
+	if len(members) != len(want) {
+		t.Errorf("rebuilt key has members %v, want exactly those of %v", members, want)
+	}
+	for k, v := range want {
+		if members[k] != v {
+			t.Errorf("%s = %q, want %q", k, members[k], v)
+		}
+	}
+	d.CredentialsJSON = serviceAccount(t, key, map[string]any{"type": "external_account"})
+	if _, err := d.ServiceAccountJSON(); !errors.Is(err, subscriptions.ErrDestinationInvalid) {
+		t.Errorf("an external_account key: %v, want ErrDestinationInvalid", err)
+	}
+}
