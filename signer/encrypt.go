@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/webhookd/webhookd/internal/keybounds"
 	"github.com/webhookd/webhookd/receiver/jwe"
 )
 
@@ -98,6 +99,12 @@ func ParseEncryptionKey(jwk []byte) (*EncryptionKey, error) {
 			return nil, invalidKey("RSA key larger than %d bits", jose.MaxRSAModulusBits)
 		}
 		return nil, invalidKey("%v", err)
+	}
+	// The one rule of key sizes and curves every merchant key is held to
+	// (go-jose already refuses an RSA key above its own maximum).
+	var bound *keybounds.Error
+	if errors.As(keybounds.Check(k.Key), &bound) {
+		return nil, invalidKey("%s", bound.Reason)
 	}
 	alg, err := jwe.Algorithm(k.Key)
 	if err != nil {

@@ -220,7 +220,7 @@ func TestParseEncryptionKeyRefuses(t *testing.T) {
 		{"RSA private key", privateRSA, `a private key (member "d")`},
 		{"EC private key", privateEC, `a private key (member "d")`},
 		{"symmetric key", []byte(`{"kty":"oct","k":"AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow"}`), "a symmetric key"},
-		{"RSA key of 1024 bits", publicJWK(t, small, "", ""), "RSA key of 1024 bits, at least 2048 needed"},
+		{"RSA key of 1024 bits", publicJWK(t, small, "", ""), "RSA key of 1024 bits; from 2048 to 4096 bits are accepted"},
 		{"EC key on P-224", p224JWK, `EC curve "P-224"; only P-256, P-384 and P-521 are accepted`},
 		{"RSA key of 8192 bits", publicJWK(t, large, "", ""), "RSA key larger than 4096 bits"},
 		{"RSA key with an EC algorithm", publicJWK(t, &rsaKey.PublicKey, "", "ECDH-ES+A256KW"), `alg "ECDH-ES+A256KW"; an RSA key is used with RSA-OAEP-256`},

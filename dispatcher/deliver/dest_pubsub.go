@@ -33,15 +33,23 @@ func newPubSub(d subscriptions.Destination, dial brokerDialer, timeout time.Dura
 			return dial(ctx, "tcp", addr)
 		})),
 	}
+	// The key as the engine rebuilt it from the members it uses, Google's
+	// token endpoint and universe named: never the merchant's text, which
+	// Google's library would read further (files, other endpoints).
+	key, err := d.ServiceAccountJSON()
+	if err != nil {
+		return nil, err
+	}
 	switch {
-	case d.Endpoint != "" && d.CredentialsJSON == "":
-		// An emulator: no credentials, no TLS.
+	case d.Endpoint != "" && key == nil:
+		// An emulator: no credentials, no TLS (refused unless the operator
+		// allows plaintext: Destination.CheckTransport).
 		opts = append(opts, option.WithEndpoint(d.Endpoint), option.WithoutAuthentication(),
 			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
 	case d.Endpoint != "":
-		opts = append(opts, option.WithEndpoint(d.Endpoint), option.WithAuthCredentialsJSON(option.ServiceAccount, []byte(d.CredentialsJSON)))
+		opts = append(opts, option.WithEndpoint(d.Endpoint), option.WithAuthCredentialsJSON(option.ServiceAccount, key))
 	default:
-		opts = append(opts, option.WithAuthCredentialsJSON(option.ServiceAccount, []byte(d.CredentialsJSON)))
+		opts = append(opts, option.WithAuthCredentialsJSON(option.ServiceAccount, key))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -2,6 +2,7 @@ package deliver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -24,9 +25,13 @@ const maxRabbitMQChannels = 16
 // each used by one attempt at a time so that its confirm and return are
 // the attempt's own.
 type rabbitMQ struct {
-	url, exchange, key string
-	dial               brokerDialer
-	timeout            time.Duration
+	// url is the destination's url read by allow-list; urlErr why it
+	// could not be (not reached: OpenDestination checked it).
+	url           subscriptions.AMQPURL
+	urlErr        error
+	exchange, key string
+	dial          brokerDialer
+	timeout       time.Duration
 
 	mu   sync.Mutex
 	conn *amqp.Connection
@@ -42,7 +47,28 @@ type amqpChannel struct {
 }
 
 func newRabbitMQ(d subscriptions.Destination, dial brokerDialer, timeout time.Duration) *rabbitMQ {
-	return &rabbitMQ{url: d.URL, exchange: d.Exchange, key: d.RoutingKey, dial: dial, timeout: timeout}
+	u, err := subscriptions.ParseAMQPURL("destination.url", d.URL)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", subscriptions.ErrDestinationInvalid, err)
+	}
+	return &rabbitMQ{url: u, urlErr: err, exchange: d.Exchange, key: d.RoutingKey, dial: dial, timeout: timeout}
+}
+
+// amqpURI is the URI amqp091-go dials, made of the destination's typed
+// parts alone: no query, so no option of the library's (a file it would
+// open, a TLS setting, a heartbeat) comes from the merchant's text.
+func (r *rabbitMQ) amqpURI() string {
+	scheme := "amqp"
+	if r.url.Secure {
+		scheme = "amqps"
+	}
+	// A url without credentials logs in as guest, as the AMQP URI
+	// specification has it (and amqp091-go did with the url itself).
+	uri := amqp.URI{Scheme: scheme, Host: r.url.Host, Port: r.url.Port, Username: "guest", Password: "guest", Vhost: r.url.Vhost}
+	if r.url.Username != "" || r.url.Password != "" {
+		uri.Username, uri.Password = r.url.Username, r.url.Password
+	}
+	return uri.String()
 }
 
 // connection is the open connection, dialled again when there is none.
@@ -57,9 +83,16 @@ func (r *rabbitMQ) connection(ctx context.Context) (*amqp.Connection, error) {
 	if !ok {
 		deadline = time.Now().Add(r.timeout)
 	}
-	conn, err := amqp.DialConfig(r.url, amqp.Config{
-		Heartbeat:  10 * time.Second,
-		Properties: amqp.Table{"product": "webhookd", "connection_name": "webhookd deliveries"},
+	if r.urlErr != nil {
+		return nil, r.urlErr
+	}
+	conn, err := amqp.DialConfig(r.amqpURI(), amqp.Config{
+		// The engine's own TLS settings: amqp091-go reads certificate
+		// files named by the URI only when this is nil.
+		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, ServerName: r.url.Host},
+		Vhost:           r.url.Vhost,
+		Heartbeat:       10 * time.Second,
+		Properties:      amqp.Table{"product": "webhookd", "connection_name": "webhookd deliveries"},
 		Dial: func(network, addr string) (net.Conn, error) {
 			c, err := r.dial(ctx, network, addr)
 			if err != nil {

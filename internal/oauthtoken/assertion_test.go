@@ -1,9 +1,14 @@
 package oauthtoken_test
 
 import (
+	"errors"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/keybounds"
 	"github.com/webhookd/webhookd/internal/oauthtoken"
 )
 
@@ -44,5 +49,29 @@ func TestAssertionSignedWithAnotherKeyIsRefused(t *testing.T) {
 	_, err := r.workers[0].Source(subscription, creds).Token(t.Context())
 	if oauthtoken.StatusOf(err) != 401 || len(r.server.Refused()) != 1 {
 		t.Fatalf("error %v, refusals %v: want the server to refuse the signature with 401", err, r.server.Refused())
+	}
+}
+
+// TestStoredOversizedKeyIsNeverUsed: credentials stored by an older build
+// with an RSA key beyond keybounds (4,608 bits here) are refused when a
+// token is fetched, before any assertion is signed or any request sent,
+// with the rule (key_size) in the error; Validate refuses them with it.
+func TestStoredOversizedKeyIsNeverUsed(t *testing.T) {
+	big, err := os.ReadFile("../keybounds/testdata/rsa4608.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t)
+	creds := r.credentials()
+	creds.ClientSecret, creds.PrivateKey = "", string(big)
+	if e := invalid.As(creds.Validate()); e == nil || e.Param != "private_key" || e.Rule != keybounds.CodeKeySize {
+		t.Fatalf("Validate = %v, want key_size on private_key", creds.Validate())
+	}
+	_, err = r.workers[0].Source(subscription, creds).Token(t.Context())
+	if !errors.Is(err, keybounds.ErrKeyNotAccepted) || strings.Contains(err.Error(), "PRIVATE KEY") {
+		t.Fatalf("Token = %v, want the key refused by its bounds", err)
+	}
+	if n := r.server.Requests(); n != 0 {
+		t.Errorf("%d token requests, want none", n)
 	}
 }

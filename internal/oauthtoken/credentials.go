@@ -7,10 +7,8 @@ import (
 	"crypto/hmac"
 	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"log/slog"
 	"net/url"
@@ -18,11 +16,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/keybounds"
 )
-
-// minRSABits is the smallest RSA key accepted for an assertion: RFC 7518
-// §3.3 requires 2048 bits for RS256.
-const minRSABits = 2048
 
 // Credentials are what a subscription's endpoint gave the merchant to get
 // tokens from its authorization server. Exactly one of ClientSecret and
@@ -34,7 +29,8 @@ type Credentials struct {
 	ClientID string
 	// ClientSecret authenticates with client_secret_basic.
 	ClientSecret string
-	// PrivateKey, a PEM RSA (2048 bits or more) or ECDSA P-256/P-384 key,
+	// PrivateKey, a PEM RSA (2048 to 4096 bits, keybounds) or ECDSA
+	// P-256/P-384 key,
 	// authenticates with a private_key_jwt assertion (RFC 7523) instead.
 	PrivateKey string
 	// Scopes are asked for, space-separated on the wire.
@@ -75,7 +71,11 @@ func (c Credentials) Validate() error {
 	}
 	if c.PrivateKey != "" {
 		if _, _, err := c.signingKey(); err != nil {
-			return invalid.Value("private_key", "key_invalid", err.Error())
+			code := "key_invalid"
+			if bound := (*keybounds.Error)(nil); errors.As(err, &bound) {
+				code = bound.Code
+			}
+			return invalid.Value("private_key", code, err.Error())
 		}
 	}
 	for _, s := range c.Scopes {
@@ -86,22 +86,24 @@ func (c Credentials) Validate() error {
 	return nil
 }
 
-// signingKey parses PrivateKey and names the JWS algorithm its type calls
-// for. Its errors say what is wrong with the key, never what it holds.
+// signingKey parses PrivateKey within keybounds, when the credentials are
+// set and again for each assertion (credentials stored by an older build
+// may hold a key beyond them), and names the JWS algorithm its type calls
+// for. Its errors say what is wrong with the key, never what it holds; a
+// key beyond the bounds is a *keybounds.Error.
 func (c Credentials) signingKey() (crypto.Signer, jwt.SigningMethod, error) {
-	block, _ := pem.Decode([]byte(c.PrivateKey))
-	if block == nil {
+	key, err := keybounds.ParsePrivateKeyPEM([]byte(c.PrivateKey))
+	var bound *keybounds.Error
+	switch {
+	case errors.As(err, &bound):
+		return nil, nil, &keybounds.Error{Code: bound.Code, Reason: "private_key holds " + bound.Reason + "."}
+	case errors.Is(err, keybounds.ErrUnparsable):
+		return nil, nil, errors.New("private_key is not a PKCS #8, PKCS #1 or SEC 1 private key.")
+	case err != nil:
 		return nil, nil, errors.New("private_key must be a PEM private key.")
-	}
-	key, err := parsePrivateKey(block.Bytes)
-	if err != nil {
-		return nil, nil, err
 	}
 	switch k := key.(type) {
 	case *rsa.PrivateKey:
-		if k.N.BitLen() < minRSABits {
-			return nil, nil, errors.New("private_key: an RSA key must have at least 2048 bits.")
-		}
 		return k, jwt.SigningMethodRS256, nil
 	case *ecdsa.PrivateKey:
 		switch k.Curve {
@@ -112,21 +114,6 @@ func (c Credentials) signingKey() (crypto.Signer, jwt.SigningMethod, error) {
 		}
 	}
 	return nil, nil, errors.New("private_key must be an RSA or an ECDSA P-256 or P-384 key.")
-}
-
-// parsePrivateKey reads the three encodings openssl writes: PKCS #8
-// ("PRIVATE KEY"), PKCS #1 ("RSA PRIVATE KEY") and SEC 1 ("EC PRIVATE KEY").
-func parsePrivateKey(der []byte) (any, error) {
-	if k, err := x509.ParsePKCS8PrivateKey(der); err == nil {
-		return k, nil
-	}
-	if k, err := x509.ParsePKCS1PrivateKey(der); err == nil {
-		return k, nil
-	}
-	if k, err := x509.ParseECPrivateKey(der); err == nil {
-		return k, nil
-	}
-	return nil, errors.New("private_key is not a PKCS #8, PKCS #1 or SEC 1 private key.")
 }
 
 // fingerprint names this set of credentials in Redis keys: an HMAC under a

@@ -6,11 +6,13 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/keybounds"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/signer"
 )
@@ -82,12 +84,32 @@ type ClientTLS struct {
 	ServerCA *x509.CertPool
 }
 
+// ErrAuthenticationInvalid: a stored authentication breaks a rule of
+// this build (a key or a chain beyond keybounds, set by an older build).
+// It wraps the rule's *invalid.Error, which names the field and never
+// quotes its value; its attempt error code is CodeAuthenticationInvalid.
+var ErrAuthenticationInvalid = errors.New(CodeAuthenticationInvalid)
+
+// CodeAuthenticationInvalid is the attempt error code of
+// ErrAuthenticationInvalid.
+const CodeAuthenticationInvalid = "authentication_invalid"
+
 // ClientTLS parses an mtls authentication's certificate, key and server
-// CA. They were checked when they were set; an error here means the
-// stored value is not what was checked.
+// CA, checking their bounds again (an error wrapping
+// ErrAuthenticationInvalid). They were checked when they were set; any
+// other error means the stored value is not what was checked.
 func (a Authentication) ClientTLS() (ClientTLS, error) {
 	if a.Type != AuthenticationMTLS {
 		return ClientTLS{}, fmt.Errorf("authentication of type %q has no client certificate", a.Type)
+	}
+	// The bounds of keys and chains again, before any of it is used: a
+	// value stored by an older build may hold a key too large to sign
+	// with at each handshake.
+	if err := checkPrivateKey("authentication.client_key", a.ClientKey); err != nil {
+		return ClientTLS{}, fmt.Errorf("%w: %w", ErrAuthenticationInvalid, err)
+	}
+	if _, err := parseCertificates("authentication.client_certificate", a.ClientCertificate); err != nil {
+		return ClientTLS{}, fmt.Errorf("%w: %w", ErrAuthenticationInvalid, err)
 	}
 	cert, err := tls.X509KeyPair([]byte(a.ClientCertificate), []byte(a.ClientKey))
 	if err != nil {
@@ -95,9 +117,13 @@ func (a Authentication) ClientTLS() (ClientTLS, error) {
 	}
 	out := ClientTLS{Certificate: cert}
 	if a.ServerCA != "" {
+		cas, err := parseCertificates("authentication.server_ca", a.ServerCA)
+		if err != nil {
+			return ClientTLS{}, fmt.Errorf("%w: %w", ErrAuthenticationInvalid, err)
+		}
 		out.ServerCA = x509.NewCertPool()
-		if !out.ServerCA.AppendCertsFromPEM([]byte(a.ServerCA)) {
-			return ClientTLS{}, fmt.Errorf("server CA: no certificate")
+		for _, ca := range cas {
+			out.ServerCA.AddCert(ca)
 		}
 	}
 	return out, nil
@@ -223,35 +249,38 @@ func parseCertificates(param, s string) ([]*x509.Certificate, error) {
 	if len(chain) == 0 || len(bytes.TrimSpace(rest)) != 0 {
 		return nil, notPEM
 	}
+	if err := keyFault(param, keybounds.CheckChain(chain)); err != nil {
+		return nil, err
+	}
 	return chain, nil
 }
 
-// checkPrivateKey reads one PEM private key (PKCS #8, PKCS #1 or SEC 1).
-// Its messages never quote the value.
+// checkPrivateKey reads one PEM private key (PKCS #8, PKCS #1 or SEC 1)
+// within keybounds. Its messages never quote the value.
 func checkPrivateKey(param, s string) error {
-	notKey := invalid.Value(param, "pem_invalid", param+" must be one PEM private key (-----BEGIN PRIVATE KEY-----, RSA or EC).")
 	if len(s) > maxPEMLength {
 		return invalid.Value(param, "pem_too_long", fmt.Sprintf("%s must be at most %d characters.", param, maxPEMLength))
 	}
-	block, rest := pem.Decode([]byte(s))
-	if block == nil || len(bytes.TrimSpace(rest)) != 0 {
-		return notKey
-	}
-	var err error
-	switch block.Type {
-	case "PRIVATE KEY":
-		_, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-	case "RSA PRIVATE KEY":
-		_, err = x509.ParsePKCS1PrivateKey(block.Bytes)
-	case "EC PRIVATE KEY":
-		_, err = x509.ParseECPrivateKey(block.Bytes)
-	default:
-		return notKey
-	}
-	if err != nil {
+	_, err := keybounds.ParsePrivateKeyPEM([]byte(s))
+	return keyFault(param, err)
+}
+
+// keyFault is err, a refusal of keybounds, as the fault of param: what is
+// wrong with the key in words that never quote it, under the bound's code
+// (key_size, key_type, certificate_chain_too_long) or pem_invalid and
+// private_key_invalid; nil for nil.
+func keyFault(param string, err error) error {
+	var bound *keybounds.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &bound):
+		return invalid.Value(param, bound.Code, param+" holds "+bound.Reason+".")
+	case errors.Is(err, keybounds.ErrUnparsable):
 		return invalid.Value(param, "private_key_invalid", param+" holds a private key that cannot be parsed.")
+	default:
+		return invalid.Value(param, "pem_invalid", param+" must be one PEM private key (-----BEGIN PRIVATE KEY-----, RSA or EC).")
 	}
-	return nil
 }
 
 // sealAuthentication checks in at the rules' now and seals it (nil: none).

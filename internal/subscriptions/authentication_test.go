@@ -3,7 +3,9 @@ package subscriptions
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,7 @@ func TestCheckAuthentication(t *testing.T) {
 	mtls := func(cert, key, serverCA *string) AuthenticationInput {
 		return AuthenticationInput{Type: ptr(AuthenticationMTLS), ClientCertificate: cert, ClientKey: key, ServerCA: serverCA}
 	}
+	bigCert, bigKey := oversized(t)
 	for _, tc := range []struct {
 		name      string
 		in        AuthenticationInput
@@ -50,6 +53,12 @@ func TestCheckAuthentication(t *testing.T) {
 		{"key not DER", mtls(&good.CertPEM, ptr(pemOf("PRIVATE KEY", "garbage")), nil), "authentication.client_key", "private_key_invalid"},
 		{"server CA not PEM", mtls(&good.CertPEM, &good.KeyPEM, ptr("ca")), "authentication.server_ca", "pem_invalid"},
 		{"server CA too long", mtls(&good.CertPEM, &good.KeyPEM, ptr(strings.Repeat(ca.PEM, 200))), "authentication.server_ca", "pem_too_long"},
+		{"a chain of six certificates", mtls(ptr(good.CertPEM+strings.Repeat(ca.PEM, 5)), &good.KeyPEM, nil),
+			"authentication.client_certificate", "certificate_chain_too_long"},
+		{"a server CA of six certificates", mtls(&good.CertPEM, &good.KeyPEM, ptr(strings.Repeat(ca.PEM, 6))),
+			"authentication.server_ca", "certificate_chain_too_long"},
+		{"a certificate of a 4,608-bit RSA key", mtls(&bigCert, &bigKey, nil), "authentication.client_certificate", "key_size"},
+		{"a 4,608-bit RSA key", mtls(&good.CertPEM, &bigKey, nil), "authentication.client_key", "key_size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := checkAuthentication("authentication", tc.in, now)
@@ -128,6 +137,7 @@ func FuzzCheckAuthentication(f *testing.F) {
 	f.Add("mtls", good.CertPEM, good.KeyPEM, "")
 	f.Add("mtls", good.CertPEM[:len(good.CertPEM)/2], good.KeyPEM, "")
 	f.Add("mtls", pemOf("CERTIFICATE", "\x30\x82"), pemOf("EC PRIVATE KEY", "\x30"), pemOf("CERTIFICATE", ""))
+	f.Add("mtls", good.CertPEM+strings.Repeat(ca.PEM, 5), good.KeyPEM, strings.Repeat(ca.PEM, 6))
 	f.Add("oauth2", "", "", "")
 	f.Fuzz(func(t *testing.T, typ, cert, key, serverCA string) {
 		in := AuthenticationInput{Type: &typ, ClientCertificate: &cert, ClientKey: &key, ServerCA: &serverCA}
@@ -144,6 +154,96 @@ func FuzzCheckAuthentication(f *testing.F) {
 		}
 		if _, err := a.ClientTLS(); err != nil {
 			t.Fatalf("accepted an authentication that does not open to a client certificate: %v", err)
+		}
+	})
+}
+
+// oversized is the 4,608-bit RSA key of keybounds' testdata and its
+// self-signed certificate (made once with openssl: generating one takes
+// seconds).
+func oversized(t *testing.T) (certPEM, keyPEM string) {
+	t.Helper()
+	cert, err := os.ReadFile("../keybounds/testdata/rsa4608.crt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := os.ReadFile("../keybounds/testdata/rsa4608.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(cert), string(key)
+}
+
+// TestClientTLSRefusesOldValues: an mtls authentication stored by an
+// older build with a key or a chain beyond the bounds is refused when an
+// attempt opens it, its error ErrAuthenticationInvalid and the rule, and
+// never used; one within them opens.
+func TestClientTLSRefusesOldValues(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	ca := testpki.NewCA(t, "merchant CA")
+	good := ca.Client(t, "webhookd-client", now.Add(-time.Hour), now.Add(30*24*time.Hour))
+	bigCert, bigKey := oversized(t)
+	for _, tc := range []struct {
+		name  string
+		a     Authentication
+		param string // "" opens
+		rule  string
+	}{
+		{"within the bounds", Authentication{Type: AuthenticationMTLS, ClientCertificate: good.CertPEM, ClientKey: good.KeyPEM, ServerCA: ca.PEM}, "", ""},
+		{"a 4,608-bit RSA key", Authentication{Type: AuthenticationMTLS, ClientCertificate: bigCert, ClientKey: bigKey},
+			"authentication.client_key", "key_size"},
+		{"a chain of six", Authentication{Type: AuthenticationMTLS, ClientCertificate: good.CertPEM + strings.Repeat(ca.PEM, 5), ClientKey: good.KeyPEM},
+			"authentication.client_certificate", "certificate_chain_too_long"},
+		{"a server CA of six", Authentication{Type: AuthenticationMTLS, ClientCertificate: good.CertPEM, ClientKey: good.KeyPEM, ServerCA: strings.Repeat(ca.PEM, 6)},
+			"authentication.server_ca", "certificate_chain_too_long"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := tc.a.ClientTLS()
+			if tc.param == "" {
+				if err != nil || out.ServerCA == nil {
+					t.Fatalf("ClientTLS = %+v, %v", out, err)
+				}
+				return
+			}
+			bad := invalid.As(err)
+			if !errors.Is(err, ErrAuthenticationInvalid) || bad == nil || bad.Param != tc.param || bad.Rule != tc.rule {
+				t.Fatalf("ClientTLS = %v, want ErrAuthenticationInvalid and %s on %s", err, tc.rule, tc.param)
+			}
+		})
+	}
+}
+
+// FuzzCheckOAuth2PrivateKey: whatever private_key an
+// oauth2_client_credentials authentication holds, checking it answers
+// with a fault of authentication.private_key that never quotes it, or
+// credentials that validate again when an attempt opens them (the key
+// within keybounds both times).
+func FuzzCheckOAuth2PrivateKey(f *testing.F) {
+	ca := testpki.NewCA(f, "fuzz CA")
+	good := ca.ValidClient(f, "fuzz")
+	f.Add(good.KeyPEM)
+	f.Add(pemOf("RSA PRIVATE KEY", "garbage"))
+	f.Add(pemOf("PRIVATE KEY", string(make([]byte, 4000))))
+	f.Add("-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n")
+	c := newChecker(Rules{})
+	f.Fuzz(func(t *testing.T, privateKey string) {
+		typ := AuthenticationOAuth2
+		in := AuthenticationInput{Type: &typ, TokenURL: ptr("https://auth.example.com/token"), ClientID: ptr("webhookd"), PrivateKey: &privateKey}
+		a, _, err := c.authentication("authentication", in)
+		if err != nil {
+			bad := invalid.As(err)
+			if bad == nil || !strings.HasPrefix(bad.Param, "authentication.") {
+				t.Fatalf("error %v does not name a field of authentication", err)
+			}
+			if len(privateKey) > 8 && strings.Contains(bad.Message, privateKey) {
+				t.Fatalf("message quotes the key: %s", bad.Message)
+			}
+			return
+		}
+		creds, err := a.OAuth2Credentials()
+		if err != nil || creds.Validate() != nil {
+			t.Fatalf("checked oauth2 credentials do not validate again: %v", err)
 		}
 	})
 }

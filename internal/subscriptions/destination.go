@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/webhookd/webhookd/internal/invalid"
@@ -107,7 +106,10 @@ func (d Destination) GoString() string { return d.String() }
 // LogValue is String, for slog.
 func (d Destination) LogValue() slog.Value { return slog.StringValue(d.String()) }
 
-// OpenDestination opens what the registry sealed.
+// OpenDestination opens what the registry sealed and checks its shape
+// again (Destination.Check): a destination that breaks a rule of this
+// build is an error wrapping ErrDestinationInvalid and the rule's
+// *invalid.Error, whose text names the field and never its value.
 func OpenDestination(sealer *signer.Sealer, sealed []byte) (Destination, error) {
 	plain, err := sealer.Open(sealed)
 	if err != nil {
@@ -116,7 +118,12 @@ func OpenDestination(sealer *signer.Sealer, sealed []byte) (Destination, error) 
 	var d Destination
 	if err := json.Unmarshal([]byte(plain), &d); err != nil {
 		// The JSON error could quote a credential: say only that it failed.
-		return Destination{}, errors.New("open destination: not the JSON of a destination")
+		return Destination{}, fmt.Errorf("open destination: %w: not the JSON of a destination", ErrDestinationInvalid)
+	}
+	// A value sealed by an older build may break a rule added since: it
+	// is refused here, before any client library reads it.
+	if err := d.Check("destination"); err != nil {
+		return Destination{}, fmt.Errorf("open destination: %w: %w", ErrDestinationInvalid, err)
 	}
 	return d, nil
 }
@@ -203,24 +210,48 @@ func (c checker) destinationAllowed(param, typ string) error {
 
 // destination applies the rules of d's type and returns its public
 // summary and its target (the stored url: where it delivers, without
-// credentials).
+// credentials). Its shape first (Destination.Check, the rules an attempt
+// checks again), then the operator's: the type turned on, no private
+// host unless allowed, no plaintext transport unless allowed.
 func (c checker) destination(param string, d *Destination) (summary map[string]any, target string, err error) {
 	if err := c.destinationAllowed(param, d.Type); err != nil {
 		return nil, "", err
 	}
+	if d.Type == DestinationSQS {
+		// An sqs queue_url and endpoint are http(s) URLs, checked by the
+		// target URL's rules (private hosts, https) before their shape.
+		for _, f := range []struct{ param, value string }{{param + ".queue_url", d.QueueURL}, {param + ".endpoint", d.Endpoint}} {
+			if f.value != "" || f.param == param+".queue_url" {
+				if _, err := c.url(f.param, f.value); err != nil {
+					return nil, "", err
+				}
+			}
+		}
+	}
+	if err := d.Check(param); err != nil {
+		return nil, "", err
+	}
 	switch d.Type {
 	case DestinationRabbitMQ:
-		return c.rabbitMQ(param, d)
+		summary, target, err = c.rabbitMQ(param, d)
 	case DestinationKafka:
-		return c.kafka(param, d)
+		summary, target, err = c.kafka(param, d)
 	case DestinationSQS:
-		return c.sqs(param, d)
+		summary, target, err = c.sqs(param, d)
 	case DestinationPubSub:
-		return c.pubSub(param, d)
+		summary, target, err = c.pubSub(param, d)
 	case DestinationPoll:
 		return pollSummary(), pollTarget, nil
+	default:
+		return nil, "", fmt.Errorf("destination type %q has no rules", d.Type)
 	}
-	return nil, "", fmt.Errorf("destination type %q has no rules", d.Type)
+	if err != nil {
+		return nil, "", err
+	}
+	if bad := d.checkTransport(param, c.rules.AllowHTTPTargets); bad != nil {
+		return nil, "", bad
+	}
+	return summary, target, nil
 }
 
 // name checks a required or optional name field: printable, at most 255.
@@ -231,121 +262,58 @@ func name(param, v string, required bool) error {
 		}
 		return nil
 	}
-	if len(v) > maxDestinationField || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+	if len(v) > maxDestinationField || strings.ContainsFunc(v, isControl) {
 		return invalid.Value(param, "destination_name_invalid", fmt.Sprintf("%s must be at most %d characters, none of them a control character.", param, maxDestinationField))
 	}
 	return nil
 }
 
-// brokerHost checks a broker's host and port: a port in range and, unless
-// private targets are allowed, a host that may be public (checked again
-// when dialling, after DNS).
-func (c checker) brokerHost(param, host, port string) error {
-	if host == "" {
-		return invalid.Value(param, "destination_no_host", param+" must name a host.")
+// publicHost refuses, unless private targets are allowed, a broker host
+// that can only reach the service's own network (checked again when
+// dialling, after DNS).
+func (c checker) publicHost(param, host string) error {
+	if c.rules.AllowPrivateTargets {
+		return nil
 	}
-	if port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return invalid.Value(param, "destination_port", param+" has an invalid port.")
-		}
-	}
-	if !c.rules.AllowPrivateTargets {
-		if why := c.privateHost(host); why != "" {
-			return invalid.Value(param, "destination_private", param+" "+why)
-		}
+	if why := c.privateHost(host); why != "" {
+		return invalid.Value(param, "destination_private", param+" "+why)
 	}
 	return nil
 }
 
-// rabbitMQ: url amqp:// or amqps:// with a host; an exchange, or the
-// default exchange ("") and a routing_key naming the queue.
+// rabbitMQ: a public broker host; the summary shows the url without its
+// password.
 func (c checker) rabbitMQ(param string, d *Destination) (map[string]any, string, error) {
-	urlParam := param + ".url"
-	if d.URL == "" {
-		return nil, "", invalid.Missing(urlParam)
-	}
-	u, err := url.Parse(d.URL)
-	if err != nil || len(d.URL) > maxURLLength || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Opaque != "" {
-		return nil, "", invalid.Value(urlParam, "destination_url_invalid", urlParam+" must be an amqp:// or amqps:// URL such as amqps://user:password@broker.example.com/vhost.")
-	}
-	if err := c.brokerHost(urlParam, u.Hostname(), u.Port()); err != nil {
+	u, err := ParseAMQPURL(param+".url", d.URL)
+	if err != nil {
 		return nil, "", err
 	}
-	if err := name(param+".exchange", d.Exchange, false); err != nil {
+	if err := c.publicHost(param+".url", u.Host); err != nil {
 		return nil, "", err
 	}
-	if err := name(param+".routing_key", d.RoutingKey, d.Exchange == ""); err != nil {
-		return nil, "", err
-	}
-	redacted := u.Redacted()
+	shown, _ := url.Parse(d.URL) // parsed by ParseAMQPURL
+	redacted := shown.Redacted()
 	return map[string]any{"type": d.Type, "url": redacted, "exchange": d.Exchange, "routing_key": d.RoutingKey}, redacted, nil
 }
 
-// kafka: one to ten brokers host:port, a legal topic name, an optional
-// SASL of a known mechanism with a username and a password.
+// kafka: public brokers; the summary shows the SASL password masked.
 func (c checker) kafka(param string, d *Destination) (map[string]any, string, error) {
-	if len(d.Brokers) == 0 {
-		return nil, "", invalid.Missing(param + ".brokers")
-	}
-	if len(d.Brokers) > maxKafkaBrokers {
-		return nil, "", invalid.Value(param+".brokers", "destination_brokers_too_many", fmt.Sprintf("%s.brokers must list at most %d brokers.", param, maxKafkaBrokers))
-	}
 	for i, b := range d.Brokers {
-		p := fmt.Sprintf("%s.brokers[%d]", param, i)
-		host, port, err := net.SplitHostPort(b)
-		if err != nil || port == "" {
-			return nil, "", invalid.Value(p, "destination_broker_invalid", p+" must be host:port, such as kafka-1.example.com:9092.")
-		}
-		if err := c.brokerHost(p, host, port); err != nil {
+		host, _, _ := net.SplitHostPort(b) // checked by Check
+		if err := c.publicHost(fmt.Sprintf("%s.brokers[%d]", param, i), host); err != nil {
 			return nil, "", err
 		}
-	}
-	if d.Topic == "" {
-		return nil, "", invalid.Missing(param + ".topic")
-	}
-	if !kafkaTopic.MatchString(d.Topic) {
-		return nil, "", invalid.Value(param+".topic", "destination_topic_invalid", param+".topic must be 1 to 249 letters, digits, '.', '_' or '-'.")
 	}
 	summary := map[string]any{"type": d.Type, "brokers": d.Brokers, "topic": d.Topic, "tls": d.TLS}
 	if s := d.SASL; s != nil {
-		p := param + ".sasl"
-		if !slices.Contains([]string{SASLPlain, SASLScramSHA256, SASLScramSHA512}, s.Mechanism) {
-			return nil, "", invalid.Value(p+".mechanism", "destination_sasl_mechanism", p+`.mechanism must be "plain", "scram-sha-256" or "scram-sha-512".`)
-		}
-		if err := name(p+".username", s.Username, true); err != nil {
-			return nil, "", err
-		}
-		if err := name(p+".password", s.Password, true); err != nil {
-			return nil, "", err
-		}
 		summary["sasl"] = map[string]any{"mechanism": s.Mechanism, "username": s.Username, "password": maskedSecret}
 	}
 	return summary, "kafka://" + strings.Join(d.Brokers, ",") + "/" + d.Topic, nil
 }
 
-// sqs: an https queue_url, a region, both parts of an access key (or
-// the engine's own credentials where allowed, see sqsCredentials), and an
-// optional endpoint URL (an SQS-compatible server).
+// sqs: who signs its messages (sqsCredentials); the summary shows the
+// secret key masked.
 func (c checker) sqs(param string, d *Destination) (map[string]any, string, error) {
-	for _, f := range []struct {
-		param, value string
-	}{{param + ".queue_url", d.QueueURL}, {param + ".endpoint", d.Endpoint}} {
-		if f.value == "" {
-			if f.param == param+".queue_url" {
-				return nil, "", invalid.Missing(f.param)
-			}
-			continue
-		}
-		if _, err := c.url(f.param, f.value); err != nil {
-			return nil, "", err
-		}
-	}
-	if d.Region == "" {
-		return nil, "", invalid.Missing(param + ".region")
-	}
-	if !awsRegion.MatchString(d.Region) {
-		return nil, "", invalid.Value(param+".region", "destination_region_invalid", param+".region must be an AWS region such as eu-west-1.")
-	}
 	summary := map[string]any{"type": d.Type, "queue_url": d.QueueURL, "region": d.Region}
 	if err := c.sqsCredentials(param, d, summary); err != nil {
 		return nil, "", err
@@ -356,49 +324,23 @@ func (c checker) sqs(param string, d *Destination) (map[string]any, string, erro
 	return summary, d.QueueURL, nil
 }
 
-// pubSub: a project and a topic id by Google's rules, a service account
-// key (JSON) unless an endpoint (an emulator) is named, and that endpoint
-// as host:port.
+// pubSub: a public endpoint when one is named; the summary shows the key
+// masked and its client_email.
 func (c checker) pubSub(param string, d *Destination) (map[string]any, string, error) {
-	if d.ProjectID == "" {
-		return nil, "", invalid.Missing(param + ".project_id")
-	}
-	if !gcpProject.MatchString(d.ProjectID) {
-		return nil, "", invalid.Value(param+".project_id", "destination_project_invalid", param+".project_id must be a Google Cloud project id: 6 to 30 lowercase letters, digits or hyphens.")
-	}
-	if d.TopicID == "" {
-		return nil, "", invalid.Missing(param + ".topic_id")
-	}
-	if !pubsubTopic.MatchString(d.TopicID) || strings.HasPrefix(d.TopicID, "goog") {
-		return nil, "", invalid.Value(param+".topic_id", "destination_topic_invalid", param+".topic_id must be a Pub/Sub topic id: 3 to 255 characters, starting with a letter, not with goog.")
-	}
 	if d.Endpoint != "" {
-		p := param + ".endpoint"
-		host, port, err := net.SplitHostPort(d.Endpoint)
-		if err != nil || port == "" {
-			return nil, "", invalid.Value(p, "destination_endpoint_invalid", p+" must be host:port, such as pubsub.googleapis.com:443.")
-		}
-		if err := c.brokerHost(p, host, port); err != nil {
+		host, _, _ := net.SplitHostPort(d.Endpoint) // checked by Check
+		if err := c.publicHost(param+".endpoint", host); err != nil {
 			return nil, "", err
 		}
 	}
 	summary := map[string]any{"type": d.Type, "project_id": d.ProjectID, "topic_id": d.TopicID}
-	switch {
-	case d.CredentialsJSON != "":
-		p := param + ".credentials_json"
-		var key struct {
-			Type        string `json:"type"`
-			ClientEmail string `json:"client_email"`
-		}
-		if len(d.CredentialsJSON) > maxCredentialsJSON || json.Unmarshal([]byte(d.CredentialsJSON), &key) != nil || key.Type == "" {
-			return nil, "", invalid.Value(p, "destination_credentials_invalid", p+` must be a service account key as Google gives it: a JSON object with its "type".`)
+	if d.CredentialsJSON != "" {
+		key, err := parseServiceAccount(param+".credentials_json", d.CredentialsJSON)
+		if err != nil {
+			return nil, "", err
 		}
 		summary["credentials_json"] = maskedSecret
-		if key.ClientEmail != "" {
-			summary["client_email"] = key.ClientEmail
-		}
-	case d.Endpoint == "":
-		return nil, "", invalid.Missing(param + ".credentials_json")
+		summary["client_email"] = key.ClientEmail
 	}
 	if d.Endpoint != "" {
 		summary["endpoint"] = d.Endpoint

@@ -3,6 +3,7 @@ package subscriptions_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -41,8 +42,8 @@ func TestDestinationRules(t *testing.T) {
 			"destination.region"},
 		{"sqs no secret", reg, `{"type":"sqs","queue_url":"https://sqs.example.com/1/q","region":"eu-west-1","access_key_id":"a"}`,
 			"destination.secret_access_key"},
-		{"gcp_pubsub", reg, `{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks",
-			"credentials_json":"{\"type\":\"service_account\",\"client_email\":\"w@my-project.iam.gserviceaccount.com\",\"private_key\":\"pk-secret\"}"}`, ""},
+		{"gcp_pubsub", reg, destJSON(t, map[string]any{"type": "gcp_pubsub", "project_id": "my-project", "topic_id": "webhooks",
+			"credentials_json": serviceAccount(t, rsaPEM(t, 2048), nil)}), ""},
 		{"gcp_pubsub no credentials", reg, `{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks"}`, "destination.credentials_json"},
 		{"gcp_pubsub bad credentials", reg, `{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks","credentials_json":"key"}`,
 			"destination.credentials_json"},
@@ -69,7 +70,7 @@ func TestDestinationRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			shown, _ := json.Marshal(sub.Destination.Summary)
-			for _, secret := range []string{"pw", "pw-kafka", "secret-key-of", "pk-secret"} {
+			for _, secret := range []string{"pw", "pw-kafka", "secret-key-of", "PRIVATE KEY"} {
 				if strings.Contains(string(shown), ":"+secret+"@") || strings.Contains(string(shown), `"`+secret) || strings.Contains(sub.URL, secret+"@") {
 					t.Errorf("summary %s or url %q shows %q", shown, sub.URL, secret)
 				}
@@ -96,22 +97,53 @@ func FuzzParseDestination(f *testing.F) {
 	f.Add(`{"type":"webhook"}`)
 	f.Add(`null`)
 	f.Add(`[]`)
+	f.Add(`{"type":"rabbitmq","url":"amqps://u:hunter2@h:5671/v?cacertfile=/etc/hostname","routing_key":"q"}`)
+	f.Add(`{"type":"rabbitmq","url":"amqp://u:hunter2@[::1]/%2F#f","exchange":"x"}`)
+	f.Add(`{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks","credentials_json":"{\"type\":\"external_account\",\"credential_source\":{\"file\":\"/etc/hostname\"}}"}`)
+	f.Add(`{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks","endpoint":"h:8085"}`)
+	f.Add(`{"type":"sqs","queue_url":"https://sqs.example.com/1/q","region":"eu-west-1","endpoint":"http://h/?a=b","access_key_id":"a","secret_access_key":"hunter2"}`)
+	// The fault of a field, whichever rule finds it: the parse's, the
+	// shape's (Destination.Check, what an attempt asks again) or the
+	// transport's.
+	fault := func(t *testing.T, raw string, err error) {
+		t.Helper()
+		e := invalid.As(err)
+		if e == nil || !strings.HasPrefix(e.Param, "destination") {
+			t.Fatalf("%q: %v, want a fault of destination", raw, err)
+		}
+		for _, secret := range credentials(raw) {
+			if strings.Contains(e.Message, secret) {
+				t.Fatalf("the fault quotes a credential: %s", e.Message)
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		d, err := subscriptions.ParseDestination("destination", json.RawMessage(raw))
 		if err != nil {
-			e := invalid.As(err)
-			if e == nil || !strings.HasPrefix(e.Param, "destination") {
-				t.Fatalf("ParseDestination(%q) = %v, want a fault of destination", raw, err)
-			}
-			for _, secret := range credentials(raw) {
-				if strings.Contains(e.Message, secret) {
-					t.Fatalf("the fault quotes a credential: %s", e.Message)
-				}
-			}
+			fault(t, raw, err)
 			return
 		}
-		if d != nil && d.Type == "" {
+		if d == nil {
+			return
+		}
+		if d.Type == "" {
 			t.Fatalf("ParseDestination(%q) = a destination without a type", raw)
+		}
+		if err := d.Check("destination"); err != nil {
+			fault(t, raw, err)
+			return
+		}
+		if err := d.CheckTransport(false); err != nil {
+			if !errors.Is(err, subscriptions.ErrDestinationPlaintext) {
+				t.Fatalf("CheckTransport = %v, want ErrDestinationPlaintext", err)
+			}
+			fault(t, raw, err)
+		}
+		if d.Type == subscriptions.DestinationRabbitMQ {
+			// What the dispatcher dials: the url's typed parts, no option.
+			if u, err := subscriptions.ParseAMQPURL("destination.url", d.URL); err != nil || strings.ContainsAny(d.URL, "?#") || u.Port == 0 {
+				t.Fatalf("a checked url %q reads as %+v, %v", d.URL, u, err)
+			}
 		}
 	})
 }

@@ -101,13 +101,9 @@ func (c checker) sqsCredentials(param string, d *Destination, summary map[string
 		summary["credentials"] = EngineCredentials
 		return nil
 	}
-	if err := name(param+".access_key_id", d.AccessKeyID, true); err != nil {
-		return err
-	}
-	if err := name(param+".secret_access_key", d.SecretAccessKey, true); err != nil {
-		return err
-	}
+	// Both parts were checked with the destination's shape (checkSQS).
+	// The secret reads as every secret does: no part of it shown.
 	summary["access_key_id"] = d.AccessKeyID
-	summary["secret_access_key"] = MaskedValue(d.SecretAccessKey)
+	summary["secret_access_key"] = maskedSecret
 	return nil
 }
