@@ -25,6 +25,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/failtext"
+	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/signer"
@@ -138,6 +139,10 @@ type destinations struct {
 	version string
 	clock   clock.Clock
 	max     int
+	// allowPlaintext lets a destination carry its credentials and
+	// payloads in clear (WEBHOOKD_ALLOW_HTTP_TARGETS): a stored one that
+	// would is refused at each attempt otherwise.
+	allowPlaintext bool
 	// build makes a client (newBrokerClient; tests may replace it).
 	build func(subscriptions.Destination, brokerDialer, time.Duration) (brokerClient, error)
 
@@ -166,7 +171,38 @@ func newDestinations(cfg SenderConfig, dialer *net.Dialer, sealer *signer.Sealer
 		return newBrokerClient(d, dial, timeout, engine)
 	}
 	return &destinations{sealer: sealer, dial: dial, timeout: cfg.Timeout, version: cfg.Version, clock: clk,
-		max: maxDestinationClients, build: build, kept: make(map[uuid.UUID]*keptClient)}
+		max: maxDestinationClients, allowPlaintext: cfg.AllowHTTP, build: build, kept: make(map[uuid.UUID]*keptClient)}
+}
+
+// refusedDestination is the attempt's failure when a stored destination
+// breaks a rule it was not held to when it was stored (an older build's):
+// destination_invalid or destination_plaintext_refused, told in the
+// rule's words, which name the field and never quote its value. It is
+// never handed to a client. Any other error opening it stays internal.
+func refusedDestination(err error) error {
+	for _, code := range []struct {
+		is   error
+		code string
+	}{{subscriptions.ErrDestinationInvalid, subscriptions.CodeDestinationInvalid},
+		{subscriptions.ErrDestinationPlaintext, subscriptions.CodeDestinationPlaintext}} {
+		if errors.Is(err, code.is) {
+			// The rule's words for the merchant first (describeBroker
+			// takes them), the refusal itself for the log and errors.Is.
+			return failed(code.code, fmt.Errorf("%w (%w)", refusedRule(err), err))
+		}
+	}
+	return err
+}
+
+// refusedRule is the merchant's words for a stored value a rule refuses:
+// the rule's own message (an *invalid.Error names the field, never its
+// value), else a fixed phrase.
+func refusedRule(err error) error {
+	var bad *invalid.Error
+	if errors.As(err, &bad) {
+		return failtext.Told(bad.Message)
+	}
+	return failtext.Told("the stored value breaks a rule of this server; update the subscription")
 }
 
 // client is the client of the subscription's destination as sealed,
@@ -184,8 +220,11 @@ func (ds *destinations) client(subscriptionID uuid.UUID, sealed []byte, now time
 	ds.mu.Unlock()
 
 	d, err := subscriptions.OpenDestination(ds.sealer, sealed)
+	if err == nil {
+		err = d.CheckTransport(ds.allowPlaintext)
+	}
 	if err != nil {
-		return nil, err
+		return nil, refusedDestination(err)
 	}
 	c, err := ds.build(d, ds.dial, ds.timeout)
 	if err != nil {

@@ -38,7 +38,7 @@ func TestDestinationsKeepOneClientPerVersion(t *testing.T) {
 		return b
 	}
 	var built, closed atomic.Int32
-	ds := newDestinations(SenderConfig{Timeout: time.Second, MaxConns: 1, MaxConnsPerHost: 1, Version: "test", AllowPrivate: true},
+	ds := newDestinations(SenderConfig{Timeout: time.Second, MaxConns: 1, MaxConnsPerHost: 1, Version: "test", AllowPrivate: true, AllowHTTP: true},
 		nil, sealer, clock.System{})
 	ds.max = 2
 	ds.build = func(subscriptions.Destination, brokerDialer, time.Duration) (brokerClient, error) {

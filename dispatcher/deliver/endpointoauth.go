@@ -16,6 +16,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/keybounds"
 	"github.com/webhookd/webhookd/internal/oauthtoken"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/subscriptions"
@@ -220,6 +221,11 @@ func explicitly(ctx context.Context, at queue.Attempt, leased store.LeasedDelive
 // (Redis) is this server's own and is said so; its text, like the token
 // endpoint's raw cause, is for the log (Result.cause).
 func (s *Sender) tokenFailed(started time.Time, err error) Result {
+	if errors.Is(err, keybounds.ErrKeyNotAccepted) {
+		// A private_key_jwt key stored by an older build, beyond the
+		// bounds: never used, and not the token endpoint's failure.
+		return s.refusedAuthentication(started, err)
+	}
 	code := errOAuthToken
 	res := Result{Started: started, Finished: s.clock.Now(), ErrCode: &code, outcome: metrics.OutcomeNetworkError, cause: err}
 	res.Duration = res.Finished.Sub(started)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,6 +74,21 @@ func endpointTLSOf(t *testing.T, sealer *signer.Sealer, client testpki.Issued, s
 		AuthenticationType: subscriptions.AuthenticationMTLS})
 }
 
+// oversizedIdentity is a self-signed certificate and its RSA key of 4,608
+// bits (keybounds' test data): what an older build may have stored.
+func oversizedIdentity(t *testing.T) testpki.Issued {
+	t.Helper()
+	cert, err := os.ReadFile("../../internal/keybounds/testdata/rsa4608.crt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := os.ReadFile("../../internal/keybounds/testdata/rsa4608.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testpki.Issued{CertPEM: string(cert), KeyPEM: string(key)}
+}
+
 func newTestSealer(t *testing.T) *signer.Sealer {
 	t.Helper()
 	sealer, err := signer.NewSealer(make([]byte, 32))
@@ -114,6 +130,9 @@ func TestSendPresentsClientCertificate(t *testing.T) {
 		{"another CA's certificate", endpointTLSOf(t, sealer, theirs, serverCA.PEM), errTLSHandshake},
 		{"server_ca of another CA", endpointTLSOf(t, sealer, ours, strangerCA.PEM), errTLS},
 		{"no server_ca: the system's roots", endpointTLSOf(t, sealer, ours, ""), errTLS},
+		// An older build stored a 4,608-bit key: refused before any
+		// handshake, never used.
+		{"a stored key beyond the bounds", endpointTLSOf(t, sealer, oversizedIdentity(t), serverCA.PEM), subscriptions.CodeAuthenticationInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := snd.SendSignedAt(context.Background(), endpoint.url, "evt", []byte(`{}`), Signing{}, time.Time{}, nil, tc.endpoint, nil)

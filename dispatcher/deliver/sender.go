@@ -21,6 +21,9 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/failtext"
+	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/keybounds"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/signer"
 )
 
@@ -156,6 +159,11 @@ func httpClientDialing(cfg SenderConfig, dialer *net.Dialer) (*http.Client, *end
 	}
 	bounded := &boundedDialer{dial: dial, open: semaphore.NewWeighted(int64(cfg.MaxConns))}
 	build := func(config *tls.Config) *http.Transport {
+		// Sessions are resumed: a handshake that resumes one makes no
+		// certificate signature (a merchant's mTLS key's, RSA up to 4,096
+		// bits) and no certificate verification, the costly steps of a
+		// reconnection to the same endpoint.
+		config.ClientSessionCache = tls.NewLRUClientSessionCache(tlsSessionsPerTransport)
 		return &http.Transport{
 			Proxy:                  nil,
 			DialContext:            bounded.DialContext,
@@ -177,6 +185,32 @@ func httpClientDialing(cfg SenderConfig, dialer *net.Dialer) (*http.Client, *end
 		endpoints.closeIdle()
 	}
 	return &http.Client{Transport: transport, CheckRedirect: noRedirects}, endpoints
+}
+
+// tlsSessionsPerTransport bounds the TLS sessions kept for resumption by
+// one transport (the shared one, or one mTLS identity's).
+const tlsSessionsPerTransport = 64
+
+// refusedAuthentication is the result of an attempt whose stored
+// authentication breaks a rule it was not held to when it was stored (an
+// older build's: a key beyond keybounds): authentication_invalid, told in
+// the rule's words, which never quote the key. Nothing was sent; the
+// merchant replaces the authentication.
+func (s *Sender) refusedAuthentication(started time.Time, err error) Result {
+	code := subscriptions.CodeAuthenticationInvalid
+	res := Result{Started: started, Finished: s.clock.Now(), ErrCode: &code, outcome: metrics.OutcomeBlocked, cause: err}
+	res.Duration = res.Finished.Sub(started)
+	words := "the stored authentication breaks a rule of this server; set it again"
+	var bad *invalid.Error
+	var key *keybounds.Error
+	switch {
+	case errors.As(err, &bad):
+		words = bad.Message
+	case errors.As(err, &key):
+		words = key.Reason
+	}
+	res.Body = printable([]byte(truncate(code+": "+words, maxResponseBody)))
+	return res
 }
 
 // noRedirects hands a redirect back as the answer: an attempt never
@@ -322,6 +356,9 @@ func (s *Sender) post(ctx context.Context, target, eventID string, body []byte, 
 	client := s.http
 	if endpoint != nil {
 		if client, err = s.endpoints.client(endpoint); err != nil {
+			if errors.Is(err, subscriptions.ErrAuthenticationInvalid) {
+				return s.refusedAuthentication(s.clock.Now(), err), nil
+			}
 			return Result{}, err
 		}
 	}
