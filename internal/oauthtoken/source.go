@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/webhookd/webhookd/internal/keybounds"
 )
 
 // Source gets and invalidates one subscription's token.
@@ -182,6 +184,12 @@ func (s *Source) fetchLocked(ctx context.Context, asked bool) (Token, error) {
 	defer cancel()
 	now := cfg.Clock.Now()
 	got, err := s.tokens.endpoint.fetch(fetchCtx, s.creds, now)
+	if errors.Is(err, keybounds.ErrKeyNotAccepted) {
+		// The stored key is at fault, not the endpoint, which was not
+		// asked: nothing to share, and every attempt is told so itself
+		// (a shared failure would lose the refusal's kind).
+		return Token{}, err
+	}
 	if err != nil {
 		return Token{}, s.shareFailure(ctx, err, now, asked)
 	}
