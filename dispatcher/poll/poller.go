@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,13 +72,18 @@ type PollerConfig struct {
 	Store *store.Store
 	// Secrets opens the subscriptions' signing keys (required).
 	Secrets *deliver.SecretCache
-	// Redis carries the fan-out's wake-ups of long polls (required).
+	// Redis carries the fan-out's wake-ups of long polls (required): the
+	// Poller's long polls share one pub/sub connection of it
+	// (queue.WakeHub), made when the first waits.
 	Redis redis.UniversalClient
 	// MasterKey signs the iterators (required).
 	MasterKey []byte
 	// Clock dates signatures and acknowledgements; default the system
 	// clock. Waits are real time.
 	Clock clock.Clock
+	// Logger receives the shared pub/sub connection's troubles; nil
+	// logs nothing.
+	Logger *slog.Logger
 }
 
 func (c PollerConfig) validate() error {
@@ -94,7 +100,7 @@ func (c PollerConfig) validate() error {
 type Poller struct {
 	store     *store.Store
 	secrets   *deliver.SecretCache
-	redis     redis.UniversalClient
+	wakes     *queue.WakeHub
 	iterators Iterators
 	clock     clock.Clock
 }
@@ -107,9 +113,13 @@ func NewPoller(cfg PollerConfig) (*Poller, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}
 	}
-	return &Poller{store: cfg.Store, secrets: cfg.Secrets, redis: cfg.Redis, iterators: NewIterators(cfg.MasterKey),
-		clock: cfg.Clock}, nil
+	return &Poller{store: cfg.Store, secrets: cfg.Secrets, wakes: queue.NewWakeHub(cfg.Redis, cfg.Logger),
+		iterators: NewIterators(cfg.MasterKey), clock: cfg.Clock}, nil
 }
+
+// Close closes the long polls' shared pub/sub connection; a long poll
+// still waiting reads its line once more and answers.
+func (p *Poller) Close() error { return p.wakes.Close() }
 
 // validate checks a request's bounds; it fills the default limit.
 func (r *Request) validate(now time.Time) error {
@@ -232,24 +242,35 @@ func (p *Poller) read(ctx context.Context, sub store.Subscription, from store.Po
 
 // await waits up to r.Wait for the line to hold a delivery after from,
 // woken by the fan-out through Redis (queue.WakePollers), and reads it.
-// It subscribes before reading again, so that a delivery committed
-// between the first read and the subscription is read, not waited for.
+// The wait is registered, and its subscription confirmed, before the line
+// is read again, so that a delivery committed between the first read and
+// the subscription is read, not waited for. A subscription Redis has not
+// confirmed by the end of the wait (Redis away) leaves a last read.
 func (p *Poller) await(ctx context.Context, sub store.Subscription, from store.PollFrom, r Request) (Page, error) {
 	timer := time.NewTimer(r.Wait)
 	defer timer.Stop()
-	ps := p.redis.Subscribe(ctx, queue.PollChannel(sub.ID))
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
+	w, err := p.wakes.Wait(queue.PollChannel(sub.ID))
+	if errors.Is(err, queue.ErrWakeHubClosed) {
+		return p.read(ctx, sub, from, r.Limit) // shutting down: no wait
+	}
+	if err != nil {
 		return Page{}, fmt.Errorf("wait for poll line %s: %w", sub.ID, err)
 	}
-	woken := ps.Channel()
+	defer w.Close()
+	select {
+	case <-w.Ready():
+	case <-timer.C:
+		return p.read(ctx, sub, from, r.Limit)
+	case <-ctx.Done():
+		return Page{}, ctx.Err()
+	}
 	for {
 		page, err := p.read(ctx, sub, from, r.Limit)
 		if err != nil || len(page.Items) > 0 {
 			return page, err
 		}
 		select {
-		case <-woken:
+		case <-w.Woken():
 		case <-timer.C:
 			return page, nil
 		case <-ctx.Done():

@@ -1,0 +1,127 @@
+package admin_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webhookd/webhookd/internal/pollcli"
+)
+
+// longPoll is one long poll's answer.
+type longPoll struct {
+	status int
+	page   pollcli.Page
+	body   string
+	err    error
+}
+
+// startLongPoll reads sub's line with q in the background, over a real
+// HTTP connection, and answers on the returned channel.
+func (h *harness) startLongPoll(ctx context.Context, key, subID string, q url.Values) <-chan longPoll {
+	done := make(chan longPoll, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+			h.public.URL+"/v1/webhook_subscriptions/"+subID+"/poll?"+q.Encode(), nil)
+		if err != nil {
+			done <- longPoll{err: err}
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- longPoll{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		var raw json.RawMessage
+		a := longPoll{status: resp.StatusCode}
+		if a.err = json.NewDecoder(resp.Body).Decode(&raw); a.err == nil {
+			a.body = string(raw)
+			if a.status == http.StatusOK {
+				a.err = json.Unmarshal(raw, &a.page)
+			}
+		}
+		done <- a
+	}()
+	return done
+}
+
+// redisClients counts the connections of the harness's Redis server.
+func (h *harness) redisClients() int {
+	h.t.Helper()
+	list, err := h.redis.ClientList(h.t.Context()).Result()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return len(strings.Split(strings.TrimSpace(list), "\n"))
+}
+
+// waitingPolls counts the poll channels subscribed in Redis.
+func (h *harness) waitingPolls() int {
+	h.t.Helper()
+	chans, err := h.redis.PubSubChannels(h.t.Context(), "webhookd:poll:*").Result()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return len(chans)
+}
+
+// TestPollLongPollsShareOneRedisConnection: 200 long polls at once, on
+// 200 subscriptions of 10 merchants, hold a small constant number of Redis
+// connections (one shared subscription, not one each: a few merchants
+// could otherwise take every connection Redis accepts), and each is
+// answered, well before its wait, with the event its merchant published.
+func TestPollLongPollsShareOneRedisConnection(t *testing.T) {
+	t.Parallel()
+	h := newPollHarness(t)
+	const merchants, perMerchant = 10, 20
+	type poller struct{ key, merchant, sub, iterator string }
+	var polls []poller
+	for m := range merchants {
+		id := fmt.Sprintf("m%d", m)
+		key := h.merchant(id)
+		for range perMerchant {
+			sub := h.subscribePoll(key, nil)
+			polls = append(polls, poller{key: key, merchant: id, sub: sub.ID, iterator: h.poll(key, sub.ID, nil).Iterator})
+		}
+	}
+	before := h.redisClients()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	answers := make([]<-chan longPoll, len(polls))
+	for i, p := range polls {
+		answers[i] = h.startLongPoll(ctx, p.key, p.sub, url.Values{"iterator": {p.iterator}, "wait": {"30"}})
+	}
+	if !eventually(20*time.Second, func() bool { return h.waitingPolls() == len(polls) }) {
+		t.Fatalf("%d of %d long polls waiting on their channel", h.waitingPolls(), len(polls))
+	}
+	const slack = 3 // the shared subscription, and a pool's growth
+	if during := h.redisClients(); during > before+slack {
+		t.Fatalf("%d long polls took %d Redis connections (%d before them), want at most %d more",
+			len(polls), during-before, before, slack)
+	}
+	published := time.Now()
+	events := map[string]string{}
+	for m := range merchants {
+		id := fmt.Sprintf("m%d", m)
+		events[id] = h.publish(id, "payout.paid", fmt.Sprintf(`{"id":"po_%d"}`, m)).ID
+	}
+	for i, p := range polls {
+		a := <-answers[i]
+		if a.err != nil || a.status != http.StatusOK {
+			t.Fatalf("long poll %d: %d %v %s", i, a.status, a.err, a.body)
+		}
+		if len(a.page.Data) != 1 || a.page.Data[0].ID != events[p.merchant] {
+			t.Fatalf("long poll %d of %s answered %+v, want its merchant's event %s", i, p.merchant, a.page, events[p.merchant])
+		}
+	}
+	if took := time.Since(published); took > 20*time.Second {
+		t.Fatalf("the long polls were answered %v after the publishes: not woken by them", took)
+	}
+}
