@@ -29,10 +29,10 @@ import (
 // newPollHarness is the harness with a real dispatcher as its Publisher
 // and Poller (the worker is not run: nothing of a poll subscription is
 // ever attempted, and TestPollNeverDialled checks that with the sweeper).
-func newPollHarness(t *testing.T) *harness {
+func newPollHarness(t *testing.T, configure ...func(*admin.Config)) *harness {
 	t.Helper()
 	var d *dispatcher.Dispatcher
-	h := newHarness(t, func(cfg *admin.Config) {
+	h := newHarness(t, append(configure, func(cfg *admin.Config) {
 		opt := cfg.Redis.(*redis.Client).Options()
 		sealer, err := signer.NewSealer(cfg.MasterKey)
 		if err != nil {
@@ -47,7 +47,7 @@ func newPollHarness(t *testing.T) *harness {
 			t.Fatal(err)
 		}
 		usePipeline(cfg, d)
-	})
+	})...)
 	t.Cleanup(func() { d.Close() })
 	return h
 }

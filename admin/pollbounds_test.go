@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/internal/pollcli"
 )
 
@@ -123,5 +125,70 @@ func TestPollLongPollsShareOneRedisConnection(t *testing.T) {
 	}
 	if took := time.Since(published); took > 20*time.Second {
 		t.Fatalf("the long polls were answered %v after the publishes: not woken by them", took)
+	}
+}
+
+// requestsByCode reads webhookd_http_requests_total of the routes whose
+// pattern ends with suffix, by status code.
+func requestsByCode(t *testing.T, h *harness, suffix string) map[string]float64 {
+	t.Helper()
+	families, err := h.cfg.Gatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "webhookd_http_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var route, code string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "route":
+					route = l.GetValue()
+				case "code":
+					code = l.GetValue()
+				}
+			}
+			if strings.HasSuffix(route, suffix) {
+				codes[code] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return codes
+}
+
+// TestPollClientGoneIsNoError: a client that closes its long poll is
+// counted as 499 (nginx's client closed request), not as a 500, and
+// leaves no error in the log: nothing went wrong on the engine's side.
+func TestPollClientGoneIsNoError(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	h := newPollHarness(t, func(cfg *admin.Config) {
+		cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	key := h.merchant("m1")
+	sub := h.subscribePoll(key, nil)
+	iterator := h.poll(key, sub.ID, nil).Iterator
+	ctx, cancel := context.WithCancel(t.Context())
+	answer := h.startLongPoll(ctx, key, sub.ID, url.Values{"iterator": {iterator}, "wait": {"30"}})
+	if !eventually(5*time.Second, func() bool { return h.waitingPolls() == 1 }) {
+		t.Fatal("the long poll never waited")
+	}
+	cancel()
+	if a := <-answer; a.err == nil {
+		t.Fatalf("the closed long poll was answered: %d %s", a.status, a.body)
+	}
+	if !eventually(10*time.Second, func() bool { return requestsByCode(t, h, "/poll")["499"] == 1 }) {
+		t.Fatalf("poll requests by code %v, want the closed one counted as 499", requestsByCode(t, h, "/poll"))
+	}
+	if got := requestsByCode(t, h, "/poll")["500"]; got != 0 {
+		t.Errorf("%v closed long polls counted as 500", got)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, "internal error") {
+			t.Errorf("the closed long poll logged an error: %s", line)
+		}
 	}
 }
