@@ -47,7 +47,14 @@ type listenHandlers struct {
 	grace  time.Duration
 	clock  clock.Clock
 	logger *slog.Logger
+	// held bounds each merchant's connections open at once.
+	held *heldLimit
 }
+
+// listenRetryAfter is the Retry-After, in seconds, of a listen refused
+// because its merchant holds as many connections as it may: they end
+// when a developer stops the command, which is not soon.
+const listenRetryAfter = 10
 
 // errUpgradeRequired answers a GET /v1/listen that is no WebSocket
 // handshake.
@@ -83,6 +90,13 @@ func (h listenHandlers) listen(w http.ResponseWriter, r *http.Request) error {
 	if secretOnly {
 		return h.sendListenerSecret(w, r)
 	}
+	// Taken before anything is opened, and held as long as the
+	// connection: its goroutines, its Redis wait and its heartbeats.
+	release, err := h.held.hold(p.Merchant.ID)
+	if err != nil {
+		return err
+	}
+	defer release()
 
 	now := h.clock.Now()
 	var l store.Listener

@@ -18,9 +18,17 @@ type Poller interface {
 	Poll(ctx context.Context, merchantID string, id uuid.UUID, r poll.Request) (poll.Page, error)
 }
 
+// pollRetryAfter is the Retry-After, in seconds, of a long poll refused
+// because its merchant holds as many as it may: a long poll is answered
+// as soon as its line holds something, so a place is soon given back.
+const pollRetryAfter = 1
+
 // pollHandlers serve GET /v1/webhook_subscriptions/{id}/poll.
 type pollHandlers struct {
 	poller Poller
+	// held bounds each merchant's long polls (a read with wait) open at
+	// once; a read that does not wait holds nothing.
+	held *heldLimit
 }
 
 // pollItemJSON is one delivery read: the body exactly as signed (a
@@ -82,7 +90,15 @@ func (h pollHandlers) poll(w http.ResponseWriter, r *http.Request) error {
 	if h.poller == nil {
 		return errNotFound
 	}
-	page, err := h.poller.Poll(r.Context(), principalOf(r.Context()).Merchant.ID, id, req)
+	merchantID := principalOf(r.Context()).Merchant.ID
+	if req.Wait > 0 {
+		release, err := h.held.hold(merchantID)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	page, err := h.poller.Poll(r.Context(), merchantID, id, req)
 	if err != nil {
 		return err
 	}

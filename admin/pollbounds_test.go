@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/internal/pollcli"
@@ -190,5 +193,104 @@ func TestPollClientGoneIsNoError(t *testing.T) {
 		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, "internal error") {
 			t.Errorf("the closed long poll logged an error: %s", line)
 		}
+	}
+}
+
+// TestHeldRequestsBoundedPerMerchant: a merchant holds at most
+// MaxLongPollsPerMerchant long polls and MaxListenersPerMerchant listen
+// connections at once; one more is 429 rate_limit_exceeded with
+// Retry-After, in the spec's format, while another merchant opens its own
+// and a read that does not wait is answered. Once one ends, its place is
+// taken again.
+func TestHeldRequestsBoundedPerMerchant(t *testing.T) {
+	t.Parallel()
+	const bound = 2
+	h := newPollHarness(t, func(cfg *admin.Config) {
+		cfg.MaxLongPollsPerMerchant = bound
+		cfg.MaxListenersPerMerchant = bound
+	})
+	// holder opens held requests of one kind: hold returns once the
+	// request is held, with what ends it; try makes one more and answers
+	// its status, Retry-After and body.
+	type holder struct {
+		name string
+		hold func(t *testing.T, key string) (end func())
+		try  func(t *testing.T, key string) (status int, retryAfter, body string)
+	}
+	longPoll := func(t *testing.T, key string) (func(), subscription) {
+		sub := h.subscribePoll(key, nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		h.startLongPoll(ctx, key, sub.ID, url.Values{"wait": {"30"}})
+		channel := "webhookd:poll:{" + sub.ID + "}"
+		if !eventually(5*time.Second, func() bool {
+			n, err := h.redis.PubSubNumSub(t.Context(), channel).Result()
+			return err == nil && n[channel] == 1
+		}) {
+			t.Fatal("the long poll never waited")
+		}
+		return cancel, sub
+	}
+	for _, tc := range []holder{
+		{name: "long polls",
+			hold: func(t *testing.T, key string) func() { end, _ := longPoll(t, key); return end },
+			try: func(t *testing.T, key string) (int, string, string) {
+				sub := h.subscribePoll(key, nil)
+				// An empty line: answered 200 after its wait, or refused.
+				r := h.pollRaw(key, sub.ID, url.Values{"wait": {"1"}})
+				return r.Status, r.Header.Get("Retry-After"), string(r.Body)
+			}},
+		{name: "listen connections",
+			hold: func(t *testing.T, key string) func() {
+				conn, _ := h.dialListen(t.Context(), key, "")
+				return func() { conn.CloseNow() }
+			},
+			try: func(t *testing.T, key string) (int, string, string) {
+				conn, resp, err := websocket.Dial(t.Context(), h.public.URL+"/v1/listen", &websocket.DialOptions{
+					HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
+				if err == nil {
+					conn.CloseNow()
+					return http.StatusSwitchingProtocols, "", ""
+				}
+				if resp == nil {
+					t.Fatalf("dial /v1/listen: %v", err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, resp.Header.Get("Retry-After"), string(body)
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, other := h.merchant("m_"+strings.ReplaceAll(tc.name, " ", "_")), h.merchant("o_"+strings.ReplaceAll(tc.name, " ", "_"))
+			var ends []func()
+			for range bound {
+				ends = append(ends, tc.hold(t, key))
+			}
+			status, retryAfter, body := tc.try(t, key)
+			var e struct {
+				Category, Code string
+			}
+			_ = json.Unmarshal([]byte(body), &e)
+			if status != http.StatusTooManyRequests || e.Category != "rate_limit_error" || e.Code != "rate_limit_exceeded" || retryAfter == "" {
+				t.Fatalf("one more than %d: %d Retry-After %q %s, want 429 rate_limit_exceeded with Retry-After", bound, status, retryAfter, body)
+			}
+			if status, _, body := tc.try(t, other); status == http.StatusTooManyRequests {
+				t.Fatalf("another merchant refused: %s", body)
+			}
+			ends[0]()
+			if !eventually(10*time.Second, func() bool { s, _, _ := tc.try(t, key); return s != http.StatusTooManyRequests }) {
+				t.Fatal("the place of a held request that ended was never given again")
+			}
+			for _, end := range ends[1:] {
+				end()
+			}
+		})
+	}
+	// A read that does not wait holds nothing and is never refused.
+	key := h.merchant("m_reads")
+	end, sub := longPoll(t, key)
+	defer end()
+	endSecond, _ := longPoll(t, key)
+	defer endSecond()
+	if r := h.pollRaw(key, sub.ID, url.Values{"wait": {"0"}}); r.Status != http.StatusOK {
+		t.Fatalf("a read without wait at the bound: %d %s", r.Status, r.Body)
 	}
 }

@@ -103,6 +103,14 @@ type Config struct {
 	// SourceAddresses are the addresses deliveries leave from, as the
 	// operator declares them; GET /v1/webhook_source_addresses lists them.
 	SourceAddresses []netip.Prefix
+	// MaxLongPollsPerMerchant is how many long polls (poll reads with a
+	// wait) one merchant holds open at once on this process; one more is
+	// 429. Zero means DefaultMaxLongPollsPerMerchant.
+	MaxLongPollsPerMerchant int
+	// MaxListenersPerMerchant is how many listen connections one merchant
+	// holds open at once on this process; one more is 429. Zero means
+	// DefaultMaxListenersPerMerchant.
+	MaxListenersPerMerchant int
 	// ListenerGrace is how long a listener (`webhookd listen`) outlives its
 	// connection, for the command to reconnect; zero means 30 s.
 	ListenerGrace time.Duration
@@ -217,9 +225,11 @@ func New(cfg Config) (*Server, error) {
 		portalSessions: portalSessionHandlers{issuer: sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
 			store: cfg.Store, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations)},
 		listen: listenHandlers{registry: registry, store: cfg.Store, redis: cfg.Redis, grace: cfg.ListenerGrace,
-			clock: clk, logger: cfg.Logger},
+			clock: clk, logger: cfg.Logger, held: newHeldLimit("listen connections", cfg.MaxListenersPerMerchant,
+				DefaultMaxListenersPerMerchant, listenRetryAfter)},
 		legacy: legacyHandlers{changes: changes},
-		polls:  pollHandlers{poller: cfg.Poller},
+		polls: pollHandlers{poller: cfg.Poller, held: newHeldLimit("long polls", cfg.MaxLongPollsPerMerchant,
+			DefaultMaxLongPollsPerMerchant, pollRetryAfter)},
 		portal: cfg.Portal,
 
 		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis,
