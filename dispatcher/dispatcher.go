@@ -335,7 +335,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	var poller *poll.Poller
 	if len(cfg.MasterKey) > 0 {
 		if poller, err = poll.NewPoller(poll.PollerConfig{Store: cfg.Store, Secrets: deliver.NewSecretCache(cfg.Store, cfg.Sealer),
-			Redis: tasks.Redis, MasterKey: cfg.MasterKey, Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
+			Redis: tasks.Redis, MasterKey: cfg.MasterKey, Clock: cfg.Clock, Logger: cfg.Logger, Registerer: cfg.Registerer}); err != nil {
 			return nil, err
 		}
 	}
