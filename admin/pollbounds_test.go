@@ -8,13 +8,16 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/pollcli"
 )
 
@@ -293,4 +296,66 @@ func TestHeldRequestsBoundedPerMerchant(t *testing.T) {
 	if r := h.pollRaw(key, sub.ID, url.Values{"wait": {"0"}}); r.Status != http.StatusOK {
 		t.Fatalf("a read without wait at the bound: %d %s", r.Status, r.Body)
 	}
+}
+
+// FuzzPollQuery sends arbitrary query strings (iterator, since, limit,
+// wait, and anything else) to a poll subscription's read: no input is
+// answered with a 5xx; a refusal is spec 7's error naming the parameter;
+// an accepted one is a page no longer than its limit, with an iterator. A
+// query that would wait (wait in range) is left out: it would hold the
+// input for up to 30 s, and its parameters are the ones tried without it.
+func FuzzPollQuery(f *testing.F) {
+	h := startHarness(f, withPoller(f))
+	key, err := merchants.NewKeyIssuer(h.store, "sandbox", admin.DefaultVersion).Issue(context.Background(), "m_fuzz",
+		[]string{admin.ScopeRead, admin.ScopeWrite})
+	if err != nil {
+		f.Fatal(err)
+	}
+	// The subscription and its events are made by the first input, with
+	// its t (the harness's helpers need one); ITER in an input stands for
+	// an iterator of the subscription's.
+	var once sync.Once
+	var sub, iterator string
+	for _, q := range []string{
+		"", "limit=1", "limit=250", "limit=251", "limit=0", "limit=-1", "limit=1e3", "limit=%ff", "limit=99999999999999999999",
+		"wait=0", "wait=31", "wait=-1", "wait=1.5", "wait=%00", "wait=99999999999999999999",
+		"iterator=", "iterator=nope", "iterator=ITER", "iterator=ITERx", "iterator=xITER",
+		"since=2026-01-01T00:00:00Z", "since=1999-01-01T00:00:00Z", "since=2999-01-01T00:00:00Z", "since=%ff", "since=yesterday",
+		"since=2026-01-01T00:00:00Z&iterator=ITER", "limit=1&limit=2", "%zz=1", "unknown=1", "=0",
+		"limit=5;wait=0", "iterator=%00", "since=", "limit=", "wait=",
+	} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, query string) {
+		if strings.ContainsFunc(query, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '#' }) {
+			return // not a request line: net/http refuses it before any handler
+		}
+		h := h.with(t)
+		once.Do(func() {
+			sub = h.subscribePoll(key, nil).ID
+			for i := range 3 {
+				h.publish("m_fuzz", "payout.paid", fmt.Sprintf(`{"id":"po_%d"}`, i))
+			}
+			iterator = h.poll(key, sub, url.Values{"limit": {"1"}}).Iterator
+		})
+		query = strings.ReplaceAll(query, "ITER", url.QueryEscape(iterator))
+		v, _ := url.ParseQuery(query)
+		if n, err := strconv.Atoi(v.Get("wait")); err == nil && n > 0 && n <= 30 {
+			return
+		}
+		r := h.do(request{Method: http.MethodGet, Path: "/v1/webhook_subscriptions/" + sub + "/poll?" + query, Key: key})
+		noServerError(t, r)
+		if r.Status != http.StatusOK {
+			checkRefusal(t, r, false)
+			return
+		}
+		limit := 50
+		if n, err := strconv.Atoi(v.Get("limit")); err == nil {
+			limit = n
+		}
+		page := decodeAs[pollcli.Page](t, r.Body)
+		if len(page.Data) > limit || page.Iterator == "" {
+			t.Fatalf("%d items for limit %d, iterator %q", len(page.Data), limit, page.Iterator)
+		}
+	})
 }
