@@ -28,13 +28,16 @@ var ErrWakeHubClosed = errors.New("wake hub closed")
 // holds one, whatever the number of waiters (docs/decisions.md, "A
 // merchant's input", rule 4).
 //
-// A channel is subscribed when its first waiter comes and unsubscribed
-// when its last leaves. A waiter is ready once Redis has confirmed the
-// channel's subscription: a publish after that reaches it, so that a
-// reader that waits for Ready before reading again misses no wake. When
-// the connection drops, go-redis makes it again and subscribes every
-// channel again; a publish made meanwhile is lost, so every waiter of a
-// channel whose subscription is confirmed again is woken, to read again.
+// A channel is subscribed while it has waiters: a goroutine of the hub
+// writes the SUBSCRIBEs and UNSUBSCRIBEs the comings and goings call for,
+// so that no waiter waits for a write (a Redis away holds none), and a
+// channel that came and went meanwhile costs nothing. A waiter is ready
+// once Redis has confirmed the channel's subscription: a publish after
+// that reaches it, so that a reader that waits for Ready before reading
+// again misses no wake. When the connection drops, go-redis makes it
+// again and subscribes every channel again; a publish made meanwhile is
+// lost, so every waiter of a channel whose subscription is confirmed
+// again is woken, to read again.
 //
 // The channels are classic ones (SUBSCRIBE, PUBLISH), not Redis Cluster's
 // sharded ones: a classic PUBLISH reaches every node of a cluster, so the
@@ -48,8 +51,15 @@ type WakeHub struct {
 	// ps is the shared connection, made when the first waiter comes
 	// (workers, which serve no polls, never make one).
 	ps *redis.PubSub
-	// channels are the subscribed channels, each with its waiters.
+	// channels are the channels waited on, each with its waiters.
 	channels map[string]*wakeChannel
+	// subscribed are the channels whose SUBSCRIBE was written last (as
+	// go-redis keeps them, to subscribe again after a drop); changed are
+	// the channels whose waiters came or went since the writer last
+	// looked; kick tells the writer there are some.
+	subscribed map[string]bool
+	changed    map[string]struct{}
+	kick       chan struct{}
 	// unconfirmed counts, by channel, the SUBSCRIBEs written whose
 	// confirmation has not come. Redis answers one connection's commands
 	// in order, so a channel whose count falls to zero has its last
@@ -58,11 +68,13 @@ type WakeHub struct {
 	// brought, after a drop.
 	unconfirmed map[string]int
 	closed      bool
-	// done is closed when the hub's reader has stopped.
-	done chan struct{}
+	// stop ends the writer; stopped is closed once the reader and the
+	// writer have returned.
+	stop    chan struct{}
+	stopped sync.WaitGroup
 }
 
-// wakeChannel is one subscribed channel.
+// wakeChannel is one channel waited on.
 type wakeChannel struct {
 	waiters map[*Waiter]struct{}
 	// ready is closed once Redis has confirmed the subscription.
@@ -86,7 +98,9 @@ func NewWakeHub(rdb redis.UniversalClient, logger *slog.Logger) *WakeHub {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &WakeHub{rdb: rdb, logger: logger, channels: map[string]*wakeChannel{}, unconfirmed: map[string]int{}}
+	return &WakeHub{rdb: rdb, logger: logger, channels: map[string]*wakeChannel{}, subscribed: map[string]bool{},
+		changed: map[string]struct{}{}, kick: make(chan struct{}, 1), unconfirmed: map[string]int{},
+		stop: make(chan struct{})}
 }
 
 // Wait registers a waiter on channel; its Woken channel receives once for
@@ -98,31 +112,27 @@ func (h *WakeHub) Wait(channel string) (*Waiter, error) {
 	if h.closed {
 		return nil, ErrWakeHubClosed
 	}
-	w := &Waiter{hub: h, channel: channel, woken: make(chan struct{}, 1)}
-	if c, ok := h.channels[channel]; ok {
-		c.waiters[w] = struct{}{}
-		w.ready = c.ready
-		return w, nil
-	}
-	c := &wakeChannel{waiters: map[*Waiter]struct{}{w: {}}, ready: make(chan struct{})}
-	h.channels[channel] = c
-	w.ready = c.ready
-	h.unconfirmed[channel]++
 	if h.ps == nil {
 		h.ps = h.rdb.Subscribe(context.Background())
-		h.done = make(chan struct{})
+		h.stopped.Add(2)
 		go h.read(h.ps.ChannelWithSubscriptions())
+		go h.write()
 	}
-	// Written under mu, so that the SUBSCRIBEs and UNSUBSCRIBEs of one
-	// channel reach Redis in the order the counts above assume. go-redis
-	// keeps the channel among those it subscribes again after a drop even
-	// when the write fails, so the confirmation comes with the
-	// reconnection.
-	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
-	defer cancel()
-	if err := h.ps.Subscribe(ctx, channel); err != nil {
-		h.logger.Warn("wake hub: subscribe; waiting for the reconnection", "channel", channel, "error", err)
+	w := &Waiter{hub: h, channel: channel, woken: make(chan struct{}, 1)}
+	c, ok := h.channels[channel]
+	if !ok {
+		c = &wakeChannel{waiters: map[*Waiter]struct{}{}, ready: make(chan struct{})}
+		h.channels[channel] = c
+		if h.subscribed[channel] && h.unconfirmed[channel] == 0 {
+			// Its last waiter has just left and the UNSUBSCRIBE is not
+			// written: the subscription never stopped.
+			c.confirmed = true
+			close(c.ready)
+		}
+		h.change(channel)
 	}
+	c.waiters[w] = struct{}{}
+	w.ready = c.ready
 	return w, nil
 }
 
@@ -143,22 +153,71 @@ func (h *WakeHub) leave(w *Waiter) {
 		return
 	}
 	delete(c.waiters, w)
-	if len(c.waiters) > 0 || h.closed {
+	if len(c.waiters) == 0 {
+		delete(h.channels, w.channel)
+		h.change(w.channel)
+	}
+}
+
+// change notes that channel's waiters came or went, for the writer.
+func (h *WakeHub) change(channel string) {
+	h.changed[channel] = struct{}{}
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// write writes the SUBSCRIBEs and UNSUBSCRIBEs that the waiters' comings
+// and goings call for, one goroutine, so that they reach Redis in the
+// order the counts assume. go-redis keeps a channel among those it
+// subscribes again after a drop even when the write fails, and forgets an
+// unsubscribed one all the same, so a failed write is made good by the
+// reconnection.
+func (h *WakeHub) write() {
+	defer h.stopped.Done()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-h.kick:
+		}
+		var subscribe, unsubscribe []string
+		h.mu.Lock()
+		for channel := range h.changed {
+			_, waited := h.channels[channel]
+			switch {
+			case waited && !h.subscribed[channel]:
+				subscribe = append(subscribe, channel)
+				h.subscribed[channel] = true
+				h.unconfirmed[channel]++
+			case !waited && h.subscribed[channel]:
+				unsubscribe = append(unsubscribe, channel)
+				delete(h.subscribed, channel)
+			}
+		}
+		clear(h.changed)
+		h.mu.Unlock()
+		h.send(subscribe, h.ps.Subscribe)
+		h.send(unsubscribe, h.ps.Unsubscribe)
+	}
+}
+
+// send writes one command for channels, if any.
+func (h *WakeHub) send(channels []string, command func(context.Context, ...string) error) {
+	if len(channels) == 0 {
 		return
 	}
-	delete(h.channels, w.channel)
 	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
 	defer cancel()
-	if err := h.ps.Unsubscribe(ctx, w.channel); err != nil {
-		// go-redis has forgotten the channel all the same: the
-		// reconnection does not subscribe it again.
-		h.logger.Warn("wake hub: unsubscribe", "channel", w.channel, "error", err)
+	if err := command(ctx, channels...); err != nil {
+		h.logger.Warn("wake hub: (un)subscribe; the reconnection makes it good", "channels", len(channels), "error", err)
 	}
 }
 
 // read dispatches what the connection receives until it is closed.
 func (h *WakeHub) read(msgs <-chan any) {
-	defer close(h.done)
+	defer h.stopped.Done()
 	for msg := range msgs {
 		h.mu.Lock()
 		switch m := msg.(type) {
@@ -220,12 +279,13 @@ func (h *WakeHub) Close() error {
 	for _, c := range h.channels {
 		c.wake()
 	}
-	ps, done := h.ps, h.done
+	ps := h.ps
 	h.mu.Unlock()
 	if ps == nil {
 		return nil
 	}
+	close(h.stop)
 	err := ps.Close()
-	<-done
+	h.stopped.Wait()
 	return err
 }

@@ -16,6 +16,13 @@ import (
 // of that server to publish and look with.
 func newTestHub(t *testing.T) (*WakeHub, *redis.Client) {
 	t.Helper()
+	hub, rc, _ := newTestHubOn(t)
+	return hub, rc
+}
+
+// newTestHubOn is newTestHub with the server, to stop and start.
+func newTestHubOn(t *testing.T) (*WakeHub, *redis.Client, *storetest.Redis) {
+	t.Helper()
 	rd := storetest.NewRedis(t)
 	hubClient := redis.NewClient(&redis.Options{Network: "unix", Addr: rd.Socket})
 	rc := redis.NewClient(&redis.Options{Network: "unix", Addr: rd.Socket})
@@ -25,7 +32,7 @@ func newTestHub(t *testing.T) (*WakeHub, *redis.Client) {
 		_ = hubClient.Close()
 		_ = rc.Close()
 	})
-	return hub, rc
+	return hub, rc, rd
 }
 
 // readyWaiter waits on channel until Redis confirmed the subscription.
@@ -195,5 +202,34 @@ func TestWakeHubClose(t *testing.T) {
 	}
 	if !eventually(5*time.Second, func() bool { return pubsubClients(t, rc) == 0 }) {
 		t.Fatal("the pub/sub connection outlived Close")
+	}
+}
+
+// TestWakeHubRedisAway: with Redis away a Wait returns at once (no
+// waiter waits for a write), and the waiters that came meanwhile are
+// subscribed when it is back, and woken by a publish.
+func TestWakeHubRedisAway(t *testing.T) {
+	t.Parallel()
+	hub, rc, rd := newTestHubOn(t)
+	readyWaiter(t, hub, "webhookd:poll:{before}")
+	rd.Stop()
+	var during []*Waiter
+	for i := range 20 {
+		w, err := hub.Wait(fmt.Sprintf("webhookd:poll:{%d}", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Close)
+		during = append(during, w)
+	}
+	rd.Start()
+	for i, w := range during {
+		select {
+		case <-w.Ready():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("waiter %d, come while Redis was away, never subscribed", i)
+		}
+		publishOn(t, rc, fmt.Sprintf("webhookd:poll:{%d}", i))
+		woken(t, w, fmt.Sprintf("waiter %d", i))
 	}
 }
