@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/internal/store/storetest"
@@ -231,5 +232,47 @@ func TestWakeHubRedisAway(t *testing.T) {
 		}
 		publishOn(t, rc, fmt.Sprintf("webhookd:poll:{%d}", i))
 		woken(t, w, fmt.Sprintf("waiter %d", i))
+	}
+}
+
+// TestWakeHubOnACluster: on a Redis Cluster the hub's one connection, on
+// whichever node, hears publishes on channels of every slot (a classic
+// PUBLISH reaches every node), as WakePollers sends them through a
+// ClusterClient.
+func TestWakeHubOnACluster(t *testing.T) {
+	t.Parallel()
+	cluster := storetest.NewCluster(t)
+	var addrs []string
+	for _, n := range cluster.Nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	hubClient := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	publisher := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	hub := NewWakeHub(hubClient, nil)
+	t.Cleanup(func() {
+		_ = hub.Close()
+		_ = hubClient.Close()
+		_ = publisher.Close()
+	})
+	ids := make([]uuid.UUID, 30) // spread over the three nodes' slots
+	waiters := make([]*Waiter, len(ids))
+	for i := range ids {
+		ids[i] = uuid.New()
+		waiters[i] = readyWaiter(t, hub, PollChannel(ids[i]))
+	}
+	if err := WakePollers(t.Context(), publisher, ids); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range waiters {
+		woken(t, w, fmt.Sprintf("waiter %d", i))
+	}
+	subscribers := 0
+	for _, n := range cluster.Nodes {
+		rc := n.Client()
+		subscribers += pubsubClients(t, rc)
+		_ = rc.Close()
+	}
+	if subscribers != 1 {
+		t.Fatalf("%d pub/sub connections across the cluster, want 1", subscribers)
 	}
 }
