@@ -92,11 +92,11 @@ func (h listenHandlers) listen(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Taken before anything is opened, and held as long as the
 	// connection: its goroutines, its Redis wait and its heartbeats.
-	release, err := h.held.hold(p.Merchant.ID)
+	place, err := h.held.hold(ctx, p.Merchant.ID)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer place.release()
 
 	now := h.clock.Now()
 	var l store.Listener
@@ -142,7 +142,7 @@ func (h listenHandlers) listen(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.logger.InfoContext(ctx, "listener connected", "listener_id", l.ID, "merchant_id", p.Merchant.ID, "resumed", l.ID == resumeID)
 	session := &listenerConn{conn: conn, redis: h.redis, store: h.store, listener: l, secret: secret,
-		grace: h.grace, now: h.clock.Now, logger: h.logger}
+		grace: h.grace, now: h.clock.Now, logger: h.logger, place: place}
 	session.run(ctx)
 	h.logger.InfoContext(ctx, "listener disconnected", "listener_id", l.ID, "merchant_id", p.Merchant.ID)
 	return nil

@@ -23,6 +23,10 @@ type Poller interface {
 // as soon as its line holds something, so a place is soon given back.
 const pollRetryAfter = 1
 
+// pollLease is how long a long poll's place lasts in Redis: longer than
+// any long poll, so that only a process gone away leaves one to lapse.
+const pollLease = poll.MaxWait + time.Minute
+
 // pollHandlers serve GET /v1/webhook_subscriptions/{id}/poll.
 type pollHandlers struct {
 	poller Poller
@@ -92,11 +96,11 @@ func (h pollHandlers) poll(w http.ResponseWriter, r *http.Request) error {
 	}
 	merchantID := principalOf(r.Context()).Merchant.ID
 	if req.Wait > 0 {
-		release, err := h.held.hold(merchantID)
+		place, err := h.held.hold(r.Context(), merchantID)
 		if err != nil {
 			return err
 		}
-		defer release()
+		defer place.release()
 	}
 	page, err := h.poller.Poll(r.Context(), merchantID, id, req)
 	if err != nil {
