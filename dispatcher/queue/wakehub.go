@@ -191,28 +191,44 @@ func (h *WakeHub) write() {
 				subscribe = append(subscribe, channel)
 				h.subscribed[channel] = true
 				h.unconfirmed[channel]++
-			case !waited && h.subscribed[channel]:
+			case !waited && h.subscribed[channel] && h.unconfirmed[channel] == 0:
+				// Only once its SUBSCRIBEs are confirmed: a confirmation
+				// that came after the UNSUBSCRIBE was written would say
+				// nothing of the subscription in force. confirmed
+				// brings the channel back here.
 				unsubscribe = append(unsubscribe, channel)
 				delete(h.subscribed, channel)
 			}
 		}
 		clear(h.changed)
 		h.mu.Unlock()
-		h.send(subscribe, h.ps.Subscribe)
-		h.send(unsubscribe, h.ps.Unsubscribe)
+		if h.send(subscribe, h.ps.Subscribe) != nil {
+			// Not written: no confirmation of it comes, but the
+			// reconnection's, which finds the count at zero.
+			h.mu.Lock()
+			for _, channel := range subscribe {
+				if h.unconfirmed[channel]--; h.unconfirmed[channel] <= 0 {
+					delete(h.unconfirmed, channel)
+				}
+			}
+			h.mu.Unlock()
+		}
+		_ = h.send(unsubscribe, h.ps.Unsubscribe)
 	}
 }
 
 // send writes one command for channels, if any.
-func (h *WakeHub) send(channels []string, command func(context.Context, ...string) error) {
+func (h *WakeHub) send(channels []string, command func(context.Context, ...string) error) error {
 	if len(channels) == 0 {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
 	defer cancel()
-	if err := command(ctx, channels...); err != nil {
+	err := command(ctx, channels...)
+	if err != nil {
 		h.logger.Warn("wake hub: (un)subscribe; the reconnection makes it good", "channels", len(channels), "error", err)
 	}
+	return err
 }
 
 // read dispatches what the connection receives until it is closed.
@@ -247,6 +263,11 @@ func (h *WakeHub) confirmed(channel string) {
 	c, ok := h.channels[channel]
 	switch {
 	case !ok:
+		// Its waiters left while it was being subscribed: now it can be
+		// unsubscribed.
+		if h.subscribed[channel] {
+			h.change(channel)
+		}
 	case !c.confirmed:
 		c.confirmed = true
 		close(c.ready)

@@ -276,3 +276,26 @@ func TestWakeHubOnACluster(t *testing.T) {
 		t.Fatalf("%d pub/sub connections across the cluster, want 1", subscribers)
 	}
 }
+
+// TestWakeHubChurn: waiters of one channel coming and going faster than
+// Redis confirms leave the hub consistent: the last to come is subscribed
+// and woken, and once it leaves the channel is unsubscribed.
+func TestWakeHubChurn(t *testing.T) {
+	t.Parallel()
+	hub, rc := newTestHub(t)
+	const ch = "webhookd:poll:{churn}"
+	for range 500 {
+		w, err := hub.Wait(ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	last := readyWaiter(t, hub, ch)
+	publishOn(t, rc, ch)
+	woken(t, last, "the last waiter")
+	last.Close()
+	if !eventually(5*time.Second, func() bool { return numSub(t, rc, ch) == 0 }) {
+		t.Fatal("the channel stayed subscribed after the churn")
+	}
+}
