@@ -59,7 +59,7 @@ type Page struct {
 	// these items.
 	Iterator string
 	// Done is true when the line held nothing more at the time of the
-	// read.
+	// read; a page cut short by MaxCostlySignings is not done.
 	Done bool
 }
 
@@ -230,9 +230,9 @@ func (p *Poller) start(ctx context.Context, sub store.Subscription, r Request, n
 }
 
 // read reads one page from from and signs it. An item a read signed
-// within the last minute is served as it was signed; a page that would
-// sign more than MaxCostlySignings items at a cost (signedCache) ends
-// early, not done, for the next read to go on.
+// within the last minute is served as it was signed (signedCache); a page
+// that would sign afresh more than MaxCostlySignings items at a cost
+// (costlySigning) ends early, not done, for the next read to go on.
 func (p *Poller) read(ctx context.Context, sub store.Subscription, from store.PollFrom, limit int) (Page, error) {
 	ds, err := p.store.ReadPoll(ctx, sub.ID, from, limit+1)
 	if err != nil {
