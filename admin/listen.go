@@ -47,7 +47,14 @@ type listenHandlers struct {
 	grace  time.Duration
 	clock  clock.Clock
 	logger *slog.Logger
+	// held bounds each merchant's connections open at once.
+	held *heldLimit
 }
+
+// listenRetryAfter is the Retry-After, in seconds, of a listen refused
+// because its merchant holds as many connections as it may: they end
+// when a developer stops the command, which is not soon.
+const listenRetryAfter = 10
 
 // errUpgradeRequired answers a GET /v1/listen that is no WebSocket
 // handshake.
@@ -83,6 +90,13 @@ func (h listenHandlers) listen(w http.ResponseWriter, r *http.Request) error {
 	if secretOnly {
 		return h.sendListenerSecret(w, r)
 	}
+	// Taken before anything is opened, and held as long as the
+	// connection: its goroutines, its Redis wait and its heartbeats.
+	place, err := h.held.hold(ctx, p.Merchant.ID)
+	if err != nil {
+		return err
+	}
+	defer place.release()
 
 	now := h.clock.Now()
 	var l store.Listener
@@ -128,7 +142,7 @@ func (h listenHandlers) listen(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.logger.InfoContext(ctx, "listener connected", "listener_id", l.ID, "merchant_id", p.Merchant.ID, "resumed", l.ID == resumeID)
 	session := &listenerConn{conn: conn, redis: h.redis, store: h.store, listener: l, secret: secret,
-		grace: h.grace, now: h.clock.Now, logger: h.logger}
+		grace: h.grace, now: h.clock.Now, logger: h.logger, place: place}
 	session.run(ctx)
 	h.logger.InfoContext(ctx, "listener disconnected", "listener_id", l.ID, "merchant_id", p.Merchant.ID)
 	return nil

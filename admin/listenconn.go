@@ -85,6 +85,9 @@ type listenerConn struct {
 	grace    time.Duration
 	now      func() time.Time
 	logger   *slog.Logger
+	// place is the connection's place among its merchant's listen
+	// connections (heldLimit), renewed at each heartbeat.
+	place *heldPlace
 
 	mu sync.Mutex
 	// pending are the deliveries written to the socket and not yet
@@ -157,6 +160,10 @@ func (c *listenerConn) heartbeat(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			// Postgres away for a moment: the grace covers a missed beat.
 			c.logger.WarnContext(ctx, "listener: heartbeat", "listener_id", c.listener.ID, "error", err)
+		}
+		if err := c.place.renew(ctx); err != nil && ctx.Err() == nil {
+			// Its lease is two graces: a missed beat or two keeps it.
+			c.logger.WarnContext(ctx, "listener: renew its place", "listener_id", c.listener.ID, "error", err)
 		}
 		c.forgetExpired()
 		select {

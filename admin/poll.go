@@ -18,9 +18,21 @@ type Poller interface {
 	Poll(ctx context.Context, merchantID string, id uuid.UUID, r poll.Request) (poll.Page, error)
 }
 
+// pollRetryAfter is the Retry-After, in seconds, of a long poll refused
+// because its merchant holds as many as it may: a long poll is answered
+// as soon as its line holds something, so a place is soon given back.
+const pollRetryAfter = 1
+
+// pollLease is how long a long poll's place lasts in Redis: longer than
+// any long poll, so that only a process gone away leaves one to lapse.
+const pollLease = poll.MaxWait + time.Minute
+
 // pollHandlers serve GET /v1/webhook_subscriptions/{id}/poll.
 type pollHandlers struct {
 	poller Poller
+	// held bounds each merchant's long polls (a read with wait) open at
+	// once; a read that does not wait holds nothing.
+	held *heldLimit
 }
 
 // pollItemJSON is one delivery read: the body exactly as signed (a
@@ -82,7 +94,15 @@ func (h pollHandlers) poll(w http.ResponseWriter, r *http.Request) error {
 	if h.poller == nil {
 		return errNotFound
 	}
-	page, err := h.poller.Poll(r.Context(), principalOf(r.Context()).Merchant.ID, id, req)
+	merchantID := principalOf(r.Context()).Merchant.ID
+	if req.Wait > 0 {
+		place, err := h.held.hold(r.Context(), merchantID)
+		if err != nil {
+			return err
+		}
+		defer place.release()
+	}
+	page, err := h.poller.Poll(r.Context(), merchantID, id, req)
 	if err != nil {
 		return err
 	}

@@ -29,16 +29,21 @@ import (
 // newPollHarness is the harness with a real dispatcher as its Publisher
 // and Poller (the worker is not run: nothing of a poll subscription is
 // ever attempted, and TestPollNeverDialled checks that with the sweeper).
-func newPollHarness(t *testing.T) *harness {
+func newPollHarness(t *testing.T, configure ...func(*admin.Config)) *harness {
 	t.Helper()
-	var d *dispatcher.Dispatcher
-	h := newHarness(t, func(cfg *admin.Config) {
+	return newHarness(t, append(configure, withPoller(t))...)
+}
+
+// withPoller gives the API a real dispatcher as its Publisher and Poller,
+// closed when t ends.
+func withPoller(t testing.TB) func(*admin.Config) {
+	return func(cfg *admin.Config) {
 		opt := cfg.Redis.(*redis.Client).Options()
 		sealer, err := signer.NewSealer(cfg.MasterKey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err = dispatcher.New(dispatcher.Config{
+		d, err := dispatcher.New(dispatcher.Config{
 			Store: cfg.Store, Redis: asynq.RedisClientOpt{Network: opt.Network, Addr: opt.Addr},
 			AllowHTTPTargets: true, AllowPrivateTargets: true, Sealer: sealer, MasterKey: cfg.MasterKey,
 			DefaultAPIVersion: admin.DefaultVersion,
@@ -46,10 +51,9 @@ func newPollHarness(t *testing.T) *harness {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { d.Close() })
 		usePipeline(cfg, d)
-	})
-	t.Cleanup(func() { d.Close() })
-	return h
+	}
 }
 
 // subscribePoll creates a poll subscription of key's merchant with the

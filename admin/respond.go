@@ -64,8 +64,26 @@ type responder struct {
 // render, rather than writing it itself.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// writeError renders err in the format of the request's surface.
+// statusClientClosed is the status a request is counted and logged with
+// when its client went away before the answer (nginx's 499, "client
+// closed request"): no status was sent, and nothing failed on the
+// engine's side, so it is neither a 500 nor an error in the log.
+const statusClientClosed = 499
+
+// clientGone tells whether err is the request's own context cancelled
+// because its client closed the connection (a long poll or a listen
+// given up, a request abandoned midway).
+func clientGone(r *http.Request, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled)
+}
+
+// writeError renders err in the format of the request's surface; a
+// request whose client went away is only noted as statusClientClosed.
 func (rs responder) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if clientGone(r, err) {
+		w.WriteHeader(statusClientClosed)
+		return
+	}
 	e := asError(r.Context(), rs.logger, err)
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))

@@ -107,6 +107,15 @@ type Config struct {
 	// SourceAddresses are the addresses deliveries leave from, as the
 	// operator declares them; GET /v1/webhook_source_addresses lists them.
 	SourceAddresses []netip.Prefix
+	// MaxLongPollsPerMerchant is how many long polls (poll reads with a
+	// wait) one merchant holds open at once, across the API processes
+	// sharing Redis (this process's when Redis cannot be asked); one more
+	// is 429. Zero means DefaultMaxLongPollsPerMerchant.
+	MaxLongPollsPerMerchant int
+	// MaxListenersPerMerchant is how many listen connections one merchant
+	// holds open at once, counted as MaxLongPollsPerMerchant; one more is
+	// 429. Zero means DefaultMaxListenersPerMerchant.
+	MaxListenersPerMerchant int
 	// ListenerGrace is how long a listener (`webhookd listen`) outlives its
 	// connection, for the command to reconnect; zero means 30 s.
 	ListenerGrace time.Duration
@@ -223,9 +232,11 @@ func New(cfg Config) (*Server, error) {
 		portalSessions: portalSessionHandlers{issuer: sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
 			store: cfg.Store, limits: limits, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations)},
 		listen: listenHandlers{registry: registry, store: cfg.Store, redis: cfg.Redis, grace: cfg.ListenerGrace,
-			clock: clk, logger: cfg.Logger},
+			clock: clk, logger: cfg.Logger, held: newHeldLimit("listen", "listen connections", cfg.MaxListenersPerMerchant,
+				DefaultMaxListenersPerMerchant, listenRetryAfter, 2*cfg.ListenerGrace, cfg.Redis, clk, cfg.Logger)},
 		legacy: legacyHandlers{changes: changes},
-		polls:  pollHandlers{poller: cfg.Poller},
+		polls: pollHandlers{poller: cfg.Poller, held: newHeldLimit("long_poll", "long polls", cfg.MaxLongPollsPerMerchant,
+			DefaultMaxLongPollsPerMerchant, pollRetryAfter, pollLease, cfg.Redis, clk, cfg.Logger)},
 		portal: cfg.Portal,
 
 		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis,

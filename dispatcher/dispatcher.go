@@ -335,7 +335,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	var poller *poll.Poller
 	if len(cfg.MasterKey) > 0 {
 		if poller, err = poll.NewPoller(poll.PollerConfig{Store: cfg.Store, Secrets: deliver.NewSecretCache(cfg.Store, cfg.Sealer),
-			Redis: tasks.Redis, MasterKey: cfg.MasterKey, Clock: cfg.Clock}); err != nil {
+			Redis: tasks.Redis, MasterKey: cfg.MasterKey, Clock: cfg.Clock, Logger: cfg.Logger, Registerer: cfg.Registerer}); err != nil {
 			return nil, err
 		}
 	}
@@ -351,8 +351,13 @@ func New(cfg Config) (*Dispatcher, error) {
 }
 
 // Close writes the publishes waiting for their group, then closes the
-// asynq client their first attempts are enqueued with.
+// asynq client their first attempts are enqueued with, and the long
+// polls' shared pub/sub connection.
 func (d *Dispatcher) Close() error {
 	d.Publisher.Close()
-	return d.tasks.Close()
+	var pollErr error
+	if d.Poller != nil {
+		pollErr = d.Poller.Close()
+	}
+	return errors.Join(d.tasks.Close(), pollErr)
 }

@@ -2,10 +2,16 @@ package dispatcher_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"net/http"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-jose/go-jose/v4"
 
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/dispatcher/poll"
@@ -15,8 +21,9 @@ import (
 )
 
 // subscribePoll creates a poll subscription (destination {"type": "poll"})
-// as the registry stores one.
-func (e *env) subscribePoll(merchant string) store.Subscription {
+// as the registry stores one; each option changes the subscription
+// created.
+func (e *env) subscribePoll(merchant string, options ...func(*store.NewSubscription)) store.Subscription {
 	e.t.Helper()
 	ctx := context.Background()
 	if _, err := e.store.EnsureMerchant(ctx, merchant, testVersion); err != nil {
@@ -34,8 +41,12 @@ func (e *env) subscribePoll(merchant string) store.Subscription {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	sub, err := e.store.CreateSubscription(ctx, store.NewSubscription{MerchantID: merchant, URL: "poll", Events: []string{"*"},
-		Destination: &store.Destination{Sealed: sealedDest, Summary: map[string]any{"type": store.DestinationPoll}}}, sealedSecret)
+	n := store.NewSubscription{MerchantID: merchant, URL: "poll", Events: []string{"*"},
+		Destination: &store.Destination{Sealed: sealedDest, Summary: map[string]any{"type": store.DestinationPoll}}}
+	for _, o := range options {
+		o(&n)
+	}
+	sub, err := e.store.CreateSubscription(ctx, n, sealedSecret)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -124,5 +135,119 @@ func TestPollerNeedsTheMasterKey(t *testing.T) {
 	var _ *poll.Poller = d.Poller
 	if d.Poller == nil {
 		t.Fatal("no Poller with a master key")
+	}
+}
+
+// encryptedTo gives a subscription an EC (P-256) encryption key: each
+// item it reads costs an ECDH.
+func encryptedTo(t *testing.T) func(*store.NewSubscription) {
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk, err := jose.JSONWebKey{Key: &ec.PublicKey, KeyID: "k1"}.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(n *store.NewSubscription) { n.EncryptionKey = jwk }
+}
+
+// TestPollReadSignsOnce: reading the same items again within a minute,
+// by the same iterator or with since over acknowledged ones, signs
+// nothing: they are served as first signed (webhook-timestamp included,
+// well within the receivers' five minutes). A minute on, they are signed
+// afresh.
+func TestPollReadSignsOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		options []func(*store.NewSubscription)
+	}{
+		{"HMAC", nil},
+		{"encrypted", []func(*store.NewSubscription){encryptedTo(t)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			var offset atomic.Int64
+			clk := clock.Func(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+			sub := e.subscribePoll("m1", tc.options...)
+			d, reg := e.dispatcher(func(c *dispatcher.Config) { c.Clock = clk; c.MasterKey = make([]byte, 32) })
+			started := clk.Now().Add(-time.Second)
+			for range 5 {
+				e.publish(d, "m1", "payout.paid")
+			}
+			read := func(r poll.Request) poll.Page {
+				t.Helper()
+				p, err := d.Poller.Poll(t.Context(), "m1", sub.ID, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(p.Items) != 5 {
+					t.Fatalf("read %d items, want 5", len(p.Items))
+				}
+				return p
+			}
+			signed := func() float64 { return counterWith(t, reg, "webhookd_poll_items_total", "source", "signed") }
+			first := read(poll.Request{})
+			offset.Store(int64(10 * time.Second))
+			again := read(poll.Request{})
+			if rest, err := d.Poller.Poll(t.Context(), "m1", sub.ID, poll.Request{Iterator: first.Iterator}); err != nil || len(rest.Items) != 0 {
+				t.Fatalf("moving on acknowledges all: %d items, %v", len(rest.Items), err)
+			}
+			since := read(poll.Request{Since: &started})
+			if got := signed(); got != 5 {
+				t.Fatalf("four reads of 5 items signed %v, want 5", got)
+			}
+			for i := range first.Items {
+				if !reflect.DeepEqual(again.Items[i].Signed, first.Items[i].Signed) || !reflect.DeepEqual(since.Items[i].Signed, first.Items[i].Signed) {
+					t.Fatalf("item %d read again differs from its first signing", i)
+				}
+			}
+			offset.Store(int64(70 * time.Second))
+			later := read(poll.Request{Since: &started})
+			if got := signed(); got != 10 {
+				t.Fatalf("a read a minute on: %v signed in all, want 10", got)
+			}
+			if later.Items[0].Signed.Timestamp == first.Items[0].Signed.Timestamp {
+				t.Fatal("an item read a minute on kept its first timestamp")
+			}
+		})
+	}
+}
+
+// TestPollCostlySigningsBoundedPerRead: a read of an encrypted
+// subscription encrypts at most poll.MaxCostlySignings items afresh; the
+// page ends there, not done, and the next read goes on from it, so that
+// every item is read once.
+func TestPollCostlySigningsBoundedPerRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sub := e.subscribePoll("m1", encryptedTo(t))
+	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.MasterKey = make([]byte, 32) })
+	const n = poll.MaxCostlySignings + 10
+	for range n {
+		e.publish(d, "m1", "payout.paid")
+	}
+	p, err := d.Poller.Poll(t.Context(), "m1", sub.ID, poll.Request{Limit: poll.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Items) != poll.MaxCostlySignings || p.Done {
+		t.Fatalf("first read: %d items, done %v; want %d, not done", len(p.Items), p.Done, poll.MaxCostlySignings)
+	}
+	next, err := d.Poller.Poll(t.Context(), "m1", sub.ID, poll.Request{Iterator: p.Iterator, Limit: poll.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(next.Items) != n-poll.MaxCostlySignings || !next.Done {
+		t.Fatalf("second read: %d items, done %v; want %d, done", len(next.Items), next.Done, n-poll.MaxCostlySignings)
+	}
+	seen := map[string]bool{}
+	for _, it := range append(p.Items, next.Items...) {
+		if seen[it.Delivery.ID.String()] || it.Signed.ContentType != signer.ContentTypeJWE {
+			t.Fatalf("delivery %s read twice or not encrypted (%s)", it.Delivery.ID, it.Signed.ContentType)
+		}
+		seen[it.Delivery.ID.String()] = true
 	}
 }

@@ -69,6 +69,8 @@ type config struct {
 	AutoDisableAfter    time.Duration `env:"WEBHOOKD_AUTO_DISABLE_AFTER" envDefault:"120h"`
 	StartupTimeout      time.Duration `env:"WEBHOOKD_STARTUP_TIMEOUT" envDefault:"2m"`
 	ListenerGrace       time.Duration `env:"WEBHOOKD_LISTENER_GRACE" envDefault:"30s"`
+	MaxLongPolls        int           `env:"WEBHOOKD_MAX_LONG_POLLS_PER_MERCHANT" envDefault:"20"`
+	MaxListeners        int           `env:"WEBHOOKD_MAX_LISTENERS_PER_MERCHANT" envDefault:"10"`
 	EgressProxy         string        `env:"WEBHOOKD_EGRESS_PROXY"`
 	SourceAddresses     []string      `env:"WEBHOOKD_SOURCE_ADDRESSES" envSeparator:","`
 	SQSEngineQueues     []string      `env:"WEBHOOKD_SQS_ENGINE_CREDENTIALS" envSeparator:","`
@@ -211,6 +213,12 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	}
 	if c.MaxSubscriptions < 1 {
 		return c, bad("WEBHOOKD_MAX_SUBSCRIPTIONS", fmt.Errorf("must be at least 1"))
+	}
+	if c.MaxLongPolls < 1 {
+		return c, bad("WEBHOOKD_MAX_LONG_POLLS_PER_MERCHANT", fmt.Errorf("must be at least 1"))
+	}
+	if c.MaxListeners < 1 {
+		return c, bad("WEBHOOKD_MAX_LISTENERS_PER_MERCHANT", fmt.Errorf("must be at least 1"))
 	}
 	if c.MerchantShare <= 0 || c.MerchantShare > 1 {
 		return c, bad("WEBHOOKD_MERCHANT_SHARE", fmt.Errorf("must be more than 0 and at most 1, not %v", c.MerchantShare))

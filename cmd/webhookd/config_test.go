@@ -65,6 +65,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"WEBHOOKD_SOURCE_ADDRESSES", "203.0.113.7,not-an-ip"},
 		{"WEBHOOKD_SOURCE_ADDRESSES", "203.0.113.7/24"},
 		{"WEBHOOKD_DESTINATIONS", "webhook,smtp"},
+		{"WEBHOOKD_MAX_LONG_POLLS_PER_MERCHANT", "0"},
+		{"WEBHOOKD_MAX_LISTENERS_PER_MERCHANT", "-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {

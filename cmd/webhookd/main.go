@@ -431,7 +431,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate, PortalSessionRate: cfg.portalSessionRate, PublicURL: cfg.PublicURL, KeyUsage: keyUsage,
 		ListenerGrace: cfg.ListenerGrace, Portal: portal.New(portal.Config{FrameAncestors: cfg.frameAncestors}),
 		ReadStore: reads, SourceAddresses: cfg.sourceAddrs, TracerProvider: traces.Provider(), Destinations: cfg.Destinations,
-		SQSEngineQueues: cfg.SQSEngineQueues,
+		SQSEngineQueues: cfg.SQSEngineQueues, MaxLongPollsPerMerchant: cfg.MaxLongPolls, MaxListenersPerMerchant: cfg.MaxListeners,
 	})
 	if err != nil {
 		return err

@@ -11,9 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/dispatcher/deliver"
@@ -21,6 +24,7 @@ import (
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/signer"
 )
 
 // Bounds of a read.
@@ -55,7 +59,7 @@ type Page struct {
 	// these items.
 	Iterator string
 	// Done is true when the line held nothing more at the time of the
-	// read.
+	// read; a page cut short by MaxCostlySignings is not done.
 	Done bool
 }
 
@@ -71,13 +75,21 @@ type PollerConfig struct {
 	Store *store.Store
 	// Secrets opens the subscriptions' signing keys (required).
 	Secrets *deliver.SecretCache
-	// Redis carries the fan-out's wake-ups of long polls (required).
+	// Redis carries the fan-out's wake-ups of long polls (required): the
+	// Poller's long polls share one pub/sub connection of it
+	// (queue.WakeHub), made when the first waits.
 	Redis redis.UniversalClient
 	// MasterKey signs the iterators (required).
 	MasterKey []byte
 	// Clock dates signatures and acknowledgements; default the system
 	// clock. Waits are real time.
 	Clock clock.Clock
+	// Logger receives the shared pub/sub connection's troubles; nil
+	// logs nothing.
+	Logger *slog.Logger
+	// Registerer receives the reads' signing metric; nil registers
+	// nothing.
+	Registerer prometheus.Registerer
 }
 
 func (c PollerConfig) validate() error {
@@ -94,9 +106,14 @@ func (c PollerConfig) validate() error {
 type Poller struct {
 	store     *store.Store
 	secrets   *deliver.SecretCache
-	redis     redis.UniversalClient
+	wakes     *queue.WakeHub
 	iterators Iterators
 	clock     clock.Clock
+	// signed keeps the items reads signed, so that reading them again
+	// signs nothing; signings counts the items read, by whether they
+	// were signed afresh or taken from it.
+	signed   *signedCache
+	signings *prometheus.CounterVec
 }
 
 // NewPoller checks cfg and builds the Poller.
@@ -107,9 +124,22 @@ func NewPoller(cfg PollerConfig) (*Poller, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}
 	}
-	return &Poller{store: cfg.Store, secrets: cfg.Secrets, redis: cfg.Redis, iterators: NewIterators(cfg.MasterKey),
-		clock: cfg.Clock}, nil
+	signings := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "webhookd_poll_items_total",
+		Help: "Items poll reads returned, by source: signed (signed, and encrypted if so set, for the read) or cached (signed by a read of the last minute).",
+	}, []string{"source"})
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(signings); err != nil {
+			return nil, fmt.Errorf("register poll metrics: %w", err)
+		}
+	}
+	return &Poller{store: cfg.Store, secrets: cfg.Secrets, wakes: queue.NewWakeHub(cfg.Redis, cfg.Logger),
+		iterators: NewIterators(cfg.MasterKey), clock: cfg.Clock, signed: newSignedCache(), signings: signings}, nil
 }
+
+// Close closes the long polls' shared pub/sub connection; a long poll
+// still waiting reads its line once more and answers.
+func (p *Poller) Close() error { return p.wakes.Close() }
 
 // validate checks a request's bounds; it fills the default limit.
 func (r *Request) validate(now time.Time) error {
@@ -199,7 +229,10 @@ func (p *Poller) start(ctx context.Context, sub store.Subscription, r Request, n
 	return store.PollFrom{After: acked}, nil
 }
 
-// read reads one page from from and signs it.
+// read reads one page from from and signs it. An item a read signed
+// within the last minute is served as it was signed (signedCache); a page
+// that would sign afresh more than MaxCostlySignings items at a cost
+// (costlySigning) ends early, not done, for the next read to go on.
 func (p *Poller) read(ctx context.Context, sub store.Subscription, from store.PollFrom, limit int) (Page, error) {
 	ds, err := p.store.ReadPoll(ctx, sub.ID, from, limit+1)
 	if err != nil {
@@ -211,45 +244,82 @@ func (p *Poller) read(ctx context.Context, sub store.Subscription, from store.Po
 	if from.Since != nil {
 		position = from.End
 	}
-	if len(ds) > 0 {
-		position = ds[len(ds)-1].Position
-		now := p.clock.Now()
-		sig, err := p.secrets.PollSigning(ctx, sub, now)
-		if err != nil {
-			return Page{}, err
-		}
-		for _, d := range ds {
-			signed, err := sig.SignPolled(d, sub.PayloadStyle, now)
-			if err != nil {
+	now := p.clock.Now()
+	var sig *deliver.Signing
+	costly := 0
+	for _, d := range ds {
+		key := signedKey{subscription: sub.ID, delivery: d.ID, version: sub.UpdatedAt}
+		signed, ok := p.signed.get(key, now)
+		if ok {
+			p.signings.WithLabelValues("cached").Inc()
+		} else {
+			if sig == nil {
+				s, err := p.secrets.PollSigning(ctx, sub, now)
+				if err != nil {
+					return Page{}, err
+				}
+				sig = &s
+			}
+			if costlySigning(*sig) {
+				if costly == MaxCostlySignings {
+					page.Done = false
+					break
+				}
+				costly++
+			}
+			if signed, err = sig.SignPolled(d, sub.PayloadStyle, now); err != nil {
 				return Page{}, err
 			}
-			page.Items = append(page.Items, Item{Delivery: d, Signed: signed})
+			p.signed.put(key, signed, now)
+			p.signings.WithLabelValues("signed").Inc()
 		}
+		page.Items = append(page.Items, Item{Delivery: d, Signed: signed})
+		position = d.Position
 	}
 	page.Iterator = p.iterators.Make(sub.ID, position)
 	return page, nil
 }
 
+// costlySigning tells whether signing an item with s costs more than a
+// hash: an encryption to the merchant's key, or an Ed25519 signature.
+func costlySigning(s deliver.Signing) bool {
+	if s.Encryption != nil {
+		return true
+	}
+	return slices.ContainsFunc(s.Keys, func(k signer.SigningKey) bool { return k.Scheme() != signer.SchemeHMACSHA256 })
+}
+
 // await waits up to r.Wait for the line to hold a delivery after from,
 // woken by the fan-out through Redis (queue.WakePollers), and reads it.
-// It subscribes before reading again, so that a delivery committed
-// between the first read and the subscription is read, not waited for.
+// The wait is registered, and its subscription confirmed, before the line
+// is read again, so that a delivery committed between the first read and
+// the subscription is read, not waited for. A subscription Redis has not
+// confirmed by the end of the wait (Redis away) leaves a last read.
 func (p *Poller) await(ctx context.Context, sub store.Subscription, from store.PollFrom, r Request) (Page, error) {
 	timer := time.NewTimer(r.Wait)
 	defer timer.Stop()
-	ps := p.redis.Subscribe(ctx, queue.PollChannel(sub.ID))
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
+	w, err := p.wakes.Wait(queue.PollChannel(sub.ID))
+	if errors.Is(err, queue.ErrWakeHubClosed) {
+		return p.read(ctx, sub, from, r.Limit) // shutting down: no wait
+	}
+	if err != nil {
 		return Page{}, fmt.Errorf("wait for poll line %s: %w", sub.ID, err)
 	}
-	woken := ps.Channel()
+	defer w.Close()
+	select {
+	case <-w.Ready():
+	case <-timer.C:
+		return p.read(ctx, sub, from, r.Limit)
+	case <-ctx.Done():
+		return Page{}, ctx.Err()
+	}
 	for {
 		page, err := p.read(ctx, sub, from, r.Limit)
 		if err != nil || len(page.Items) > 0 {
 			return page, err
 		}
 		select {
-		case <-woken:
+		case <-w.Woken():
 		case <-timer.C:
 			return page, nil
 		case <-ctx.Done():
