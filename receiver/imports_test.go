@@ -13,15 +13,16 @@ import (
 // TestImports keeps the packages merchants import small, and the
 // verification rules in one place: receiver uses the standard library
 // alone; signer, which signs by receiver's rules and encrypts by
-// receiver/jwe's, adds receiver and go-jose and nothing else (so receiver
-// can never import it back); redisdedup adds go-redis, pgdedup adds pgx and
+// receiver/jwe's, adds receiver, go-jose and internal/keybounds (the one
+// rule of key sizes, standard library alone) and nothing else (so
+// receiver can never import it back); redisdedup adds go-redis, pgdedup adds pgx and
 // jwe adds go-jose. Test files may import more.
 func TestImports(t *testing.T) {
 	t.Parallel()
 	const self = "github.com/webhookd/webhookd/receiver"
 	allowed := map[string][]string{
 		".":          nil,
-		"../signer":  {self, "github.com/go-jose/go-jose/v4"},
+		"../signer":  {self, "github.com/go-jose/go-jose/v4", "github.com/webhookd/webhookd/internal/keybounds"},
 		"redisdedup": {self, "github.com/redis/go-redis/v9"},
 		"pgdedup":    {self, "github.com/jackc/pgx/v5"},
 		"jwe":        {self, "github.com/go-jose/go-jose/v4"},
