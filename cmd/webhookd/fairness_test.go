@@ -31,16 +31,21 @@ type arrivals struct {
 
 func newArrivals(t *testing.T) *arrivals {
 	a := &arrivals{at: map[string]time.Time{}}
-	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	a.Server = httptest.NewServer(a.handler())
+	t.Cleanup(a.Close)
+	return a
+}
+
+// handler notes each webhook-id's first arrival and answers 204.
+func (a *arrivals) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
 		if _, seen := a.at[r.Header.Get("webhook-id")]; !seen {
 			a.at[r.Header.Get("webhook-id")] = time.Now()
 		}
 		a.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(a.Close)
-	return a
+	})
 }
 
 // p99 waits for every published event to arrive and returns the 99th
