@@ -53,7 +53,9 @@ func TestRateLimitOnCluster(t *testing.T) {
 
 // TestListenRelayOnCluster: a listener's connection takes its deliveries
 // from, and pushes its answers to, lists on a Redis Cluster (single-key
-// commands and transactions, on whichever node holds each list).
+// commands and transactions, on whichever node holds each list), woken by
+// the publish made in one transaction with the push (the channel's hash
+// tag puts it in the list's slot).
 func TestListenRelayOnCluster(t *testing.T) {
 	t.Parallel()
 	cluster := storetest.NewCluster(t)
@@ -71,8 +73,7 @@ func TestListenRelayOnCluster(t *testing.T) {
 	for i := range 3 {
 		d := listener.Delivery{Type: listener.TypeDelivery, ID: uuid.NewString(), EventID: uuid.NewString(), EventType: "payout.paid",
 			Body: `{"type":"payout.paid"}`, Deadline: time.Now().Add(time.Minute)}
-		b, _ := json.Marshal(d)
-		if err := rc.RPush(ctx, listener.DeliveriesKey(ready.ListenerID), b).Err(); err != nil {
+		if err := relayOn(ctx, rc, ready.ListenerID, d); err != nil {
 			t.Fatal(err)
 		}
 		var got listener.Delivery

@@ -83,6 +83,7 @@ func startHarness(t testing.TB, configure ...func(*admin.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() })
 	// A configure that gave the API a store of its own (on a clock of the
 	// test's) makes it the harness's too, so that h.merchant and the
 	// test's reads see what the API sees.

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/listener"
 	"github.com/webhookd/webhookd/internal/store"
@@ -42,6 +43,9 @@ type listenHandlers struct {
 	registry *subscriptions.Registry
 	store    listenStore
 	redis    redis.UniversalClient
+	// wakes is the process's shared pub/sub connection, on which every
+	// connection waits for its listener's deliveries.
+	wakes *queue.WakeHub
 	// grace is how long a listener outlives its connection, for the
 	// command to reconnect.
 	grace  time.Duration
@@ -91,7 +95,7 @@ func (h listenHandlers) listen(w http.ResponseWriter, r *http.Request) error {
 		return h.sendListenerSecret(w, r)
 	}
 	// Taken before anything is opened, and held as long as the
-	// connection: its goroutines, its Redis wait and its heartbeats.
+	// connection: its goroutines, its wait and its heartbeats.
 	place, err := h.held.hold(ctx, p.Merchant.ID)
 	if err != nil {
 		return err
@@ -141,7 +145,7 @@ func (h listenHandlers) listen(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	h.logger.InfoContext(ctx, "listener connected", "listener_id", l.ID, "merchant_id", p.Merchant.ID, "resumed", l.ID == resumeID)
-	session := &listenerConn{conn: conn, redis: h.redis, store: h.store, listener: l, secret: secret,
+	session := &listenerConn{conn: conn, redis: h.redis, wakes: h.wakes, store: h.store, listener: l, secret: secret,
 		grace: h.grace, now: h.clock.Now, logger: h.logger, place: place}
 	session.run(ctx)
 	h.logger.InfoContext(ctx, "listener disconnected", "listener_id", l.ID, "merchant_id", p.Merchant.ID)

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/internal/listener"
@@ -57,12 +59,81 @@ func writeJSON(ctx context.Context, t *testing.T, conn *websocket.Conn, v any) {
 	}
 }
 
-// relay plays a worker: it pushes d to the listener's list.
+// relay plays a worker: it relays d to the listener on the harness's
+// Redis.
 func (h *harness) relay(ctx context.Context, listenerID uuid.UUID, d listener.Delivery) {
 	h.t.Helper()
-	b, _ := json.Marshal(d)
-	if err := h.redis.RPush(ctx, listener.DeliveriesKey(listenerID), b).Err(); err != nil {
+	if err := relayOn(ctx, h.redis, listenerID, d); err != nil {
 		h.t.Fatal(err)
+	}
+}
+
+// relayOn plays a worker on rdb: it pushes d to the listener's list and
+// publishes on the listener's channel, in one transaction, as the relay
+// does.
+func relayOn(ctx context.Context, rdb redis.UniversalClient, listenerID uuid.UUID, d listener.Delivery) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	pipe := rdb.TxPipeline()
+	pipe.RPush(ctx, listener.DeliveriesKey(listenerID), b)
+	pipe.Publish(ctx, listener.DeliveriesChannel(listenerID), "1")
+	_, err = pipe.Exec(ctx)
+	return err
+}
+
+// TestListenSharesRedisConnections: open listen connections hold no Redis
+// connection each while they wait (docs/decisions.md, "A merchant's
+// input", rule 4): they wait on the process's one pub/sub connection, so
+// that many listeners cannot take the pool the rate limits and
+// idempotency need. Fifty listeners add at most a few connections to the
+// Redis server, and each still receives its own relayed delivery at once,
+// woken by the relay's publish rather than found by the periodic look.
+func TestListenSharesRedisConnections(t *testing.T) {
+	t.Parallel()
+	// Spread over merchants, each at the most listeners it may open.
+	const merchants, perMerchant = 5, 10
+	const listeners = merchants * perMerchant
+	// At most the shared pub/sub connection and the few the pool keeps
+	// for brief commands that happen to overlap.
+	const allowed = 5
+	h := newHarness(t)
+	keys := make([]string, merchants)
+	for m := range keys {
+		keys[m] = h.merchant(fmt.Sprintf("m_many_%d", m))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	before := h.redisClients()
+	conns := make([]*websocket.Conn, listeners)
+	ids := make([]uuid.UUID, listeners)
+	for i := range conns {
+		var ready listener.Ready
+		conns[i], ready = h.dialListen(ctx, keys[i/perMerchant], "")
+		ids[i] = ready.ListenerID
+	}
+	var slowest time.Duration
+	for i, conn := range conns {
+		d := listener.Delivery{Type: listener.TypeDelivery, ID: uuid.NewString(), EventID: uuid.NewString(), EventType: "payout.paid",
+			Body: `{"type":"payout.paid"}`, Deadline: time.Now().Add(time.Minute)}
+		relayed := time.Now()
+		h.relay(ctx, ids[i], d)
+		var got listener.Delivery
+		readJSON(ctx, t, conn, &got)
+		slowest = max(slowest, time.Since(relayed))
+		if got.ID != d.ID {
+			t.Fatalf("listener %d received %+v, want its own delivery %s", i, got, d.ID)
+		}
+	}
+	// Found by the periodic look alone, the slowest of fifty would take
+	// nearly a listenerPoll (1 s).
+	if slowest > 700*time.Millisecond {
+		t.Errorf("the slowest of %d relayed deliveries took %v to reach its socket, want the publish to wake it at once", listeners, slowest)
+	}
+	if after := h.redisClients(); after > before+allowed {
+		t.Errorf("%d listen connections took the Redis server from %d to %d connections, want at most %d more",
+			listeners, before, after, allowed)
 	}
 }
 

@@ -14,12 +14,15 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/listener"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
-// listenerPoll bounds one wait for a relayed delivery, so that a
-// connection that went away stops waiting soon after.
+// listenerPoll is how often a connection looks at its listener's list
+// unwoken, for a delivery whose publish was lost while the process's
+// pub/sub connection was being made again; it is also how long after the
+// grace a connection's end is made (endAfterGrace).
 const listenerPoll = time.Second
 
 // answerTTL is how long an answer waits for its worker, which stops
@@ -42,8 +45,9 @@ type listenerStore interface {
 // head of a listener's deliveries list when the listener's API key ends
 // (apiKeyHandlers.endGrants): whichever process holds the connection pops it next,
 // before any delivery, and closes the connection. The list is the one that
-// process already waits on, so the signal needs nothing more of Redis, and
-// a process that is reconnecting to Redis finds it when it is back.
+// process already takes deliveries from, woken by the same publish, so the
+// signal needs nothing more of Redis, and a process that is reconnecting
+// to Redis finds it when it is back.
 const listenerEndType = "end"
 
 // errKeyEnded ends a connection whose listener ended with its API key.
@@ -60,6 +64,7 @@ func pushListenerEnd(ctx context.Context, rdb redis.UniversalClient, listeners [
 	for _, id := range listeners {
 		key := listener.DeliveriesKey(id)
 		pipe.LPush(ctx, key, msg)
+		pipe.Publish(ctx, listener.DeliveriesChannel(id), "1")
 		// Nobody may be there to take it (the command away within its
 		// grace): the list goes on its own, as a worker's would.
 		pipe.Expire(ctx, key, answerTTL)
@@ -77,8 +82,11 @@ func pushListenerEnd(ctx context.Context, rdb redis.UniversalClient, listeners [
 // connection is gone the listener lives one more grace, for the command to
 // reconnect, and is then ended.
 type listenerConn struct {
-	conn     *websocket.Conn
-	redis    redis.UniversalClient
+	conn  *websocket.Conn
+	redis redis.UniversalClient
+	// wakes is the process's shared pub/sub connection, on which the
+	// connection waits for its listener's deliveries.
+	wakes    *queue.WakeHub
 	store    listenerStore
 	listener store.Listener
 	secret   string
@@ -181,33 +189,66 @@ func (c *listenerConn) heartbeat(ctx context.Context) error {
 }
 
 // relayDeliveries writes each delivery a worker relays to the socket,
-// until the listener's API key ends. Before each write it asks the store
-// whether the listener may still be sent one, so that a delivery relayed
-// before the key's revocation is not written after it, on whichever
-// process; when the store cannot say, the delivery is dropped (its worker
-// records a timeout and retries).
+// until the listener's API key ends. It holds no Redis connection while it
+// waits: it waits on the listener's channel of the process's shared
+// pub/sub connection (queue.WakeHub), on which the relay publishes with
+// each push, and then takes what the list holds with LPOPs of a pooled
+// connection, so that listeners cannot take the pool the rate limits and
+// idempotency need (docs/decisions.md, "A merchant's input", rule 4). It
+// looks at the list once at the start, before the subscription is
+// confirmed (for what was pushed while the command reconnected), once
+// the subscription is confirmed (for what was pushed meanwhile, which no
+// publish will announce again), at each wake, and every listenerPoll
+// besides, for a publish lost while the shared connection was being made
+// again.
 func (c *listenerConn) relayDeliveries(ctx context.Context) error {
+	w, err := c.wakes.Wait(listener.DeliveriesChannel(c.listener.ID))
+	if err != nil {
+		// The hub is closed: the process is stopping.
+		return fmt.Errorf("listener %s: wait for deliveries: %w", c.listener.ID, err)
+	}
+	defer w.Close()
+	ready := w.Ready()
+	ticker := time.NewTicker(listenerPoll)
+	defer ticker.Stop()
+	for {
+		if err := c.takeDeliveries(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ready:
+			ready = nil // once
+		case <-w.Woken():
+		case <-ticker.C:
+		}
+	}
+}
+
+// takeDeliveries writes to the socket each delivery the listener's list
+// holds, until it is empty. Before each write it asks the store whether
+// the listener may still be sent one, so that a delivery relayed before
+// the key's revocation is not written after it, on whichever process;
+// when the store cannot say, the delivery is dropped (its worker records a
+// timeout and retries). Redis away leaves the list for the next look: the
+// workers wait in vain and retry meanwhile.
+func (c *listenerConn) takeDeliveries(ctx context.Context) error {
 	key := listener.DeliveriesKey(c.listener.ID)
 	for {
-		popped, err := c.redis.BLPop(ctx, listenerPoll, key).Result()
+		popped, err := c.redis.LPop(ctx, key).Result()
 		if errors.Is(err, redis.Nil) {
-			continue
+			return nil
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			// Redis away: the workers wait in vain and retry; so does this.
 			c.logger.WarnContext(ctx, "listener: take relayed delivery", "listener_id", c.listener.ID, "error", err)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(listenerPoll):
-			}
-			continue
+			return nil
 		}
 		var d listener.Delivery
-		if len(popped) != 2 || json.Unmarshal([]byte(popped[1]), &d) != nil {
+		if json.Unmarshal([]byte(popped), &d) != nil {
 			continue
 		}
 		if d.Type == listenerEndType {
@@ -235,7 +276,7 @@ func (c *listenerConn) relayDeliveries(ctx context.Context) error {
 		c.mu.Lock()
 		c.pending[d.ID] = d.Deadline
 		c.mu.Unlock()
-		if err := c.conn.Write(ctx, websocket.MessageText, []byte(popped[1])); err != nil {
+		if err := c.conn.Write(ctx, websocket.MessageText, []byte(popped)); err != nil {
 			return fmt.Errorf("listener %s: write delivery: %w", c.listener.ID, err)
 		}
 	}

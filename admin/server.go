@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/merchants"
@@ -37,7 +38,9 @@ type Config struct {
 	// everything else, authentication and idempotency included, stays on
 	// Store. Nil reads Store.
 	ReadStore *store.Store
-	// Redis backs the rate limiter; readiness checks it too.
+	// Redis backs the rate limiter; readiness checks it too. Listen
+	// connections wait for their deliveries on one pub/sub connection of
+	// it, made when the first waits (Server.Close closes it).
 	Redis redis.UniversalClient
 	// Publisher stores events and schedules their deliveries.
 	Publisher Publisher
@@ -157,6 +160,8 @@ type Server struct {
 	polls          pollHandlers
 	// portal serves the portal's pages at /portal/; nil serves none.
 	portal http.Handler
+	// wakes is the listen connections' shared pub/sub connection.
+	wakes *queue.WakeHub
 
 	// The internal listener's groups (portalSessions serves there too).
 	internal internalHandlers
@@ -210,6 +215,7 @@ func New(cfg Config) (*Server, error) {
 		api: apiRateLimit(cfg.APIRate), testEvent: testEventRateLimit(cfg.TestEventRate),
 		portalSession: portalSessionRateLimit(cfg.PortalSessionRate)}
 	pages := pager{masterKey: cfg.MasterKey, cursorTTL: cfg.CursorTTL, clock: clk}
+	wakes := queue.NewWakeHub(cfg.Redis, cfg.Logger)
 	changes := subscriptionChanges{registry: registry, store: cfg.Store, work: cfg.Publisher, logger: cfg.Logger, clock: clk}
 	return &Server{
 		respond: respond,
@@ -231,13 +237,14 @@ func New(cfg Config) (*Server, error) {
 		deliveries: deliveryHandlers{reads: reads, pages: pages, actions: cfg.Publisher, clock: clk},
 		portalSessions: portalSessionHandlers{issuer: sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
 			store: cfg.Store, limits: limits, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations)},
-		listen: listenHandlers{registry: registry, store: cfg.Store, redis: cfg.Redis, grace: cfg.ListenerGrace,
+		listen: listenHandlers{registry: registry, store: cfg.Store, redis: cfg.Redis, wakes: wakes, grace: cfg.ListenerGrace,
 			clock: clk, logger: cfg.Logger, held: newHeldLimit("listen", "listen connections", cfg.MaxListenersPerMerchant,
 				DefaultMaxListenersPerMerchant, listenRetryAfter, 2*cfg.ListenerGrace, cfg.Redis, clk, cfg.Logger)},
 		legacy: legacyHandlers{changes: changes},
 		polls: pollHandlers{poller: cfg.Poller, held: newHeldLimit("long_poll", "long polls", cfg.MaxLongPollsPerMerchant,
 			DefaultMaxLongPollsPerMerchant, pollRetryAfter, pollLease, cfg.Redis, clk, cfg.Logger)},
 		portal: cfg.Portal,
+		wakes:  wakes,
 
 		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis,
 			settings: merchants.NewSettingsUpdater(cfg.Store, cfg.Versions, clk.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets))},
@@ -247,3 +254,9 @@ func New(cfg Config) (*Server, error) {
 		gatherer: cfg.Gatherer,
 	}, nil
 }
+
+// Close closes the listen connections' shared pub/sub connection, once
+// the servers serving Public have stopped: a listen connection still open
+// then finds its deliveries by its periodic look alone, and one opened
+// after ends at once.
+func (s *Server) Close() error { return s.wakes.Close() }

@@ -40,30 +40,48 @@ func (e *env) listen(merchant string, expiresAt time.Time) (store.Listener, stri
 }
 
 // holdConnection plays the API process holding the listener's WebSocket:
-// it takes each relayed delivery from Redis, hands it to answer, and
-// pushes the answer back where the worker waits for it.
+// it waits on the listener's channel, takes the relayed deliveries from
+// Redis when the relay's publish wakes it, hands each to answer, and
+// pushes the answer back where the worker waits for it. It looks at the
+// list only when woken, so that a relay that pushed without publishing
+// would have its deliveries time out.
 func (e *env) holdConnection(ctx context.Context, l store.Listener, answer func(n int, d listener.Delivery) listener.Answer) <-chan listener.Delivery {
+	e.t.Helper()
+	ps := e.rc.Subscribe(ctx, listener.DeliveriesChannel(l.ID))
+	// The subscription's confirmation: a publish from now on reaches it.
+	if _, err := ps.Receive(ctx); err != nil {
+		e.t.Fatalf("subscribe to the listener's channel: %v", err)
+	}
+	wakes := ps.Channel()
 	got := make(chan listener.Delivery, 100)
 	go func() {
-		for n := 1; ctx.Err() == nil; {
-			popped, err := e.rc.BLPop(ctx, time.Second, listener.DeliveriesKey(l.ID)).Result()
-			if errors.Is(err, redis.Nil) {
-				continue
-			}
-			if err != nil {
+		defer ps.Close()
+		for n := 1; ; {
+			select {
+			case <-ctx.Done():
 				return
+			case <-wakes:
 			}
-			var d listener.Delivery
-			if err := json.Unmarshal([]byte(popped[1]), &d); err != nil {
-				e.t.Errorf("relayed delivery is not JSON: %v", err)
-				return
+			for {
+				popped, err := e.rc.LPop(ctx, listener.DeliveriesKey(l.ID)).Result()
+				if errors.Is(err, redis.Nil) {
+					break
+				}
+				if err != nil {
+					return
+				}
+				var d listener.Delivery
+				if err := json.Unmarshal([]byte(popped), &d); err != nil {
+					e.t.Errorf("relayed delivery is not JSON: %v", err)
+					return
+				}
+				got <- d
+				a := answer(n, d)
+				n++
+				a.Type, a.ID = listener.TypeAnswer, d.ID
+				b, _ := json.Marshal(a)
+				e.rc.RPush(ctx, listener.AnswerKey(d.ID), b)
 			}
-			got <- d
-			a := answer(n, d)
-			n++
-			a.Type, a.ID = listener.TypeAnswer, d.ID
-			b, _ := json.Marshal(a)
-			e.rc.RPush(ctx, listener.AnswerKey(d.ID), b)
 		}
 	}()
 	return got

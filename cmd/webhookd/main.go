@@ -436,6 +436,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 
 	if r.api {
 		serveHTTP(ctx, g, logger, ls.public, srv.Public(), tlsConfig)

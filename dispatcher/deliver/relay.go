@@ -64,7 +64,9 @@ func (c relayConfig) validate() error {
 
 // relay makes the exchange of an attempt for a listener subscription: it
 // never dials. It pushes the signed request to the listener's Redis list,
-// where the API process holding the listener's WebSocket takes it, and
+// where the API process holding the listener's WebSocket takes it when
+// the publish on the listener's channel that goes with the push wakes it,
+// and
 // waits for the command's answer on a key of its own, as long as a
 // dialled exchange may last. A listener that has ended gets no request: its
 // attempt fails for good with listener_closed.
@@ -158,6 +160,10 @@ func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, sig Signi
 	pipe.RPush(ctx, key, msg)
 	// A list nobody takes from (its connection gone) expires on its own.
 	pipe.Expire(ctx, key, 2*r.cfg.Timeout)
+	// Wakes the connection, which waits on the process's shared pub/sub
+	// connection rather than on the list; after the push, in the same
+	// transaction, so that it finds the delivery there.
+	pipe.Publish(ctx, listener.DeliveriesChannel(leased.SubscriptionID), "1")
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Result{}, fmt.Errorf("relay: push delivery: %w", err)
 	}

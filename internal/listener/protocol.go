@@ -84,6 +84,17 @@ func DeliveriesKey(listenerID uuid.UUID) string {
 	return "webhookd:listener:" + listenerID.String() + ":deliveries"
 }
 
+// DeliveriesChannel is the Redis channel published on with each push to
+// the listener's deliveries list, so that the API process holding its
+// connection takes it at once (a waiter of the process's shared pub/sub
+// connection) instead of holding a connection blocked on the list. Its
+// hash tag is the whole list key, which has none, so that a Redis Cluster
+// puts both in one slot and a transaction holding the push and the
+// publish stays one.
+func DeliveriesChannel(listenerID uuid.UUID) string {
+	return "webhookd:listener:wake:{" + DeliveriesKey(listenerID) + "}"
+}
+
 // AnswerKey is the Redis list where the answer to one delivery is pushed
 // for the worker waiting on it.
 func AnswerKey(deliveryID string) string { return "webhookd:listener:answer:" + deliveryID }
