@@ -100,6 +100,11 @@ type Config struct {
 	Checker EndpointChecker
 	// Poller reads poll subscriptions; nil answers their poll route 404.
 	Poller Poller
+	// Wakes is the process's shared Redis pub/sub connection
+	// (dispatcher.Dispatcher.Wakes), on which listen connections wait
+	// for their deliveries beside the Poller's long polls; the caller
+	// closes it. Nil: New makes one of its own on Redis, closed by Close.
+	Wakes *queue.WakeHub
 	// CursorTTL is how long a pagination cursor stays valid.
 	CursorTTL time.Duration
 	// KeyUsage notes when each API key authenticates a request and writes
@@ -160,8 +165,10 @@ type Server struct {
 	polls          pollHandlers
 	// portal serves the portal's pages at /portal/; nil serves none.
 	portal http.Handler
-	// wakes is the listen connections' shared pub/sub connection.
-	wakes *queue.WakeHub
+	// wakes is the listen connections' shared pub/sub connection;
+	// ownsWakes: made by New, closed by Close.
+	wakes     *queue.WakeHub
+	ownsWakes bool
 
 	// The internal listener's groups (portalSessions serves there too).
 	internal internalHandlers
@@ -215,7 +222,10 @@ func New(cfg Config) (*Server, error) {
 		api: apiRateLimit(cfg.APIRate), testEvent: testEventRateLimit(cfg.TestEventRate),
 		portalSession: portalSessionRateLimit(cfg.PortalSessionRate)}
 	pages := pager{masterKey: cfg.MasterKey, cursorTTL: cfg.CursorTTL, clock: clk}
-	wakes := queue.NewWakeHub(cfg.Redis, cfg.Logger)
+	wakes, ownsWakes := cfg.Wakes, cfg.Wakes == nil
+	if ownsWakes {
+		wakes = queue.NewWakeHub(cfg.Redis, cfg.Logger)
+	}
 	changes := subscriptionChanges{registry: registry, store: cfg.Store, work: cfg.Publisher, logger: cfg.Logger, clock: clk}
 	return &Server{
 		respond: respond,
@@ -244,7 +254,7 @@ func New(cfg Config) (*Server, error) {
 		polls: pollHandlers{poller: cfg.Poller, held: newHeldLimit("long_poll", "long polls", cfg.MaxLongPollsPerMerchant,
 			DefaultMaxLongPollsPerMerchant, pollRetryAfter, pollLease, cfg.Redis, clk, cfg.Logger)},
 		portal: cfg.Portal,
-		wakes:  wakes,
+		wakes:  wakes, ownsWakes: ownsWakes,
 
 		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis,
 			settings: merchants.NewSettingsUpdater(cfg.Store, cfg.Versions, clk.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets))},
@@ -259,4 +269,9 @@ func New(cfg Config) (*Server, error) {
 // the servers serving Public have stopped: a listen connection still open
 // then finds its deliveries by its periodic look alone, and one opened
 // after ends at once.
-func (s *Server) Close() error { return s.wakes.Close() }
+func (s *Server) Close() error {
+	if !s.ownsWakes {
+		return nil
+	}
+	return s.wakes.Close()
+}

@@ -294,6 +294,10 @@ type Dispatcher struct {
 	// Poller reads poll subscriptions; nil when Config has no MasterKey
 	// (it signs their iterators).
 	Poller *poll.Poller
+	// Wakes is the process's one shared Redis pub/sub connection: the
+	// Poller's long polls wait on it, and so do the listen connections
+	// of the API server it is given to (admin.Config.Wakes).
+	Wakes *queue.WakeHub
 
 	cfg     Config
 	tasks   *queue.Enqueuer
@@ -332,14 +336,19 @@ func New(cfg Config) (*Dispatcher, error) {
 			return nil, fmt.Errorf("register the schedule's metrics: %w", err)
 		}
 	}
+	// One pub/sub connection for the process's long polls and listen
+	// connections, whatever their number (it connects when one waits).
+	wakes := queue.NewWakeHub(tasks.Redis, cfg.Logger)
 	var poller *poll.Poller
 	if len(cfg.MasterKey) > 0 {
 		if poller, err = poll.NewPoller(poll.PollerConfig{Store: cfg.Store, Secrets: deliver.NewSecretCache(cfg.Store, cfg.Sealer),
-			Redis: tasks.Redis, MasterKey: cfg.MasterKey, Clock: cfg.Clock, Logger: cfg.Logger, Registerer: cfg.Registerer}); err != nil {
+			Redis: tasks.Redis, MasterKey: cfg.MasterKey, Clock: cfg.Clock, Logger: cfg.Logger, Registerer: cfg.Registerer,
+			Wakes: wakes}); err != nil {
 			return nil, err
 		}
 	}
 	return &Dispatcher{
+		Wakes:       wakes,
 		Poller:      poller,
 		Publisher:   pub,
 		Redeliverer: red,
@@ -359,5 +368,5 @@ func (d *Dispatcher) Close() error {
 	if d.Poller != nil {
 		pollErr = d.Poller.Close()
 	}
-	return errors.Join(d.tasks.Close(), pollErr)
+	return errors.Join(d.tasks.Close(), pollErr, d.Wakes.Close())
 }

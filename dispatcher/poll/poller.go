@@ -90,6 +90,10 @@ type PollerConfig struct {
 	// Registerer receives the reads' signing metric; nil registers
 	// nothing.
 	Registerer prometheus.Registerer
+	// Wakes is the process's shared pub/sub connection, when it has one
+	// (the listen connections wait on it too): the caller closes it. Nil:
+	// the Poller makes its own on Redis, and Close closes it.
+	Wakes *queue.WakeHub
 }
 
 func (c PollerConfig) validate() error {
@@ -104,9 +108,11 @@ func (c PollerConfig) validate() error {
 
 // Poller reads poll subscriptions' lines for their merchants.
 type Poller struct {
-	store     *store.Store
-	secrets   *deliver.SecretCache
-	wakes     *queue.WakeHub
+	store   *store.Store
+	secrets *deliver.SecretCache
+	wakes   *queue.WakeHub
+	// ownsWakes: wakes is the Poller's own, closed by Close.
+	ownsWakes bool
 	iterators Iterators
 	clock     clock.Clock
 	// signed keeps the items reads signed, so that reading them again
@@ -133,13 +139,23 @@ func NewPoller(cfg PollerConfig) (*Poller, error) {
 			return nil, fmt.Errorf("register poll metrics: %w", err)
 		}
 	}
-	return &Poller{store: cfg.Store, secrets: cfg.Secrets, wakes: queue.NewWakeHub(cfg.Redis, cfg.Logger),
+	wakes, owns := cfg.Wakes, cfg.Wakes == nil
+	if owns {
+		wakes = queue.NewWakeHub(cfg.Redis, cfg.Logger)
+	}
+	return &Poller{store: cfg.Store, secrets: cfg.Secrets, wakes: wakes, ownsWakes: owns,
 		iterators: NewIterators(cfg.MasterKey), clock: cfg.Clock, signed: newSignedCache(), signings: signings}, nil
 }
 
-// Close closes the long polls' shared pub/sub connection; a long poll
-// still waiting reads its line once more and answers.
-func (p *Poller) Close() error { return p.wakes.Close() }
+// Close closes the long polls' shared pub/sub connection when it is the
+// Poller's own; a long poll still waiting reads its line once more and
+// answers.
+func (p *Poller) Close() error {
+	if !p.ownsWakes {
+		return nil
+	}
+	return p.wakes.Close()
+}
 
 // validate checks a request's bounds; it fills the default limit.
 func (r *Request) validate(now time.Time) error {
