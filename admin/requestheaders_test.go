@@ -41,7 +41,7 @@ func TestAttemptShowsItsRequestHeaders(t *testing.T) {
 	}
 	sent := rcv.requests()[0].Header
 	want := map[string]string{
-		"Authorization":     "Bear…••••••",
+		"Authorization":     "Bearer ••••••",
 		"X-Tenant":          "••••••",
 		"Webhook-Id":        sent.Get("Webhook-Id"),
 		"Webhook-Timestamp": sent.Get("Webhook-Timestamp"),

@@ -451,11 +451,11 @@ func TestPortalInTheBrowser(t *testing.T) {
 	tb.typeInto("Ordering key", "payload.id")
 	tb.screenshot("endpoint-form")
 	tb.click("Save changes")
-	tb.see("Endpoint saved.", "Orders service, v2", `payload.status == "paid"`, "5 per second", "By payload.id", "Authorization: Bear…••••••")
+	tb.see("Endpoint saved.", "Orders service, v2", `payload.status == "paid"`, "5 per second", "By payload.id", "Authorization: Bearer ••••••")
 	tb.notSee(gateway)
 	tb.screenshotViewport("endpoint-controls")
 	_, saved := e.call("GET", "http://"+e.public+"/v1/webhook_subscriptions/"+subID, key, nil)
-	if headers, _ := saved["headers"].(map[string]any); headers["Authorization"] != "Bear…••••••" {
+	if headers, _ := saved["headers"].(map[string]any); headers["Authorization"] != "Bearer ••••••" {
 		t.Errorf("after the edit the subscription's headers are %v, want Authorization kept", saved["headers"])
 	}
 	// An event matching the endpoint while it is disabled is kept as a

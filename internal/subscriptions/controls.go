@@ -174,14 +174,22 @@ func checkHeaders(param string, h map[string]string) error {
 	return nil
 }
 
-// MaskedValue is what a read shows of a header value: its first four
-// characters when it is long enough that they give nothing away (the
-// scheme of "Bearer …", say), then dots; a short value shows dots only.
+// MaskedValue is what a read shows of a header value: nothing of it but,
+// when it is an authorization scheme and a credential ("Bearer …",
+// "Basic …"), the scheme's name, which a merchant debugging a receiver
+// needs and which is no secret. A header value may be a credential, and
+// no part of a credential is shown (docs/decisions.md, "A merchant's
+// input", rule 5): a four-character prefix of an API key narrows it.
 func MaskedValue(v string) string {
 	const dots = "••••••"
-	if utf8.RuneCountInString(v) < 16 {
+	scheme, credential, ok := strings.Cut(v, " ")
+	if !ok || credential == "" || !authScheme.MatchString(scheme) {
 		return dots
 	}
-	r := []rune(v)
-	return string(r[:4]) + "…" + dots
+	return scheme + " " + dots
 }
+
+// authScheme is an HTTP authentication scheme's name as registered ones
+// are spelt (RFC 9110 §11.1 allows any token; these are letters, digits
+// and hyphens, at most 20).
+var authScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,19}$`)

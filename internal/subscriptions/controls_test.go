@@ -7,15 +7,19 @@ import (
 	"github.com/webhookd/webhookd/internal/invalid"
 )
 
-// TestMaskedValue: long values keep a four-character prefix, short ones
-// show nothing.
+// TestMaskedValue: no character of a credential is shown, only an
+// authorization scheme's name before one.
 func TestMaskedValue(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"Bearer sk_live_0123456789": "Bear…••••••",
-		"short":                     "••••••",
-		"exactly-15-char":           "••••••",
-		"ééééééééééééééééé":         "éééé…••••••",
+		"Bearer sk_live_0123456789":   "Bearer ••••••",
+		"Basic dXNlcjpwYXNzd29yZA==":  "Basic ••••••",
+		"key_0123456789abcdef":        "••••••",
+		"sk_live_0123456789 trailing": "••••••",
+		"Bearer ":                     "••••••",
+		"short":                       "••••••",
+		"ééééééééééééééééé":           "••••••",
+		"é-scheme secret":             "••••••",
 	} {
 		if got := MaskedValue(in); got != want {
 			t.Errorf("MaskedValue(%q) = %q, want %q", in, got, want)
