@@ -3,9 +3,13 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode"
 
+	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
@@ -13,25 +17,32 @@ import (
 // the registry reads it (subscriptions.ParseDestination): the bytes sent,
 // nil when absent, with the legacy surface's camelCase field names
 // (queueUrl) turned into the snake_case ones (queue_url). A value that is
-// not an object goes as sent, for the registry to refuse.
-func destinationInput(ctx context.Context, f rawField) []byte {
+// not an object goes as sent, for the registry to refuse. On the legacy
+// surface a field is named in camelCase alone: queue_url there is refused
+// naming it, as the surface's document has no such field (one spelling
+// per surface, the rest refused, as for every other field).
+func destinationInput(ctx context.Context, f rawField) ([]byte, error) {
 	raw := f.bytes()
 	if raw == nil || !isLegacy(ctx) {
-		return raw
+		return raw, nil
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) != nil || fields == nil {
-		return raw
+		return raw, nil
 	}
 	snake := make(map[string]json.RawMessage, len(fields))
-	for k, v := range fields {
-		snake[snakeCase(k)] = v
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if camelCase(snakeCase(k)) != k {
+			return nil, invalid.Value("destination."+k, "destination_field_unknown", fmt.Sprintf(
+				"A destination on these routes names its fields in camelCase: %s, not %s.", invalid.Quote(camelCase(snakeCase(k))), invalid.Quote(k)))
+		}
+		snake[snakeCase(k)] = fields[k]
 	}
 	b, err := json.Marshal(snake)
 	if err != nil {
-		return raw
+		return raw, nil
 	}
-	return b
+	return b, nil
 }
 
 // destinationView is what a read shows of a subscription's destination:

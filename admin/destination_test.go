@@ -59,6 +59,14 @@ func TestDestination(t *testing.T) {
 		strings.Contains(string(r.Body), "bPxRfiCYEXAMPLEKEY") {
 		t.Fatalf("legacy create: %d %s", r.Status, r.Body)
 	}
+	// There, a field is named in camelCase alone: the snake_case spelling
+	// is no field of the surface's document.
+	r = h.legacy("create", key, "", map[string]any{"events": []string{"*"}, "destination": map[string]any{"type": "sqs",
+		"queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/webhooks", "region": "eu-west-1",
+		"accessKeyId": "AKIAEXAMPLE", "secretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}})
+	if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "queueUrl") {
+		t.Fatalf("legacy create with queue_url: %d %s, want 400 naming queueUrl", r.Status, r.Body)
+	}
 }
 
 // TestDestinationRefused: each fault names its field.

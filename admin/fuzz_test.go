@@ -280,6 +280,15 @@ var subscriptionSeeds = []string{
 	`{"url":"https://example.com/hook","events":["*"],"payload_style":"thin","batch":{"max_size":50,"max_wait_ms":200}}`,
 	`{"url":"https://example.com/hook","events":["*"],"payload_style":7,"batch":{"max_size":1e400,"max_wait_ms":-0}}`,
 	`{"url":"https://example.com/hook","events":["*"],"payloadStyle":"thin","batch":{"maxSize":2,"max_size":3}}`,
+	// Destinations: options smuggled into addresses, plaintext, foreign
+	// credential sources (docs/decisions.md, "A merchant's input").
+	`{"events":["*"],"destination":{"type":"rabbitmq","url":"amqps://u:p@broker.example.com/v?cacertfile=/dev/zero","exchange":"x"}}`,
+	`{"events":["*"],"destination":{"type":"rabbitmq","url":"amqp://u:p@[::1]:5672/%2f#frag","routing_key":"q"}}`,
+	`{"events":["*"],"destination":{"type":"kafka","brokers":["k.example.com:9093"],"topic":"t","tls":true,"sasl":{"mechanism":"plain","username":"u","password":"p"}}}`,
+	`{"events":["*"],"destination":{"type":"sqs","queue_url":"https://sqs.eu-west-1.amazonaws.com/123456789012/q","region":"eu-west-1","access_key_id":"AKIA","secret_access_key":"s","endpoint":"https://sqs.example.com/?x=1"}}`,
+	`{"events":["*"],"destination":{"type":"gcp_pubsub","project_id":"my-project-1","topic_id":"topic","credentials_json":"{\"type\":\"external_account\",\"credential_source\":{\"file\":\"/etc/hostname\"}}"}}`,
+	`{"events":["*"],"destination":{"type":"gcp_pubsub","project_id":"my-project-1","topic_id":"topic","endpoint":"127.0.0.1:8085"}}`,
+	`{"events":["*"],"destination":{"type":"poll"}}`,
 	`null`, `[]`, `""`, ``, `{`,
 }
 

@@ -209,12 +209,15 @@ func (in subscriptionInput) draft(ctx context.Context) (subscriptions.Draft, err
 	if err != nil {
 		return subscriptions.Draft{}, err
 	}
+	destination, err := destinationInput(ctx, in.Destination)
+	if err != nil {
+		return subscriptions.Draft{}, err
+	}
 	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata,
 		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes(),
 		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth,
 		SignatureScheme: in.SignatureScheme, Encryption: jwk, TraceContext: in.TraceContext,
-		PayloadStyle: in.PayloadStyle, Batch: batch,
-		Destination: destinationInput(ctx, in.Destination)}, nil
+		PayloadStyle: in.PayloadStyle, Batch: batch, Destination: destination}, nil
 }
 
 // change is the domain's form of an update body; ctx names the surface.
@@ -231,14 +234,17 @@ func (p subscriptionPatch) change(ctx context.Context) (subscriptions.Change, er
 	if err != nil {
 		return subscriptions.Change{}, err
 	}
+	destination, err := destinationInput(ctx, p.Destination)
+	if err != nil {
+		return subscriptions.Change{}, err
+	}
 	return subscriptions.Change{URL: p.URL, Events: p.Events, SetDescription: p.Description.Set,
 		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status,
 		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes(),
 		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value,
 		SetAuthentication: setAuth, Authentication: auth,
 		SignatureScheme: p.SignatureScheme, SetEncryption: setEnc, Encryption: jwk, TraceContext: p.TraceContext,
-		PayloadStyle: p.PayloadStyle, SetBatch: setBatch, Batch: batch,
-		Destination: destinationInput(ctx, p.Destination)}, nil
+		PayloadStyle: p.PayloadStyle, SetBatch: setBatch, Batch: batch, Destination: destination}, nil
 }
 
 // create answers 201 with the new subscription and, this once, its secret.
