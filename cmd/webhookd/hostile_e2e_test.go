@@ -2,11 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/rsa"
 	"crypto/tls"
+	"crypto/x509"
 	_ "embed"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -184,6 +189,11 @@ func hostileRows() []hostileRow {
 				return webhook(s.calm.URL+"/jwt", map[string]any{"type": "oauth2_client_credentials", "token_url": s.hangs.URL + "/token",
 					"client_id": "hostile", "private_key": rsa8192Key})
 			}},
+		{kind: "webhook + encryption", shape: "an 8,192-bit RSA public key", refusedParam: "encryption.public_key",
+			body: func(s *hostileServers) map[string]any {
+				return map[string]any{"url": s.calm.URL + "/jwe", "events": []string{"*"},
+					"encryption": map[string]any{"public_key": rsaPublicJWK(rsa8192Key)}}
+			}},
 		// Endless or huge answers, hanging endpoints: accepted, each read
 		// bounded, each attempt failed with its code.
 		{kind: "webhook", shape: "an endless answer", failsWith: []string{"http_status"},
@@ -210,6 +220,22 @@ func hostileRows() []hostileRow {
 		{kind: "listen", shape: "many concurrent listeners", flood: floodListeners},
 		{kind: "portal", shape: "many sessions from one key", flood: floodSessions},
 	}
+}
+
+// rsaPublicJWK is the public JWK of the RSA key in keyPEM (PKCS #8).
+func rsaPublicJWK(keyPEM string) map[string]any {
+	block, _ := pem.Decode([]byte(keyPEM))
+	if block == nil {
+		panic("rsaPublicJWK: no PEM block")
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		panic(err)
+	}
+	pub := key.(*rsa.PrivateKey).PublicKey
+	return map[string]any{"kty": "RSA", "alg": "RSA-OAEP-256", "use": "enc",
+		"n": base64.RawURLEncoding.EncodeToString(pub.N.Bytes()),
+		"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(pub.E)).Bytes())}
 }
 
 // hostileServers are the test's servers, every one over TLS under ca.
