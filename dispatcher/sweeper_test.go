@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
@@ -286,13 +287,20 @@ func TestBacklogIsNotSweptAsLost(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // a receiver's own time, not a wait of the test
 		w.WriteHeader(http.StatusOK)
 	})
-	const subs, events = 10, 20
+	const subs, events = 10, 40
 	for range subs {
 		e.subscribe("m1", rcv.URL, "*")
 	}
+	// The grace is what a worker may take between taking an attempt from
+	// the schedule and leasing its delivery: half a second, so that a
+	// loaded machine's pause (the race detector, every package's tests at
+	// once) is not mistaken for a lost attempt; a backlog still waits
+	// many times the lease and the grace.
+	var waitsAtMost time.Duration
 	d, reg := e.dispatcher(func(c *dispatcher.Config) {
 		c.Concurrency, c.MerchantShare = 4, 0.25 // one attempt of m1 at a time
-		c.SweepInterval, c.SweepGrace = 200*time.Millisecond, 100*time.Millisecond
+		c.SweepInterval, c.SweepGrace = 200*time.Millisecond, 500*time.Millisecond
+		waitsAtMost = deliver.LeaseFor(c.DeliveryTimeout) + c.SweepGrace
 	})
 	var dels []store.Delivery
 	for range events {
@@ -306,6 +314,11 @@ func TestBacklogIsNotSweptAsLost(t *testing.T) {
 		}
 	}
 	took := time.Since(start)
+	if took <= waitsAtMost {
+		// The last deliveries waited the whole drain: it must outlast a
+		// lease and the grace for the sweeper to have been tempted.
+		t.Fatalf("the backlog drained in %v: no longer than a lease and the grace (%v), which tests nothing", took, waitsAtMost)
+	}
 	e.waitSwept(reg)
 	sweeps := counterWith(t, reg, "webhookd_tasks_total", "task", queue.TaskSweep)
 	t.Logf("%d deliveries of one merchant at one attempt at a time drained in %v, over %v sweeps",
