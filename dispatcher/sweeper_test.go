@@ -278,7 +278,7 @@ func (e *env) failFirstAttempt(del store.Delivery) store.Delivery {
 // of the workers, so that its attempts wait in every state asynq has
 // (pending, deferred over the merchant's share, active in a worker waiting
 // for a slot) for longer than a lease and the grace. The sweeper, every
-// 200 ms meanwhile, re-enqueues none of them, and every delivery is made
+// 500 ms meanwhile, re-enqueues none of them, and every delivery is made
 // once.
 func TestBacklogIsNotSweptAsLost(t *testing.T) {
 	t.Parallel()
@@ -299,7 +299,8 @@ func TestBacklogIsNotSweptAsLost(t *testing.T) {
 	var waitsAtMost time.Duration
 	d, reg := e.dispatcher(func(c *dispatcher.Config) {
 		c.Concurrency, c.MerchantShare = 4, 0.25 // one attempt of m1 at a time
-		c.SweepInterval, c.SweepGrace = 200*time.Millisecond, 500*time.Millisecond
+		// (The grace is at most the interval: both half a second.)
+		c.SweepInterval, c.SweepGrace = 500*time.Millisecond, 500*time.Millisecond
 		waitsAtMost = deliver.LeaseFor(c.DeliveryTimeout) + c.SweepGrace
 	})
 	var dels []store.Delivery
