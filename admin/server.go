@@ -216,6 +216,7 @@ func New(cfg Config) (*Server, error) {
 	registry := subscriptions.NewRegistry(cfg.Store, cfg.MasterKey, subscriptions.Rules{
 		EventTypes: cfg.EventTypes, AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		MaxSubscriptions: cfg.MaxSubscriptions, Destinations: cfg.Destinations, SQSEngineQueues: cfg.SQSEngineQueues,
+		Clock: clk,
 	})
 	respond := responder{logger: cfg.Logger}
 	limits := rateLimiter{respond: respond, limiter: limiter, errors: limiterErrors,

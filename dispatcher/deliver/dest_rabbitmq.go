@@ -79,10 +79,12 @@ func (r *rabbitMQ) connection(ctx context.Context) (*amqp.Connection, error) {
 		return r.conn, nil
 	}
 	r.idle = nil
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(r.timeout)
-	}
+	// The handshakes end by the attempt's deadline, or the timeout's when
+	// the caller set none: a socket deadline is real time, which the
+	// context keeps, not the engine's clock.
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
 	if r.urlErr != nil {
 		return nil, r.urlErr
 	}
@@ -164,7 +166,7 @@ func (r *rabbitMQ) publish(ctx context.Context, m message) (string, error) {
 	}
 	confirm, err := c.ch.PublishWithDeferredConfirmWithContext(ctx, r.exchange, r.key, true, false, amqp.Publishing{
 		Headers: headers, ContentType: "application/json", DeliveryMode: amqp.Persistent,
-		MessageId: m.DeliveryID, Timestamp: time.Now(), Body: m.Body,
+		MessageId: m.DeliveryID, Timestamp: m.SignedAt, Body: m.Body,
 	})
 	if err != nil {
 		_ = c.ch.Close()

@@ -75,6 +75,9 @@ type message struct {
 	Headers map[string]string
 	// OrderingKey is the ordered delivery's key; "" when unordered.
 	OrderingKey string
+	// SignedAt is the attempt's time, on the engine's clock: its
+	// webhook-timestamp, and a broker message's own timestamp.
+	SignedAt time.Time
 }
 
 // brokerClient sends messages to one destination over the connections it
@@ -438,7 +441,8 @@ func (ds *destinations) message(leased store.LeasedDelivery, keys []signer.Signi
 	for name := range h {
 		headers[strings.ToLower(name)] = h.Get(name)
 	}
-	m := message{DeliveryID: leased.ID.String(), EventID: leased.EventID.String(), Body: leased.Body, Headers: headers}
+	m := message{DeliveryID: leased.ID.String(), EventID: leased.EventID.String(), Body: leased.Body, Headers: headers,
+		SignedAt: signedAt}
 	if leased.Sequence != nil && leased.OrderingKey != nil {
 		m.OrderingKey = *leased.OrderingKey
 	}

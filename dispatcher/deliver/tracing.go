@@ -14,6 +14,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/dispatcher/queue"
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/tracing"
 )
@@ -42,6 +43,7 @@ const (
 // when tracing is off (tracer nil).
 type attemptTrace struct {
 	tracer trace.Tracer
+	clock  clock.Clock
 	// started is when the lease was asked for.
 	started time.Time
 	span    trace.Span
@@ -52,7 +54,7 @@ func (r *Runner) traceStart() attemptTrace {
 	if r.tracer == nil {
 		return attemptTrace{}
 	}
-	return attemptTrace{tracer: r.tracer, started: time.Now()}
+	return attemptTrace{tracer: r.tracer, clock: r.clock, started: r.clock.Now()}
 }
 
 // attempt starts the attempt's span once its delivery is leased (l), as
@@ -63,7 +65,7 @@ func (t *attemptTrace) attempt(ctx context.Context, at queue.Attempt, l store.Le
 	if t.tracer == nil {
 		return ctx
 	}
-	leased := time.Now()
+	leased := t.clock.Now()
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(t.started),
 		trace.WithAttributes(tracing.AttrDeliveryID.String(l.ID.String()), tracing.AttrEventID.String(l.EventID.String()),
 			tracing.AttrMerchantID.String(l.MerchantID), tracing.AttrSubscriptionID.String(l.SubscriptionID.String()),

@@ -104,7 +104,7 @@ func (p *Publisher) commitStarted() time.Time {
 	if p.tracer == nil {
 		return time.Time{}
 	}
-	return time.Now()
+	return p.clock.Now()
 }
 
 // traceCommit gives each event a group wrote (reqs[i] for i in at, whose
@@ -113,7 +113,7 @@ func (p *Publisher) traceCommit(ctx context.Context, started time.Time, reqs []p
 	if p.tracer == nil {
 		return
 	}
-	ended := time.Now()
+	ended := p.clock.Now()
 	for _, i := range at {
 		if !reqs[i].trace.IsValid() {
 			continue

@@ -58,6 +58,8 @@ func (s *Sink) URL() string { return "smtp://" + s.ln.Addr().String() }
 
 func (s *Sink) serve(c net.Conn) {
 	defer c.Close()
+	// A test fixture's socket deadline: the kernel's real time, which no
+	// injected clock of a test may stand for.
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	r := bufio.NewReader(c)
 	reply := func(line string) { _, _ = c.Write([]byte(line + "\r\n")) }

@@ -13,6 +13,7 @@ import (
 	"code.dny.dev/ssrf"
 
 	"github.com/webhookd/webhookd/internal/catalogue"
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
 )
@@ -56,17 +57,13 @@ type Rules struct {
 	// AWS credentials (WEBHOOKD_SQS_ENGINE_CREDENTIALS, see sqs.go); nil
 	// requires a key of every sqs destination.
 	SQSEngineQueues []string
-	// Now is the time certificates must be valid at; nil is time.Now.
-	Now func() time.Time
+	// Clock is the engine's one clock: certificates must be valid at its
+	// now; nil is the system clock.
+	Clock clock.Clock
 }
 
-// now is Now's time.
-func (r Rules) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
+// now is the Clock's time.
+func (r Rules) now() time.Time { return clock.Or(r.Clock).Now() }
 
 // maxSubscriptions is the cap that applies.
 func (r Rules) maxSubscriptions() int {
