@@ -599,6 +599,7 @@ func floodLongPolls(_ *testing.T, e *engine, key string, s *hostileServers) floo
 func holdLongPolls(t *testing.T, e *engine, rdb *redis.Client, key string, s *hostileServers, n int) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // a failed wait below leaves no poll behind
 	var done sync.WaitGroup
 	for range n {
 		done.Go(func() {
