@@ -270,7 +270,7 @@ func TestHostileMerchant(t *testing.T) {
 	e.subscribeURL(e.merchantKey("m_calm"), s.calm.URL+"/hook")
 	hostileKey := e.merchantKey(hostileMerchant)
 
-	solo := s.calm.measure("alone", e.publishSteadily("m_calm", isolationProbeRate, isolationPhase))
+	solo := s.calm.probe(e, "alone")
 
 	// Every accepted shape runs at once, published to at 10 events/s,
 	// while the floods are tried and the calm merchant is measured again.
@@ -311,7 +311,7 @@ func TestHostileMerchant(t *testing.T) {
 			floodsMu.Unlock()
 		})
 	}
-	beside := s.calm.measure("beside every hostile shape", e.publishSteadily("m_calm", isolationProbeRate, isolationPhase))
+	beside := s.calm.probe(e, "beside every hostile shape")
 	floodsDone.Wait()
 	n := stopHostile()
 	t.Logf("the hostile merchant published %d events to %d accepted shapes", n, len(accepted))

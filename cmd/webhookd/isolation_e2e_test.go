@@ -252,6 +252,26 @@ func (a *arrivals) measure(name string, published map[string]time.Time) phase {
 	return p
 }
 
+// probe measures a phase of the calm merchant m_calm publishing
+// isolationProbeRate events/s for isolationPhase. A phase in which the
+// probe itself fell behind its pace (fewer than 80% of the events it
+// planned were published: the test process was starved of CPU, as a
+// loaded CI machine does to it) measured the machine, not the engine: it
+// is logged and measured again, at most twice. A phase judged is always
+// one whose probe kept its pace, or the third.
+func (a *arrivals) probe(e *engine, name string) phase {
+	planned := int(isolationPhase.Seconds()) * isolationProbeRate
+	var p phase
+	for try := 1; try <= 3; try++ {
+		p = a.measure(name, e.publishSteadily("m_calm", isolationProbeRate, isolationPhase))
+		if p.events*5 >= planned*4 {
+			break
+		}
+		e.t.Logf("%s: the probe published %d of its %d events (the test process was starved); measured again", p, p.events, planned)
+	}
+	return p
+}
+
 // holdsBeside fails the test when beside's p99 is over twice solo's and a
 // second (a loaded machine's noise), or events are missing.
 func holdsBeside(t *testing.T, solo, beside phase, what string) {
@@ -280,7 +300,7 @@ func testHostileMerchant(t *testing.T, base *engine) {
 	}
 	e.subscribeAll(repeatString(hostileKey, hangingSubs), urls, nil)
 
-	solo := calm.measure("alone", e.publishSteadily("m_calm", isolationProbeRate, isolationPhase))
+	solo := calm.probe(e, "alone")
 	stop := e.steadyLoad("m_hostile", hostileRate)
 	defer stop()
 	// The hanging attempts fill whatever the hostile merchant may hold
@@ -290,7 +310,7 @@ func testHostileMerchant(t *testing.T, base *engine) {
 	share := isolationWorkers * isolationConcurrency / 4
 	waitFor(t, "the hanging attempts to fill the hostile merchant's share and time out", 30*time.Second,
 		func() bool { return trap.held.Load() >= int64(share) && trap.cut.Load() >= int64(share) })
-	beside := calm.measure("beside 50 hanging subscriptions", e.publishSteadily("m_calm", isolationProbeRate, isolationPhase))
+	beside := calm.probe(e, "beside 50 hanging subscriptions")
 	n := stop()
 	t.Logf("the hostile merchant published %d events (× %d hanging subscriptions)", n, hangingSubs)
 	holdsBeside(t, solo, beside, "the calm merchant beside one with 50 hanging subscriptions")
@@ -516,21 +536,21 @@ func testRateLimitedBacklog(t *testing.T, base *engine) {
 	limitedKey := e.merchantKey("m_limited")
 	limitedID := e.subscribeAll([]string{limitedKey}, []string{limited.URL + "/hook"}, map[string]any{"rate_limit": 1})[0]
 
-	solo := calm.measure("alone", e.publishSteadily("m_calm", isolationProbeRate, isolationPhase))
+	solo := calm.probe(e, "alone")
 	publishMany(e, "m_limited", backlog)
-	beside := calm.measure("beside a rate-limited backlog", e.publishSteadily("m_calm", isolationProbeRate, isolationPhase))
+	beside := calm.probe(e, "beside a rate-limited backlog")
 
 	if status, body := e.call(http.MethodDelete, "http://"+e.public+"/v1/webhook_subscriptions/"+limitedID, limitedKey, nil); status/100 != 2 {
 		t.Fatalf("delete the rate-limited subscription: %d %v", status, body)
 	}
 	deleted := time.Now()
 	atDelete := deferredTotal(t, workers)
-	after := calm.measure("after its delete", e.publishSteadily("m_calm", isolationProbeRate, isolationPhase))
+	after := calm.probe(e, "after its delete")
 	holdsBeside(t, solo, beside, "the calm merchant beside a rate-limited backlog")
 	holdsBeside(t, solo, after, "the calm merchant after the rate-limited subscription was deleted")
 
 	// Its queued deliveries end: none stays pending.
-	if !eventually(15*time.Second-time.Since(deleted), func() bool { return e.pendingDeliveries(limitedKey, limitedID) == 0 }) {
+	if !eventually(max(15*time.Second-time.Since(deleted), 5*time.Second), func() bool { return e.pendingDeliveries(limitedKey, limitedID) == 0 }) {
 		t.Fatalf("the deleted subscription still has pending deliveries %v after its delete", time.Since(deleted).Round(time.Millisecond))
 	}
 	// The workers stop putting its tasks back: the deferral counter holds
@@ -540,8 +560,14 @@ func testRateLimitedBacklog(t *testing.T, base *engine) {
 	// the engine does not expose.
 	const settle, settleBy = 3 * time.Second, 15 * time.Second
 	last, since := deferredTotal(t, workers), time.Now()
+	// A probe measured again (probe) may have used the deadline up: the
+	// window then still gets its settle time.
+	deadline := deleted.Add(settleBy)
+	if late := since.Add(2 * settle); late.After(deadline) {
+		deadline = late
+	}
 	for time.Since(since) < settle {
-		if time.Since(deleted) > settleBy {
+		if time.Now().After(deadline) {
 			t.Errorf("webhookd_attempts_deferred_total still growing %v after the delete: %.0f more since (%.0f/s)",
 				settleBy, last-atDelete, (last-atDelete)/time.Since(deleted).Seconds())
 			break
