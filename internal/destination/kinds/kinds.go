@@ -1,0 +1,24 @@
+// Package kinds registers every destination kind this build delivers to:
+// one line a kind. It is the only place that names them all.
+package kinds
+
+import (
+	"github.com/webhookd/webhookd/internal/destination"
+)
+
+// Options are the operator's settings some kinds read.
+type Options struct {
+	// SQSEngineQueues are the queue URL prefixes an sqs destination may
+	// send to with the engine's own AWS credentials
+	// (WEBHOOKD_SQS_ENGINE_CREDENTIALS); none when empty.
+	SQSEngineQueues []string
+}
+
+// Default is the registry of every kind, in the order the documentation
+// lists them.
+func Default(o Options) (*destination.Registry, error) {
+	_ = o
+	return destination.NewRegistry(
+	// One line a kind, in the order of docs/destinations.md.
+	)
+}
