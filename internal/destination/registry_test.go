@@ -1,9 +1,11 @@
 package destination_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/webhookd/webhookd/internal/destination"
@@ -35,16 +37,36 @@ func (echoKind) Parse(param string, raw json.RawMessage) (destination.Config, er
 	return c, nil
 }
 
-func (echoKind) Open(destination.Config, destination.Env) (destination.Publisher, error) {
-	return nil, nil
+func (echoKind) Open(cfg destination.Config, _ destination.Env) (destination.Publisher, error) {
+	return &echoPublisher{host: cfg.(echoConfig).Host}, nil
 }
+
+// echoPublisher counts what is asked of it.
+type echoPublisher struct {
+	host   string
+	closed atomic.Bool
+}
+
+func (p *echoPublisher) Send(context.Context, destination.Message) (destination.Result, error) {
+	if p.closed.Load() {
+		return destination.Result{}, errors.New("closed")
+	}
+	return destination.Result{Answer: "echoed"}, nil
+}
+
+func (p *echoPublisher) Close() error { p.closed.Store(true); return nil }
 
 func (c echoConfig) Summary() map[string]any {
 	return map[string]any{"host": c.Host, "password": destination.Masked}
 }
 func (c echoConfig) Target() string                   { return "echo://" + c.Host }
 func (c echoConfig) Addresses() []destination.Address { return nil }
-func (c echoConfig) Plaintext() string                { return "" }
+func (c echoConfig) Plaintext() string {
+	if strings.HasPrefix(c.Host, "plain.") {
+		return "host"
+	}
+	return ""
+}
 
 func TestRegistryParse(t *testing.T) {
 	r, err := destination.NewRegistry(echoKind{})
