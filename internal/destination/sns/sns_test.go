@@ -422,4 +422,14 @@ func TestLargestMessage(t *testing.T) {
 		t.Fatalf("send of %d bytes: %s %s (%v)", len(m.Body)+attrs, code, said, err)
 	}
 	verify(t, secret, m, receive(t, sub))
+
+	// One byte more is refused before sending.
+	_, over := messageWithBody(t, "evt_largest", []byte(`{"pad":"`+strings.Repeat("p", pad+1)+`"}`))
+	_, err := p.Send(context.Background(), over)
+	if code, said := destination.Classify(err); code != destination.CodeRefused || !strings.Contains(said, "this one has 262145") {
+		t.Errorf("send of one byte more: %s %q (%v), want broker_refused naming its size", code, said, err)
+	}
+	if n := len(srv.publishes(topicARN)); n != 1 {
+		t.Errorf("%d publishes reached the server, want the first only", n)
+	}
 }
