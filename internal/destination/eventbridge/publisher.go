@@ -79,7 +79,7 @@ type Detail struct {
 // keeps until Close.
 type publisher struct {
 	client  *eventbridge.Client
-	http    awsdest.Client
+	opts    awsdest.Client
 	bus     string
 	source  string
 	timeout time.Duration
@@ -110,7 +110,7 @@ func (Kind) Open(cfg destination.Config, env destination.Env) (destination.Publi
 		AppID:        "webhookd",
 	})
 	done, cancel := context.WithCancel(context.Background())
-	return &publisher{client: client, http: opts, bus: c.EventBus, source: c.Source, timeout: env.Timeout, done: done, cancel: cancel}, nil
+	return &publisher{client: client, opts: opts, bus: c.EventBus, source: c.Source, timeout: env.Timeout, done: done, cancel: cancel}, nil
 }
 
 // Send implements destination.Publisher: one PutEvents of one entry,
@@ -267,7 +267,7 @@ func (p *publisher) Close() error {
 	defer p.mu.Unlock()
 	if !p.closed {
 		p.closed = true
-		p.http.CloseIdle()
+		p.opts.CloseIdle()
 	}
 	return nil
 }
