@@ -217,7 +217,9 @@ func ParseURL(param, raw string) (URL, error) {
 	if len(u.Path) > 1 {
 		out.Vhost = u.Path[1:]
 	}
-	if printable := func(s string) bool { return len(s) <= destination.MaxField && !strings.ContainsFunc(s, destination.IsControl) }; !printable(out.Username) ||
+	if printable := func(s string) bool {
+		return len(s) <= destination.MaxField && !strings.ContainsFunc(s, destination.IsControl)
+	}; !printable(out.Username) ||
 		!printable(out.Password) || !printable(out.Vhost) {
 		return URL{}, bad
 	}
