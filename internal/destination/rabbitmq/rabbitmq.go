@@ -217,11 +217,14 @@ func ParseURL(param, raw string) (URL, error) {
 	if len(u.Path) > 1 {
 		out.Vhost = u.Path[1:]
 	}
-	if printable := func(s string) bool {
-		return len(s) <= destination.MaxField && !strings.ContainsFunc(s, destination.IsControl)
-	}; !printable(out.Username) ||
-		!printable(out.Password) || !printable(out.Vhost) {
+	if !namePart(out.Username) || !namePart(out.Password) || !namePart(out.Vhost) {
 		return URL{}, bad
 	}
 	return out, nil
+}
+
+// namePart is a user, password or vhost the url may hold: at most
+// MaxField characters, none a control character.
+func namePart(s string) bool {
+	return len(s) <= destination.MaxField && !strings.ContainsFunc(s, destination.IsControl)
 }
