@@ -111,6 +111,15 @@ if ! (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then
   $SUDO rabbitmq-server -detached
   for _ in $(seq 1 150); do (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null && break; sleep 0.2; done
 fi
+# rabbitmq destination kind (internal/destination/rabbitmq): its
+# conformance test publishes as a user of its own, whose password differs
+# from its name (guest/guest cannot show that a read masks the password),
+# allowed to write to the default exchange and nothing else.
+if ! $SUDO rabbitmqctl list_users 2>/dev/null | grep -q '^webhookd-conformance[[:space:]]'; then
+  echo "services: adding RabbitMQ user webhookd-conformance" >&2
+  $SUDO rabbitmqctl add_user webhookd-conformance conformance-pw-5e1d >/dev/null
+fi
+$SUDO rabbitmqctl set_permissions -p / webhookd-conformance '^$' '^amq\.default$' '^$' >/dev/null
 # Chromium: the portal's browser tests drive Debian's headless Chromium.
 if [ ! -x /usr/bin/chromium ]; then
   echo "services: installing Chromium" >&2

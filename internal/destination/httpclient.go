@@ -25,8 +25,10 @@ const idleConns = 5 * time.Minute
 // SDK) is given: it dials through env.Dial, never the environment's
 // proxy; it resumes TLS sessions; and its answers' bodies end in a
 // *failtext.TooLargeError past MaxServiceAnswer bytes, so that an SDK
-// that reads a whole body reads no more. maxIdle bounds the connections
-// it keeps.
+// that reads a whole body reads no more; and the transport writes its own
+// copy of each request's body (wholeBodies), so that an answer that
+// comes before the request is read is read for what it says. maxIdle
+// bounds the connections it keeps.
 func HTTPClient(env Env, maxIdle int) *http.Client {
 	transport := &http.Transport{
 		DialContext:         env.Dial,
@@ -36,7 +38,7 @@ func HTTPClient(env Env, maxIdle int) *http.Client {
 		MaxIdleConnsPerHost: maxIdle,
 		IdleConnTimeout:     idleConns,
 	}
-	return BoundedClient(transport, MaxServiceAnswer)
+	return BoundedClient(wholeBodies{next: transport}, MaxServiceAnswer)
 }
 
 // BoundedClient is an HTTP client on transport whose answers' bodies end

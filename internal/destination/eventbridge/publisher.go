@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -102,14 +101,10 @@ func (Kind) Open(cfg destination.Config, env destination.Env) (destination.Publi
 		return nil, destination.Fail(destination.CodeInvalid, "the destination is not an eventbridge destination", fmt.Errorf("eventbridge: open %T", cfg))
 	}
 	opts := c.Account.Client(env)
-	// The same transport (env's dialer, bounded answers), each request's
-	// body copied first (wholeBodies); opts.CloseIdle still closes its
-	// connections.
-	httpClient := &http.Client{Transport: wholeBodies{next: opts.HTTPClient.Transport}}
 	client := eventbridge.New(eventbridge.Options{
 		Region:       opts.Region,
 		Credentials:  opts.Credentials,
-		HTTPClient:   httpClient,
+		HTTPClient:   opts.HTTPClient,
 		Retryer:      opts.Retryer,
 		BaseEndpoint: opts.BaseEndpoint,
 		AppID:        "webhookd",

@@ -4,6 +4,10 @@ package kinds
 
 import (
 	"github.com/webhookd/webhookd/internal/destination"
+	"github.com/webhookd/webhookd/internal/destination/eventbridge"
+	"github.com/webhookd/webhookd/internal/destination/kafka"
+	"github.com/webhookd/webhookd/internal/destination/rabbitmq"
+	"github.com/webhookd/webhookd/internal/destination/sns"
 )
 
 // Options are the operator's settings some kinds read.
@@ -19,6 +23,9 @@ type Options struct {
 func Default(o Options) (*destination.Registry, error) {
 	_ = o
 	return destination.NewRegistry(
-	// One line a kind, in the order of docs/destinations.md.
+		rabbitmq.New(),
+		kafka.New(),
+		sns.New(),
+		eventbridge.New(),
 	)
 }

@@ -1,4 +1,4 @@
-package eventbridge
+package destination
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // then has the transport's write of the rest fail, and the transport
 // closes the connection under the answer being read, so that the
 // attempt fails as a broken answer instead of for what the answer was.
-// A PutEvents body is one bounded entry: a copy costs little.
+// A cloud service request is one bounded message: a copy costs little.
 type wholeBodies struct {
 	next http.RoundTripper
 }
@@ -28,7 +28,7 @@ func (w wholeBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, err := io.ReadAll(req.Body)
 	_ = req.Body.Close()
 	if err != nil {
-		return nil, fmt.Errorf("eventbridge: read the request body: %w", err)
+		return nil, fmt.Errorf("destination: read the request body: %w", err)
 	}
 	copied := req.Clone(req.Context())
 	copied.Body = io.NopCloser(bytes.NewReader(body))
