@@ -24,7 +24,9 @@ import (
 // Config stopped, which the machine's must not be: it uses Unreachable
 // (a port where nothing listens), and TestReconnectsAfterBrokerRestart
 // stops and restarts a private broker under a publisher whose connection
-// was open.
+// was open. Oversized is nil: MQTT frames every packet with its length,
+// and the publisher refuses one over 64 KiB as its header arrives
+// (TestBrokerPacketPastTheBound).
 func TestConformance(t *testing.T) {
 	topic := uniqueTopic(t)
 	sub := subscribe(t, machineBroker, "", "", topic)

@@ -147,11 +147,13 @@ func (p *publisher) Send(ctx context.Context, m destination.Message) (destinatio
 	case resp != nil && resp.ReasonCode >= 0x80:
 		return destination.Result{}, pubackFailure(resp.ReasonCode, err)
 	case err == nil:
-		answer := "confirmed by the broker (PUBACK " + reason(0) + ")"
-		if resp != nil && resp.ReasonCode != 0 {
-			answer = "confirmed by the broker (PUBACK " + reason(resp.ReasonCode) + ")"
+		// 0x00 Success, or 0x10 No matching subscribers: taken, and the
+		// merchant learns that nobody was subscribed.
+		var code byte
+		if resp != nil {
+			code = resp.ReasonCode
 		}
-		return destination.Result{Answer: answer}, nil
+		return destination.Result{Answer: "confirmed by the broker (PUBACK " + reason(code) + ")"}, nil
 	}
 	// The connection is not trusted after this: lost, or its broker
 	// did not confirm within the delivery timeout.
@@ -165,7 +167,7 @@ func (p *publisher) Send(ctx context.Context, m destination.Message) (destinatio
 		return destination.Result{}, destination.Fail(destination.CodeNotConfirmed,
 			"the connection to the broker closed before it confirmed the message", err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return destination.Result{}, destination.Fail(destination.CodeNotConfirmed, "", err)
+		return destination.Result{}, destination.Fail(destination.CodeNotConfirmed, "the broker did not confirm the message in time (no PUBACK)", err)
 	}
 	return destination.Result{}, destination.Fail(destination.CodeNotConfirmed,
 		"the connection to the broker failed before it confirmed the message", err)
