@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"net"
 	"os"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eclipse/paho.golang/packets"
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/webhookd/webhookd/internal/destination/desttest"
@@ -234,6 +237,7 @@ func randomHex(t testing.TB, n int) string {
 type subscriber struct {
 	t                       testing.TB
 	addr, user, pass, topic string
+	tls                     *tls.Config // nil in clear
 	msgs                    chan *paho.Publish
 
 	mu     sync.Mutex
@@ -242,7 +246,24 @@ type subscriber struct {
 
 func subscribe(t testing.TB, addr, user, pass, topic string) *subscriber {
 	t.Helper()
-	s := &subscriber{t: t, addr: addr, user: user, pass: pass, topic: topic, msgs: make(chan *paho.Publish, 1000)}
+	return subscribeWith(t, &subscriber{t: t, addr: addr, user: user, pass: pass, topic: topic})
+}
+
+// subscribeTLS subscribes as testUser over TLS, trusting caPEM.
+func subscribeTLS(t testing.TB, addr string, caPEM []byte, topic string) *subscriber {
+	t.Helper()
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		t.Fatal("no CA certificate")
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	return subscribeWith(t, &subscriber{t: t, addr: addr, user: testUser, pass: testPassword, topic: topic,
+		tls: &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}})
+}
+
+func subscribeWith(t testing.TB, s *subscriber) *subscriber {
+	t.Helper()
+	s.msgs = make(chan *paho.Publish, 1000)
 	s.Resubscribe()
 	t.Cleanup(func() {
 		s.mu.Lock()
@@ -262,7 +283,16 @@ func (s *subscriber) Resubscribe() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", s.addr)
+	var conn net.Conn
+	var err error
+	if s.tls != nil {
+		// paho's writers share a tls.Conn: it needs paho's lock.
+		if conn, err = (&tls.Dialer{Config: s.tls}).DialContext(ctx, "tcp", s.addr); err == nil {
+			conn = packets.NewThreadSafeConn(conn)
+		}
+	} else {
+		conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", s.addr)
+	}
 	if err != nil {
 		s.t.Fatalf("subscriber: dial %s: %v", s.addr, err)
 	}
