@@ -43,27 +43,30 @@ type Config struct {
 	Password string `json:"password,omitempty"`
 }
 
-// metadata is the kind's description; Ordered is true because one
-// publisher's sends on one connection to one topic reach a subscriber in
-// the order they were confirmed (MQTT 5, 4.6), which desttest's ordered
-// row checks.
-var metadata = destination.Metadata{
-	Type:     Type,
-	Label:    "MQTT",
-	Short:    "MQTT",
-	Delivers: "one MQTT 5 message per delivery, published at QoS 1 and confirmed by the broker's PUBACK; the webhook's headers as user properties",
-	Ordered:  true,
-	Fields: []destination.Field{
-		{Name: "broker", Label: "Broker", Type: destination.FieldString, Required: true, Example: "mqtt.example.com:8883",
-			Help: "The broker's host and port: 8883 for TLS, 1883 in clear."},
-		{Name: "topic", Label: "Topic", Type: destination.FieldString, Required: true, Example: "webhooks/payouts",
-			Help: "The topic name messages are published to: at most 255 bytes, no wildcard (+ or #), not starting with $."},
-		{Name: "tls", Label: "TLS", Type: destination.FieldBool,
-			Help: "Connect with TLS, the broker's certificate checked against public authorities. Without it, credentials and messages travel in clear."},
-		{Name: "username", Label: "Username", Type: destination.FieldString,
-			Help: "The user webhookd connects as, allowed to publish to the topic and nothing else."},
-		{Name: "password", Label: "Password", Type: destination.FieldString, Secret: true},
-	},
+// metadata is the kind's description, made anew for each caller; Ordered
+// is true because one publisher's sends on one connection to one topic
+// reach a subscriber in the order they were sent (MQTT 5, 4.6), and an
+// ordered line sends its next delivery once the last is confirmed, which
+// desttest's ordered row checks.
+func metadata() destination.Metadata {
+	return destination.Metadata{
+		Type:     Type,
+		Label:    "MQTT",
+		Short:    "MQTT",
+		Delivers: "one MQTT 5 message per delivery, published at QoS 1 and confirmed by the broker's PUBACK; the webhook's headers as user properties",
+		Ordered:  true,
+		Fields: []destination.Field{
+			{Name: "broker", Label: "Broker", Type: destination.FieldString, Required: true, Example: "mqtt.example.com:8883",
+				Help: "The broker's host and port: 8883 for TLS, 1883 in clear."},
+			{Name: "topic", Label: "Topic", Type: destination.FieldString, Required: true, Example: "webhooks/payouts",
+				Help: "The topic name messages are published to: at most 255 bytes, no wildcard (+ or #), not starting with $."},
+			{Name: "tls", Label: "TLS", Type: destination.FieldBool,
+				Help: "Connect with TLS, the broker's certificate checked against public authorities. Without it, credentials and messages travel in clear."},
+			{Name: "username", Label: "Username", Type: destination.FieldString,
+				Help: "The user webhookd connects as, allowed to publish to the topic and nothing else."},
+			{Name: "password", Label: "Password", Type: destination.FieldString, Secret: true},
+		},
+	}
 }
 
 // parse reads and checks an mqtt destination (Kind.Parse).

@@ -35,11 +35,7 @@ type Kind struct{}
 func New() destination.Kind { return Kind{} }
 
 // Metadata implements destination.Kind.
-func (Kind) Metadata() destination.Metadata {
-	md := metadata
-	md.Fields = slices.Clone(metadata.Fields)
-	return md
-}
+func (Kind) Metadata() destination.Metadata { return metadata() }
 
 // Parse implements destination.Kind.
 func (Kind) Parse(param string, raw json.RawMessage) (destination.Config, error) {
