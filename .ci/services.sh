@@ -120,9 +120,29 @@ if ! $SUDO rabbitmqctl list_users 2>/dev/null | grep -q '^webhookd-conformance[[
   $SUDO rabbitmqctl add_user webhookd-conformance conformance-pw-5e1d >/dev/null
 fi
 $SUDO rabbitmqctl set_permissions -p / webhookd-conformance '^$' '^amq\.default$' '^$' >/dev/null
+# Mosquitto: the mqtt destination's tests publish to it (127.0.0.1:1883,
+# anonymous) and start private brokers of their own from its binaries
+# (mosquitto, mosquitto_passwd: both in Debian's package mosquitto; the
+# tests need no mosquitto-clients). Debian's /etc/mosquitto/mosquitto.conf
+# defines no listener, so Mosquitto 2 starts in "local only mode":
+# 127.0.0.1:1883 and [::1]:1883, anonymous. Without systemd nothing makes
+# the pid file's and the log's directories, and without them the daemon
+# exits at once, silently: make them as Debian's unit does.
+if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then
+  echo "services: installing Mosquitto" >&2
+  apt_install mosquitto
+fi
+if ! (exec 3<>/dev/tcp/127.0.0.1/1883) 2>/dev/null; then
+  echo "services: starting Mosquitto" >&2
+  $SUDO mkdir -m 740 -p /run/mosquitto /var/log/mosquitto
+  $SUDO chown mosquitto /run/mosquitto /var/log/mosquitto
+  $SUDO /usr/sbin/mosquitto -d -c /etc/mosquitto/mosquitto.conf
+  for _ in $(seq 1 50); do (exec 3<>/dev/tcp/127.0.0.1/1883) 2>/dev/null && break; sleep 0.2; done
+  (exec 3<>/dev/tcp/127.0.0.1/1883) 2>/dev/null || { echo "services: Mosquitto does not listen on 127.0.0.1:1883 (see /var/log/mosquitto/mosquitto.log)" >&2; exit 1; }
+fi
 # Chromium: the portal's browser tests drive Debian's headless Chromium.
 if [ ! -x /usr/bin/chromium ]; then
   echo "services: installing Chromium" >&2
   apt_install chromium
 fi
-echo "services: PostgreSQL, Redis and RabbitMQ are up" >&2
+echo "services: PostgreSQL, Redis, RabbitMQ, Mosquitto and NATS are up" >&2

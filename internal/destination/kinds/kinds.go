@@ -6,6 +6,7 @@ import (
 	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/destination/eventbridge"
 	"github.com/webhookd/webhookd/internal/destination/kafka"
+	"github.com/webhookd/webhookd/internal/destination/mqtt"
 	"github.com/webhookd/webhookd/internal/destination/rabbitmq"
 	"github.com/webhookd/webhookd/internal/destination/sns"
 )
@@ -25,6 +26,7 @@ func Default(o Options) (*destination.Registry, error) {
 	return destination.NewRegistry(
 		rabbitmq.New(),
 		kafka.New(),
+		mqtt.New(),
 		sns.New(),
 		eventbridge.New(),
 	)
