@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats-server/v2/server"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/destination"
@@ -62,6 +63,42 @@ func TestConformanceWithAuthDownAndBack(t *testing.T) {
 		Down:             auth.down,
 		Hostile:          hostile(),
 	})
+}
+
+// TestConnectionLostThenBack: a connection that was up and broke fails
+// the send on it, and a later send dials again (the publisher neither
+// reconnects nor buffers by itself).
+func TestConnectionLostThenBack(t *testing.T) {
+	srv := startServer(t, nil)
+	s := newStream(t, srv.addr())
+	p := open(t, config([]string{srv.addr()}, s.subject, ""))
+	send(t, p, message("evt_before_restart"))
+	up := srv.down(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_, err := p.Send(ctx, message("evt_while_down"))
+	cancel()
+	if code, _ := destination.Classify(err); code != destination.CodeUnreachable && code != destination.CodeNotConfirmed {
+		t.Fatalf("a send while the server is down: %v, want broker_unreachable or not_confirmed", err)
+	}
+	up()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := p.Send(ctx, message("evt_after_restart"))
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server is back but a send still fails: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // kept: the pace of the retries
+	}
+	for _, want := range []string{"msg_evt_before_restart", "msg_evt_after_restart"} {
+		if got := s.receive(receiveCtx(t), t); got.Headers["webhook-id"] != want {
+			t.Fatalf("received %s, want %s", got.Headers["webhook-id"], want)
+		}
+	}
 }
 
 // TestTokenAuth: a server that checks a token takes the right one and
@@ -118,6 +155,20 @@ func TestOverMaxPayload(t *testing.T) {
 	if n := s.count(t); n != 1 {
 		t.Errorf("the stream holds %d messages, want 1", n)
 	}
+}
+
+// TestOverStreamMaxMsgSize: a stream that refuses a message (over its
+// max_msg_size) is broker_refused in words naming why.
+func TestOverStreamMaxMsgSize(t *testing.T) {
+	s := newStream(t, machineServer)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.js.UpdateStream(ctx, jetstream.StreamConfig{Name: s.name, Subjects: []string{s.subject},
+		Storage: jetstream.FileStorage, Duplicates: time.Minute, MaxMsgSize: 64}); err != nil {
+		t.Fatal(err)
+	}
+	p := open(t, config([]string{machineServer}, s.subject, ""))
+	sendFails(t, p, message("evt_over_stream_max"), destination.CodeRefused, "larger than its maximum message size")
 }
 
 // TestPublishDenied: a user the server does not allow to publish to the

@@ -25,11 +25,6 @@ var (
 	errDenied = errors.New("nats: permissions violation")
 )
 
-// msgIDHeader is JetStream's deduplication header: a retry of a message
-// whose acknowledgement was lost carries the same id, and the stream
-// keeps one (within its duplicate window).
-const msgIDHeader = "Nats-Msg-Id"
-
 // publisher sends a destination's messages over one connection, opened
 // on the first Send and again after a failure.
 type publisher struct {
@@ -209,6 +204,9 @@ func (c *connection) publish(ctx context.Context, subject string, m destination.
 	defer cancel(nil)
 	stop := context.AfterFunc(c.denied, func() { cancel(context.Cause(c.denied)) })
 	defer stop()
+	// Nats-Msg-Id is the delivery id: a retry of a message whose
+	// acknowledgement was lost carries the same, and the stream keeps one
+	// (within its duplicate window).
 	ack, err := c.js.PublishMsg(ctx, message(subject, m), jetstream.WithMsgID(m.DeliveryID))
 	if err != nil && ctx.Err() != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, ctx.Err()) {
