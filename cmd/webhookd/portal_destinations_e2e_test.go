@@ -69,13 +69,15 @@ func openNewestAttempts(t *testing.T, tb *tab, e *engine, key, subID string, wan
 }
 
 // TestPortalRabbitMQDestinationInTheBrowser: the endpoint form offers the
-// kinds the server enables, refuses a batch beside a broker with the
-// API's own words next to the field, and makes a RabbitMQ subscription
-// from what a person types; the pages show its kind and target and never
+// kinds the server enables, drawn from the registry's metadata, refuses a
+// batch beside a broker with the API's own words next to the field, and
+// makes a RabbitMQ subscription from what a person types; the pages show
+// its kind, its target and its fields that are not credentials, and never
 // its password; a test event reaches the queue and its attempt shows the
 // broker's answer. An edit that leaves the destination alone keeps its
-// credentials; one that changes it asks for the password again, and an
-// unroutable routing key then shows the broker's refusal.
+// credentials; one that changes it asks for the broker URL (which holds
+// the password) again, and an unroutable routing key then shows the
+// broker's refusal.
 func TestPortalRabbitMQDestinationInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
 	queue, messages := rabbitQueueFor(t)
@@ -98,15 +100,18 @@ func TestPortalRabbitMQDestinationInTheBrowser(t *testing.T) {
 		t.Errorf("the form offers %v, want %v", kinds, want)
 	}
 
+	// routingKeyFact is the endpoint page's routing key, one of the
+	// facts drawn from the kind's fields.
+	routingKeyFact := `//dt[normalize-space()="Routing key"]/following-sibling::dd[1]`
+
 	// A broker with a batch: the API's refusal shows next to the field.
 	tb.setField("Where deliveries go", "rabbitmq")
 	tb.see("Broker URL", "Routing key")
 	if tb.present(`//label[@for="endpoint-url"]`) {
 		t.Error("the URL field still shows for a RabbitMQ destination")
 	}
-	tb.typeInto("Broker URL", "amqp://"+portalRabbitMQ+"/")
-	tb.typeInto("User name", "guest")
-	tb.typeInto("Password", "guest")
+	brokerURL := "amqp://guest:guest@" + portalRabbitMQ + "/"
+	tb.typeInto("Broker URL", brokerURL)
 	tb.typeInto("Routing key", queue)
 	tb.setField("Batching", "on")
 	tb.click("Create endpoint")
@@ -119,9 +124,17 @@ func TestPortalRabbitMQDestinationInTheBrowser(t *testing.T) {
 	// Without the batch it is made.
 	tb.setField("Batching", "off")
 	tb.click("Create endpoint")
-	tb.see("Endpoint created.", "RabbitMQ", "default exchange", `routing key “`+queue+`”`, "amqp://"+portalRabbitMQ+"/",
+	// The target shows without its user and password, the facts without
+	// the broker URL (a credential) and with the routing key.
+	tb.see("Endpoint created.", "RabbitMQ", "amqp://"+portalRabbitMQ, "Delivers to", "Routing key", queue,
 		"Payload", "Full: the event with its payload", "Batching", "Off: one event per request")
 	tb.notSee("guest", "xxxxx")
+	if got := tb.textOf(routingKeyFact); got != queue {
+		t.Errorf("the routing key shows as %q, want %q", got, queue)
+	}
+	if tb.present(`//dt[normalize-space()="Broker URL"]`) {
+		t.Error("the endpoint's facts show the broker URL, which holds the password")
+	}
 	if tb.present(`//button[normalize-space()="Check my endpoint"]`) {
 		t.Error("a broker endpoint offers Check my endpoint, which the API refuses for it")
 	}
@@ -156,7 +169,7 @@ func TestPortalRabbitMQDestinationInTheBrowser(t *testing.T) {
 
 	// The list names it by kind and target, without credentials.
 	tb.route("#/endpoints")
-	tb.see("RabbitMQ", `routing key “`+queue+`”`)
+	tb.see("RabbitMQ", "amqp://"+portalRabbitMQ)
 	tb.notSee("guest", "xxxxx")
 	tb.screenshot("endpoints-broker")
 
@@ -176,20 +189,23 @@ func TestPortalRabbitMQDestinationInTheBrowser(t *testing.T) {
 	}
 
 	// A changed destination is sent whole, as the API replaces it: the
-	// password is asked for again, then a routing key no queue is bound
+	// broker URL, which holds the password, is asked for again, then a routing key no queue is bound
 	// to is refused by the broker, and the attempt says so.
 	tb.route("#/endpoints/" + subID + "/edit")
 	tb.see("Deliver to")
 	tb.clearField("Routing key")
 	tb.typeInto("Routing key", "no-such-queue-"+queue)
 	tb.click("Save changes")
-	if got := tb.textOf(`//label[@for="dest-amqp-password"]/following-sibling::p[@class="field-error"]`); !strings.Contains(got, "enter its credential again") {
-		t.Errorf("next to the password: %q, want it asked for again", got)
+	if got := tb.textOf(`//label[@for="dest-rabbitmq-url"]/following-sibling::p[@class="field-error"]`); !strings.Contains(got, "enter its credential again") {
+		t.Errorf("next to the broker URL: %q, want it asked for again", got)
 	}
-	tb.typeInto("Password", "guest")
+	tb.typeInto("Broker URL", brokerURL)
 	tb.click("Save changes")
-	tb.see("Endpoint saved.", `routing key “no-such-queue-`+queue+`”`)
-	tb.notSee("guest")
+	tb.see("Endpoint saved.", "Routing key", "no-such-queue-"+queue)
+	if got := tb.textOf(routingKeyFact); got != "no-such-queue-"+queue {
+		t.Errorf("the changed routing key shows as %q, want no-such-queue-%s", got, queue)
+	}
+	tb.notSee("guest", "xxxxx")
 	tb.click("Send test event")
 	tb.see("Test event sent.")
 	failed := func(d map[string]any) bool { return d["status"] == "failed" && d["attempt_count"].(float64) == 3 }

@@ -42,6 +42,13 @@ function can(capability) {
   return state.session.capabilities.includes(capability);
 }
 
+// destinationKinds are the metadata of the destination kinds the server
+// allows (the session's destination_kinds): destinations.js draws their
+// names, facts and form from it. An older server lists none.
+function destinationKinds() {
+  return Array.isArray(state.session.destination_kinds) ? state.session.destination_kinds : [];
+}
+
 const enc = encodeURIComponent;
 
 // ---- messages -------------------------------------------------------------
@@ -344,7 +351,7 @@ async function endpointList(view) {
 
 function endpointCard(sub) {
   const card = h('article', { class: 'card', 'aria-label': `Endpoint ${targetText(sub)}` },
-    h('h2', null, kindLabel(sub), kindLabel(sub) && ' ', h('a', { href: `#/endpoints/${enc(sub.id)}` }, targetText(sub))),
+    h('h2', null, kindLabel(sub, destinationKinds()), isBroker(sub) && ' ', h('a', { href: `#/endpoints/${enc(sub.id)}` }, targetText(sub))),
     h('div', { class: 'row' }, statusBadges(sub), sub.description && h('span', null, sub.description)),
     facts([['Event types', eventsText(sub.events)], ...pollFacts(sub), ...healthFacts(sub)]));
   if (can('manage_endpoints')) {
@@ -393,7 +400,7 @@ async function endpointForm(view, id) {
   const url = h('input', { id: 'endpoint-url', name: 'url', type: 'url', required: true, value: sub && !isBroker(sub) ? sub.url : '',
     placeholder: 'https://example.com/webhooks', autocomplete: 'off', 'data-param': 'url' });
   const urlLabel = h('label', { for: 'endpoint-url' }, 'URL', url);
-  const destination = destinationFieldset(sub, state.session.destinations || null, urlLabel);
+  const destination = destinationFieldset(sub, state.session.destinations || null, destinationKinds(), urlLabel);
   const shape = shapeFieldset(sub);
   const description = h('input', { id: 'endpoint-description', name: 'description', type: 'text', value: sub && sub.description ? sub.description : '' });
   let typeField;
@@ -486,10 +493,10 @@ async function endpointDetail(view, id) {
   const stats = await endpointStats(sub, kit());
   view.append(
     h('p', null, h('a', { href: '#/endpoints' }, '← All endpoints')),
-    h('h1', null, endpointName(sub)),
+    h('h1', null, endpointName(sub, destinationKinds())),
     h('section', { class: 'card', 'aria-label': 'Endpoint' },
       h('div', { class: 'row' }, statusBadges(sub), sub.description && h('span', null, sub.description)),
-      facts([...destinationFacts(sub), ['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...pollFacts(sub), ...shapeFacts(sub),
+      facts([...destinationFacts(sub, destinationKinds()), ['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...pollFacts(sub), ...shapeFacts(sub),
         ...controlFacts(sub), ...healthFacts(sub)])),
     h('section', { class: 'card', 'aria-label': 'Endpoint security' }, h('h2', null, 'Endpoint security'), facts(securityFacts(sub))),
     stats);

@@ -1,25 +1,26 @@
 // Destinations on the endpoint pages: where a subscription's deliveries
-// go, an HTTP endpoint (its url) or a message broker (its destination).
-// The name every page gives an endpoint (endpointName, kindLabel), the
-// detail's facts (destinationFacts) and the form's part (destinationFieldset);
-// app.js places them.
+// go, an HTTP endpoint (its url), a broker or service (its destination),
+// or nowhere (a poll subscription, read by the merchant's server). The
+// name every page gives an endpoint (endpointName, kindLabel), the
+// detail's facts (destinationFacts) and the form's part
+// (destinationFieldset); app.js places them.
 //
-// A broker's credentials (the AMQP password, the SASL password, the
-// service account key, the AWS secret key) go to the API and are never
-// shown: reads mask them, and this module shows no user name or password
-// at all, not even masked.
+// Nothing here is written for one kind: every kind of the server's
+// registry is drawn from its metadata, which the session lists
+// (GET /v1/portal_sessions/current, destination_kinds: type, label,
+// short, delivers, fields), so that a new kind needs no portal code.
+// Only the two kinds outside the registry are the portal's own: webhook,
+// whose field is the form's URL, and poll, which has none.
+//
+// A destination's credentials (fields marked secret: a password, a key,
+// a URL holding a password) go to the API and are never shown: reads
+// mask them, the facts leave them out, the form's inputs for them start
+// empty, and a target is shown without its user and password.
 
 import { h } from './dom.js';
 
-// kinds are the destination types this portal knows, in the order the
-// form offers them; the server says which of them it allows.
-const kinds = {
-  webhook: { label: 'HTTP endpoint', short: 'HTTP' },
-  rabbitmq: { label: 'RabbitMQ', short: 'RabbitMQ' },
-  kafka: { label: 'Kafka', short: 'Kafka' },
-  gcp_pubsub: { label: 'Google Cloud Pub/Sub', short: 'Pub/Sub' },
-  sqs: { label: 'Amazon SQS', short: 'SQS' },
-};
+// webhookLabel is how the portal names an HTTP endpoint's kind.
+const webhookLabel = 'HTTP endpoint';
 
 // kindOf is a subscription's destination type: 'webhook' for an HTTP
 // endpoint.
@@ -27,118 +28,118 @@ export function kindOf(sub) {
   return sub && sub.destination && sub.destination.type ? sub.destination.type : 'webhook';
 }
 
-// isBroker tells whether a subscription delivers to a broker.
+// isBroker tells whether a subscription delivers somewhere else than an
+// HTTP endpoint.
 export function isBroker(sub) {
   return kindOf(sub) !== 'webhook';
 }
 
-// withoutUserinfo drops user:password@ from a URL: an AMQP URL as read
-// shows the user and a masked password, and the portal shows neither.
+// metadataOf is the registry's metadata of type among kinds (the
+// session's destination_kinds), or null when the session does not list
+// it (the operator turned it off, or the server is older).
+function metadataOf(kinds, type) {
+  return (kinds || []).find((k) => k && k.type === type) || null;
+}
+
+// withoutUserinfo drops user:password@ from a URL: a target as older
+// servers read it shows the user and a masked password, and the portal
+// shows neither.
 function withoutUserinfo(url) {
   return String(url || '').replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/?#]*@/i, '$1');
 }
 
-// quoted shows a name the broker knows, in quotes.
-const quoted = (s) => `“${s}”`;
-
 // targetText is where a subscription's deliveries go, in a few words:
-// its URL for an HTTP endpoint; the exchange and routing key, the
-// brokers and topic, the project and topic, or the queue URL of a broker.
+// its URL (the API's target: for a broker or service, where it connects,
+// without credentials).
 export function targetText(sub) {
-  const d = sub.destination || {};
   switch (kindOf(sub)) {
     case 'webhook':
       return sub.url;
-    case 'rabbitmq':
-      return (d.exchange ? `exchange ${quoted(d.exchange)}` : 'default exchange') +
-        (d.routing_key ? `, routing key ${quoted(d.routing_key)}` : '') + ` on ${withoutUserinfo(d.url || sub.url)}`;
-    case 'kafka':
-      return `topic ${quoted(d.topic)} on ${(d.brokers || []).join(', ')}`;
-    case 'gcp_pubsub':
-      return `projects/${d.project_id}/topics/${d.topic_id}`;
-    case 'sqs':
-      return d.queue_url || sub.url;
     case 'poll':
       return 'read by your server';
     default:
-      return withoutUserinfo(sub.url);
+      return withoutUserinfo(sub.url || (sub.destination && sub.destination.type) || '');
   }
 }
 
-// kindLabel is the small label naming a broker's kind; null for an HTTP
-// endpoint, which needs none.
-export function kindLabel(sub) {
+// kindLabel is the small label naming a destination's kind, drawn from
+// kinds (the session's destination_kinds); null for an HTTP endpoint,
+// which needs none. A kind the session does not describe shows its type.
+export function kindLabel(sub, kinds) {
   const kind = kindOf(sub);
   if (kind === 'webhook') return null;
-  const known = kinds[kind];
-  return h('span', { class: `badge kind kind-${kind}`, title: known ? known.label : kind }, known ? known.short : kind);
+  const meta = metadataOf(kinds, kind);
+  return h('span', { class: `badge kind kind-${kind}`, title: meta ? meta.label : kind }, meta ? meta.short || meta.label : kind);
 }
 
 // endpointName is how the portal names an endpoint: its kind's label
-// (brokers only) and its target.
-export function endpointName(sub) {
-  const label = kindLabel(sub);
+// (all but HTTP endpoints) and its target.
+export function endpointName(sub, kinds) {
+  const label = kindLabel(sub, kinds);
   return label ? [label, ' ', targetText(sub)] : [sub.url];
 }
 
-// destinationFacts are the detail's [label, value] pairs for where sub's
-// deliveries go.
-export function destinationFacts(sub) {
-  const d = sub.destination || {};
-  const code = (s) => h('code', { class: 'break' }, s);
-  switch (kindOf(sub)) {
-    case 'webhook':
-      return [['Delivers to', 'An HTTP endpoint (the URL above)']];
-    case 'rabbitmq':
-      return [['Delivers to', [kindLabel(sub), ' one persistent message per delivery, confirmed by the broker']],
-        ['Broker', code(withoutUserinfo(d.url || sub.url))],
-        ['Exchange', d.exchange ? code(d.exchange) : 'The default exchange'],
-        ['Routing key', d.routing_key ? code(d.routing_key) : 'None']];
-    case 'kafka':
-      return [['Delivers to', [kindLabel(sub), ' one record per delivery, acknowledged by every in-sync replica']],
-        ['Brokers', code((d.brokers || []).join(', '))],
-        ['Topic', code(d.topic)],
-        ['Connection', [d.tls ? 'TLS' : 'Plain TCP', d.sasl ? `, SASL ${d.sasl.mechanism}` : '']]];
-    case 'gcp_pubsub':
-      return [['Delivers to', [kindLabel(sub), ' Google Cloud Pub/Sub, one message per delivery']],
-        ['Project', code(d.project_id)],
-        ['Topic', code(d.topic_id)],
-        d.client_email && ['Service account', code(d.client_email)],
-        d.endpoint && ['Endpoint', code(d.endpoint)]].filter(Boolean);
-    case 'sqs':
-      return [['Delivers to', [kindLabel(sub), ' Amazon SQS, one message per delivery']],
-        ['Queue URL', code(d.queue_url || sub.url)],
-        ['Region', code(d.region)],
-        d.endpoint && ['Endpoint', code(d.endpoint)]].filter(Boolean);
-    case 'poll':
-      return [['Delivers to', [kindLabel(sub), ' nothing is sent: your server reads the deliveries and acknowledges them']]];
+// code shows a value the merchant set, as they set it.
+const code = (s) => h('code', { class: 'break' }, s);
+
+// hasValue tells whether a summary's value is worth a fact: a boolean
+// always is, a list or string when not empty, an object when one of its
+// members not secret has one.
+function hasValue(field, v) {
+  if (v === undefined || v === null) return false;
+  switch (field.type) {
+    case 'boolean':
+      return typeof v === 'boolean';
+    case 'strings':
+      return Array.isArray(v) ? v.length > 0 : String(v) !== '';
+    case 'object':
+      return typeof v === 'object' && (field.fields || []).some((m) => !m.secret && hasValue(m, v[m.name]));
     default:
-      return [['Delivers to', [kindLabel(sub), ' ', withoutUserinfo(sub.url)]]];
+      return String(v) !== '';
   }
 }
 
-// input is a text-like control; param names the API field it sends, so
-// that the API's refusal shows beside it (fielderrors.js).
-function input(id, param, props) {
-  return h('input', { id, 'data-param': param, autocomplete: 'off', ...props });
+// factValue shows a summary's value of field (hasValue holds).
+function factValue(field, v) {
+  switch (field.type) {
+    case 'boolean':
+      return v ? 'Yes' : 'No';
+    case 'strings':
+      return code(Array.isArray(v) ? v.join(', ') : String(v));
+    case 'object': {
+      const pairs = (field.fields || []).filter((m) => !m.secret && hasValue(m, v[m.name]))
+        .map((m) => [`${m.label}: `, m.type === 'boolean' ? factValue(m, v[m.name]) : code(memberText(m, v[m.name]))]);
+      return pairs.flatMap((p, i) => (i === 0 ? p : [', ', ...p]));
+    }
+    default:
+      return code(String(v));
+  }
 }
 
-// labelled is a control with its label.
-function labelled(id, label, control) {
-  return h('label', { for: id }, label, control);
+// memberText is an object member's value as text.
+function memberText(field, v) {
+  if (field.type === 'strings' && Array.isArray(v)) return v.join(', ');
+  if (field.type === 'object') return JSON.stringify(v);
+  return String(v);
 }
 
-// secretInput is a credential's field: a password field, empty on an
-// edit (the API never shows it).
-function secretInput(id, param) {
-  return input(id, param, { type: 'password', autocomplete: 'new-password' });
-}
-
-// secretLabel labels a credential's field, saying on an edit that one is
-// set and how it is kept.
-function secretLabel(id, label, control, isSet) {
-  return h('label', { for: id }, label,
-    isSet && h('span', { class: 'muted' }, 'One is set: leave this empty to keep the destination as it is.'), control);
+// destinationFacts are the detail's [label, value] pairs for where sub's
+// deliveries go: what the kind delivers, then each field of its summary
+// that is set and is not a credential.
+export function destinationFacts(sub, kinds) {
+  const kind = kindOf(sub);
+  if (kind === 'webhook') return [['Delivers to', 'An HTTP endpoint (the URL above)']];
+  if (kind === 'poll') {
+    return [['Delivers to', [kindLabel(sub, kinds), ' nothing is sent: your server reads the deliveries and acknowledges them']]];
+  }
+  const meta = metadataOf(kinds, kind);
+  if (!meta) return [['Delivers to', [kindLabel(sub, kinds), ' ', targetText(sub)]]];
+  const d = sub.destination || {};
+  const out = [['Delivers to', [kindLabel(sub, kinds), ' ', meta.delivers || targetText(sub)]]];
+  for (const f of meta.fields || []) {
+    if (!f.secret && hasValue(f, d[f.name])) out.push([f.label, factValue(f, d[f.name])]);
+  }
+  return out;
 }
 
 // FieldError is a mistake the form finds itself, with the field it is
@@ -150,176 +151,176 @@ export class FieldError extends Error {
   }
 }
 
-// splitAMQP parts an amqp(s) URL into the URL without its user and
-// password, and the user (the password is never read back).
-function splitAMQP(url) {
-  const m = /^(amqps?:\/\/)(?:([^:@/]*)(?::[^@/]*)?@)?(.*)$/i.exec(url || '');
-  if (!m) return { bare: url || '', user: '', hasPassword: false };
-  return { bare: m[1] + m[3], user: m[2] ? decodeURIComponent(m[2]) : '', hasPassword: /^amqps?:\/\/[^@/]*:[^@/]*@/i.test(url) };
+// credentialAgain is what an empty credential of a changed destination
+// is told: the API replaces a destination whole, and the form cannot send
+// a credential it was never shown.
+const credentialAgain = 'A changed destination replaces the whole one: enter its credential again (it is never shown, so it cannot be kept).';
+
+// isSet tells whether a summary has a value for a field (for a secret:
+// that one is set, masked).
+function isSet(v) {
+  return v !== undefined && v !== null && v !== '' && !(Array.isArray(v) && v.length === 0);
 }
 
-// rabbitFields is the form's RabbitMQ part.
-function rabbitFields(d) {
-  const split = splitAMQP(d && d.url);
-  const url = input('dest-amqp-url', 'destination.url', { type: 'text', placeholder: 'amqps://broker.example.com/vhost', value: split.bare });
-  const user = input('dest-amqp-user', 'destination.url', { type: 'text', value: split.user });
-  const password = secretInput('dest-amqp-password', 'destination.url');
-  const exchange = input('dest-amqp-exchange', 'destination.exchange', { type: 'text', value: (d && d.exchange) || '', placeholder: 'webhooks' });
-  const routingKey = input('dest-amqp-routing-key', 'destination.routing_key', { type: 'text', value: (d && d.routing_key) || '', placeholder: 'payouts' });
-  const node = h('div', { class: 'stack' },
-    labelled('dest-amqp-url', 'Broker URL (amqp:// or amqps://, with the vhost; no user or password here)', url),
-    labelled('dest-amqp-user', 'User name', user),
-    secretLabel('dest-amqp-password', 'Password (never shown again)', password, split.hasPassword),
-    labelled('dest-amqp-exchange', 'Exchange (empty: the default exchange)', exchange),
-    labelled('dest-amqp-routing-key', 'Routing key (with the default exchange: the queue\'s name)', routingKey));
+// fieldControl is the form's control of one field and what it knows:
+// node (the label, or the fieldset of an object), shown (what it shows
+// of the destination, credentials aside), typed (a credential was
+// entered), filled (it holds a value) and read (its value for the
+// request, after checking it; undefined when it sends nothing).
+//
+// meta is the field's metadata; value is the summary's value (null when
+// creating or for another kind); id and param name it (dest-<type>-<field>,
+// destination.<field>; a member's: dest-<type>-<field>-<member>,
+// destination.<field>.<member>); within is the label of the object that
+// holds it, if any; edit tells whether the destination read is this
+// kind's, so that a credential it has counts as set.
+function fieldControl(meta, value, id, param, within, edit) {
+  if (meta.type === 'object') return objectControl(meta, value, id, param, within, edit);
+  const label = meta.label || meta.name;
+  const named = within ? `${within} ${label}` : label;
+  const secret = Boolean(meta.secret);
+  const set = secret && edit && isSet(value);
+  const shownValue = secret || value === undefined || value === null ? ''
+    : (meta.type === 'strings' && Array.isArray(value) ? value.join(', ') : String(value));
+  let control;
+  if (meta.type === 'boolean') {
+    control = h('input', { id, type: 'checkbox', 'data-param': param, checked: value === true });
+  } else if (meta.choices && meta.choices.length > 0) {
+    // An optional field, or a member of an object (which may be left out
+    // whole), may be left empty: its None choice.
+    const choices = (meta.required && !within ? [] : [['', 'None']]).concat(meta.choices.map((c) => [c, c]));
+    control = h('select', { id, 'data-param': param },
+      choices.map(([v, text]) => h('option', { value: v, selected: v === shownValue }, text)));
+  } else if (meta.type === 'text') {
+    control = h('textarea', { id, 'data-param': param, rows: '6', spellcheck: 'false', autocomplete: 'off',
+      placeholder: meta.example || undefined, value: shownValue });
+  } else {
+    control = h('input', { id, 'data-param': param, autocomplete: secret ? 'new-password' : 'off',
+      type: secret ? 'password' : 'text', spellcheck: 'false', placeholder: meta.example || undefined, value: shownValue });
+  }
+  const hint = [meta.help, meta.type === 'strings' ? 'Comma-separated.' : null].filter(Boolean).join(' ');
+  const node = meta.type === 'boolean'
+    ? h('label', { for: id, class: 'check' }, control, label, hint && h('span', { class: 'muted' }, hint))
+    : h('label', { for: id }, secret ? `${label} (never shown again)` : label,
+      hint && h('span', { class: 'muted' }, hint),
+      set && h('span', { class: 'muted' }, 'One is set: leave this empty to keep the destination as it is.'),
+      control);
+  const text = () => (meta.type === 'text' ? control.value : control.value.trim());
+  const filled = () => {
+    if (meta.type === 'boolean') return control.checked;
+    if (meta.type === 'strings') return control.value.split(',').some((s) => s.trim() !== '');
+    return text() !== '';
+  };
   return {
     node,
-    shown: () => [url.value.trim(), user.value.trim(), exchange.value.trim(), routingKey.value.trim()].join('\n'),
-    typed: () => password.value !== '',
-    needsCredential: () => split.hasPassword && password.value === '',
-    credentialField: password,
+    shown: () => (secret ? null : meta.type === 'boolean' ? control.checked : control.value),
+    typed: () => secret && control.value !== '',
+    filled,
     read() {
-      const bare = url.value.trim();
-      if (!bare) throw new FieldError(url, 'Enter the broker\'s URL, such as amqps://broker.example.com/vhost.');
-      const m = /^(amqps?:\/\/)(.*)$/i.exec(bare);
-      if (!m) throw new FieldError(url, 'The broker\'s URL starts with amqp:// or amqps://.');
-      if (/^[^/]*@/.test(m[2])) throw new FieldError(url, 'Put the user name and the password in their own fields, not in the URL.');
-      let full = bare;
-      if (user.value.trim() || password.value) {
-        full = m[1] + encodeURIComponent(user.value.trim()) + (password.value ? ':' + encodeURIComponent(password.value) : '') + '@' + m[2];
+      if (!filled()) {
+        if (set) throw new FieldError(control, credentialAgain);
+        if (meta.required && meta.type !== 'boolean') {
+          throw new FieldError(control, `${control.tagName === 'SELECT' ? 'Choose' : 'Enter'} ${named}.`);
+        }
+        return undefined; // optional and empty, or false: not sent
       }
-      const out = { type: 'rabbitmq', url: full };
-      if (exchange.value.trim()) out.exchange = exchange.value.trim();
-      if (routingKey.value.trim()) out.routing_key = routingKey.value.trim();
-      return out;
+      if (meta.type === 'boolean') return true;
+      if (meta.type === 'strings') return control.value.split(',').map((s) => s.trim()).filter(Boolean);
+      return text();
     },
   };
 }
 
-// kafkaFields is the form's Kafka part.
-function kafkaFields(d) {
-  const sasl = d && d.sasl;
-  const brokers = input('dest-kafka-brokers', 'destination.brokers', { type: 'text', value: ((d && d.brokers) || []).join(', '), placeholder: 'kafka-1.example.com:9092, kafka-2.example.com:9092' });
-  const topic = input('dest-kafka-topic', 'destination.topic', { type: 'text', value: (d && d.topic) || '', placeholder: 'webhooks' });
-  const tls = h('input', { id: 'dest-kafka-tls', type: 'checkbox', 'data-param': 'destination.tls', checked: Boolean(d && d.tls) });
-  const mechanism = h('select', { id: 'dest-kafka-sasl', 'data-param': 'destination.sasl.mechanism' },
-    [['', 'None'], ['plain', 'PLAIN'], ['scram-sha-256', 'SCRAM-SHA-256'], ['scram-sha-512', 'SCRAM-SHA-512']]
-      .map(([v, label]) => h('option', { value: v, selected: v === ((sasl && sasl.mechanism) || '') }, label)));
-  const user = input('dest-kafka-user', 'destination.sasl.username', { type: 'text', value: (sasl && sasl.username) || '' });
-  const password = secretInput('dest-kafka-password', 'destination.sasl.password');
-  const saslFields = h('div', { class: 'stack' },
-    labelled('dest-kafka-user', 'SASL user name', user),
-    secretLabel('dest-kafka-password', 'SASL password (never shown again)', password, Boolean(sasl)));
-  const show = () => { saslFields.hidden = mechanism.value === ''; };
-  mechanism.addEventListener('change', show);
-  show();
-  const node = h('div', { class: 'stack' },
-    labelled('dest-kafka-brokers', 'Bootstrap brokers (host:port, comma-separated, at most ten)', brokers),
-    labelled('dest-kafka-topic', 'Topic', topic),
-    h('label', { class: 'check' }, tls, 'Connect with TLS'),
-    labelled('dest-kafka-sasl', 'SASL authentication', mechanism),
-    saslFields);
+// objectControl is an object field's control: a fieldset of its
+// members, sent when one of them is filled (then whole, its required
+// members checked).
+function objectControl(meta, value, id, param, within, edit) {
+  const label = meta.label || meta.name;
+  const v = value && typeof value === 'object' ? value : {};
+  const members = (meta.fields || []).map((m) => ({
+    name: m.name,
+    control: fieldControl(m, v[m.name], `${id}-${m.name}`, `${param}.${m.name}`, within ? `${within} ${label}` : label, edit),
+  }));
+  const node = h('fieldset', { class: 'controls', 'data-param': param, 'aria-label': label },
+    h('legend', null, label),
+    meta.help && h('p', { class: 'muted' }, meta.help),
+    members.map((m) => m.control.node));
+  const filled = () => members.some((m) => m.control.filled());
   return {
     node,
-    shown: () => [brokers.value.trim(), topic.value.trim(), tls.checked, mechanism.value, user.value.trim()].join('\n'),
-    typed: () => password.value !== '',
-    needsCredential: () => Boolean(sasl) && mechanism.value !== '' && password.value === '',
-    credentialField: password,
+    shown: () => members.map((m) => m.control.shown()),
+    typed: () => members.some((m) => m.control.typed()),
+    filled,
     read() {
-      const list = brokers.value.split(',').map((s) => s.trim()).filter(Boolean);
-      if (list.length === 0) throw new FieldError(brokers, 'Enter at least one broker, as host:port.');
-      if (!topic.value.trim()) throw new FieldError(topic, 'Enter the topic.');
-      const out = { type: 'kafka', brokers: list, topic: topic.value.trim() };
-      if (tls.checked) out.tls = true;
-      if (mechanism.value) {
-        if (!password.value) throw new FieldError(password, 'Enter the SASL password.');
-        out.sasl = { mechanism: mechanism.value, username: user.value.trim(), password: password.value };
+      if (!filled()) {
+        if (meta.required) throw new FieldError(members[0] ? members[0].control.node.querySelector('input, select, textarea') : node, `Enter ${label}.`);
+        return undefined; // none of it filled: not sent, a credential set in it included
+      }
+      const out = {};
+      for (const m of members) {
+        const mv = m.control.read();
+        if (mv !== undefined) out[m.name] = mv;
       }
       return out;
     },
   };
 }
 
-// pubSubFields is the form's Google Cloud Pub/Sub part.
-function pubSubFields(d) {
-  const project = input('dest-pubsub-project', 'destination.project_id', { type: 'text', value: (d && d.project_id) || '', placeholder: 'my-project' });
-  const topic = input('dest-pubsub-topic', 'destination.topic_id', { type: 'text', value: (d && d.topic_id) || '', placeholder: 'webhooks' });
-  const key = secretInput('dest-pubsub-key', 'destination.credentials_json');
-  const endpoint = input('dest-pubsub-endpoint', 'destination.endpoint', { type: 'text', value: (d && d.endpoint) || '', placeholder: 'pubsub.googleapis.com:443' });
-  const node = h('div', { class: 'stack' },
-    labelled('dest-pubsub-project', 'Project ID', project),
-    labelled('dest-pubsub-topic', 'Topic ID', topic),
-    secretLabel('dest-pubsub-key', 'Service account key (the JSON file\'s text; never shown again)', key, Boolean(d && d.credentials_json)),
-    labelled('dest-pubsub-endpoint', 'Endpoint (optional: host:port of another endpoint or an emulator)', endpoint));
+// kindPart is the form's part for a kind of the registry, drawn from its
+// metadata; d is the destination read (null when creating, or when sub
+// is of another kind).
+function kindPart(meta, d) {
+  const edit = Boolean(d);
+  const fields = (meta.fields || []).map((f) => ({
+    name: f.name,
+    control: fieldControl(f, d ? d[f.name] : undefined, `dest-${meta.type}-${f.name}`, `destination.${f.name}`, '', edit),
+  }));
+  const node = h('div', { class: 'stack' }, fields.map((f) => f.control.node));
   return {
     node,
-    shown: () => [project.value.trim(), topic.value.trim(), endpoint.value.trim()].join('\n'),
-    typed: () => key.value !== '',
-    needsCredential: () => Boolean(d && d.credentials_json) && key.value === '',
-    credentialField: key,
+    shown: () => JSON.stringify(fields.map((f) => f.control.shown())),
+    typed: () => fields.some((f) => f.control.typed()),
     read() {
-      if (!project.value.trim()) throw new FieldError(project, 'Enter the Google Cloud project ID.');
-      if (!topic.value.trim()) throw new FieldError(topic, 'Enter the topic ID.');
-      const out = { type: 'gcp_pubsub', project_id: project.value.trim(), topic_id: topic.value.trim() };
-      if (key.value.trim()) out.credentials_json = key.value.trim();
-      if (endpoint.value.trim()) out.endpoint = endpoint.value.trim();
+      const out = { type: meta.type };
+      for (const f of fields) {
+        const v = f.control.read();
+        if (v !== undefined) out[f.name] = v;
+      }
       return out;
     },
   };
 }
-
-// sqsFields is the form's Amazon SQS part.
-function sqsFields(d) {
-  const queue = input('dest-sqs-queue', 'destination.queue_url', { type: 'url', value: (d && d.queue_url) || '', placeholder: 'https://sqs.eu-west-1.amazonaws.com/123456789012/webhooks' });
-  const region = input('dest-sqs-region', 'destination.region', { type: 'text', value: (d && d.region) || '', placeholder: 'eu-west-1' });
-  const keyID = input('dest-sqs-key-id', 'destination.access_key_id', { type: 'text', value: (d && d.access_key_id) || '' });
-  const secret = secretInput('dest-sqs-secret', 'destination.secret_access_key');
-  const endpoint = input('dest-sqs-endpoint', 'destination.endpoint', { type: 'url', value: (d && d.endpoint) || '' });
-  const node = h('div', { class: 'stack' },
-    labelled('dest-sqs-queue', 'Queue URL', queue),
-    labelled('dest-sqs-region', 'Region', region),
-    labelled('dest-sqs-key-id', 'Access key ID', keyID),
-    secretLabel('dest-sqs-secret', 'Secret access key (never shown again)', secret, Boolean(d && d.secret_access_key)),
-    labelled('dest-sqs-endpoint', 'Endpoint (optional: an SQS-compatible server\'s URL)', endpoint));
-  return {
-    node,
-    shown: () => [queue.value.trim(), region.value.trim(), keyID.value.trim(), endpoint.value.trim()].join('\n'),
-    typed: () => secret.value !== '',
-    needsCredential: () => Boolean(d && d.secret_access_key) && secret.value === '',
-    credentialField: secret,
-    read() {
-      const out = { type: 'sqs', queue_url: queue.value.trim(), region: region.value.trim(),
-        access_key_id: keyID.value.trim(), secret_access_key: secret.value };
-      if (endpoint.value.trim()) out.endpoint = endpoint.value.trim();
-      return out;
-    },
-  };
-}
-
-const builders = { rabbitmq: rabbitFields, kafka: kafkaFields, gcp_pubsub: pubSubFields, sqs: sqsFields };
 
 // destinationFieldset is the form's "Deliver to" section for sub (null
 // when creating). allowed are the types the server lets a subscription
 // use (the session's destinations; null for an engine that does not say,
-// which then offers HTTP endpoints alone); urlLabel is the form's URL
-// field, shown for an HTTP endpoint only. read(url) answers what goes in
-// the create or update body for where deliveries go.
+// which then offers HTTP endpoints alone); kinds are the metadata of the
+// allowed kinds of the registry (the session's destination_kinds), in
+// the order the form offers them after HTTP endpoints; urlLabel is the
+// form's URL field, shown for an HTTP endpoint only. read(url) answers
+// what goes in the create or update body for where deliveries go.
 //
 // On update the API replaces a destination whole: a destination left as
 // it is goes unsent, which keeps it, credentials included; one that
-// changes is sent whole, so its credential must be entered again.
-export function destinationFieldset(sub, allowed, urlLabel) {
+// changes is sent whole, so its credentials must be entered again.
+export function destinationFieldset(sub, allowed, kinds, urlLabel) {
   const current = kindOf(sub);
-  const offered = Object.keys(kinds).filter((k) => k === current || (allowed ? allowed.includes(k) : k === 'webhook'));
-  // A kind this module does not know (another module's) is offered as it
-  // is, so that an edit never turns it into something else.
-  if (!kinds[current]) offered.push(current);
+  const registry = (kinds || []).filter((k) => k && k.type && k.type !== 'webhook' && k.type !== 'poll');
+  const offered = [];
+  if (current === 'webhook' || (allowed ? allowed.includes('webhook') : true)) offered.push('webhook');
+  for (const k of registry) offered.push(k.type);
+  // A kind the session does not describe (turned off, or poll) is
+  // offered as it is, so that an edit never turns it into something else.
+  if (!offered.includes(current)) offered.push(current);
+  const labelOf = (k) => {
+    if (k === 'webhook') return webhookLabel;
+    const meta = metadataOf(registry, k);
+    return meta ? meta.label : `Keep as it is (${k})`;
+  };
   const kind = h('select', { id: 'endpoint-kind', name: 'destination_type', 'data-param': 'destination' },
-    offered.map((k) => h('option', { value: k, selected: k === current }, kinds[k] ? kinds[k].label : `Keep as it is (${k})`)));
+    offered.map((k) => h('option', { value: k, selected: k === current }, labelOf(k))));
   const parts = {};
-  for (const k of offered) {
-    if (builders[k]) parts[k] = builders[k](k === current && sub ? sub.destination : null);
-  }
+  for (const meta of registry) parts[meta.type] = kindPart(meta, meta.type === current && sub ? sub.destination || {} : null);
   const boxes = Object.entries(parts).map(([k, p]) => {
     p.node.dataset.kind = k;
     return p.node;
@@ -332,24 +333,20 @@ export function destinationFieldset(sub, allowed, urlLabel) {
   kind.addEventListener('change', show);
   show();
   const node = h('fieldset', { class: 'controls', 'aria-label': 'Deliver to' }, h('legend', null, 'Deliver to'),
-    labelled('endpoint-kind', 'Where deliveries go', kind),
-    offered.length === 1 && h('p', { class: 'muted' }, 'This server delivers to HTTP endpoints only.'),
+    h('label', { for: 'endpoint-kind' }, 'Where deliveries go', kind),
+    offered.length === 1 && offered[0] === 'webhook' && h('p', { class: 'muted' }, 'This server delivers to HTTP endpoints only.'),
     boxes);
 
   const read = (url) => {
     if (kind.value === 'webhook') {
       if (!url) throw new FieldError(urlLabel.querySelector('input'), 'Enter the URL that receives the webhooks.');
-      // Back from a broker: the destination goes with the URL.
+      // Back from another kind: the destination goes with the URL.
       return current === 'webhook' ? { url } : { url, destination: null };
     }
     const part = parts[kind.value];
-    if (!part) return {}; // a kind of another module's, kept as it is
+    if (!part) return {}; // a kind the session does not describe, kept as it is
     if (sub && kind.value === current && part.shown() === shownAtStart && !part.typed()) {
       return {}; // left as it is: kept whole, credentials included
-    }
-    if (sub && kind.value === current && part.needsCredential()) {
-      throw new FieldError(part.credentialField,
-        'A changed destination replaces the whole one: enter its credential again (it is never shown, so it cannot be kept).');
     }
     return { destination: part.read() };
   };
