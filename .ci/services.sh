@@ -140,6 +140,25 @@ if ! (exec 3<>/dev/tcp/127.0.0.1/1883) 2>/dev/null; then
   for _ in $(seq 1 50); do (exec 3<>/dev/tcp/127.0.0.1/1883) 2>/dev/null && break; sleep 0.2; done
   (exec 3<>/dev/tcp/127.0.0.1/1883) 2>/dev/null || { echo "services: Mosquitto does not listen on 127.0.0.1:1883 (see /var/log/mosquitto/mosquitto.log)" >&2; exit 1; }
 fi
+# NATS: the nats destination's tests publish to it (127.0.0.1:4222,
+# JetStream on, no auth; each test makes a stream of its own and deletes
+# it) and run servers of their own in process for auth, TLS and restarts
+# (nats-server as a Go module: nothing to install for those). Debian's
+# package nats-server brings the binary only: without systemd nothing
+# starts it, so start it as the developers' machines do, with JetStream's
+# store in /var/lib/nats-server.
+if ! command -v nats-server >/dev/null 2>&1 && [ ! -x /usr/sbin/nats-server ]; then
+  echo "services: installing NATS" >&2
+  apt_install nats-server
+fi
+if ! (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
+  echo "services: starting NATS" >&2
+  $SUDO mkdir -p /var/lib/nats-server
+  $SUDO start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
+    -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
+  for _ in $(seq 1 50); do (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null && break; sleep 0.2; done
+  (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null || { echo "services: NATS does not listen on 127.0.0.1:4222 (see /var/log/nats-server.log)" >&2; exit 1; }
+fi
 # Chromium: the portal's browser tests drive Debian's headless Chromium.
 if [ ! -x /usr/bin/chromium ]; then
   echo "services: installing Chromium" >&2

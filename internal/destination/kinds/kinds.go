@@ -7,6 +7,7 @@ import (
 	"github.com/webhookd/webhookd/internal/destination/eventbridge"
 	"github.com/webhookd/webhookd/internal/destination/kafka"
 	"github.com/webhookd/webhookd/internal/destination/mqtt"
+	"github.com/webhookd/webhookd/internal/destination/nats"
 	"github.com/webhookd/webhookd/internal/destination/rabbitmq"
 	"github.com/webhookd/webhookd/internal/destination/sns"
 )
@@ -26,6 +27,7 @@ func Default(o Options) (*destination.Registry, error) {
 	return destination.NewRegistry(
 		rabbitmq.New(),
 		kafka.New(),
+		nats.New(),
 		mqtt.New(),
 		sns.New(),
 		eventbridge.New(),
