@@ -4,8 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/webhookd/webhookd/internal/destination"
 )
@@ -101,6 +106,37 @@ func TestConfirmed(t *testing.T) {
 			code, said := destination.Classify(err)
 			if code != destination.CodeNotConfirmed || said != saidNoSeq || strings.Contains(said, tc.seq) && tc.seq != "" {
 				t.Errorf("failed as %s: %s, want not_confirmed: %s", code, said, saidNoSeq)
+			}
+		})
+	}
+}
+
+// TestClassify: Kinesis's answer to a wrong secret key is auth_failed,
+// told by its status and code; its other answers keep awsdest's codes.
+func TestClassify(t *testing.T) {
+	answer := func(status int, code string) error {
+		resp := &smithyhttp.Response{Response: &http.Response{StatusCode: status}}
+		return &smithy.OperationError{ServiceID: "Kinesis", OperationName: "PutRecord",
+			Err: &smithyhttp.ResponseError{Response: resp, Err: &smithy.GenericAPIError{Code: code, Message: "for account 123456789012"}}}
+	}
+	for _, tc := range []struct {
+		code   string
+		status int
+		want   string
+	}{
+		{"InvalidSignatureException", 400, destination.CodeAuthFailed},
+		{"UnrecognizedClientException", 400, destination.CodeAuthFailed},
+		{"AccessDeniedException", 400, destination.CodeAuthFailed},
+		{"KMSAccessDeniedException", 400, destination.CodeAuthFailed},
+		{"ResourceNotFoundException", 400, destination.CodeRefused},
+		{"ProvisionedThroughputExceededException", 400, destination.CodeRefused},
+		{"InternalFailure", 500, destination.CodeNotConfirmed},
+	} {
+		t.Run(tc.code, func(t *testing.T) {
+			code, said := destination.Classify(classify(answer(tc.status, tc.code)))
+			want := "Kinesis answered HTTP " + strconv.Itoa(tc.status) + " " + tc.code
+			if code != tc.want || said != want {
+				t.Errorf("classified as %s: %s, want %s: %s", code, said, tc.want, want)
 			}
 		})
 	}

@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -353,4 +356,30 @@ func message(eventID, orderingKey string, body []byte) destination.Message {
 		Headers: map[string]string{"webhook-id": "msg_" + eventID, "webhook-timestamp": "1700000000",
 			"webhook-signature": "v1,c2lnbmF0dXJl", "content-type": "application/json"},
 		OrderingKey: orderingKey, SignedAt: time.Unix(1700000000, 0), Size: 1}
+}
+
+// TestEarlyAnswerReadWhole: an endpoint that answers before it has read
+// the request (as desttest's endless server does) still has its answer
+// read to the bound, 50 times over: the SDK closes a request's body once
+// the answer's headers are in, and a transport still writing it would
+// close the connection under the answer (a refusal of HTTP 200, one time
+// in six before wholeRequests).
+func TestEarlyAnswerReadWhole(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		chunk := []byte(strings.Repeat("{", 64<<10))
+		for range 32 { // 2 MiB, past the bound
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	p := open(t, config("webhookd-early", srv.URL), defaultEnv())
+	for i := range 50 {
+		_, err := send(p, message("evt_early_"+strconv.Itoa(i), "", []byte(`{}`)))
+		if code, said := destination.Classify(err); code != destination.CodeTooLarge {
+			t.Fatalf("send %d failed as %s: %s (%v), want response_too_large", i, code, said, err)
+		}
+	}
 }
