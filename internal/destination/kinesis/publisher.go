@@ -93,8 +93,8 @@ func (Kind) Open(cfg destination.Config, env destination.Env) (destination.Publi
 // client's Do returns, which is when the answer's headers arrive: from a
 // server that answers before it has read the whole request, the
 // transport's write of the rest then fails and it closes the connection,
-// cutting the answer's body short (a read of a closed connection, told as
-// a refusal instead of the answer itself, or response_too_large). A
+// cutting the answer's body short: a read of a closed connection, told as
+// a refusal, instead of the answer itself or response_too_large. A
 // record's request is at most a few MiB, already in memory.
 type wholeRequests struct{ client *http.Client }
 
