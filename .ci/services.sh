@@ -159,6 +159,21 @@ if ! (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
   for _ in $(seq 1 50); do (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null && break; sleep 0.2; done
   (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null || { echo "services: NATS does not listen on 127.0.0.1:4222 (see /var/log/nats-server.log)" >&2; exit 1; }
 fi
+# kinesalite: the kinesis destination's tests (internal/destination/kinesis)
+# start it themselves, one process per test on a free port of 127.0.0.1,
+# from ~/.cache/webhookd-kinesalite (the constant kinesaliteDir in
+# kinesalite_test.go). Only the install is needed here: nothing to start,
+# nothing exported. Uses apt_install from the top of services.sh.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "services: installing Node.js and npm (kinesalite)" >&2
+  apt_install nodejs npm
+fi
+kinesalite_dir="$HOME/.cache/webhookd-kinesalite"
+if [ ! -f "$kinesalite_dir/node_modules/kinesalite/package.json" ]; then
+  echo "services: installing kinesalite in $kinesalite_dir" >&2
+  mkdir -p "$kinesalite_dir"
+  npm install --prefix "$kinesalite_dir" --no-audit --no-fund --loglevel=error --no-update-notifier kinesalite@3.3.3 >/dev/null
+fi
 # Chromium: the portal's browser tests drive Debian's headless Chromium.
 if [ ! -x /usr/bin/chromium ]; then
   echo "services: installing Chromium" >&2

@@ -50,7 +50,7 @@ func Fields(action string) []destination.Field {
 		{Name: "access_key_id", Label: "Access key ID", Type: destination.FieldString, Required: true,
 			Help: "An IAM user's access key, allowed " + action + " on the resource and nothing else."},
 		{Name: "secret_access_key", Label: "Secret access key", Type: destination.FieldString, Required: true, Secret: true},
-		{Name: "endpoint", Label: "Endpoint", Type: destination.FieldString, Example: "https://vpce.example.com",
+		{Name: "endpoint", Label: "Endpoint", Type: destination.FieldString, Example: "https://vpce-0123.example.com",
 			Help: "Only for a compatible server or a VPC endpoint: the service's own address is used otherwise."},
 	}
 }
@@ -71,7 +71,7 @@ func (a Account) Check(param string) error {
 		return err
 	}
 	if a.Endpoint != "" {
-		if _, err := destination.ServiceURL(param+".endpoint", a.Endpoint, "https://sns.eu-west-1.amazonaws.com"); err != nil {
+		if _, err := destination.ServiceURL(param+".endpoint", a.Endpoint, "https://vpce-0123.example.com"); err != nil {
 			return err
 		}
 	}
@@ -138,7 +138,9 @@ func (c Client) CloseIdle() { c.HTTPClient.CloseIdleConnections() }
 // front door) refuses who sent the request.
 var authCodes = []string{"InvalidClientTokenId", "SignatureDoesNotMatch", "AccessDenied", "AccessDeniedException",
 	"UnrecognizedClientException", "InvalidSecurity", "MissingAuthenticationToken", "IncompleteSignature",
-	"ExpiredToken", "InvalidAccessKeyId", "KmsAccessDenied", "AuthorizationError", "AuthorizationErrorException"}
+	"ExpiredToken", "InvalidAccessKeyId", "KmsAccessDenied", "AuthorizationError", "AuthorizationErrorException",
+	// Kinesis answers a wrong secret key so, with HTTP 400.
+	"InvalidSignatureException"}
 
 // serviceCode is an error code as services send them (AccessDenied,
 // AWS.SimpleQueueService.NonExistentQueue): anything else a custom

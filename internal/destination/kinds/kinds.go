@@ -6,6 +6,7 @@ import (
 	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/destination/eventbridge"
 	"github.com/webhookd/webhookd/internal/destination/kafka"
+	"github.com/webhookd/webhookd/internal/destination/kinesis"
 	"github.com/webhookd/webhookd/internal/destination/mqtt"
 	"github.com/webhookd/webhookd/internal/destination/nats"
 	"github.com/webhookd/webhookd/internal/destination/rabbitmq"
@@ -29,6 +30,7 @@ func Default(o Options) (*destination.Registry, error) {
 		kafka.New(),
 		nats.New(),
 		mqtt.New(),
+		kinesis.New(),
 		sns.New(),
 		eventbridge.New(),
 	)

@@ -8,10 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"unicode/utf16"
@@ -19,7 +16,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/smithy-go"
 
 	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/destination/awsdest"
@@ -80,37 +76,12 @@ func (Kind) Open(cfg destination.Config, env destination.Env) (destination.Publi
 	client := kinesis.New(kinesis.Options{
 		Region:       opts.Region,
 		Credentials:  opts.Credentials,
-		HTTPClient:   wholeRequests{opts.HTTPClient},
+		HTTPClient:   opts.HTTPClient,
 		Retryer:      opts.Retryer,
 		BaseEndpoint: opts.BaseEndpoint,
 		AppID:        appID(env.Version),
 	})
 	return &publisher{stream: c.StreamName, client: client, opts: opts, env: env}, nil
-}
-
-// wholeRequests is the SDK's HTTP client sending each request from a
-// copy of its body. The SDK closes the body it built as soon as the
-// client's Do returns, which is when the answer's headers arrive: from a
-// server that answers before it has read the whole request, the
-// transport's write of the rest then fails and it closes the connection,
-// cutting the answer's body short: a read of a closed connection, told as
-// a refusal, instead of the answer itself or response_too_large. A
-// record's request is at most a few MiB, already in memory.
-type wholeRequests struct{ client *http.Client }
-
-// Do implements kinesis.HTTPClient.
-func (w wholeRequests) Do(req *http.Request) (*http.Response, error) {
-	if req.Body != nil && req.Body != http.NoBody {
-		body, err := io.ReadAll(req.Body)
-		_ = req.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("kinesis: read the request's body: %w", err)
-		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		req.ContentLength = int64(len(body))
-	}
-	return w.client.Do(req)
 }
 
 // appID is the engine's name in the SDK's User-Agent: "webhookd" and its
@@ -177,23 +148,8 @@ func (p *publisher) Close() error {
 	return nil
 }
 
-// authCodes are Kinesis's refusals of the request's signer that
-// awsdest.Classify does not know as such: Kinesis answers a wrong secret
-// key with InvalidSignatureException (HTTP 400), which would otherwise
-// read as a refused message.
-var authCodes = []string{"InvalidSignatureException"}
-
-// classify is awsdest.Classify for Kinesis, its refusals of the
-// credentials auth_failed, in the same words.
-func classify(err error) error {
-	failed := awsdest.Classify("Kinesis", err)
-	var api smithy.APIError
-	var f *destination.Failure
-	if errors.As(err, &api) && slices.Contains(authCodes, api.ErrorCode()) && errors.As(failed, &f) {
-		return destination.Fail(destination.CodeAuthFailed, f.Said, err)
-	}
-	return failed
-}
+// classify is awsdest.Classify for Kinesis.
+func classify(err error) error { return awsdest.Classify("Kinesis", err) }
 
 // frame is m's record data: a Frame of its headers (names lowercased, the
 // content type added when the headers lack it) and its body. A body that
