@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -622,4 +623,33 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("the fault quotes the secret key: %s", e.Message)
 		}
 	})
+}
+
+// TestAnswerBeforeTheRequest: an endpoint that answers (an endless body)
+// before it reads the request is response_too_large every time: the
+// request is written whole before its answer can cut it short
+// (publisher.go's wholeBodies), so the connection is never closed under
+// the answer being read. Without it, about one send in twenty read as
+// "SQS answered HTTP 200", broker_refused.
+func TestAnswerBeforeTheRequest(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusOK)
+		chunk := []byte(strings.Repeat("{", 64<<10))
+		for range 64 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	raw := `{"type":"sqs","queue_url":"https://sqs.eu-west-1.amazonaws.com/123456789012/q","region":"eu-west-1",` +
+		`"access_key_id":"AKIAMERCHANT","secret_access_key":"merchant-secret","endpoint":"` + srv.URL + `"}`
+	for i := range 60 {
+		_, err := send(t, open(t, sqs.New(sqs.Options{}), raw), message(fmt.Sprintf("d%d", i), ""))
+		if code, said := destination.Classify(err); code != destination.CodeTooLarge {
+			t.Fatalf("send %d: %s %q (%v), want response_too_large", i, code, said, err)
+		}
+	}
 }
