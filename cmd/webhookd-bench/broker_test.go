@@ -2,29 +2,32 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/destination"
+	"github.com/webhookd/webhookd/internal/destination/kinds"
 	"github.com/webhookd/webhookd/signer"
 )
 
-// signedMessage is a delivery as the engine publishes it to a broker: the
-// Standard Webhooks headers, lowercase, among the message's headers.
-func signedMessage(id string, body []byte, keys ...signer.Key) amqp.Table {
+// signedHeaders are a delivery's headers as the engine gives them to a
+// destination: the Standard Webhooks headers and the content type, names
+// in lowercase.
+func signedHeaders(id string, body []byte, keys ...signer.Key) map[string]string {
 	h := http.Header{}
 	signer.SetHeaders(h, id, time.Now(), body, keys...)
-	t := amqp.Table{"content-type": "application/json"}
+	out := map[string]string{"content-type": "application/json"}
 	for k := range h {
-		t[strings.ToLower(k)] = h.Get(k)
+		out[strings.ToLower(k)] = h.Get(k)
 	}
-	return t
+	return out
 }
 
 // TestBrokerMessagesVerifiedFromTheirHeaders: a message is counted only
@@ -39,13 +42,13 @@ func TestBrokerMessagesVerifiedFromTheirHeaders(t *testing.T) {
 	body := []byte(`{"id":"x","payload":{}}`)
 	for _, tc := range []struct {
 		name    string
-		headers amqp.Table
+		headers map[string]string
 		want    endpointCounts
 	}{
-		{"another key", signedMessage(id, body, other), endpointCounts{BadSignatures: 1}},
-		{"no headers", amqp.Table{}, endpointCounts{BadSignatures: 2}},
-		{"signed", signedMessage(id, body, key), endpointCounts{Unique: 1, BadSignatures: 2}},
-		{"again", signedMessage(id, body, key), endpointCounts{Unique: 1, Duplicates: 1, BadSignatures: 2}},
+		{"another key", signedHeaders(id, body, other), endpointCounts{BadSignatures: 1}},
+		{"no headers", map[string]string{}, endpointCounts{BadSignatures: 2}},
+		{"signed", signedHeaders(id, body, key), endpointCounts{Unique: 1, BadSignatures: 2}},
+		{"again", signedHeaders(id, body, key), endpointCounts{Unique: 1, Duplicates: 1, BadSignatures: 2}},
 	} {
 		rcv.noteMessage(0, tc.headers, body)
 		if got := rcv.counts(); got != tc.want {
@@ -57,78 +60,110 @@ func TestBrokerMessagesVerifiedFromTheirHeaders(t *testing.T) {
 	}
 }
 
-// TestBrokerQueuesOnRabbitMQ declares the broker scenario's exchange and
-// queue on the RabbitMQ of .ci/services.sh (WEBHOOKD_TEST_AMQP, else
-// -amqp's default; skipped when none answers), consumes a message
-// published to the exchange as the engine would, and checks that close
-// deletes both.
-func TestBrokerQueuesOnRabbitMQ(t *testing.T) {
-	url := envOr("WEBHOOKD_TEST_AMQP", defaultAMQP)
-	u, err := amqp.ParseURI(url)
+// TestBrokerKinds: every -broker-kind value names a kind with an open,
+// rabbitmq first (the default, what the scenario did before there were
+// others).
+func TestBrokerKinds(t *testing.T) {
+	names := brokerKindNames()
+	if strings.Join(names, ",") != "rabbitmq,nats,mqtt" {
+		t.Errorf("kinds %v", names)
+	}
+	for _, name := range names {
+		if k, ok := brokerKindOf(name); !ok || k.open == nil || k.shape == "" {
+			t.Errorf("%s: %+v, %v", name, k, ok)
+		}
+	}
+	if _, ok := brokerKindOf("sqs"); ok {
+		t.Error("sqs is a kind")
+	}
+}
+
+// TestBrokerToken: a run's name becomes one part of a stream name,
+// subject or topic, whatever -merchant holds.
+func TestBrokerToken(t *testing.T) {
+	for in, want := range map[string]string{
+		"bench-1700000000-broker": "bench-1700000000-broker",
+		"a.b/c d*e>f+g#h$":        "a_b_c_d_e_f_g_h_",
+		"é":                       "_",
+		"":                        "",
+	} {
+		if got := brokerToken(in); got != want {
+			t.Errorf("brokerToken(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// needService fails t (never skips) when nothing listens at addr:
+// .ci/services.sh installs and starts the brokers, as Postgres and Redis.
+func needService(t *testing.T, what, addr string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatalf("no %s at %s (bash .ci/services.sh starts it): %v", what, addr, err)
+	}
+	c.Close()
+}
+
+// sendAsEngine publishes one signed message to dest through the engine's
+// own publisher of its kind (the registry the engine runs with), so that
+// a test proves both that the engine takes the destination the bench
+// makes and that the bench reads what the engine sends.
+func sendAsEngine(ctx context.Context, t *testing.T, dest map[string]any, id string, body []byte, key signer.Key) {
+	t.Helper()
+	reg, err := kinds.Default(kinds.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := net.DialTimeout("tcp", net.JoinHostPort(u.Host, strconv.Itoa(u.Port)), time.Second); err != nil {
-		// A missing service fails the test, as Postgres and Redis do:
-		// .ci/services.sh installs and starts RabbitMQ.
-		t.Fatalf("no RabbitMQ at %s (bash .ci/services.sh starts it): %v", url, err)
-	} else {
-		c.Close()
+	raw, err := json.Marshal(dest)
+	if err != nil {
+		t.Fatal(err)
 	}
+	typ, cfg, err := reg.Parse("destination", raw)
+	if err != nil {
+		t.Fatalf("the engine refuses the bench's destination %s: %v", raw, err)
+	}
+	p, err := reg.Open(typ, cfg, destination.Env{Dial: (&net.Dialer{}).DialContext, Timeout: 10 * time.Second,
+		Clock: clock.System{}, Version: "webhookd-bench-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Send(ctx, destination.Message{DeliveryID: id, EventID: id, EventType: benchEventType, Body: body,
+		ContentType: "application/json", Headers: signedHeaders(id, body, key), SignedAt: time.Now(), Size: 1}); err != nil {
+		t.Fatalf("the engine's %s publisher: %v", typ, err)
+	}
+}
+
+// brokerRoundTrip is every kind's test against its real broker: b, set up
+// with two targets, consumes; a message the engine's publisher sends to
+// target 1 arrives verified at endpoint 1 and nowhere else. It leaves b
+// open for the kind's test to close and check what close deleted.
+func brokerRoundTrip(t *testing.T, b brokerTarget) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	q, err := openBrokerQueues(ctx, url, "test-"+uuid.NewString(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			q.close(t.Logf)
-		}
-	}()
 	log := newPublishLog(2)
-	rcv, key := armedReceivers(t, 1, 0, log)
+	rcv, key := armedReceivers(t, 2, 0, log)
 	defer rcv.close()
-	if err := q.consume(rcv); err != nil {
+	if err := b.consume(rcv); err != nil {
 		t.Fatal(err)
 	}
 	id := uuid.NewString()
 	log.record(id, time.Now())
-	body := []byte(`{"id":"x","payload":{}}`)
-	pub, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	ch, err := pub.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.PublishWithContext(ctx, q.names[0], "", true, false, amqp.Publishing{
-		Headers: signedMessage(id, body, key), Body: body, DeliveryMode: amqp.Persistent}); err != nil {
-		t.Fatal(err)
-	}
+	sendAsEngine(ctx, t, b.destination(1), id, []byte(`{"id":"x","payload":{}}`), key)
 	if !rcv.waitHealthy(ctx, 1) {
 		t.Fatalf("the message did not arrive: %+v", rcv.counts())
 	}
-	q.close(t.Logf)
-	closed = true
-	for _, declare := range []func(string) error{
-		func(name string) error {
-			_, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
-			return err
-		},
-		func(name string) error {
-			return ch.ExchangeDeclarePassive(name, amqp.ExchangeFanout, true, false, false, false, nil)
-		},
-	} {
-		// A passive declare of what does not exist closes the channel: one each.
-		if ch, err = pub.Channel(); err != nil {
-			t.Fatal(err)
-		}
-		if err := declare(q.names[0]); err == nil {
-			t.Errorf("%s still exists after close", q.names[0])
+	if got := rcv.counts(); got != (endpointCounts{Unique: 1}) {
+		t.Errorf("counts %+v, want one unique verified message", got)
+	}
+	for i, want := range []bool{false, true} {
+		ep := rcv.endpoints[i]
+		ep.mu.Lock()
+		_, seen := ep.seen[id]
+		ep.mu.Unlock()
+		if seen != want {
+			t.Errorf("endpoint %d saw the message: %v, want %v", i, seen, want)
 		}
 	}
 }

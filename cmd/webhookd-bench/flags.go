@@ -66,10 +66,15 @@ mtls        to an HTTPS receiver requiring a client certificate
 jwe         to a subscription with encryption to a -jwe-key (ec) key pair
             the bench makes; the receiver verifies, then decrypts with
             go-jose, before counting a delivery.
-broker      to a RabbitMQ destination at -amqp: the bench declares an
-            exchange and a queue bound to it, consumes it, verifies each
-            message and deletes both at the end. Start the engine with
-            WEBHOOKD_ALLOW_PRIVATE_TARGETS=true (a broker on 127.0.0.1).
+broker      to a broker destination of -broker-kind, one target per
+            subscription, which the bench sets up, consumes (verifying each
+            message) and deletes at the end. rabbitmq (-amqp): an exchange
+            and a durable queue bound to it each. nats (-nats): a subject
+            each, one JetStream file stream for the run, an ephemeral
+            consumer per subject. mqtt (-mqtt): a topic each, a client per
+            topic subscribed at QoS 1 before publishing. Start the engine
+            with WEBHOOKD_ALLOW_PRIVATE_TARGETS=true (a broker on 127.0.0.1)
+            and WEBHOOKD_ALLOW_HTTP_TARGETS=true (a broker in clear).
 
 scale       not in all: how cost grows with the work. Backlog points
             (-scale-backlog, %s deliveries): queued over %d merchants ×
@@ -141,8 +146,14 @@ type config struct {
 	workers   int
 	// jweKey is the jwe scenario's key kind, jweKeyEC or jweKeyRSA.
 	jweKey string
-	// amqpURL is the broker scenario's RabbitMQ, as the engine reaches it.
-	amqpURL string
+	// brokerKind is the broker scenario's destination type, one of
+	// brokerKinds.
+	brokerKind string
+	// amqpURL is the broker scenario's RabbitMQ, as the engine reaches it;
+	// natsURL its NATS server, mqttAddr its MQTT broker (host:port).
+	amqpURL  string
+	natsURL  string
+	mqttAddr string
 	// scaleBacklog and scaleMerchants are the scale scenario's points,
 	// scalePlot where it writes its plot ("": none).
 	scaleBacklog, scaleMerchants []int
@@ -176,7 +187,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.backlog, "backlog", 0, fmt.Sprintf("backlog, ratelimited: deliveries queued (0: %d, %d)", backlogDeliveries, ratelimitedBacklog))
 	fs.IntVar(&c.workers, "workers", 0, "spread, solofanout: the engine's worker slots over all its processes, to judge connections and time (0: not judged)")
 	fs.StringVar(&c.jweKey, "jwe-key", jweKeyEC, "jwe: the encryption key pair, ec (P-256, ECDH-ES+A256KW) or rsa (2048 bits, RSA-OAEP-256)")
+	fs.StringVar(&c.brokerKind, "broker-kind", brokerKinds()[0].name, "broker: the destination type, "+strings.Join(brokerKindNames(), ", "))
 	fs.StringVar(&c.amqpURL, "amqp", defaultAMQP, "broker: the RabbitMQ URL, for the engine's destination and the bench's consumer")
+	fs.StringVar(&c.natsURL, "nats", defaultNATS, "broker: the NATS server with JetStream, nats://host:port (tls:// for TLS, user:password@ or token@ allowed), for the engine's destination and the bench's consumer")
+	fs.StringVar(&c.mqttAddr, "mqtt", defaultMQTT, "broker: the MQTT 5 broker's host:port (in clear, anonymous), for the engine's destination and the bench's consumer")
 	fs.BoolVar(&c.jsonOut, "json", false, "print one JSON object per scenario instead of tables")
 	fs.StringVar(&c.api, "api", envOr("WEBHOOKD_BENCH_API", "http://127.0.0.1:8080"), "public API base URL")
 	fs.StringVar(&c.internal, "internal", envOr("WEBHOOKD_BENCH_INTERNAL", "http://127.0.0.1:8081"), "internal API base URL")
@@ -193,6 +207,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	// The flag package stops at the first argument that is not a flag and
+	// leaves the rest unread: "webhookd-bench broker -broker-kind nats"
+	// would run all of the scenarios to RabbitMQ.
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q: name scenarios with -scenario, before or after the other flags", fs.Arg(0))
 	}
 	fs.Visit(func(f *flag.Flag) { c.listenersSet = c.listenersSet || f.Name == "listeners" })
 	var err error
@@ -223,6 +243,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.jweKey != jweKeyEC && c.jweKey != jweKeyRSA {
 		return c, fmt.Errorf("-jwe-key must be %s or %s, not %q", jweKeyEC, jweKeyRSA, c.jweKey)
+	}
+	if _, ok := brokerKindOf(c.brokerKind); !ok {
+		return c, fmt.Errorf("-broker-kind must be one of %s, not %q", strings.Join(brokerKindNames(), ", "), c.brokerKind)
+	}
+	if _, err := parseNATS(c.natsURL); err != nil {
+		return c, err
+	}
+	if err := checkMQTT(c.mqttAddr); err != nil {
+		return c, err
 	}
 	if slices.Contains(c.todo, "scale") && len(c.scaleBacklog)+len(c.scaleMerchants) == 0 {
 		return c, errNoPoints

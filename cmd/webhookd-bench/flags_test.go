@@ -92,3 +92,35 @@ func TestParseFlagsScenarioLists(t *testing.T) {
 		t.Error("raw,broker without a token accepted")
 	}
 }
+
+// TestParseFlagsBrokerKinds: -broker-kind is one of the kinds the broker
+// scenario knows, rabbitmq by default; -nats and -mqtt are what the
+// engine's destinations take.
+func TestParseFlagsBrokerKinds(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		kind    string
+		wantErr bool
+	}{
+		{nil, "rabbitmq", false},
+		{[]string{"-broker-kind", "nats"}, "nats", false},
+		{[]string{"-broker-kind", "mqtt", "-mqtt", "mosquitto.internal:1883"}, "mqtt", false},
+		{[]string{"-broker-kind", "kafka"}, "", true},
+		{[]string{"-broker-kind", "NATS"}, "", true},
+		{[]string{"-broker-kind", ""}, "", true},
+		{[]string{"-nats", "tls://user:pw@nats.internal:4222"}, "rabbitmq", false},
+		{[]string{"-nats", "nats://127.0.0.1"}, "", true},
+		{[]string{"-nats", "http://127.0.0.1:4222"}, "", true},
+		{[]string{"-nats", "nats://127.0.0.1:4222/subject"}, "", true},
+		{[]string{"-mqtt", "mqtt://127.0.0.1:1883"}, "", true},
+		{[]string{"-mqtt", "127.0.0.1"}, "", true},
+		// A scenario named without -scenario would otherwise be ignored,
+		// with every flag after it.
+		{[]string{"broker", "-broker-kind", "nats"}, "", true},
+	} {
+		c, err := parseFlags(append([]string{"-token", "t", "-scenario", "broker"}, tc.args...), io.Discard)
+		if tc.wantErr != (err != nil) || (!tc.wantErr && c.brokerKind != tc.kind) {
+			t.Errorf("%v: kind %q, %v", tc.args, c.brokerKind, err)
+		}
+	}
+}
