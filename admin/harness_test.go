@@ -19,6 +19,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/dispatcher/publish"
+	"github.com/webhookd/webhookd/internal/destination/kinds/kindstest"
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
@@ -75,6 +76,7 @@ func startHarness(t testing.TB, configure ...func(*admin.Config)) *harness {
 		EventTypes:       []string{"payout.created", "payout.initiated", "payout.paid", "payout.failed", "deposit.received"},
 		AllowHTTPTargets: true, AllowPrivateTargets: true,
 		TestEventRate: redis_rate.PerMinute(10),
+		Kinds:         kindstest.Registry(t, nil),
 	}
 	for _, c := range configure {
 		c(&cfg)

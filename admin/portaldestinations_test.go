@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/internal/destination/kinds/kindstest"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
@@ -22,7 +23,7 @@ func TestPortalSessionDestinations(t *testing.T) {
 		want       []string
 	}{
 		{"configured", []string{"webhook", "rabbitmq"}, []string{"webhook", "rabbitmq"}},
-		{"none configured", nil, subscriptions.DestinationTypes()},
+		{"none configured", nil, subscriptions.DestinationTypes(kindstest.Registry(t, nil))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/sessions"
 	"github.com/webhookd/webhookd/internal/subscriptions"
@@ -39,6 +40,8 @@ type portalSessionHandlers struct {
 	// destinations are the destination types a subscription may use
 	// (WEBHOOKD_DESTINATIONS): the portal's endpoint form offers these.
 	destinations []string
+	// kinds describe the registry's kinds, for the portal's form.
+	kinds *destination.Registry
 }
 
 // portalSessionRequest is the body of both mint routes; every field is
@@ -73,6 +76,10 @@ type currentSessionJSON struct {
 	// Destinations are the destination types this server lets a
 	// subscription use ("webhook" is an HTTP endpoint).
 	Destinations []string `json:"destinations"`
+	// DestinationKinds describe each allowed type of the registry (its
+	// fields, labels, which are secret): the portal draws its form from
+	// them, so that a new kind needs no portal code.
+	DestinationKinds []destination.Metadata `json:"destination_kinds"`
 }
 
 // createForKey mints a session with the caller's API key, which
@@ -147,7 +154,7 @@ func (h portalSessionHandlers) current(w http.ResponseWriter, r *http.Request) e
 	p := principalOf(r.Context())
 	out := currentSessionJSON{MerchantID: p.Merchant.ID, Capabilities: p.Capabilities,
 		Branding:    brandingJSON{AccentColor: p.Merchant.PortalAccentColor, LogoURL: p.Merchant.PortalLogoURL},
-		Environment: publicEnvironment(h.environment), Destinations: h.destinations}
+		Environment: publicEnvironment(h.environment), Destinations: h.destinations, DestinationKinds: h.destinationKinds()}
 	if p.Session != nil {
 		out.ExpiresAt = utcPtr(&p.Session.ExpiresAt)
 		// The session's own branding wins, field by field.
@@ -197,12 +204,27 @@ func (h portalSessionHandlers) endForMerchant(w http.ResponseWriter, r *http.Req
 	return nil
 }
 
+// destinationKinds are the metadata of the allowed types that are kinds
+// of the registry, in its order; never null.
+func (h portalSessionHandlers) destinationKinds() []destination.Metadata {
+	out := []destination.Metadata{}
+	if h.kinds == nil {
+		return out
+	}
+	for _, md := range h.kinds.Metadata() {
+		if slices.Contains(h.destinations, md.Type) {
+			out = append(out, md)
+		}
+	}
+	return out
+}
+
 // allowedDestinations are the destination types the registry accepts:
 // the configured ones, or every type when none are configured (the
 // registry's rule for nil).
-func allowedDestinations(configured []string) []string {
+func allowedDestinations(configured []string, kinds *destination.Registry) []string {
 	if configured == nil {
-		return subscriptions.DestinationTypes()
+		return subscriptions.DestinationTypes(kinds)
 	}
 	return slices.Clone(configured)
 }

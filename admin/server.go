@@ -19,6 +19,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/sessions"
 	"github.com/webhookd/webhookd/internal/store"
@@ -76,9 +77,10 @@ type Config struct {
 	// Destinations are the destination types subscriptions may use
 	// (WEBHOOKD_DESTINATIONS); nil allows every one.
 	Destinations []string
-	// SQSEngineQueues are the queue URL prefixes where an sqs destination
-	// may omit its access key (WEBHOOKD_SQS_ENGINE_CREDENTIALS).
-	SQSEngineQueues []string
+	// Kinds are the destination kinds this build delivers to, with their
+	// fields and rules (internal/destination/kinds); nil knows only the
+	// HTTP endpoint and poll.
+	Kinds *destination.Registry
 	// TestEventRate limits send_test_event per merchant.
 	TestEventRate redis_rate.Limit
 	// APIRate limits every authenticated request of the public API (/v1
@@ -215,7 +217,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	registry := subscriptions.NewRegistry(cfg.Store, cfg.MasterKey, subscriptions.Rules{
 		EventTypes: cfg.EventTypes, AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
-		MaxSubscriptions: cfg.MaxSubscriptions, Destinations: cfg.Destinations, SQSEngineQueues: cfg.SQSEngineQueues,
+		MaxSubscriptions: cfg.MaxSubscriptions, Destinations: cfg.Destinations, Kinds: cfg.Kinds,
 		Clock: clk,
 	})
 	respond := responder{logger: cfg.Logger}
@@ -247,7 +249,7 @@ func New(cfg Config) (*Server, error) {
 			publisher: cfg.Publisher, environment: cfg.Environment},
 		deliveries: deliveryHandlers{reads: reads, pages: pages, actions: cfg.Publisher, clock: clk},
 		portalSessions: portalSessionHandlers{issuer: sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
-			store: cfg.Store, limits: limits, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations)},
+			store: cfg.Store, limits: limits, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations, cfg.Kinds), kinds: cfg.Kinds},
 		listen: listenHandlers{registry: registry, store: cfg.Store, redis: cfg.Redis, wakes: wakes, grace: cfg.ListenerGrace,
 			clock: clk, logger: cfg.Logger, held: newHeldLimit("listen", "listen connections", cfg.MaxListenersPerMerchant,
 				DefaultMaxListenersPerMerchant, listenRetryAfter, 2*cfg.ListenerGrace, cfg.Redis, clk, cfg.Logger)},

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/webhookd/webhookd/admin"
+	"github.com/webhookd/webhookd/internal/destination/kinds/kindstest"
 )
 
 // TestSQSEngineCredentialsAPI: over HTTP, an sqs destination without a
@@ -24,7 +25,7 @@ func TestSQSEngineCredentialsAPI(t *testing.T) {
 		t.Errorf("variable unset: param %v (%v)", m["param"], m["message"])
 	}
 
-	on := newHarness(t, func(c *admin.Config) { c.SQSEngineQueues = []string{prefix} })
+	on := newHarness(t, func(c *admin.Config) { c.Kinds = kindstest.Registry(t, []string{prefix}) })
 	key := on.merchant("m1")
 	r = on.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions", Key: key,
 		Body: keyless("https://sqs.eu-west-1.amazonaws.com/999999999999/payouts")})

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/destination/kinds/kindstest"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 )
@@ -49,7 +50,7 @@ func (e *env) subscribeAllowing(queues []string, merchant string, destination ma
 		e.t.Fatal(err)
 	}
 	reg := subscriptions.NewRegistry(e.store, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{AllowHTTPTargets: true, AllowPrivateTargets: true,
-		EventTypes: append(dispatcher.DefaultEventTypes(), "payout.paid"), SQSEngineQueues: queues})
+		EventTypes: append(dispatcher.DefaultEventTypes(), "payout.paid"), Kinds: kindstest.Registry(e.t, queues)})
 	sub, _, err := reg.Create(ctx, merchant, subscriptions.Draft{Events: []string{"payout.paid"}, Destination: raw})
 	if err != nil {
 		e.t.Fatal(err)
@@ -65,8 +66,10 @@ func keyless(s *sqsServer, queueURL string) map[string]any {
 // TestSQSDestinationEngineCredentials: a destination without a key under
 // an allowed prefix is sent with the process's own AWS credentials (here
 // AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) and arrives; a key given is
-// used instead, even a wrong one; a queue the worker no longer allows, or
-// a chain with no credentials, is auth_failed saying why.
+// used instead, even a wrong one; a queue the worker no longer allows is
+// destination_invalid (the stored destination breaks the operator's rule
+// now: nothing is sent) and a chain with no credentials auth_failed, each
+// saying why.
 func TestSQSDestinationEngineCredentials(t *testing.T) {
 	engineAWS(t, sqsAccessKey)
 	srv := newSQSServer(t)
@@ -79,7 +82,7 @@ func TestSQSDestinationEngineCredentials(t *testing.T) {
 		t.Fatalf("summary %v, want the engine's credentials and no key", sub.Destination.Summary)
 	}
 	e.subscribeAllowing(allowed, "m2", sqsDestination(srv, queueURL, "AKIAUNKNOWN"))
-	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.SQSEngineQueues = allowed })
+	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.Kinds = kindstest.Registry(t, allowed) })
 	e.run(d)
 
 	ev := e.publish(d, "m1", "payout.paid")
@@ -101,14 +104,14 @@ func TestSQSDestinationEngineCredentials(t *testing.T) {
 		e.subscribeAllowing(allowed, "m1", keyless(srv, queueURL))
 		d, _ := e.dispatcher() // the operator took the prefix out
 		e.run(d)
-		checkAuthFailed(e, e.publish(d, "m1", "payout.paid").ID, "WEBHOOKD_SQS_ENGINE_CREDENTIALS")
+		checkFailed(e, e.publish(d, "m1", "payout.paid").ID, "destination_invalid", "access_key_id is required for this queue")
 	})
 	t.Run("no credentials in the chain", func(t *testing.T) {
 		engineAWS(t, "")
 		e := newEnv(t)
 		e.cfg.DeliveryTimeout = 2 * time.Second
 		e.subscribeAllowing(allowed, "m1", keyless(srv, queueURL))
-		d, _ := e.dispatcher(func(c *dispatcher.Config) { c.SQSEngineQueues = allowed })
+		d, _ := e.dispatcher(func(c *dispatcher.Config) { c.Kinds = kindstest.Registry(t, allowed) })
 		e.run(d)
 		checkAuthFailed(e, e.publish(d, "m1", "payout.paid").ID, "own AWS credentials")
 	})
@@ -118,10 +121,17 @@ func TestSQSDestinationEngineCredentials(t *testing.T) {
 // auth_failed, its record naming why.
 func checkAuthFailed(e *env, eventID uuid.UUID, why string) {
 	e.t.Helper()
+	checkFailed(e, eventID, "auth_failed", why)
+}
+
+// checkFailed waits for the event's first attempt and wants it failed
+// with code, its record naming why.
+func checkFailed(e *env, eventID uuid.UUID, code, why string) {
+	e.t.Helper()
 	id := e.deliveries(eventID)[0].ID
 	e.waitFor("a failed attempt", 20*time.Second, func() bool { return len(e.delivery(id).Attempts) >= 1 })
 	a := e.delivery(id).Attempts[0]
-	if a.Error == nil || *a.Error != "auth_failed" || !strings.Contains(a.ResponseBody, why) {
-		e.t.Errorf("attempt: error %v, body %q; want auth_failed saying %q", a.Error, a.ResponseBody, why)
+	if a.Error == nil || *a.Error != code || !strings.Contains(a.ResponseBody, why) {
+		e.t.Errorf("attempt: error %v, body %q; want %s saying %q", a.Error, a.ResponseBody, code, why)
 	}
 }

@@ -35,7 +35,8 @@ func (e *env) subscribeTo(merchant string, destination map[string]any, ordering 
 		e.t.Fatal(err)
 	}
 	reg := subscriptions.NewRegistry(e.store, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{
-		AllowHTTPTargets: true, AllowPrivateTargets: true, EventTypes: append(dispatcher.DefaultEventTypes(), "payout.paid")})
+		AllowHTTPTargets: true, AllowPrivateTargets: true, EventTypes: append(dispatcher.DefaultEventTypes(), "payout.paid"),
+		Kinds: e.cfg.Kinds})
 	d := subscriptions.Draft{Events: events, Destination: raw}
 	if ordering != "" {
 		d.Ordering = []byte(`{"key": "` + ordering + `"}`)

@@ -55,6 +55,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
@@ -106,10 +107,10 @@ type Config struct {
 	// through; the address check still applies to the target, before the
 	// CONNECT, which names the checked address.
 	EgressProxy *url.URL
-	// SQSEngineQueues are the queue URL prefixes to which sqs destinations
-	// without an access key are sent with the engine's own AWS
-	// credentials (WEBHOOKD_SQS_ENGINE_CREDENTIALS); none: never.
-	SQSEngineQueues []string
+	// Kinds are the destination kinds this build delivers to
+	// (internal/destination/kinds); nil: a subscription's destination of
+	// any kind fails as not delivered.
+	Kinds *destination.Registry
 	// TracerProvider traces publishes and attempts (docs/tracing.md); nil
 	// traces nothing.
 	TracerProvider trace.TracerProvider
@@ -274,7 +275,7 @@ func (c *Config) leaseFor() time.Duration { return deliver.LeaseFor(c.DeliveryTi
 func (c *Config) senderConfig() deliver.SenderConfig {
 	return deliver.SenderConfig{Timeout: c.DeliveryTimeout, AllowHTTP: c.AllowHTTPTargets, AllowPrivate: c.AllowPrivateTargets,
 		MaxConns: c.Concurrency, MaxConnsPerHost: c.Concurrency, Version: c.Version, EgressProxy: c.EgressProxy,
-		OAuth: deliver.OAuthConfig{Redis: c.Redis, MasterKey: c.MasterKey}, SQSEngineQueues: c.SQSEngineQueues}
+		OAuth: deliver.OAuthConfig{Redis: c.Redis, MasterKey: c.MasterKey}, Kinds: c.Kinds}
 }
 
 // Dispatcher is the pipeline assembled from one Config: the pieces the

@@ -22,6 +22,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/dispatcher/queue"
+	"github.com/webhookd/webhookd/internal/destination/kinds/kindstest"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/producer"
@@ -70,7 +71,7 @@ func newEnvOn(t *testing.T, st *store.Store) *env {
 		AllowHTTPTargets: true, AllowPrivateTargets: true, Concurrency: 8, Sealer: sealer,
 		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		SweepInterval: time.Second, SweepGrace: 100 * time.Millisecond, DefaultAPIVersion: testVersion,
-		Version: "test",
+		Version: "test", Kinds: kindstest.Registry(t, nil),
 	}
 	return e
 }

@@ -23,8 +23,9 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/internal/catalogue"
+	"github.com/webhookd/webhookd/internal/destination"
+	"github.com/webhookd/webhookd/internal/destination/kinds"
 	"github.com/webhookd/webhookd/internal/portal"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/producer"
@@ -87,6 +88,9 @@ type config struct {
 	redisConn      *producer.RedisConn
 	egressProxy    *url.URL
 	sourceAddrs    []netip.Prefix
+	// kinds are the destination kinds this build delivers to, with the
+	// operator's settings they read.
+	kinds *destination.Registry
 	// masterKeyGenerated is set when WEBHOOKD_MASTER_KEY is unset and
 	// masterKey was made up for this process (sandbox only).
 	masterKeyGenerated bool
@@ -242,33 +246,31 @@ func loadConfig(logger *slog.Logger) (config, error) {
 			return c, bad("WEBHOOKD_EVENT_TYPES", err)
 		}
 	}
-	if c.Destinations, err = destinationTypes(c.Destinations); err != nil {
-		return c, bad("WEBHOOKD_DESTINATIONS", err)
-	}
 	if c.SQSEngineQueues, err = parseSQSEngineQueues(c.SQSEngineQueues); err != nil {
 		return c, bad("WEBHOOKD_SQS_ENGINE_CREDENTIALS", err)
+	}
+	if c.kinds, err = kinds.Default(kinds.Options{SQSEngineQueues: c.SQSEngineQueues}); err != nil {
+		return c, err
+	}
+	if c.Destinations, err = destinationTypes(c.Destinations, c.kinds); err != nil {
+		return c, bad("WEBHOOKD_DESTINATIONS", err)
 	}
 	return c, nil
 }
 
 // destinationTypes reads WEBHOOKD_DESTINATIONS: the destination types
-// subscriptions may use, every one this build delivers when unset. A type
-// the API knows but this build does not deliver is refused: a
-// subscription to it would never receive anything.
-func destinationTypes(names []string) ([]string, error) {
-	delivered := deliver.DestinationTypes()
+// subscriptions may use, every one this build delivers (the HTTP
+// endpoint, each kind of the registry, poll) when unset.
+func destinationTypes(names []string, registry *destination.Registry) ([]string, error) {
+	known := subscriptions.DestinationTypes(registry)
 	if len(names) == 0 {
-		return delivered, nil
+		return known, nil
 	}
-	known := subscriptions.DestinationTypes()
 	var out []string
 	for _, n := range names {
 		n = strings.TrimSpace(n)
-		switch {
-		case !slices.Contains(known, n):
-			return nil, fmt.Errorf("%q is not a destination type (%s)", n, strings.Join(known, ", "))
-		case !slices.Contains(delivered, n):
-			return nil, fmt.Errorf("%q destinations are not delivered by this build yet (it delivers %s)", n, strings.Join(delivered, ", "))
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("%q is not a destination type this build delivers (%s)", n, strings.Join(known, ", "))
 		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)

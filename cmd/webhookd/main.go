@@ -414,7 +414,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		Logger: logger, Registerer: reg, DefaultAPIVersion: cfg.versions.Latest(), SweepInterval: cfg.SweepInterval, Version: version,
 		AutoDisableAfter: cfg.AutoDisableAfter,
 		EventTypes:       cfg.eventTypes(), MaxPayloadBytes: cfg.MaxPayloadBytes, VersionUsable: cfg.versions.Usable,
-		EgressProxy: cfg.egressProxy, TracerProvider: traces.Provider(), SQSEngineQueues: cfg.SQSEngineQueues,
+		EgressProxy: cfg.egressProxy, TracerProvider: traces.Provider(), Kinds: cfg.kinds,
 	})
 	if err != nil {
 		return err
@@ -431,7 +431,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		TestEventRate: cfg.testEventRate, APIRate: cfg.apiRate, PortalSessionRate: cfg.portalSessionRate, PublicURL: cfg.PublicURL, KeyUsage: keyUsage,
 		ListenerGrace: cfg.ListenerGrace, Portal: portal.New(portal.Config{FrameAncestors: cfg.frameAncestors}),
 		ReadStore: reads, SourceAddresses: cfg.sourceAddrs, TracerProvider: traces.Provider(), Destinations: cfg.Destinations,
-		SQSEngineQueues: cfg.SQSEngineQueues, MaxLongPollsPerMerchant: cfg.MaxLongPolls, MaxListenersPerMerchant: cfg.MaxListeners,
+		Kinds: cfg.kinds, MaxLongPollsPerMerchant: cfg.MaxLongPolls, MaxListenersPerMerchant: cfg.MaxListeners,
 	})
 	if err != nil {
 		return err

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/webhookd/webhookd/internal/subscriptions"
+	"github.com/webhookd/webhookd/internal/destination/sqs"
 )
 
 // parseSQSEngineQueues reads WEBHOOKD_SQS_ENGINE_CREDENTIALS: the queue
@@ -21,7 +21,7 @@ func parseSQSEngineQueues(raw []string) ([]string, error) {
 			out = append(out, p)
 		}
 	}
-	if err := subscriptions.CheckSQSEngineQueues(out); err != nil {
+	if err := sqs.CheckEngineQueues(out); err != nil {
 		return nil, fmt.Errorf("expected queue URL prefixes such as https://sqs.eu-west-1.amazonaws.com/123456789012/: %w", err)
 	}
 	return out, nil

@@ -15,6 +15,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/destination"
+	"github.com/webhookd/webhookd/internal/destination/kinds"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/signer"
@@ -58,9 +60,13 @@ func TestFailuresAreToldInTheMerchantsWords(t *testing.T) {
 	defer close(release)
 	sqsPrefix := "http://" + closed + "/123456789012/"
 	redis := storetest.NewRedis(t)
+	registry, err := kinds.Default(kinds.Options{SQSEngineQueues: []string{sqsPrefix}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := SenderConfig{Timeout: time.Second, AllowHTTP: true, AllowPrivate: true, MaxConns: 8, MaxConnsPerHost: 4, Version: "test",
-		SQSEngineQueues: []string{sqsPrefix},
-		OAuth:           OAuthConfig{Redis: asynq.RedisClientOpt{Network: "unix", Addr: redis.Socket}, MasterKey: masterKey}}
+		Kinds: registry,
+		OAuth: OAuthConfig{Redis: asynq.RedisClientOpt{Network: "unix", Addr: redis.Socket}, MasterKey: masterKey}}
 	proxied := cfg
 	proxied.EgressProxy = &url.URL{Scheme: "http", Host: "egress-proxy.nosuch.invalid:3128"}
 
@@ -70,7 +76,10 @@ func TestFailuresAreToldInTheMerchantsWords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ds := newDestinations(cfg, nil, sealer, clock.System{})
+			ds, err := newDestinations(cfg, nil, sealer, clock.System{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			defer ds.closeAll()
 			res, err := ds.send(context.Background(), store.LeasedDelivery{Delivery: store.Delivery{ID: uuid.New(), EventID: uuid.New(),
 				SubscriptionID: uuid.New()}, Body: []byte(`{}`), SealedDestination: sealed}, Signing{}, nil)
@@ -101,25 +110,25 @@ func TestFailuresAreToldInTheMerchantsWords(t *testing.T) {
 		says string
 	}{
 		{name: "rabbitmq closed port", send: broker(cfg, `{"type":"rabbitmq","url":"amqp://guest:guest@`+closed+`/","routing_key":"q"}`),
-			code: errBrokerUnreachable, says: "connection refused"},
+			code: destination.CodeUnreachable, says: "connection refused"},
 		{name: "rabbitmq unknown host", send: broker(cfg, `{"type":"rabbitmq","url":"amqp://guest:guest@nosuch.invalid:5672/","routing_key":"q"}`),
-			code: errBrokerUnreachable, says: "DNS"},
+			code: destination.CodeUnreachable, says: "DNS"},
 		{name: "rabbitmq untrusted certificate", send: broker(cfg, `{"type":"rabbitmq","url":"amqps://guest:guest@`+
 			strings.TrimPrefix(badCert.URL, "https://")+`/","routing_key":"q"}`),
-			code: errBrokerUnreachable, says: "TLS failed"},
+			code: destination.CodeUnreachable, says: "TLS failed"},
 		{name: "rabbitmq refuses the credentials", send: broker(cfg, `{"type":"rabbitmq","url":"amqp://guest:wrong@127.0.0.1:5672/","routing_key":"q"}`),
-			code: errAuthFailed, says: "403"},
+			code: destination.CodeAuthFailed, says: "403"},
 		{name: "egress proxy not found", send: broker(proxied, `{"type":"rabbitmq","url":"amqp://guest:guest@127.0.0.1:5672/","routing_key":"q"}`),
-			code: errBrokerUnreachable, says: "DNS"},
+			code: destination.CodeUnreachable, says: "DNS"},
 		{name: "sqs endpoint closed port", send: broker(cfg, `{"type":"sqs","queue_url":"https://sqs.eu-west-1.amazonaws.com/123456789012/q",`+
 			`"region":"eu-west-1","endpoint":"http://`+closed+`","access_key_id":"AKIAMERCHANT","secret_access_key":"merchant-secret"}`),
-			code: errBrokerUnreachable, says: "connection refused"},
+			code: destination.CodeUnreachable, says: "connection refused"},
 		{name: "engine AWS credentials missing a file",
 			env: map[string]string{"AWS_WEB_IDENTITY_TOKEN_FILE": "/nonexistent/token", "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/w",
 				"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": "", "AWS_CONFIG_FILE": "/nonexistent/config",
 				"AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/credentials", "AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": "eu-west-1"},
 			send: broker(cfg, `{"type":"sqs","queue_url":"`+sqsPrefix+`q","region":"eu-west-1","endpoint":"http://`+closed+`"}`),
-			code: errAuthFailed, says: "own AWS credentials"},
+			code: destination.CodeAuthFailed, says: "own AWS credentials"},
 		{name: "token endpoint answers 500", send: token(failing.URL + "/token"), code: errOAuthToken, says: "500"},
 		{name: "token endpoint hangs", send: token(hanging.URL + "/token"), code: errOAuthToken, says: "timed out"},
 		{name: "token endpoint closed port", send: token("http://" + closed + "/token"), code: errOAuthToken, says: "connection refused"},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/failtext"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/keybounds"
@@ -71,10 +72,10 @@ type SenderConfig struct {
 	EgressProxy *url.URL
 	// OAuth is where OAuth2 endpoints' tokens are shared (endpointoauth.go).
 	OAuth OAuthConfig
-	// SQSEngineQueues are the queue URL prefixes to which sqs destinations
-	// without an access key are sent with the engine's own AWS
-	// credentials (sqscredentials.go); none: such destinations fail.
-	SQSEngineQueues []string
+	// Kinds are the destination kinds this build delivers to
+	// (internal/destination/kinds); nil: a destination of any kind fails
+	// as one not delivered.
+	Kinds *destination.Registry
 }
 
 func (c SenderConfig) validate() error {

@@ -110,7 +110,10 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dests := newDestinations(cfg.Sender, cfg.Dialer, cfg.Sealer, cfg.Clock)
+	dests, err := newDestinations(cfg.Sender, cfg.Dialer, cfg.Sealer, cfg.Clock)
+	if err != nil {
+		return nil, err
+	}
 	w.closers = append(w.closers, dests.closeAll)
 	w.Runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel, destinations: dests,
 		secrets: NewSecretCache(cfg.Store, cfg.Sealer), tasks: cfg.Tasks, metrics: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger,

@@ -38,7 +38,12 @@ func HTTPClient(env Env, maxIdle int) *http.Client {
 		MaxIdleConnsPerHost: maxIdle,
 		IdleConnTimeout:     idleConns,
 	}
-	return BoundedClient(wholeBodies{next: transport}, MaxServiceAnswer)
+	client := BoundedClient(wholeBodies{next: transport}, MaxServiceAnswer)
+	// A service answers; it does not send the request elsewhere. A
+	// redirect is read as the answer it is, never followed: the next host
+	// would be one the merchant's destination did not name.
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return client
 }
 
 // BoundedClient is an HTTP client on transport whose answers' bodies end

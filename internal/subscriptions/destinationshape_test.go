@@ -7,14 +7,14 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/webhookd/webhookd/internal/destination"
+	"github.com/webhookd/webhookd/internal/destination/kinds/kindstest"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/subscriptions"
-	"github.com/webhookd/webhookd/signer"
 )
 
 // serviceAccount is a service account key as Google gives it, with
@@ -171,7 +171,8 @@ func TestDestinationAllowList(t *testing.T) {
 func TestDestinationPlaintextRefused(t *testing.T) {
 	t.Parallel()
 	strict, st := registry(t, subscriptions.Rules{EventTypes: catalogue(), AllowPrivateTargets: true}, "m1")
-	lifted := subscriptions.NewRegistry(st, masterKey(), subscriptions.Rules{EventTypes: catalogue(), AllowHTTPTargets: true, AllowPrivateTargets: true})
+	lifted := subscriptions.NewRegistry(st, masterKey(), subscriptions.Rules{EventTypes: catalogue(), AllowHTTPTargets: true, AllowPrivateTargets: true,
+		Kinds: kindstest.Registry(t, nil)})
 	sqs := func(endpoint string) string {
 		return destJSON(t, map[string]any{"type": "sqs", "queue_url": "https://sqs.example.com/1/q", "region": "eu-west-1",
 			"access_key_id": "a", "secret_access_key": "s", "endpoint": endpoint})
@@ -181,12 +182,12 @@ func TestDestinationPlaintextRefused(t *testing.T) {
 		param      string // "" accepted by the strict registry too
 		rule       string
 	}{
-		{"amqp", `{"type":"rabbitmq","url":"amqp://u:p@127.0.0.1:5672/","routing_key":"q"}`, "destination.url", subscriptions.CodeDestinationPlaintext},
+		{"amqp", `{"type":"rabbitmq","url":"amqp://u:p@127.0.0.1:5672/","routing_key":"q"}`, "destination.url", destination.CodePlaintext},
 		{"amqps", `{"type":"rabbitmq","url":"amqps://u:p@127.0.0.1:5671/","routing_key":"q"}`, "", ""},
-		{"kafka without tls", `{"type":"kafka","brokers":["127.0.0.1:9092"],"topic":"t"}`, "destination.tls", subscriptions.CodeDestinationPlaintext},
+		{"kafka without tls", `{"type":"kafka","brokers":["127.0.0.1:9092"],"topic":"t"}`, "destination.tls", destination.CodePlaintext},
 		{"kafka with tls", `{"type":"kafka","brokers":["127.0.0.1:9092"],"topic":"t","tls":true}`, "", ""},
 		{"pubsub emulator", `{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks","endpoint":"127.0.0.1:8085"}`,
-			"destination.endpoint", subscriptions.CodeDestinationPlaintext},
+			"destination.endpoint", destination.CodePlaintext},
 		{"sqs http endpoint", sqs("http://127.0.0.1:9324"), "destination.endpoint", "url_not_https"},
 		{"sqs https endpoint", sqs("https://127.0.0.1:9324"), "", ""},
 	} {
@@ -206,60 +207,20 @@ func TestDestinationPlaintextRefused(t *testing.T) {
 				t.Fatalf("Create with plaintext allowed = %v", err)
 			}
 			// What an attempt asks of the stored value: the same rule,
-			// under the dispatcher's switch.
-			sealer, _ := signer.NewSealer(masterKey())
-			opened, err := subscriptions.OpenDestination(sealer, sub.Destination.Sealed)
+			// under the dispatcher's switch (destination.Pool.Open).
+			raw, _ := json.Marshal(stored(t, sub.Destination.Sealed))
+			_, cfg, err := kindstest.Registry(t, nil).Parse("destination", raw)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := opened.CheckTransport(true); err != nil {
-				t.Errorf("CheckTransport(allowed) = %v", err)
+			if bad := destination.CheckPlaintext("destination", cfg, true); bad != nil {
+				t.Errorf("CheckPlaintext(allowed) = %v", bad)
 			}
-			err = opened.CheckTransport(false)
-			if wantRefused := c.param != ""; wantRefused != errors.Is(err, subscriptions.ErrDestinationPlaintext) {
-				t.Errorf("CheckTransport(not allowed) = %v, want refused %v", err, wantRefused)
-			}
-		})
-	}
-}
-
-// TestOpenDestinationRefusesOldValues: a destination sealed by an older
-// build, before the allow-list, is refused when an attempt opens it, with
-// an error that wraps ErrDestinationInvalid and the rule it breaks and
-// never names what the value held (a path, a password).
-func TestOpenDestinationRefusesOldValues(t *testing.T) {
-	t.Parallel()
-	sealer, err := signer.NewSealer(masterKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name, stored, param string
-	}{
-		{"an AMQP url with cacertfile", `{"type":"rabbitmq","url":"amqps://guest:s3cr3t@127.0.0.1:5671/?cacertfile=/etc/hostname","routing_key":"q"}`,
-			"destination.url"},
-		{"an AMQP url with keyfile", `{"type":"rabbitmq","url":"amqp://guest:s3cr3t@127.0.0.1/?keyfile=/dev/zero&certfile=/etc/hostname","routing_key":"q"}`,
-			"destination.url"},
-		{"a kafka broker of a path", `{"type":"kafka","brokers":["/etc/hostname:1"],"topic":"t"}`, "destination.brokers[0]"},
-		{"an external_account key", `{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks",` +
-			`"credentials_json":"{\"type\":\"external_account\",\"credential_source\":{\"file\":\"/etc/hostname\"}}"}`, "destination.credentials_json"},
-		{"an unknown type", `{"type":"ftp","url":"ftp://s3cr3t@/etc/hostname"}`, "destination.type"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			sealed, err := sealer.Seal(c.stored)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = subscriptions.OpenDestination(sealer, sealed)
-			if !errors.Is(err, subscriptions.ErrDestinationInvalid) {
-				t.Fatalf("OpenDestination = %v, want ErrDestinationInvalid", err)
-			}
-			if e := invalid.As(err); e == nil || e.Param != c.param {
-				t.Errorf("OpenDestination = %v, want the rule of %s", err, c.param)
-			}
-			if strings.Contains(err.Error(), "/etc/hostname") || strings.Contains(err.Error(), "s3cr3t") {
-				t.Errorf("the error names what the value held: %v", err)
+			// The sqs endpoint's rule is the URL's (https), applied when it
+			// is set; a stored one in clear is the plaintext rule's too.
+			bad := destination.CheckPlaintext("destination", cfg, false)
+			if wantRefused := c.param != ""; wantRefused != (bad != nil) {
+				t.Errorf("CheckPlaintext(not allowed) = %v, want refused %v", bad, wantRefused)
 			}
 		})
 	}
@@ -308,39 +269,5 @@ func TestDestinationSecretsReadMasked(t *testing.T) {
 	}
 	if got := sub.Destination.Summary["url"]; got != "amqps://u:xxxxx@mq.example.com/" {
 		t.Errorf("rabbitmq url reads %q", got)
-	}
-}
-
-// TestServiceAccountJSONRebuilt: what Google's library is handed is the
-// key rebuilt from the members the engine uses, Google's own token
-// endpoint and universe named, whatever else the merchant's file held;
-// a stored key that breaks the rules is ErrDestinationInvalid.
-func TestServiceAccountJSONRebuilt(t *testing.T) {
-	t.Parallel()
-	key := rsaPEM(t, 2048)
-	d := subscriptions.Destination{Type: "gcp_pubsub", CredentialsJSON: serviceAccount(t, key,
-		map[string]any{"token_uri": nil, "auth_uri": "https://accounts.google.com/o/oauth2/auth"})}
-	got, err := d.ServiceAccountJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var members map[string]string
-	if err := json.Unmarshal(got, &members); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{"type": "service_account", "project_id": "my-project", "private_key_id": "0123abcd", "private_key": key,
-		"client_email": "w@my-project.iam.gserviceaccount.com", "client_id": "1234567890",
-		"token_uri": "https://oauth2.googleapis.com/token", "universe_domain": "googleapis.com"}
-	if len(members) != len(want) {
-		t.Errorf("rebuilt key has members %v, want exactly those of %v", members, want)
-	}
-	for k, v := range want {
-		if members[k] != v {
-			t.Errorf("%s = %q, want %q", k, members[k], v)
-		}
-	}
-	d.CredentialsJSON = serviceAccount(t, key, map[string]any{"type": "external_account"})
-	if _, err := d.ServiceAccountJSON(); !errors.Is(err, subscriptions.ErrDestinationInvalid) {
-		t.Errorf("an external_account key: %v, want ErrDestinationInvalid", err)
 	}
 }

@@ -3,6 +3,7 @@ package subscriptions_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/destination/kinds/kindstest"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
@@ -32,7 +34,28 @@ func registry(t *testing.T, rules subscriptions.Rules, merchant string) (*subscr
 	if _, err := st.EnsureMerchant(context.Background(), merchant, "2026-01-01"); err != nil {
 		t.Fatal(err)
 	}
+	if rules.Kinds == nil {
+		rules.Kinds = kindstest.Registry(t, nil)
+	}
 	return subscriptions.NewRegistry(st, masterKey(), rules), st
+}
+
+// stored is a destination as sealed: its JSON's members.
+func stored(t testing.TB, sealed []byte) map[string]any {
+	t.Helper()
+	sealer, err := signer.NewSealer(masterKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := sealer.Open(sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(plain), &fields); err != nil {
+		t.Fatal(err)
+	}
+	return fields
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
 )
@@ -52,11 +53,10 @@ type Rules struct {
 	// Destinations are the destination types subscriptions may use
 	// (WEBHOOKD_DESTINATIONS); nil allows every one of DestinationTypes.
 	Destinations []string
-	// SQSEngineQueues are the queue URL prefixes an sqs destination
-	// without an access key may name, to be sent with the engine's own
-	// AWS credentials (WEBHOOKD_SQS_ENGINE_CREDENTIALS, see sqs.go); nil
-	// requires a key of every sqs destination.
-	SQSEngineQueues []string
+	// Kinds are the destination kinds this build delivers to, each with
+	// its own fields and rules (internal/destination/kinds); nil knows
+	// only the HTTP endpoint and poll.
+	Kinds *destination.Registry
 	// Clock is the engine's one clock: certificates must be valid at its
 	// now; nil is the system clock.
 	Clock clock.Clock

@@ -9,8 +9,11 @@ import (
 	"github.com/webhookd/webhookd/internal/destination/kinesis"
 	"github.com/webhookd/webhookd/internal/destination/mqtt"
 	"github.com/webhookd/webhookd/internal/destination/nats"
+	"github.com/webhookd/webhookd/internal/destination/pubsub"
 	"github.com/webhookd/webhookd/internal/destination/rabbitmq"
+	"github.com/webhookd/webhookd/internal/destination/s3"
 	"github.com/webhookd/webhookd/internal/destination/sns"
+	"github.com/webhookd/webhookd/internal/destination/sqs"
 )
 
 // Options are the operator's settings some kinds read.
@@ -24,14 +27,16 @@ type Options struct {
 // Default is the registry of every kind, in the order the documentation
 // lists them.
 func Default(o Options) (*destination.Registry, error) {
-	_ = o
 	return destination.NewRegistry(
 		rabbitmq.New(),
 		kafka.New(),
+		sqs.New(sqs.Options{EngineQueues: o.SQSEngineQueues}),
+		pubsub.New(),
 		nats.New(),
 		mqtt.New(),
 		kinesis.New(),
 		sns.New(),
 		eventbridge.New(),
+		s3.New(),
 	)
 }

@@ -50,7 +50,7 @@ func (Kind) Open(cfg destination.Config, env destination.Env) (destination.Publi
 	opts := s3sdk.Options{
 		Region:       acct.Region,
 		Credentials:  acct.Credentials,
-		HTTPClient:   wholeBodies{next: acct.HTTPClient},
+		HTTPClient:   acct.HTTPClient,
 		Retryer:      acct.Retryer,
 		BaseEndpoint: acct.BaseEndpoint,
 		// A compatible server is reached by its own address, not by a
@@ -209,31 +209,4 @@ func (readBody) HandleDeserialize(ctx context.Context, in middleware.Deserialize
 		return out, md, fmt.Errorf("s3: read the answer: %w", readErr)
 	}
 	return out, md, nil
-}
-
-// wholeBodies hands the transport each request's body as an in-memory
-// reader of its own. The SDK gives it a reader that reads nothing once
-// the SDK closes it, which it does as soon as an answer comes; and for a
-// reader it does not know to be in memory, net/http sends the headers
-// before the body. So a server answering before it reads the body (an
-// error answered early, an endpoint that is not S3) had the body cut
-// short, the connection closed and its answer unreadable. A webhook's
-// body is in memory already: the copy costs little, and headers and
-// body leave together.
-type wholeBodies struct {
-	next *http.Client
-}
-
-// Do implements the SDK's HTTPClient.
-func (w wholeBodies) Do(req *http.Request) (*http.Response, error) {
-	if req.Body != nil && req.Body != http.NoBody {
-		body, err := io.ReadAll(req.Body)
-		_ = req.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("s3: read the request body: %w", err)
-		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	}
-	return w.next.Do(req)
 }

@@ -1,14 +1,11 @@
 package sqs
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -52,8 +49,8 @@ var errClosed = errors.New("sqs: publisher closed")
 // connections.
 type publisher struct {
 	client *sqs.Client
-	// opts are the account's SDK options; its HTTPClient's transport is
-	// the one the client's (wholeBodies) sends on.
+	// opts are the account's SDK options (its HTTPClient sends each
+	// request from a copy of its body: destination.HTTPClient).
 	opts     awsdest.Client
 	queueURL string
 	fifo     bool
@@ -75,8 +72,7 @@ func (k *kind) open(c Config, env destination.Env) (*publisher, error) {
 		}
 		opts.Credentials = k.engine
 	}
-	httpClient := &http.Client{Transport: wholeBodies{next: opts.HTTPClient.Transport}}
-	client := sqs.New(sqs.Options{Region: opts.Region, Credentials: opts.Credentials, HTTPClient: httpClient,
+	client := sqs.New(sqs.Options{Region: opts.Region, Credentials: opts.Credentials, HTTPClient: opts.HTTPClient,
 		Retryer: opts.Retryer, BaseEndpoint: opts.BaseEndpoint})
 	return &publisher{client: client, opts: opts, queueURL: c.QueueURL, fifo: c.fifo()}, nil
 }
@@ -108,43 +104,6 @@ func (p *publisher) Close() error {
 	p.closed.Store(true)
 	p.opts.CloseIdle()
 	return nil
-}
-
-// wholeBodies is a RoundTripper that sends a request's body from memory:
-// the SDK's body is a stream, which net/http writes after flushing the
-// headers, and which the SDK closes as soon as the answer's headers
-// arrive. An endpoint that answers before reading the request (a hostile
-// or broken one) then has the request's write fail on the closed body,
-// and the connection closed under the answer being read: the send would
-// read as "SQS answered HTTP 200" refused instead of what the answer was
-// (response_too_large for an endless one). Read whole first, the request
-// is written at once, headers and body. The body is the message the
-// engine holds already (at most SQS's 1 MiB).
-type wholeBodies struct{ next http.RoundTripper }
-
-// RoundTrip implements http.RoundTripper.
-func (w wholeBodies) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body == nil || req.Body == http.NoBody {
-		return w.next.RoundTrip(req)
-	}
-	body, err := io.ReadAll(req.Body)
-	_ = req.Body.Close()
-	if err != nil {
-		return nil, fmt.Errorf("sqs: read the request's body: %w", err)
-	}
-	whole := req.Clone(req.Context())
-	whole.Body = io.NopCloser(bytes.NewReader(body))
-	whole.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	whole.ContentLength = int64(len(body))
-	return w.next.RoundTrip(whole)
-}
-
-// CloseIdleConnections closes the transport's idle connections
-// (http.Client.CloseIdleConnections asks its transport).
-func (w wholeBodies) CloseIdleConnections() {
-	if c, ok := w.next.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
 }
 
 // attributes are the message's headers as SQS message attributes, at

@@ -628,7 +628,7 @@ func FuzzParse(f *testing.F) {
 // TestAnswerBeforeTheRequest: an endpoint that answers (an endless body)
 // before it reads the request is response_too_large every time: the
 // request is written whole before its answer can cut it short
-// (publisher.go's wholeBodies), so the connection is never closed under
+// (destination.HTTPClient), so the connection is never closed under
 // the answer being read. Without it, about one send in twenty read as
 // "SQS answered HTTP 200", broker_refused.
 func TestAnswerBeforeTheRequest(t *testing.T) {
