@@ -104,7 +104,7 @@ func TestSQSDestinationEngineCredentials(t *testing.T) {
 		e.subscribeAllowing(allowed, "m1", keyless(srv, queueURL))
 		d, _ := e.dispatcher() // the operator took the prefix out
 		e.run(d)
-		checkFailed(e, e.publish(d, "m1", "payout.paid").ID, "destination_invalid", "access_key_id is required for this queue")
+		checkFailed(e, e.publish(d, "m1", "payout.paid").ID, "destination_invalid", "destination.access_key_id is required")
 	})
 	t.Run("no credentials in the chain", func(t *testing.T) {
 		engineAWS(t, "")
