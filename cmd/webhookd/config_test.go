@@ -21,7 +21,7 @@ func TestConfigDefaults(t *testing.T) {
 		c.apiRate != redis_rate.PerSecond(100) || c.portalSessionRate != redis_rate.PerMinute(10) || c.StartupTimeout != 2*time.Minute {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if want := []string{"webhook", "rabbitmq", "kafka", "sqs", "gcp_pubsub", "poll"}; !slices.Equal(c.Destinations, want) {
+	if want := []string{"webhook", "rabbitmq", "kafka", "sqs", "gcp_pubsub", "nats", "mqtt", "kinesis", "sns", "eventbridge", "s3", "poll"}; !slices.Equal(c.Destinations, want) {
 		t.Fatalf("destinations %v, want %v (every type this build delivers)", c.Destinations, want)
 	}
 }
