@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/internal/testpki"
+	"github.com/webhookd/webhookd/internal/testfixtures/testpki"
 )
 
 // mtlsReceiver is an endpoint that requires a client certificate issued by

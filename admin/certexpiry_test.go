@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/internal/testpki"
+	"github.com/webhookd/webhookd/internal/testfixtures/testpki"
 )
 
 // TestMTLSExpiresSoonOnRead: a read of an mtls subscription says whether

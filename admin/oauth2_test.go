@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/internal/tokenserver"
+	"github.com/webhookd/webhookd/internal/testfixtures/tokenserver"
 )
 
 // attemptEveryWay makes the merchant's subscription get an attempt by

@@ -19,7 +19,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/webhookd/webhookd/internal/testpki"
+	"github.com/webhookd/webhookd/internal/testfixtures/testpki"
 	"github.com/webhookd/webhookd/receiver"
 	"github.com/webhookd/webhookd/receiver/jwe"
 )

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/webhookd/webhookd/internal/store"
-	"github.com/webhookd/webhookd/internal/tcpproxy"
+	"github.com/webhookd/webhookd/internal/testfixtures/tcpproxy"
 )
 
 // newPubSub starts Google's in-process Pub/Sub server (pstest) with the

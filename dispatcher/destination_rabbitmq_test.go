@@ -13,7 +13,7 @@ import (
 
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
-	"github.com/webhookd/webhookd/internal/tcpproxy"
+	"github.com/webhookd/webhookd/internal/testfixtures/tcpproxy"
 )
 
 // rabbitMQAddr is the machine's RabbitMQ (.ci/services.sh starts it),

@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/internal/connectproxy"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/connectproxy"
 )
 
 // TestDeliveriesGoThroughTheEgressProxy runs the whole pipeline with an

@@ -10,10 +10,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/dispatcher/deliver"
-	"github.com/webhookd/webhookd/dispatcher/deliver/delivertest"
 	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/delivertest"
 )
 
 // SweepOnce runs one sweep of d's sweeper, as its periodic task does, and

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/internal/sockets"
+	"github.com/webhookd/webhookd/internal/testfixtures/sockets"
 )
 
 // concurrencyGauge is a receiver that answers after a pause and records

@@ -13,8 +13,8 @@ import (
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/dispatcher/notify"
-	"github.com/webhookd/webhookd/internal/smtpsink"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/smtpsink"
 )
 
 // countingNotifier counts the calls that returned, so that a test knows

@@ -12,8 +12,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/webhookd/webhookd/internal/rabbitmqtest"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/testfixtures/rabbitmqtest"
 )
 
 // brokerFaultSchedule outlasts a broker restart on a loaded machine (a

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/internal/connectproxy"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/testfixtures/connectproxy"
 )
 
 // TestServeThroughEgressProxy runs a real `webhookd serve` with

@@ -18,8 +18,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webhookd/webhookd/internal/sockets"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/testfixtures/sockets"
 )
 
 // arrivals is a fast receiver that notes when each webhook-id arrived.

@@ -31,7 +31,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/store/storetest"
-	"github.com/webhookd/webhookd/internal/testpki"
+	"github.com/webhookd/webhookd/internal/testfixtures/testpki"
 )
 
 // Issue 38, "A hostile merchant gets nothing": one table, every

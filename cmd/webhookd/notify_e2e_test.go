@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/internal/smtpsink"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/testfixtures/smtpsink"
 )
 
 // TestFailureEmailAfterTheAddressIsSet: a delivery that fails for good

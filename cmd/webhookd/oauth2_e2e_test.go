@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/internal/store/storetest"
-	"github.com/webhookd/webhookd/internal/tokenserver"
+	"github.com/webhookd/webhookd/internal/testfixtures/tokenserver"
 )
 
 // TestOAuth2TokenSharedByWorkers: two worker processes deliver 200 events

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/internal/store/storetest"
-	"github.com/webhookd/webhookd/internal/testpki"
+	"github.com/webhookd/webhookd/internal/testfixtures/testpki"
 )
 
 // TestPortalEndpointSecurityInTheBrowser: the endpoint form makes an mTLS

@@ -17,8 +17,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/testfixtures/tracingtest"
 	"github.com/webhookd/webhookd/internal/tracing"
-	"github.com/webhookd/webhookd/internal/tracing/tracingtest"
 	"github.com/webhookd/webhookd/producer"
 )
 

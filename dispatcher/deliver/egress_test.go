@@ -19,7 +19,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/internal/clock"
-	"github.com/webhookd/webhookd/internal/connectproxy"
+	"github.com/webhookd/webhookd/internal/testfixtures/connectproxy"
 )
 
 // localhostTLS starts an HTTPS receiver whose certificate is for the name

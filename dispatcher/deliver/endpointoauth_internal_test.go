@@ -20,7 +20,7 @@ import (
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/internal/subscriptions"
-	"github.com/webhookd/webhookd/internal/tokenserver"
+	"github.com/webhookd/webhookd/internal/testfixtures/tokenserver"
 	"github.com/webhookd/webhookd/signer"
 )
 

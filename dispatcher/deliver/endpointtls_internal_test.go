@@ -17,10 +17,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/internal/clock"
-	"github.com/webhookd/webhookd/internal/connectproxy"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/subscriptions"
-	"github.com/webhookd/webhookd/internal/testpki"
+	"github.com/webhookd/webhookd/internal/testfixtures/connectproxy"
+	"github.com/webhookd/webhookd/internal/testfixtures/testpki"
 	"github.com/webhookd/webhookd/signer"
 )
 

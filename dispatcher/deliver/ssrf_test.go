@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"code.dny.dev/ssrf"
-	"github.com/webhookd/webhookd/dispatcher/deliver/delivertest"
+
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/testfixtures/delivertest"
 )
 
 // guardedConfig is a delivery configuration with the address check on.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher/notify"
 	"github.com/webhookd/webhookd/internal/clock"
-	"github.com/webhookd/webhookd/internal/smtpsink"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/testfixtures/smtpsink"
 )
 
 // TestCertExpiryWarnsOncePerCertificate: the merchant is e-mailed 14 days

@@ -10,9 +10,9 @@ import (
 
 	"code.dny.dev/ssrf"
 
-	"github.com/webhookd/webhookd/internal/connectproxy"
 	"github.com/webhookd/webhookd/internal/oauthtoken"
-	"github.com/webhookd/webhookd/internal/tokenserver"
+	"github.com/webhookd/webhookd/internal/testfixtures/connectproxy"
+	"github.com/webhookd/webhookd/internal/testfixtures/tokenserver"
 )
 
 // The token endpoint is an address a merchant chose: it is reached through

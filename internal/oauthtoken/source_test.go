@@ -13,7 +13,7 @@ import (
 
 	"github.com/webhookd/webhookd/internal/oauthtoken"
 	"github.com/webhookd/webhookd/internal/store/storetest"
-	"github.com/webhookd/webhookd/internal/tokenserver"
+	"github.com/webhookd/webhookd/internal/testfixtures/tokenserver"
 	"github.com/webhookd/webhookd/receiver/receivertest"
 )
 

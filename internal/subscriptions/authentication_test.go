@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/internal/invalid"
-	"github.com/webhookd/webhookd/internal/testpki"
+	"github.com/webhookd/webhookd/internal/testfixtures/testpki"
 	"github.com/webhookd/webhookd/signer"
 )
 

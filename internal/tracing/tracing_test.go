@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/webhookd/webhookd/internal/testfixtures/tracingtest"
 	"github.com/webhookd/webhookd/internal/tracing"
-	"github.com/webhookd/webhookd/internal/tracing/tracingtest"
 )
 
 func TestEndpoint(t *testing.T) {

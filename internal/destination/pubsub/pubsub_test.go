@@ -18,7 +18,7 @@ import (
 	"github.com/webhookd/webhookd/internal/destination/desttest"
 	"github.com/webhookd/webhookd/internal/destination/pubsub"
 	"github.com/webhookd/webhookd/internal/invalid"
-	"github.com/webhookd/webhookd/internal/tcpproxy"
+	"github.com/webhookd/webhookd/internal/testfixtures/tcpproxy"
 )
 
 // destJSON is a destination as a merchant sends it.

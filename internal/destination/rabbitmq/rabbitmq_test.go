@@ -21,7 +21,7 @@ import (
 	"github.com/webhookd/webhookd/internal/destination/desttest"
 	"github.com/webhookd/webhookd/internal/destination/rabbitmq"
 	"github.com/webhookd/webhookd/internal/invalid"
-	"github.com/webhookd/webhookd/internal/tcpproxy"
+	"github.com/webhookd/webhookd/internal/testfixtures/tcpproxy"
 )
 
 // broker is the machine's RabbitMQ (.ci/services.sh starts it), shared

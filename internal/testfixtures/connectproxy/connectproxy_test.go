@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/webhookd/webhookd/internal/connectproxy"
+	"github.com/webhookd/webhookd/internal/testfixtures/connectproxy"
 )
 
 // TestTunnelsAndRecords sends a request through the proxy with the

@@ -7,8 +7,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/webhookd/webhookd/internal/rabbitmqtest"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/testfixtures/rabbitmqtest"
 )
 
 // TestRestartKeepsDurableMessages: a persistent message on a durable queue
