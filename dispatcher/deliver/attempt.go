@@ -304,7 +304,7 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 		}
 		return err
 	}
-	r.observe(ctx, log, leased.Delivery, at, rec, res, developer)
+	r.observe(ctx, log, observed{delivery: leased.Delivery, attempt: at, record: rec, result: res, developer: developer})
 	if endsLine(leased.Delivery, rec.Status) {
 		r.nextInLine(ctx, leased.Delivery, head, held, log)
 	}
@@ -360,12 +360,27 @@ func (r *Runner) releaseLease(ctx context.Context, l store.LeasedDelivery, log *
 	}
 }
 
+// observed is an attempt made and recorded, as observe reports it.
+type observed struct {
+	// delivery is the attempt's delivery as leased.
+	delivery store.Delivery
+	// attempt is the attempt's task.
+	attempt queue.Attempt
+	// record is what was recorded of it.
+	record store.AttemptRecord
+	// result is its exchange's.
+	result Result
+	// developer is a delivery to a `webhookd listen` listener.
+	developer bool
+}
+
 // observe updates the metrics and logs the attempt's outcome, and tells the
 // Notifier of a real delivery that failed for good. A developer's
 // delivery (to a `webhookd listen` listener) is only logged: a handler
 // being written on a laptop fails often, and must neither move the
 // operators' metrics and alerts nor send the merchant failure e-mails.
-func (r *Runner) observe(ctx context.Context, log *slog.Logger, del store.Delivery, at queue.Attempt, rec store.AttemptRecord, res Result, developer bool) {
+func (r *Runner) observe(ctx context.Context, log *slog.Logger, o observed) {
+	del, at, rec, res, developer := o.delivery, o.attempt, o.record, o.result, o.developer
 	attrs := []any{"outcome", res.outcome, "duration_ms", rec.Attempt.DurationMS, "trigger", at.Trigger}
 	if res.HTTPStatus != nil {
 		attrs = append(attrs, "http_status", *res.HTTPStatus)
@@ -415,7 +430,8 @@ func errString(err error) string {
 // or disabled: the rest of its work leaves the schedule now rather than
 // come up attempt by attempt to be abandoned.
 func (r *Runner) dropSubscription(ctx context.Context, merchantID string, subscriptionID uuid.UUID, log *slog.Logger) {
-	parked, ended, err := dropWork(ctx, r.tasks.Lanes, r.cfg.Store, r.clock.Now(), merchantID, subscriptionID)
+	dropper := &Dropper{lanes: r.tasks.Lanes, store: r.cfg.Store, clock: r.clock, logger: log}
+	parked, ended, err := dropper.dropWork(ctx, merchantID, subscriptionID)
 	if err != nil {
 		log.WarnContext(ctx, "drop the subscription's waiting work; each attempt ends when it comes up", "error", err)
 	}

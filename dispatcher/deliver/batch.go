@@ -125,8 +125,8 @@ func (r *Runner) sendBatch(ctx context.Context, members []batchMember, held *hel
 	batchID := batchIDPrefix + id.String()
 	size := http.Header{}
 	size.Set(receiver.HeaderBatchSize, strconv.Itoa(len(members)))
-	res, err := r.sender.sendWith(ctx, first.URL, batchID, body.Bytes(), sig, extra, size,
-		r.secrets.EndpointTLS(first), r.secrets.EndpointOAuth(first))
+	res, err := r.sender.Send(ctx, Request{Target: first.URL, EventID: batchID, Body: body.Bytes(), Signing: sig,
+		Headers: extra, Ordering: size, TLS: r.secrets.EndpointTLS(first), OAuth: r.secrets.EndpointOAuth(first)})
 	held.exchanged(err == nil && res.outcome == metrics.OutcomeTimeout)
 	if err != nil {
 		return err
@@ -159,7 +159,7 @@ func (r *Runner) settle(ctx context.Context, m batchMember, batchID string, res 
 		log.WarnContext(ctx, "record batched attempt", "error", err)
 		return
 	}
-	r.observe(ctx, log, leased.Delivery, at, rec, res, false)
+	r.observe(ctx, log, observed{delivery: leased.Delivery, attempt: at, record: rec, result: res})
 	if endsLine(leased.Delivery, rec.Status) {
 		r.nextInLine(ctx, leased.Delivery, head, nil, log)
 	}

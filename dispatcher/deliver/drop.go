@@ -3,7 +3,6 @@ package deliver
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -12,20 +11,21 @@ import (
 	"github.com/webhookd/webhookd/internal/store"
 )
 
-// dropWork ends the pending deliveries of a subscription that was deleted
-// or disabled (store.AbandonSubscriptionDeliveries: failed, as each would
-// end when its attempt came up) and removes its parked attempts from the
-// schedule. It returns how many attempts were parked and how many
+// dropWork ends, at d's clock's now, the pending deliveries of a
+// subscription that was deleted or disabled
+// (store.AbandonSubscriptionDeliveries: failed, as each would end when its
+// attempt came up) and removes its parked attempts from the schedule. It returns how many attempts were parked and how many
 // deliveries it ended. An enabled subscription's work is left alone.
-func dropWork(ctx context.Context, l *queue.Lanes, st *store.Store, now time.Time, merchantID string, subscriptionID uuid.UUID) (int, int64, error) {
+func (d *Dropper) dropWork(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (int, int64, error) {
+	now := d.clock.Now()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queue.EnqueueTimeout)
 	defer cancel()
-	ended, gone, err := st.AbandonSubscriptionDeliveries(ctx, subscriptionID, now)
+	ended, gone, err := d.store.AbandonSubscriptionDeliveries(ctx, subscriptionID, now)
 	if err != nil || !gone {
 		// Enabled again, or a listener: its parked attempts may still run.
 		return 0, ended, err
 	}
-	parked, err := l.Drop(ctx, merchantID, subscriptionID)
+	parked, err := d.lanes.Drop(ctx, merchantID, subscriptionID)
 	return parked, ended, err
 }
 
@@ -51,7 +51,7 @@ func NewDropper(l *queue.Lanes, st *store.Store, c clock.Clock, logger *slog.Log
 // loss (each attempt then finds the subscription gone when it comes up),
 // so it is only reported.
 func (d *Dropper) DropSubscription(ctx context.Context, merchantID string, subscriptionID uuid.UUID) error {
-	parked, ended, err := dropWork(ctx, d.lanes, d.store, d.clock.Now(), merchantID, subscriptionID)
+	parked, ended, err := d.dropWork(ctx, merchantID, subscriptionID)
 	if parked > 0 || ended > 0 {
 		d.logger.InfoContext(ctx, "subscription deleted or disabled; its waiting work dropped", "subscription_id", subscriptionID,
 			"parked", parked, "deliveries", ended)

@@ -1,7 +1,6 @@
 package deliver
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -74,7 +73,7 @@ func TestEgressProxyTunnelsToTheCheckedAddress(t *testing.T) {
 	}
 	snd.http.Transport.(*http.Transport).TLSClientConfig.RootCAs = roots
 	// localhost comes from /etc/hosts; the receiver listens on 127.0.0.1.
-	res := snd.send(context.Background(), "https://localhost:"+port+"/hook", "evt", []byte(`{}`), Signing{}, nil)
+	res := sendPlain(t, snd, "https://localhost:"+port+"/hook")
 	if !res.OK() || res.HTTPStatus == nil || *res.HTTPStatus != http.StatusNoContent {
 		t.Fatalf("send through the proxy: %+v, want a 204", res)
 	}
@@ -119,7 +118,7 @@ func TestEgressProxyKeepsTheAddressCheck(t *testing.T) {
 	}
 	for _, target := range []string{"http://localhost:8080/", "http://127.0.0.1:9/hook", "http://[::ffff:10.0.0.1]:8443/",
 		"http://169.254.169.254/latest/meta-data", "http://[fd00::1]/", "http://" + local + "/"} {
-		res := snd.send(context.Background(), target, "evt", []byte(`{}`), Signing{}, nil)
+		res := sendPlain(t, snd, target)
 		if code(res) != errTargetBlocked || res.outcome != metrics.OutcomeBlocked {
 			t.Errorf("send(%s) through the proxy = %s (%s), want %s", target, code(res), res.outcome, errTargetBlocked)
 		}
@@ -127,10 +126,10 @@ func TestEgressProxyKeepsTheAddressCheck(t *testing.T) {
 	if got := proxy.Connects(); len(got) != 0 {
 		t.Fatalf("the proxy was asked for forbidden targets: %v", got)
 	}
-	if res := snd.send(context.Background(), "http://1.1.1.1:8443/hook", "evt", []byte(`{}`), Signing{}, nil); !res.OK() {
+	if res := sendPlain(t, snd, "http://1.1.1.1:8443/hook"); !res.OK() {
 		t.Errorf("public target through the proxy: %s, want delivered", code(res))
 	}
-	if res := snd.send(context.Background(), "http://8.8.8.8:443/hook", "evt", []byte(`{}`), Signing{}, nil); code(res) != errNetwork {
+	if res := sendPlain(t, snd, "http://8.8.8.8:443/hook"); code(res) != errNetwork {
 		t.Errorf("a tunnel the proxy refuses: %s, want %s", code(res), errNetwork)
 	}
 	if got := strings.Join(proxy.Connects(), " "); got != "1.1.1.1:8443 8.8.8.8:443" {

@@ -148,8 +148,8 @@ func (b *bearerTokens) source(e *EndpointOAuth) (*oauthtoken.Source, error) {
 // attempt's failure, oauth_token, with the token endpoint's status. All of
 // it takes at most the delivery timeout. An error is internal (the
 // credentials could not be opened): nothing was sent.
-func (s *Sender) exchangeBearer(ctx context.Context, client *http.Client, e *EndpointOAuth, target, eventID string, body []byte, contentType string, keys []signer.SigningKey, signedAt time.Time, custom map[string]string, ordering http.Header) (Result, error) {
-	src, err := s.bearer.source(e)
+func (s *Sender) exchangeBearer(ctx context.Context, client *http.Client, p prepared) (Result, error) {
+	src, err := s.bearer.source(p.OAuth)
 	if err != nil {
 		return Result{}, err
 	}
@@ -168,12 +168,13 @@ func (s *Sender) exchangeBearer(ctx context.Context, client *http.Client, e *End
 		if err != nil {
 			return s.tokenFailed(started, err), nil
 		}
-		after := ordering.Clone()
-		if after == nil {
-			after = http.Header{}
+		with := p
+		with.Ordering = p.Ordering.Clone()
+		if with.Ordering == nil {
+			with.Ordering = http.Header{}
 		}
-		tok.SetAuthHeader(after)
-		res := s.exchange(ctx, client, target, eventID, body, contentType, keys, signedAt, custom, after)
+		tok.SetAuthHeader(with.Ordering)
+		res := s.exchange(ctx, client, with)
 		if first != nil {
 			// One attempt: it began with the first request.
 			res.Started, res.Duration = first.Started, first.Duration+res.Duration

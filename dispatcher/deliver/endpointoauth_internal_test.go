@@ -62,8 +62,8 @@ func TestBearerTokenExchange(t *testing.T) {
 	}
 	send := func() Result {
 		t.Helper()
-		res, err := snd.sendWith(context.Background(), receiver.URL, "evt", []byte(`{}`), Signing{},
-			map[string]string{"Authorization": "Basic bWVyY2hhbnQ="}, nil, nil, oauth)
+		res, err := snd.Send(context.Background(), Request{Target: receiver.URL, EventID: "evt", Body: []byte(`{}`),
+			Headers: map[string]string{"Authorization": "Basic bWVyY2hhbnQ="}, OAuth: oauth})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestRedeliverAsksTheTokenEndpointAfresh(t *testing.T) {
 	attempt := func(at queue.Attempt, test bool) Result {
 		t.Helper()
 		ctx := explicitly(context.Background(), at, store.LeasedDelivery{Delivery: store.Delivery{Test: test}})
-		res, err := snd.sendWith(ctx, receiver.URL, "evt", []byte(`{}`), Signing{}, nil, nil, nil, oauth)
+		res, err := snd.Send(ctx, Request{Target: receiver.URL, EventID: "evt", Body: []byte(`{}`), OAuth: oauth})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -135,7 +135,7 @@ func TestSendPresentsClientCertificate(t *testing.T) {
 		{"a stored key beyond the bounds", endpointTLSOf(t, sealer, oversizedIdentity(t), serverCA.PEM), subscriptions.CodeAuthenticationInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := snd.SendSignedAt(context.Background(), endpoint.url, "evt", []byte(`{}`), Signing{}, time.Time{}, nil, tc.endpoint, nil)
+			res, err := snd.Send(context.Background(), Request{Target: endpoint.url, EventID: "evt", Body: []byte(`{}`), TLS: tc.endpoint})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestSendKeepsConnectionsPerCertificate(t *testing.T) {
 	first := endpointTLSOf(t, sealer, clientCA.ValidClient(t, "first"), serverCA.PEM)
 	send := func(e *EndpointTLS) {
 		t.Helper()
-		res, err := snd.SendSignedAt(context.Background(), endpoint.url, "evt", []byte(`{}`), Signing{}, time.Time{}, nil, e, nil)
+		res, err := snd.Send(context.Background(), Request{Target: endpoint.url, EventID: "evt", Body: []byte(`{}`), TLS: e})
 		if err != nil || !res.OK() {
 			t.Fatalf("send = %v, %v", res.ErrCode, err)
 		}
@@ -216,11 +216,11 @@ func TestMTLSKeepsTheAddressCheckAndTheEgressProxy(t *testing.T) {
 	t.Cleanup(snd.Close)
 	ours := endpointTLSOf(t, sealer, clientCA.ValidClient(t, "webhookd"), serverCA.PEM)
 
-	res, err := snd.SendSignedAt(context.Background(), endpoint.url, "evt", []byte(`{}`), Signing{}, time.Time{}, nil, ours, nil)
+	res, err := snd.Send(context.Background(), Request{Target: endpoint.url, EventID: "evt", Body: []byte(`{}`), TLS: ours})
 	if err != nil || res.ErrCode == nil || *res.ErrCode != errTargetBlocked {
 		t.Fatalf("send to a loopback endpoint = %v, %v; want %s", res.ErrCode, err, errTargetBlocked)
 	}
-	res, err = snd.SendSignedAt(context.Background(), "https://1.1.1.1:8443/hook", "evt", []byte(`{}`), Signing{}, time.Time{}, nil, ours, nil)
+	res, err = snd.Send(context.Background(), Request{Target: "https://1.1.1.1:8443/hook", EventID: "evt", Body: []byte(`{}`), TLS: ours})
 	if err != nil || !res.OK() {
 		t.Fatalf("send through the proxy = %v, %v; want delivered", res.ErrCode, err)
 	}

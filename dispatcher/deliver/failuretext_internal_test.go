@@ -170,7 +170,7 @@ func post(t *testing.T, cfg SenderConfig, target string, oauth *EndpointOAuth) R
 		t.Fatal(err)
 	}
 	defer snd.Close()
-	res, err := snd.sendWith(context.Background(), target, "evt", []byte(`{}`), Signing{}, nil, nil, nil, oauth)
+	res, err := snd.Send(context.Background(), Request{Target: target, EventID: "evt", Body: []byte(`{}`), OAuth: oauth})
 	if err != nil {
 		t.Fatalf("send: internal error %v, want a failed attempt", err)
 	}

@@ -17,7 +17,8 @@ import (
 // merchant share of 2 and a subscription cap of 1.
 func handOffScheduler(attempt func(context.Context, queue.LaneItem, *heldSlots)) *Scheduler {
 	s, err := NewScheduler(SchedulerConfig{Concurrency: 4, Share: 2, SubscriptionCap: 1, CircuitAfter: 3,
-		Reserve: 1, AttemptTimeout: time.Minute, Held: time.Minute}, nil, nil, attempt, nil, clock.System{}, slog.New(slog.DiscardHandler))
+		Reserve: 1, AttemptTimeout: time.Minute, Held: time.Minute},
+		SchedulerDeps{Attempt: attempt, Clock: clock.System{}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}

@@ -100,8 +100,9 @@ func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, sig 
 	if leased.SealedDestination != nil {
 		return r.destinations.send(ctx, leased, sig, extra)
 	}
-	return r.sender.sendWith(ctx, leased.URL, leased.EventID.String(), leased.Body, sig, extra, orderingHeaders(leased.Delivery),
-		r.secrets.EndpointTLS(leased), r.secrets.EndpointOAuth(leased))
+	return r.sender.Send(ctx, Request{Target: leased.URL, EventID: leased.EventID.String(), Body: leased.Body, Signing: sig,
+		Headers: extra, Ordering: orderingHeaders(leased.Delivery), TLS: r.secrets.EndpointTLS(leased),
+		OAuth: r.secrets.EndpointOAuth(leased)})
 }
 
 // send relays one attempt and returns the command's answer as its result.

@@ -117,14 +117,29 @@ type schedulerRun struct {
 	inFlight sync.WaitGroup
 }
 
-// NewScheduler checks cfg and builds the Scheduler of the schedule l:
-// attempt runs each attempt taken, on a goroutine of its own.
-func NewScheduler(cfg SchedulerConfig, l *queue.Lanes, rdb redis.UniversalClient, attempt func(context.Context, queue.LaneItem, *heldSlots),
-	m *metrics.Set, clock clock.Clock, logger *slog.Logger) (*Scheduler, error) {
+// SchedulerDeps are what a Scheduler works with besides its
+// SchedulerConfig.
+type SchedulerDeps struct {
+	// Lanes is the schedule the attempts are taken from.
+	Lanes *queue.Lanes
+	// Redis carries the wake messages of pushed work.
+	Redis redis.UniversalClient
+	// Attempt runs each attempt taken, on a goroutine of its own.
+	Attempt func(ctx context.Context, it queue.LaneItem, held *heldSlots)
+	// Metrics may be nil.
+	Metrics *metrics.Set
+	Clock   clock.Clock
+	Logger  *slog.Logger
+}
+
+// NewScheduler checks cfg and builds the Scheduler of the schedule
+// deps.Lanes, running deps.Attempt for each attempt taken.
+func NewScheduler(cfg SchedulerConfig, deps SchedulerDeps) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Scheduler{cfg: cfg, lanes: l, redis: rdb, attempt: attempt, metrics: m, clock: clock, logger: logger,
+	return &Scheduler{cfg: cfg, lanes: deps.Lanes, redis: deps.Redis, attempt: deps.Attempt, metrics: deps.Metrics,
+		clock: deps.Clock, logger: deps.Logger,
 		merchants: map[string]int{}, subs: map[string]int{}, timeouts: map[string]int{},
 		freed: make(chan struct{}, 1), wake: make(chan struct{}, 1)}, nil
 }

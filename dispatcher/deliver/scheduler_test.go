@@ -64,7 +64,8 @@ func newSchedulerProbe(t *testing.T, cfg SchedulerConfig, hangs ...string) *sche
 		p.ended[m]++
 		p.mu.Unlock()
 	}
-	s, err := NewScheduler(cfg, p.lanes, rc, attempt, nil, clock.System{}, slog.New(slog.DiscardHandler))
+	s, err := NewScheduler(cfg, SchedulerDeps{Lanes: p.lanes, Redis: rc, Attempt: attempt, Clock: clock.System{},
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

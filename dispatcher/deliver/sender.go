@@ -316,62 +316,80 @@ func (r Result) gone() bool {
 	return r.HTTPStatus != nil && *r.HTTPStatus == http.StatusGone && (r.ErrCode == nil || *r.ErrCode != errOAuthToken)
 }
 
-// send POSTs body to target with the Standard Webhooks headers, the whole
-// exchange bounded by the delivery timeout.
-// extra are the subscription's own headers (checked when they were set:
-// none of them is one of ours).
-func (s *Sender) send(ctx context.Context, target, eventID string, body []byte, sig Signing, extra map[string]string) Result {
-	res, _ := s.post(ctx, target, eventID, body, sig, time.Time{}, extra, nil, nil, nil) // nothing to open: no error
-	return res
+// Request is one HTTP exchange of an attempt, built once per attempt (by
+// the Runner, a batch, the endpoint check) and handed down whole: what is
+// sent, to where, signed how, with which headers and credentials.
+type Request struct {
+	// Target is the endpoint's URL.
+	Target string
+	// EventID is the webhook-id header: the event's id, or a batch's.
+	EventID string
+	// Body is the payload as stored (the envelope, or a batch's); Signing
+	// may encrypt it before it is sent.
+	Body []byte
+	// Signing encrypts the body (then the signature covers the JWE sent)
+	// and signs it.
+	Signing Signing
+	// SignedAt dates the signature; zero: the instant of sending (the
+	// endpoint check sends a stale timestamp on purpose).
+	SignedAt time.Time
+	// Headers are the subscription's own headers, set before ours so that
+	// ours win (checked when they were set: none of them is one of ours).
+	Headers map[string]string
+	// Ordering are an ordered delivery's headers (or a batch's size), set
+	// after ours.
+	Ordering http.Header
+	// TLS, when not nil, is the client certificate presented, on the
+	// connections kept for it.
+	TLS *EndpointTLS
+	// OAuth, when not nil, holds the credentials of the bearer token sent
+	// (exchangeBearer).
+	OAuth *EndpointOAuth
 }
 
-// SendSignedAt is send with the signature dated signedAt instead of the
-// instant of sending (zero: that instant), presenting endpoint's client
-// certificate when it is not nil and oauth's bearer token when that is not
-// nil: the endpoint check sends a stale timestamp on purpose. An error is
-// internal (the certificate or credentials could not be opened, the body
-// not encrypted): no request was sent.
-func (s *Sender) SendSignedAt(ctx context.Context, target, eventID string, body []byte, sig Signing, signedAt time.Time, extra map[string]string, endpoint *EndpointTLS, oauth *EndpointOAuth) (Result, error) {
-	// A person asked for the check: its token is asked afresh.
-	return s.post(asking(ctx), target, eventID, body, sig, signedAt, extra, nil, endpoint, oauth)
+// prepared is a Request ready for the wire: Body is the payload as sent
+// (encrypted when its Signing says so), of contentType.
+type prepared struct {
+	Request
+	contentType string
 }
 
-// sendWith is send with an ordered delivery's headers (ordering) besides
-// the subscription's own (custom), presenting endpoint's client
-// certificate and oauth's token when they are not nil (see SendSignedAt).
-func (s *Sender) sendWith(ctx context.Context, target, eventID string, body []byte, sig Signing, custom map[string]string, ordering http.Header, endpoint *EndpointTLS, oauth *EndpointOAuth) (Result, error) {
-	return s.post(ctx, target, eventID, body, sig, time.Time{}, custom, ordering, endpoint, oauth)
-}
-
-// post is the exchange behind send, sendSignedAt and sendWith: custom are
-// the subscription's headers, set before ours; ordering are the ordered
-// delivery's, set after ours; endpoint, when not nil, is the client
-// certificate presented, on the connections kept for it; oauth, when not
-// nil, the credentials of the bearer token sent (exchangeBearer); sig
-// encrypts the body (then the signature covers the JWE sent) and signs it.
-func (s *Sender) post(ctx context.Context, target, eventID string, body []byte, sig Signing, signedAt time.Time, custom map[string]string, ordering http.Header, endpoint *EndpointTLS, oauth *EndpointOAuth) (Result, error) {
-	body, contentType, err := sig.payload(body)
+// Send makes req's exchange, the whole of it bounded by the delivery
+// timeout. An error is internal (the certificate or credentials could
+// not be opened, the body not encrypted): no request was sent.
+func (s *Sender) Send(ctx context.Context, req Request) (Result, error) {
+	body, contentType, err := req.Signing.payload(req.Body)
 	if err != nil {
 		return Result{}, err
 	}
+	p := prepared{Request: req, contentType: contentType}
+	p.Body = body
 	client := s.http
-	if endpoint != nil {
-		if client, err = s.endpoints.client(endpoint); err != nil {
+	if req.TLS != nil {
+		if client, err = s.endpoints.client(req.TLS); err != nil {
 			if errors.Is(err, subscriptions.ErrAuthenticationInvalid) {
 				return s.refusedAuthentication(s.clock.Now(), err), nil
 			}
 			return Result{}, err
 		}
 	}
-	if oauth != nil {
-		return s.exchangeBearer(ctx, client, oauth, target, eventID, body, contentType, sig.Keys, signedAt, custom, ordering)
+	if req.OAuth != nil {
+		return s.exchangeBearer(ctx, client, p)
 	}
-	return s.exchange(ctx, client, target, eventID, body, contentType, sig.Keys, signedAt, custom, ordering), nil
+	return s.exchange(ctx, client, p), nil
 }
 
-// exchange makes post's request on client.
-func (s *Sender) exchange(ctx context.Context, client *http.Client, target, eventID string, body []byte, contentType string, keys []signer.SigningKey, signedAt time.Time, custom map[string]string, ordering http.Header) Result {
+// SendSignedAt is Send for an attempt a person asked for, the endpoint
+// check's (the signature dated req.SignedAt, which the check may set in
+// the past on purpose): its bearer token is asked afresh (asking).
+func (s *Sender) SendSignedAt(ctx context.Context, req Request) (Result, error) {
+	return s.Send(asking(ctx), req)
+}
+
+// exchange makes p's request on client.
+func (s *Sender) exchange(ctx context.Context, client *http.Client, p prepared) Result {
 	started := s.clock.Now()
+	signedAt := p.SignedAt
 	if signedAt.IsZero() {
 		signedAt = started
 	}
@@ -385,7 +403,7 @@ func (s *Sender) exchange(ctx context.Context, client *http.Client, target, even
 		}
 		return res
 	}
-	u, err := url.Parse(target)
+	u, err := url.Parse(p.Target)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return finish(metrics.OutcomeBlocked, errTargetBlocked)
 	}
@@ -395,25 +413,25 @@ func (s *Sender) exchange(ctx context.Context, client *http.Client, target, even
 
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.Target, bytes.NewReader(p.Body))
 	if err != nil {
 		return finish(metrics.OutcomeBlocked, errTargetBlocked)
 	}
 	// The subscription's headers first, so that ours win whatever they
 	// say (the rules refuse our names anyway).
-	for name, value := range custom {
+	for name, value := range p.Headers {
 		req.Header.Set(name, value)
 	}
-	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Content-Type", p.contentType)
 	req.Header.Set("User-Agent", "webhookd/"+s.cfg.Version)
-	signer.SetHeadersWith(req.Header, eventID, signedAt, body, keys...)
-	for name, values := range ordering {
+	signer.SetHeadersWith(req.Header, p.EventID, signedAt, p.Body, p.Signing.Keys...)
+	for name, values := range p.Ordering {
 		req.Header[name] = values
 	}
 	resp, err := s.do(client, req)
 	// Recorded after the exchange: s.do adds the traceparent the receiver
 	// got, and the record shows what was sent.
-	res.Headers = sentHeaders(req.Header, custom)
+	res.Headers = sentHeaders(req.Header, p.Headers)
 	if err != nil {
 		outcome, code := classify(ctx, err)
 		res.cause = err

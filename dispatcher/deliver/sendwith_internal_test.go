@@ -27,8 +27,8 @@ func TestSendWithCustomAndOrderingHeaders(t *testing.T) {
 	}
 	key, seq := "acct_1", int64(7)
 	custom := map[string]string{"Authorization": "Bearer x", "X-Tenant": "t1"}
-	res, err := snd.sendWith(context.Background(), receiver.URL, "evt_1", []byte(`{}`), Signing{}, custom,
-		orderingHeaders(store.Delivery{OrderingKey: &key, Sequence: &seq}), nil, nil)
+	res, err := snd.Send(context.Background(), Request{Target: receiver.URL, EventID: "evt_1", Body: []byte(`{}`), Headers: custom,
+		Ordering: orderingHeaders(store.Delivery{OrderingKey: &key, Sequence: &seq})})
 	if err != nil || !res.OK() {
 		t.Fatalf("send = %v", res.ErrCode)
 	}

@@ -72,7 +72,7 @@ func TestSendSigningSchemesAndEncryption(t *testing.T) {
 		{"encrypted", Signing{Keys: keys, Encryption: enc}, "application/jose"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := snd.sendWith(context.Background(), endpoint.URL, "evt_1", body, tc.sig, nil, nil, nil, nil)
+			res, err := snd.Send(context.Background(), Request{Target: endpoint.URL, EventID: "evt_1", Body: body, Signing: tc.sig})
 			if err != nil || !res.OK() {
 				t.Fatalf("send = %v, %v", res.ErrCode, err)
 			}

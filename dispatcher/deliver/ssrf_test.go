@@ -108,7 +108,7 @@ func TestSendMapsAGuardRefusalToTargetBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, url := range []string{"http://127.0.0.1:9/hook", "http://[::ffff:10.0.0.1]:8443/", "http://[fd00::1]/"} {
-		res := snd.send(context.Background(), url, "evt", []byte(`{}`), Signing{}, nil)
+		res := sendPlain(t, snd, url)
 		code := ""
 		if res.ErrCode != nil {
 			code = *res.ErrCode

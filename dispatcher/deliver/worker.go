@@ -118,7 +118,8 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 	w.Runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel, destinations: dests,
 		secrets: NewSecretCache(cfg.Store, cfg.Sealer), tasks: cfg.Tasks, metrics: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger,
 		tracer: snd.tracer}
-	w.Scheduler, err = NewScheduler(cfg.Scheduler, cfg.Tasks.Lanes, cfg.Tasks.Redis, w.Runner.runUnit, cfg.Metrics, cfg.Clock, cfg.Logger)
+	w.Scheduler, err = NewScheduler(cfg.Scheduler, SchedulerDeps{Lanes: cfg.Tasks.Lanes, Redis: cfg.Tasks.Redis,
+		Attempt: w.Runner.runUnit, Metrics: cfg.Metrics, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

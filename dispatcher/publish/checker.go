@@ -193,8 +193,8 @@ func (c *Checker) run(ctx context.Context, snd *deliver.Sender, merchantID strin
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
-	res, err := snd.SendSignedAt(ctx, leased.URL, ev.ID.String(), body, sig, signedAt, extra, c.secrets.EndpointTLS(leased),
-		c.secrets.EndpointOAuth(leased))
+	res, err := snd.SendSignedAt(ctx, deliver.Request{Target: leased.URL, EventID: ev.ID.String(), Body: body, Signing: sig,
+		SignedAt: signedAt, Headers: extra, TLS: c.secrets.EndpointTLS(leased), OAuth: c.secrets.EndpointOAuth(leased)})
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}

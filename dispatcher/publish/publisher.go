@@ -481,7 +481,7 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 	}
 	p.enqueueFirstAttempts(ctx, created)
 	p.wakePollers(ctx, created)
-	p.traceCommit(ctx, started, reqs, at, out, errs)
+	p.traceCommit(ctx, started, committed{reqs: reqs, at: at, out: out, errs: errs})
 	return out, errs, nil
 }
 

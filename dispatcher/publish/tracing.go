@@ -107,12 +107,22 @@ func (p *Publisher) commitStarted() time.Time {
 	return p.clock.Now()
 }
 
-// traceCommit gives each event a group wrote (reqs[i] for i in at, whose
-// outcome is out[i], errs[i]) its commit span, from started until now.
-func (p *Publisher) traceCommit(ctx context.Context, started time.Time, reqs []publishRequest, at []int, out []published, errs []error) {
+// committed is what writeGroup wrote: each event written, reqs[i] for i
+// in at, whose outcome is out[i], errs[i].
+type committed struct {
+	reqs []publishRequest
+	at   []int
+	out  []published
+	errs []error
+}
+
+// traceCommit gives each event a group wrote its commit span, from started
+// until now.
+func (p *Publisher) traceCommit(ctx context.Context, started time.Time, group committed) {
 	if p.tracer == nil {
 		return
 	}
+	reqs, at, out, errs := group.reqs, group.at, group.out, group.errs
 	ended := p.clock.Now()
 	for _, i := range at {
 		if !reqs[i].trace.IsValid() {
