@@ -289,43 +289,6 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
-
-// FuzzParse: whatever a merchant sends, Parse answers with a config or a
-// refusal of a destination field, never panics, and a refusal never
-// quotes the SASL password.
-func FuzzParse(f *testing.F) {
-	f.Add(`{"type":"kafka","brokers":["h:1"],"topic":"t","sasl":{"mechanism":"plain","username":"u","password":"hunter2"}}`)
-	f.Add(`{"type":"kafka","brokers":["/etc/hostname:1"],"topic":"t"}`)
-	f.Add(`{"type":"kafka","brokers":"h:1","topic":"t","tls":1}`)
-	registry, err := destination.NewRegistry(kafka.New())
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		_, cfg, err := registry.Parse("destination", json.RawMessage(raw))
-		if err != nil {
-			bad := invalid.As(err)
-			if bad == nil || !strings.HasPrefix(bad.Param, "destination") {
-				t.Fatalf("%q: %v, want a refusal of a destination field", raw, err)
-			}
-			var fields struct {
-				SASL struct {
-					Password any `json:"password"`
-				} `json:"sasl"`
-			}
-			_ = json.Unmarshal([]byte(raw), &fields)
-			if s, ok := fields.SASL.Password.(string); ok && len(s) >= 6 && strings.Contains(bad.Message, s) {
-				t.Fatalf("the refusal quotes the password: %s", bad.Message)
-			}
-			return
-		}
-		c := cfg.(kafka.Config)
-		if len(c.Brokers) == 0 || len(c.Brokers) > 10 || c.Topic == "" {
-			t.Fatalf("accepted %q as %v", raw, c)
-		}
-	})
-}
-
 func mustRegistry(t testing.TB) *destination.Registry {
 	t.Helper()
 	r, err := destination.NewRegistry(kafka.New())

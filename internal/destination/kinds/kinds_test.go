@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/webhookd/webhookd/internal/destination"
+	"github.com/webhookd/webhookd/internal/destination/kafka"
 	"github.com/webhookd/webhookd/internal/destination/kinds"
+	"github.com/webhookd/webhookd/internal/destination/rabbitmq"
 	"github.com/webhookd/webhookd/internal/invalid"
 )
 
@@ -60,6 +62,9 @@ func FuzzParse(f *testing.F) {
 		`{"type":"eventbridge","event_bus":"default","source":"aws.evil","region":"eu-west-1","access_key_id":"a","secret_access_key":"hunter2"}`,
 		`{"type":"s3","bucket":"webhooks","key_template":"{event_type}/../{date}","region":"eu-west-1","access_key_id":"a","secret_access_key":"hunter2"}`,
 		`{"type":"sqs","queue_url":1}`, `[]`, `null`,
+		`{"type":"kafka","brokers":"h:1","topic":"t","tls":1}`,
+		`{"type":"sqs","queue_url":"https://sqs.eu-west-1.amazonaws.com/123456789012/q.fifo","region":"eu-west-1"}`,
+		`{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks","credentials_json":"{\"type\":\"service_account\",\"client_email\":\"a@b\",\"private_key\":\"hunter2\"}"}`,
 	} {
 		f.Add(seed)
 	}
@@ -100,7 +105,43 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("summary %s or target %q shows a secret", a, cfg.Target())
 			}
 		}
+		if check, ok := accepted[typ]; ok {
+			if why := check(cfg); why != "" {
+				t.Fatalf("accepted %q: %s", raw, why)
+			}
+		}
 	})
+}
+
+// accepted are what each kind's accepted config must hold beside the
+// registry's promises: what its publisher dials is what the rules let
+// through, and nothing else.
+var accepted = map[string]func(destination.Config) string{
+	"rabbitmq": func(cfg destination.Config) string {
+		c := cfg.(rabbitmq.Config)
+		if u, err := rabbitmq.ParseURL("destination.url", c.URL); err != nil || strings.ContainsAny(c.URL, "?#") || u.Port == 0 {
+			return "a url with options, or without a port to dial"
+		}
+		return ""
+	},
+	"kafka": func(cfg destination.Config) string {
+		if c := cfg.(kafka.Config); len(c.Brokers) == 0 || len(c.Brokers) > 10 || c.Topic == "" {
+			return "no broker, more than ten, or no topic"
+		}
+		return ""
+	},
+	"sqs": func(cfg destination.Config) string {
+		if cfg.Target() == "" || cfg.Summary()["region"] == "" {
+			return "no queue or no region"
+		}
+		return ""
+	},
+	"gcp_pubsub": func(cfg destination.Config) string {
+		if cfg.Summary()["project_id"] == "" || (cfg.Summary()["credentials_json"] == nil && cfg.Plaintext() != "endpoint") {
+			return "no project, or neither a key nor an emulator"
+		}
+		return ""
+	},
 }
 
 // secretValues are the values, six characters or longer, of raw's

@@ -379,37 +379,3 @@ func TestKeyGoesOnAfterAFailure(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // kept: the pace of the retries
 	}
 }
-
-// FuzzParse: whatever a merchant sends, Parse answers with a destination
-// or a fault of the destination's, never panics, and a refusal never
-// quotes the key.
-func FuzzParse(f *testing.F) {
-	f.Add(`{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks","credentials_json":"{\"type\":\"external_account\",\"credential_source\":{\"file\":\"/etc/hostname\"}}"}`)
-	f.Add(`{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks","endpoint":"h:8085"}`)
-	f.Add(`{"type":"gcp_pubsub","project_id":"my-project","topic_id":"webhooks","credentials_json":"{\"type\":\"service_account\",\"client_email\":\"a@b\",\"private_key\":\"hunter2\"}"}`)
-	f.Add(`[]`)
-	reg, err := destination.NewRegistry(pubsub.New())
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		_, cfg, err := reg.Parse("destination", json.RawMessage(raw))
-		if err == nil {
-			if cfg.Summary()["project_id"] == "" || (cfg.Summary()["credentials_json"] == nil && cfg.Plaintext() != "endpoint") {
-				t.Fatalf("Parse(%q) accepted a destination without a project, or without a key nor an emulator", raw)
-			}
-			return
-		}
-		e := invalid.As(err)
-		if e == nil || !strings.HasPrefix(e.Param, "destination") {
-			t.Fatalf("%q: %v, want a fault of destination", raw, err)
-		}
-		var fields struct {
-			Key any `json:"credentials_json"`
-		}
-		_ = json.Unmarshal([]byte(raw), &fields)
-		if s, ok := fields.Key.(string); ok && len(s) >= 6 && strings.Contains(e.Message, s) {
-			t.Fatalf("the fault quotes the key: %s", e.Message)
-		}
-	})
-}

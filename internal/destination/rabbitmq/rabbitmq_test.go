@@ -241,43 +241,6 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
-
-// FuzzParse: whatever a merchant sends, Parse answers with a config or a
-// refusal of a destination field, never panics; a refusal never quotes
-// the url; an accepted url is what the publisher dials, its typed parts
-// and no option.
-func FuzzParse(f *testing.F) {
-	f.Add(`{"type":"rabbitmq","url":"amqp://u:hunter2@h/","routing_key":"q"}`)
-	f.Add(`{"type":"rabbitmq","url":"amqps://u:hunter2@h:5671/v?cacertfile=/etc/hostname","routing_key":"q"}`)
-	f.Add(`{"type":"rabbitmq","url":"amqp://u:hunter2@[::1]/%2F#f","exchange":"x"}`)
-	f.Add(`{"type":"rabbitmq","url":1}`)
-	registry, err := destination.NewRegistry(rabbitmq.New())
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		_, cfg, err := registry.Parse("destination", json.RawMessage(raw))
-		if err != nil {
-			bad := invalid.As(err)
-			if bad == nil || !strings.HasPrefix(bad.Param, "destination") {
-				t.Fatalf("%q: %v, want a refusal of a destination field", raw, err)
-			}
-			var fields struct {
-				URL any `json:"url"`
-			}
-			_ = json.Unmarshal([]byte(raw), &fields)
-			if s, ok := fields.URL.(string); ok && len(s) >= 6 && strings.Contains(bad.Message, s) {
-				t.Fatalf("the refusal quotes the url: %s", bad.Message)
-			}
-			return
-		}
-		c := cfg.(rabbitmq.Config)
-		if u, err := rabbitmq.ParseURL("destination.url", c.URL); err != nil || strings.ContainsAny(c.URL, "?#") || u.Port == 0 {
-			t.Fatalf("a checked url %q reads as %v, %v", c.URL, u, err)
-		}
-	})
-}
-
 // TestConfigShows: what reads, lists and logs show of a destination:
 // the url with its password as net/url masks it, never the password.
 func TestConfigShows(t *testing.T) {

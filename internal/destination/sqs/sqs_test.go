@@ -590,41 +590,6 @@ func TestEngineCredentials(t *testing.T) {
 		}
 	})
 }
-
-// FuzzParse: whatever a merchant sends, Parse answers with a destination
-// or a fault of the destination's, never panics, and a refusal never
-// quotes the secret key.
-func FuzzParse(f *testing.F) {
-	f.Add(`{"type":"sqs","queue_url":1}`)
-	f.Add(`{"type":"sqs","queue_url":"https://sqs.example.com/1/q","region":"eu-west-1","endpoint":"http://h/?a=b","access_key_id":"a","secret_access_key":"hunter2"}`)
-	f.Add(`{"type":"sqs","queue_url":"https://sqs.eu-west-1.amazonaws.com/123456789012/q.fifo","region":"eu-west-1"}`)
-	f.Add(`[]`)
-	reg, err := destination.NewRegistry(sqs.New(sqs.Options{EngineQueues: []string{"https://sqs.eu-west-1.amazonaws.com/123456789012/"}}))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		_, cfg, err := reg.Parse("destination", json.RawMessage(raw))
-		if err == nil {
-			if cfg.Target() == "" || cfg.Summary()["region"] == "" {
-				t.Fatalf("Parse(%q) accepted a destination without a queue or a region", raw)
-			}
-			return
-		}
-		e := invalid.As(err)
-		if e == nil || !strings.HasPrefix(e.Param, "destination") {
-			t.Fatalf("%q: %v, want a fault of destination", raw, err)
-		}
-		var fields struct {
-			Secret any `json:"secret_access_key"`
-		}
-		_ = json.Unmarshal([]byte(raw), &fields)
-		if s, ok := fields.Secret.(string); ok && len(s) >= 6 && strings.Contains(e.Message, s) {
-			t.Fatalf("the fault quotes the secret key: %s", e.Message)
-		}
-	})
-}
-
 // TestAnswerBeforeTheRequest: an endpoint that answers (an endless body)
 // before it reads the request is response_too_large every time: the
 // request is written whole before its answer can cut it short
