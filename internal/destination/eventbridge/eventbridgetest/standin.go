@@ -177,6 +177,10 @@ func (s *StandIn) Next(ctx context.Context, t testing.TB) Delivered {
 	}
 }
 
+// Waiting is how many events the stand-in took that Next has not
+// returned yet: an event is there before PutEvents is answered.
+func (s *StandIn) Waiting() int { return len(s.events) }
+
 // Receive is desttest's Receive: the next event, unframed as a consumer
 // unframes it (Detail).
 func (s *StandIn) Receive(ctx context.Context, t testing.TB) desttest.Arrived {

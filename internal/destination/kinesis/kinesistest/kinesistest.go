@@ -246,6 +246,20 @@ func (r *Reader) Receive(ctx context.Context, t testing.TB) desttest.Arrived {
 	}
 }
 
+// Unread reads every shard once from where it was left and returns how
+// many records are there that Receive has not returned yet. kinesalite
+// answers GetRecords with what the shard holds: once nothing more is
+// sent, the count is final, with no wait.
+func (r *Reader) Unread(ctx context.Context, t testing.TB) int {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.poll(ctx, t); err != nil {
+		t.Fatalf("read stream %s: %v", r.stream, err)
+	}
+	return len(r.pending)
+}
+
 // poll reads every shard once from where it was left.
 func (r *Reader) poll(ctx context.Context, t testing.TB) error {
 	if r.iters == nil {
