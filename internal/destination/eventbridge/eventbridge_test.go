@@ -22,6 +22,7 @@ import (
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/destination/desttest"
+	"github.com/webhookd/webhookd/internal/destination/eventbridge/eventbridgetest"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/receiver"
 	"github.com/webhookd/webhookd/signer"
@@ -192,7 +193,7 @@ func TestConfigNeverPrintsTheSecret(t *testing.T) {
 // TestConformance runs desttest's suite against the stand-in (see
 // standin_test.go for why it is one and what it checks).
 func TestConformance(t *testing.T) {
-	s := newStandIn(t)
+	s := eventbridgetest.New(t)
 	var hostile []desttest.Hostile
 	for _, row := range parseRows {
 		if row.field != "" && row.field != "destination.region" {
@@ -201,15 +202,15 @@ func TestConformance(t *testing.T) {
 	}
 	desttest.Run(t, desttest.Case{
 		Kind:    New(),
-		Config:  s.config(""),
-		Receive: s.receive,
+		Config:  s.Config(""),
+		Receive: s.Receive,
 		WrongCredentials: fmt.Sprintf(`{"type": "eventbridge", "event_bus": %q, "region": %q, "access_key_id": "AKIAWRONGKEY0000000", "secret_access_key": "wrong", "endpoint": %q}`,
-			standInBus, standInRegion, s.URL()),
-		Down:    s.down,
+			eventbridgetest.Bus, eventbridgetest.Region, s.URL()),
+		Down:    s.Down,
 		Hostile: hostile,
 		Oversized: func(url string) string {
 			return fmt.Sprintf(`{"type": "eventbridge", "event_bus": %q, "region": %q, "access_key_id": %q, "secret_access_key": %q, "endpoint": %q}`,
-				standInBus, standInRegion, standInKey, standInSecret, url)
+				eventbridgetest.Bus, eventbridgetest.Region, eventbridgetest.Key, eventbridgetest.Secret, url)
 		},
 	})
 }
@@ -296,19 +297,19 @@ func jsonEqual(t testing.TB, a, b []byte) bool {
 // TestEventAsATargetGetsIt: the entry's fields as rules match them, and a
 // detail that verifies after EventBridge rendered it again.
 func TestEventAsATargetGetsIt(t *testing.T) {
-	s := newStandIn(t)
+	s := eventbridgetest.New(t)
 	at := time.Now().Truncate(time.Second)
 	for _, tc := range []struct {
 		name, extra, bus, source string
 	}{
-		{"a bus by name, the default source", "", standInBus, DefaultSource},
-		{"a bus by ARN, a source of its own", `, "event_bus": "` + standInARN + `", "source": "com.acme.payouts"`, standInARN, "com.acme.payouts"},
+		{"a bus by name, the default source", "", eventbridgetest.Bus, DefaultSource},
+		{"a bus by ARN, a source of its own", `, "event_bus": "` + eventbridgetest.ARN + `", "source": "com.acme.payouts"`, eventbridgetest.ARN, "com.acme.payouts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			raw := s.config("")
+			raw := s.Config("")
 			if tc.extra != "" {
 				var fields map[string]any
-				_ = json.Unmarshal([]byte(s.config(tc.extra)), &fields) // the later event_bus wins
+				_ = json.Unmarshal([]byte(s.Config(tc.extra)), &fields) // the later event_bus wins
 				b, _ := json.Marshal(fields)
 				raw = string(b)
 			}
@@ -319,7 +320,7 @@ func TestEventAsATargetGetsIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := s.next(context.Background(), t)
+			e := s.Next(context.Background(), t)
 			if want := "confirmed by EventBridge (event id " + e.ID + ")"; res.Answer != want {
 				t.Errorf("answer %q, want %q", res.Answer, want)
 			}
@@ -343,7 +344,7 @@ func TestEventAsATargetGetsIt(t *testing.T) {
 			if !reflect.DeepEqual(d.Webhook, m.Headers) {
 				t.Errorf("detail.webhook is %v, want every header %v", d.Webhook, m.Headers)
 			}
-			got := unframe(t, e)
+			got := eventbridgetest.Unframe(t, e)
 			if !bytes.Equal(got.Body, body) {
 				t.Fatalf("detail.body is %q, want %q", got.Body, body)
 			}
@@ -355,8 +356,8 @@ func TestEventAsATargetGetsIt(t *testing.T) {
 // TestBatchAndEncryptedBodies: a batch's detail-type, and a body that is
 // not a JSON object travelling without "event".
 func TestBatchAndEncryptedBodies(t *testing.T) {
-	s := newStandIn(t)
-	p := open(t, s.config(""))
+	s := eventbridgetest.New(t)
+	p := open(t, s.Config(""))
 	at := time.Now()
 
 	batch := []byte(`{"data":[` + string(envelope("evt_a", at, "")) + `,` + string(envelope("evt_b", at, "")) + `]}`)
@@ -366,7 +367,7 @@ func TestBatchAndEncryptedBodies(t *testing.T) {
 	if _, err := send(p, m); err != nil {
 		t.Fatal(err)
 	}
-	e := s.next(context.Background(), t)
+	e := s.Next(context.Background(), t)
 	if e.DetailType != BatchDetailType {
 		t.Errorf("a batch's detail-type %q, want %q", e.DetailType, BatchDetailType)
 	}
@@ -375,7 +376,7 @@ func TestBatchAndEncryptedBodies(t *testing.T) {
 	if !jsonEqual(t, d["event"], batch) {
 		t.Errorf("a batch's detail.event is %s, want the batch", d["event"])
 	}
-	got := unframe(t, e)
+	got := eventbridgetest.Unframe(t, e)
 	verifies(t, secret, got)
 	if got.Headers["webhook-batch-size"] != "2" {
 		t.Errorf("webhook-batch-size arrived as %q", got.Headers["webhook-batch-size"])
@@ -386,21 +387,21 @@ func TestBatchAndEncryptedBodies(t *testing.T) {
 	if _, err := send(p, m); err != nil {
 		t.Fatal(err)
 	}
-	e = s.next(context.Background(), t)
+	e = s.Next(context.Background(), t)
 	d = nil
 	_ = json.Unmarshal(e.Detail, &d)
 	if _, ok := d["event"]; ok {
 		t.Errorf("an encrypted body's detail has an event: %s", e.Detail)
 	}
-	verifies(t, secret, unframe(t, e))
+	verifies(t, secret, eventbridgetest.Unframe(t, e))
 }
 
 // TestFailedEntry: PutEvents answers 200 with FailedEntryCount 1; the
 // attempt fails by the entry's ErrorCode, in words that show the code
 // and never the ErrorMessage (it names the account's user).
 func TestFailedEntry(t *testing.T) {
-	s := newStandIn(t)
-	p := open(t, s.config(""))
+	s := eventbridgetest.New(t)
+	p := open(t, s.Config(""))
 	for _, tc := range []struct{ errorCode, code, said string }{
 		{"AccessDeniedException", destination.CodeAuthFailed, "EventBridge failed the entry: AccessDeniedException"},
 		{"NotAuthorizedForSourceException", destination.CodeAuthFailed, "EventBridge failed the entry: NotAuthorizedForSourceException"},
@@ -412,7 +413,7 @@ func TestFailedEntry(t *testing.T) {
 		{"Not a code: see https://evil.example/", destination.CodeRefused, "EventBridge failed the entry"},
 	} {
 		t.Run(tc.errorCode, func(t *testing.T) {
-			s.failNext(tc.errorCode)
+			s.FailNext(tc.errorCode)
 			_, m := message(t, "evt_f", "payout.paid", envelope("evt_f", time.Now(), ""), "application/json", time.Now())
 			_, err := send(p, m)
 			code, said := destination.Classify(err)
@@ -427,8 +428,8 @@ func TestFailedEntry(t *testing.T) {
 // TestUnknownBus: a bus that does not exist is EventBridge's 400
 // ResourceNotFoundException, broker_refused in its code's words.
 func TestUnknownBus(t *testing.T) {
-	s := newStandIn(t)
-	p := open(t, strings.Replace(s.config(""), `"event_bus": "webhooks"`, `"event_bus": "nope"`, 1))
+	s := eventbridgetest.New(t)
+	p := open(t, strings.Replace(s.Config(""), `"event_bus": "webhooks"`, `"event_bus": "nope"`, 1))
 	_, m := message(t, "evt_u", "payout.paid", envelope("evt_u", time.Now(), ""), "application/json", time.Now())
 	_, err := send(p, m)
 	code, said := destination.Classify(err)
@@ -441,8 +442,8 @@ func TestUnknownBus(t *testing.T) {
 // it is sent and taken (the stand-in counts it again from the wire); one
 // byte more is broker_refused before anything is sent.
 func TestEntrySizeBound(t *testing.T) {
-	s := newStandIn(t)
-	p := open(t, s.config(""))
+	s := eventbridgetest.New(t)
+	p := open(t, s.Config(""))
 	pub := p.(*publisher)
 	at := time.Now()
 	// Each byte of "pad" in the envelope is two of the entry (the body
@@ -473,14 +474,14 @@ func TestEntrySizeBound(t *testing.T) {
 		code, said := destination.Classify(err)
 		t.Fatalf("an entry of exactly 256 KiB: %s: %s", code, said)
 	}
-	e := s.next(context.Background(), t)
+	e := s.Next(context.Background(), t)
 	if e.Size != MaxEntry {
 		t.Errorf("the stand-in counted %d bytes, want %d", e.Size, MaxEntry)
 	}
-	verifies(t, secret, unframe(t, e))
+	verifies(t, secret, eventbridgetest.Unframe(t, e))
 
 	_, over := build(missing/2, missing%2+1)
-	before := s.requests.Load()
+	before := s.Requests()
 	_, err := send(p, over)
 	code, said := destination.Classify(err)
 	if code != destination.CodeRefused || !strings.Contains(said, "an entry is at most 256 KiB") {
@@ -488,7 +489,7 @@ func TestEntrySizeBound(t *testing.T) {
 	}
 	// Send refused before any request: none can be in flight after it
 	// returned.
-	if n := s.requests.Load() - before; n != 0 {
+	if n := s.Requests() - before; n != 0 {
 		t.Errorf("%d requests reached EventBridge for an entry over the bound", n)
 	}
 }
@@ -496,8 +497,8 @@ func TestEntrySizeBound(t *testing.T) {
 // TestRefusedBeforeSending: what EventBridge could not carry unchanged
 // is broker_refused in fixed words, and nothing is sent.
 func TestRefusedBeforeSending(t *testing.T) {
-	s := newStandIn(t)
-	p := open(t, s.config(""))
+	s := eventbridgetest.New(t)
+	p := open(t, s.Config(""))
 	for _, tc := range []struct {
 		name  string
 		edit  func(*destination.Message)
@@ -510,13 +511,13 @@ func TestRefusedBeforeSending(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, m := message(t, "evt_r", "payout.paid", envelope("evt_r", time.Now(), ""), "application/json", time.Now())
 			tc.edit(&m)
-			before := s.requests.Load()
+			before := s.Requests()
 			_, err := send(p, m)
 			code, said := destination.Classify(err)
 			if code != destination.CodeRefused || !strings.Contains(said, tc.words) {
 				t.Errorf("failed as %s: %s, want %s naming %q", code, said, destination.CodeRefused, tc.words)
 			}
-			if n := s.requests.Load() - before; n != 0 {
+			if n := s.Requests() - before; n != 0 {
 				t.Errorf("%d requests sent", n)
 			}
 		})
@@ -526,8 +527,8 @@ func TestRefusedBeforeSending(t *testing.T) {
 // TestConcurrentSends: one publisher, many goroutines; every event
 // arrives once and verifies.
 func TestConcurrentSends(t *testing.T) {
-	s := newStandIn(t)
-	p := open(t, s.config(""))
+	s := eventbridgetest.New(t)
+	p := open(t, s.Config(""))
 	const n = 24
 	secrets := make(map[string]string, n)
 	var mu sync.Mutex
@@ -550,7 +551,7 @@ func TestConcurrentSends(t *testing.T) {
 	wg.Wait()
 	seen := map[string]bool{}
 	for range n {
-		got := unframe(t, s.next(context.Background(), t))
+		got := eventbridgetest.Unframe(t, s.Next(context.Background(), t))
 		id := got.Headers["webhook-id"]
 		if seen[id] {
 			t.Errorf("%s arrived twice", id)

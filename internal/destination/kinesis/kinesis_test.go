@@ -27,6 +27,7 @@ import (
 	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/destination/desttest"
 	kinesisdest "github.com/webhookd/webhookd/internal/destination/kinesis"
+	"github.com/webhookd/webhookd/internal/destination/kinesis/kinesistest"
 	"github.com/webhookd/webhookd/internal/invalid"
 )
 
@@ -41,10 +42,10 @@ func config(stream, endpoint string) string {
 // TestConformance runs desttest against kinesalite: a stream of two
 // shards, read back shard by shard from its start.
 func TestConformance(t *testing.T) {
-	k := startKinesalite(t)
+	k := kinesistest.Start(t)
 	const stream = "webhookd-conformance"
-	k.createStream(t, stream, 2)
-	r := newReader(k, stream)
+	k.CreateStream(t, stream, 2)
+	r := kinesistest.NewReader(k, stream)
 	desttest.Run(t, desttest.Case{
 		Kind:    kinesisdest.New(),
 		Config:  config(stream, k.URL),
@@ -55,11 +56,11 @@ func TestConformance(t *testing.T) {
 		// where its streams (kept in memory) are gone, so the stream is
 		// made again and the reader starts over.
 		Down: func(t testing.TB) func() {
-			k.stop(t)
+			k.Stop(t)
 			return func() {
-				k.start(t)
-				k.createStream(t, stream, 2)
-				r.reset()
+				k.Start(t)
+				k.CreateStream(t, stream, 2)
+				r.Reset()
 			}
 		},
 		Oversized: func(url string) string { return config(stream, url) },
@@ -83,10 +84,10 @@ func TestConformance(t *testing.T) {
 // key. kinesalite refuses a key over 256 units, as Kinesis does: the keys
 // at the limit prove the count is the server's.
 func TestPartitionKey(t *testing.T) {
-	k := startKinesalite(t)
+	k := kinesistest.Start(t)
 	const stream = "webhookd-keys"
-	k.createStream(t, stream, 1)
-	r := newReader(k, stream)
+	k.CreateStream(t, stream, 1)
+	r := kinesistest.NewReader(k, stream)
 	p := open(t, config(stream, k.URL), defaultEnv())
 
 	long := strings.Repeat("é", kinesisdest.MaxPartitionKey+1)
@@ -123,13 +124,13 @@ func TestPartitionKey(t *testing.T) {
 // of 257 UTF-16 code units that is 129 characters, so counting
 // characters alone would send keys the server refuses.
 func TestServerKeyLimit(t *testing.T) {
-	k := startKinesalite(t)
+	k := kinesistest.Start(t)
 	const stream = "webhookd-keylimit"
-	k.createStream(t, stream, 1)
+	k.CreateStream(t, stream, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	key := strings.Repeat("\U0001F600", kinesisdest.MaxPartitionKey/2) + "k"
-	_, err := k.client().PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(stream), Data: []byte("{}"), PartitionKey: aws.String(key)})
+	_, err := k.Client().PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(stream), Data: []byte("{}"), PartitionKey: aws.String(key)})
 	var api smithy.APIError
 	if !errors.As(err, &api) || api.ErrorCode() != "ValidationException" {
 		t.Fatalf("kinesalite took a key of %d UTF-16 units: %v", kinesisdest.MaxPartitionKey+1, err)
@@ -138,9 +139,9 @@ func TestServerKeyLimit(t *testing.T) {
 
 // TestAnswer: the attempt's answer is Kinesis's sequence number and shard.
 func TestAnswer(t *testing.T) {
-	k := startKinesalite(t)
+	k := kinesistest.Start(t)
 	const stream = "webhookd-answer"
-	k.createStream(t, stream, 1)
+	k.CreateStream(t, stream, 1)
 	p := open(t, config(stream, k.URL), defaultEnv())
 	res, err := send(p, message("evt_answer", "", []byte(`{}`)))
 	if err != nil {
@@ -156,10 +157,10 @@ func TestAnswer(t *testing.T) {
 // fixed words before anything is dialled. (kinesalite limits the data
 // alone to 1 MiB: the key counted too keeps within Kinesis's rule.)
 func TestRecordSize(t *testing.T) {
-	k := startKinesalite(t)
+	k := kinesistest.Start(t)
 	const stream = "webhookd-size"
-	k.createStream(t, stream, 1)
-	r := newReader(k, stream)
+	k.CreateStream(t, stream, 1)
+	r := kinesistest.NewReader(k, stream)
 
 	// The frame's bytes besides the body, for a body of plain letters.
 	m := message("evt_size", "", nil)
@@ -201,7 +202,7 @@ func TestRecordSize(t *testing.T) {
 // TestNoSuchStream: a stream that does not exist is Kinesis's refusal,
 // in its status and code.
 func TestNoSuchStream(t *testing.T) {
-	k := startKinesalite(t)
+	k := kinesistest.Start(t)
 	p := open(t, config("webhookd-missing", k.URL), defaultEnv())
 	_, err := send(p, message("evt_missing", "", []byte(`{}`)))
 	code, said := destination.Classify(err)
@@ -342,7 +343,7 @@ func send(p destination.Publisher, m destination.Message) (destination.Result, e
 	return p.Send(ctx, m)
 }
 
-func receive(t testing.TB, r *reader) desttest.Arrived {
+func receive(t testing.TB, r *kinesistest.Reader) desttest.Arrived {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,10 +1,12 @@
-package eventbridge
+// Package eventbridgetest is a stand-in for EventBridge's PutEvents, in
+// process on 127.0.0.1, for the tests of package eventbridge and of the
+// engine.
+package eventbridgetest
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -18,18 +20,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
-	"github.com/aws/smithy-go"
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/internal/destination/desttest"
 )
 
 // No EventBridge server runs on a developer's machine or in CI, and no
-// emulator of it is packaged where this project installs from: standIn
+// emulator of it is packaged where this project installs from: StandIn
 // is one, in process, on 127.0.0.1. It checks each request as
 // EventBridge's front door would check its shape (the operation, the
 // content type, a SigV4 Authorization header with the key and the
@@ -40,19 +37,25 @@ import (
 
 // The account the stand-in knows.
 const (
-	standInRegion  = "eu-west-1"
-	standInKey     = "AKIAEVENTBRIDGETEST1"
-	standInSecret  = "eventbridge-test-secret-key"
-	standInAccount = "123456789012"
-	standInBus     = "webhooks"
+	Region  = "eu-west-1"
+	Key     = "AKIAEVENTBRIDGETEST1"
+	Secret  = "eventbridge-test-secret-key"
+	Account = "123456789012"
+	Bus     = "webhooks"
 )
 
-// standInARN is the ARN of the stand-in's bus.
-const standInARN = "arn:aws:events:" + standInRegion + ":" + standInAccount + ":event-bus/" + standInBus
+// ARN is the ARN of the stand-in's bus.
+const ARN = "arn:aws:events:" + Region + ":" + Account + ":event-bus/" + Bus
 
-// delivered is an event as EventBridge hands it to a rule's target: the
+// MaxEntry is EventBridge's bound of an entry (and of a PutEvents
+// request's entries together): 256 KiB, as AWS documents it, stated here
+// apart from the kind's own constant so that the stand-in checks the
+// kind rather than agreeing with it.
+const MaxEntry = 256 << 10
+
+// Delivered is an event as EventBridge hands it to a rule's target: the
 // entry wrapped in EventBridge's envelope, its detail rendered again.
-type delivered struct {
+type Delivered struct {
 	Version    string          `json:"version"`
 	ID         string          `json:"id"`
 	DetailType string          `json:"detail-type"`
@@ -68,8 +71,8 @@ type delivered struct {
 	Size int `json:"-"`
 }
 
-// standIn is the in-process PutEvents stand-in.
-type standIn struct {
+// StandIn is the in-process PutEvents stand-in.
+type StandIn struct {
 	t    testing.TB
 	addr string
 
@@ -82,16 +85,16 @@ type standIn struct {
 	probed bool
 
 	// events are the entries taken, in order, as a target receives them.
-	events chan delivered
+	events chan Delivered
 	// requests counts the requests that reached the stand-in.
 	requests atomic.Int64
 }
 
-// newStandIn starts a stand-in on a port of 127.0.0.1, stopped at the
-// test's end.
-func newStandIn(t testing.TB) *standIn {
+// New starts a stand-in on a port of 127.0.0.1, stopped at the test's
+// end. A request EventBridge would refuse for its shape fails t.
+func New(t testing.TB) *StandIn {
 	t.Helper()
-	s := &standIn{t: t, events: make(chan delivered, 64)}
+	s := &StandIn{t: t, events: make(chan Delivered, 64)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +105,7 @@ func newStandIn(t testing.TB) *standIn {
 	return s
 }
 
-func (s *standIn) start(ln net.Listener) {
+func (s *StandIn) start(ln net.Listener) {
 	srv := httptest.NewUnstartedServer(s)
 	_ = srv.Listener.Close()
 	srv.Listener = ln
@@ -112,7 +115,7 @@ func (s *standIn) start(ln net.Listener) {
 	s.mu.Unlock()
 }
 
-func (s *standIn) stop() {
+func (s *StandIn) stop() {
 	s.mu.Lock()
 	srv := s.srv
 	s.srv = nil
@@ -122,12 +125,23 @@ func (s *standIn) stop() {
 	}
 }
 
-// URL is the stand-in's endpoint.
-func (s *standIn) URL() string { return "http://" + s.addr }
+// Requests is how many requests reached the stand-in so far.
+func (s *StandIn) Requests() int64 { return s.requests.Load() }
 
-// down stops the stand-in and returns what starts it again on the same
-// address.
-func (s *standIn) down(t testing.TB) func() {
+// Probe makes the stand-in refuse what EventBridge refuses without
+// failing the test: the test sends it on purpose.
+func (s *StandIn) Probe() {
+	s.mu.Lock()
+	s.probed = true
+	s.mu.Unlock()
+}
+
+// URL is the stand-in's endpoint.
+func (s *StandIn) URL() string { return "http://" + s.addr }
+
+// Down stops the stand-in and returns what starts it again on the same
+// address (desttest's Down).
+func (s *StandIn) Down(t testing.TB) func() {
 	s.stop()
 	return func() {
 		ln, err := net.Listen("tcp", s.addr)
@@ -138,41 +152,45 @@ func (s *standIn) down(t testing.TB) func() {
 	}
 }
 
-// failNext makes the next entry fail with code.
-func (s *standIn) failNext(code string) {
+// FailNext makes the next entry fail with code.
+func (s *StandIn) FailNext(code string) {
 	s.mu.Lock()
 	s.fail = code
 	s.mu.Unlock()
 }
 
-// config is a destination on the stand-in, with extra members.
-func (s *standIn) config(extra string) string {
+// Config is a destination object on the stand-in, with extra members.
+func (s *StandIn) Config(extra string) string {
 	return fmt.Sprintf(`{"type": "eventbridge", "event_bus": %q, "region": %q, "access_key_id": %q, "secret_access_key": %q, "endpoint": %q%s}`,
-		standInBus, standInRegion, standInKey, standInSecret, s.URL(), extra)
+		Bus, Region, Key, Secret, s.URL(), extra)
 }
 
-// next waits for the next event taken.
-func (s *standIn) next(ctx context.Context, t testing.TB) delivered {
+// Next waits for the next event taken.
+func (s *StandIn) Next(ctx context.Context, t testing.TB) Delivered {
 	t.Helper()
 	select {
 	case e := <-s.events:
 		return e
 	case <-ctx.Done():
 		t.Fatal("no event reached the stand-in")
-		return delivered{}
+		return Delivered{}
 	}
 }
 
-// receive is desttest's Receive: the next event, unframed as a consumer
+// Waiting is how many events the stand-in took that Next has not
+// returned yet: an event is there before PutEvents is answered.
+func (s *StandIn) Waiting() int { return len(s.events) }
+
+// Receive is desttest's Receive: the next event, unframed as a consumer
 // unframes it (Detail).
-func (s *standIn) receive(ctx context.Context, t testing.TB) desttest.Arrived {
+func (s *StandIn) Receive(ctx context.Context, t testing.TB) desttest.Arrived {
 	t.Helper()
-	return unframe(t, s.next(ctx, t))
+	return Unframe(t, s.Next(ctx, t))
 }
 
-// unframe reads what a consumer verifies from an event as a target gets
+// Unframe reads what a consumer verifies from an event as a target gets
 // it: detail.body's bytes and detail.webhook's headers.
-func unframe(t testing.TB, e delivered) desttest.Arrived {
+func Unframe(t testing.TB, e Delivered) desttest.Arrived {
 	t.Helper()
 	var d struct {
 		Webhook map[string]string `json:"webhook"`
@@ -189,7 +207,7 @@ var authorization = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=([^/, ]+)/(
 	`SignedHeaders=([a-z0-9;-]+), Signature=[0-9a-f]{64}$`)
 
 // ServeHTTP answers one request as EventBridge would.
-func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *StandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	if r.Method != http.MethodPost || r.URL.Path != "/" || r.URL.RawQuery != "" {
 		s.refuse(w, http.StatusNotFound, "UnknownOperationException", "not POST /")
@@ -235,7 +253,7 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var out []map[string]string
-	var taken []delivered
+	var taken []Delivered
 	total := 0
 	for _, e := range in.Entries {
 		var detail map[string]any
@@ -246,7 +264,7 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case len(e.Source) > 256, strings.HasPrefix(e.Source, "aws."), len(e.DetailType) > 128:
 			s.refuse(w, http.StatusBadRequest, "ValidationException", "Source or DetailType out of bounds")
 			return
-		case e.EventBusName != standInBus && e.EventBusName != standInARN:
+		case e.EventBusName != Bus && e.EventBusName != ARN:
 			// Not a test failure: a row names a bus that does not exist.
 			answerError(w, http.StatusBadRequest, "ResourceNotFoundException", "Event bus "+e.EventBusName+" does not exist.")
 			return
@@ -280,8 +298,8 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// target: so does the stand-in (Go's own rendering, keys in
 		// order), so that what Receive reads is not the bytes sent.
 		rendered, _ := json.Marshal(detail)
-		taken = append(taken, delivered{Version: "0", ID: uuid.NewString(), DetailType: e.DetailType, Source: e.Source,
-			Account: standInAccount, Time: at.Format(time.RFC3339), Region: standInRegion, Resources: append([]string{}, e.Resources...),
+		taken = append(taken, Delivered{Version: "0", ID: uuid.NewString(), DetailType: e.DetailType, Source: e.Source,
+			Account: Account, Time: at.Format(time.RFC3339), Region: Region, Resources: append([]string{}, e.Resources...),
 			Detail: rendered, Bus: e.EventBusName, Size: size})
 	}
 	if total > MaxEntry {
@@ -295,7 +313,7 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	failed := 0
 	for _, e := range taken {
 		if fail != "" {
-			out = append(out, map[string]string{"ErrorCode": fail, "ErrorMessage": "arn:aws:iam::" + standInAccount + ":user/webhooks is not allowed"})
+			out = append(out, map[string]string{"ErrorCode": fail, "ErrorMessage": "arn:aws:iam::" + Account + ":user/webhooks is not allowed"})
 			failed++
 			continue
 		}
@@ -310,7 +328,7 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the access key (UnrecognizedClientException for another, as AWS
 // answers an unknown key), the date of X-Amz-Date, the region and the
 // service.
-func (s *standIn) authorized(w http.ResponseWriter, r *http.Request) bool {
+func (s *StandIn) authorized(w http.ResponseWriter, r *http.Request) bool {
 	m := authorization.FindStringSubmatch(r.Header.Get("Authorization"))
 	if m == nil {
 		s.refuse(w, http.StatusBadRequest, "MissingAuthenticationTokenException", "no SigV4 Authorization header")
@@ -319,11 +337,11 @@ func (s *standIn) authorized(w http.ResponseWriter, r *http.Request) bool {
 	key, date, region, service, signed := m[1], m[2], m[3], m[4], strings.Split(m[5], ";")
 	amzDate := r.Header.Get("X-Amz-Date")
 	switch {
-	case key != standInKey:
+	case key != Key:
 		// Not a test failure: the wrong-credentials row sends this.
 		answerError(w, http.StatusBadRequest, "UnrecognizedClientException", "The security token included in the request is invalid.")
 		return false
-	case len(amzDate) != 16 || amzDate[:8] != date, region != standInRegion, service != "events":
+	case len(amzDate) != 16 || amzDate[:8] != date, region != Region, service != "events":
 		s.refuse(w, http.StatusBadRequest, "InvalidSignatureException", "credential scope "+date+"/"+region+"/"+service)
 		return false
 	case !contains(signed, "host"), !contains(signed, "x-amz-date"):
@@ -344,7 +362,7 @@ func contains(list []string, s string) bool {
 
 // refuse answers an error as EventBridge does and fails the test: the
 // kind sent what EventBridge would refuse.
-func (s *standIn) refuse(w http.ResponseWriter, status int, code, why string) {
+func (s *StandIn) refuse(w http.ResponseWriter, status int, code, why string) {
 	s.mu.Lock()
 	probed := s.probed
 	s.mu.Unlock()
@@ -360,71 +378,4 @@ func answerError(w http.ResponseWriter, status int, code, message string) {
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"__type": code, "message": message})
-}
-
-// TestStandInRefuses: the stand-in's checks are live, so that a kind
-// that sends what EventBridge refuses fails the tests above.
-func TestStandInRefuses(t *testing.T) {
-	s := newStandIn(t)
-	s.mu.Lock()
-	s.probed = true
-	s.mu.Unlock()
-	client := func(region string) *eventbridge.Client {
-		return eventbridge.New(eventbridge.Options{Region: region, BaseEndpoint: aws.String(s.URL()), Retryer: aws.NopRetryer{},
-			Credentials: credentials.NewStaticCredentialsProvider(standInKey, standInSecret, "")})
-	}
-	entry := func(detail string) types.PutEventsRequestEntry {
-		return types.PutEventsRequestEntry{EventBusName: aws.String(standInBus), Source: aws.String("webhookd"),
-			DetailType: aws.String("payout.paid"), Detail: aws.String(detail)}
-	}
-	eleven := make([]types.PutEventsRequestEntry, 11)
-	for i := range eleven {
-		eleven[i] = entry(`{}`)
-	}
-	for _, tc := range []struct {
-		name, region string
-		entries      []types.PutEventsRequestEntry
-		want         string
-	}{
-		{"a credential scope of another region", "us-east-1", []types.PutEventsRequestEntry{entry(`{}`)}, "InvalidSignatureException"},
-		{"eleven entries", standInRegion, eleven, "ValidationException"},
-		{"a detail that is not an object", standInRegion, []types.PutEventsRequestEntry{entry(`[1]`)}, "ValidationException"},
-		{"an entry over 256 KiB", standInRegion, []types.PutEventsRequestEntry{entry(`{"a":"` + strings.Repeat("a", MaxEntry) + `"}`)}, "ValidationException"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_, err := client(tc.region).PutEvents(ctx, &eventbridge.PutEventsInput{Entries: tc.entries})
-			var api smithy.APIError
-			if !errors.As(err, &api) || api.ErrorCode() != tc.want {
-				t.Errorf("PutEvents: %v, want %s", err, tc.want)
-			}
-		})
-	}
-	for _, tc := range []struct {
-		name, target, contentType, want string
-	}{
-		{"no Authorization header", "AWSEvents.PutEvents", "application/x-amz-json-1.1", "MissingAuthenticationTokenException"},
-		{"another operation", "AWSEvents.DeleteRule", "application/x-amz-json-1.1", "UnknownOperationException"},
-		{"another content type", "AWSEvents.PutEvents", "application/json", "SerializationException"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, s.URL()+"/", strings.NewReader(`{"Entries":[]}`))
-			req.Header.Set("X-Amz-Target", tc.target)
-			req.Header.Set("Content-Type", tc.contentType)
-			// A transport of its own: no environment's proxy.
-			resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var answer struct {
-				Type string `json:"__type"`
-			}
-			_ = json.NewDecoder(resp.Body).Decode(&answer)
-			if resp.StatusCode < 400 || answer.Type != tc.want {
-				t.Errorf("answered %d %s, want %s", resp.StatusCode, answer.Type, tc.want)
-			}
-		})
-	}
 }

@@ -1,4 +1,7 @@
-package kinesis_test
+// Package kinesistest runs kinesalite (an implementation of Kinesis's
+// API on Node.js) for tests, of package kinesis and of the engine, and
+// reads a stream's records back as a consumer does.
+package kinesistest
 
 import (
 	"bufio"
@@ -26,11 +29,11 @@ import (
 	kinesisdest "github.com/webhookd/webhookd/internal/destination/kinesis"
 )
 
-// kinesaliteDir is where the tests find kinesalite (an implementation of
+// Dir is where the tests find kinesalite (an implementation of
 // Kinesis's API on Node.js), below the user's home directory:
 // `bash .ci/services.sh` installs it there with npm when it is missing.
 // Nothing global names it: no PATH entry, no environment variable.
-const kinesaliteDir = ".cache/webhookd-kinesalite"
+const Dir = ".cache/webhookd-kinesalite"
 
 // serveKinesalite is the Node.js program a test runs: kinesalite on
 // 127.0.0.1 only (its own command line listens on every interface), its
@@ -45,9 +48,9 @@ process.stdin.on('end', () => process.exit(0));
 process.stdin.resume();
 `
 
-// kinesalite is one kinesalite process of a test, on a port of its own
+// Kinesalite is one kinesalite process of a test, on a port of its own
 // that it keeps across a stop and a start.
-type kinesalite struct {
+type Kinesalite struct {
 	module string
 	port   int
 	// URL is its endpoint, http://127.0.0.1:port.
@@ -57,15 +60,15 @@ type kinesalite struct {
 	done chan struct{}
 }
 
-// startKinesalite starts kinesalite on a free port of 127.0.0.1, or fails
+// Start starts kinesalite on a free port of 127.0.0.1, or fails
 // t saying how to install it: a missing service fails, never skips.
-func startKinesalite(t testing.TB) *kinesalite {
+func Start(t testing.TB) *Kinesalite {
 	t.Helper()
 	home, err := os.UserHomeDir()
 	if err != nil {
-		t.Fatalf("kinesalite is looked for in ~/%s, but there is no home directory: %v", kinesaliteDir, err)
+		t.Fatalf("kinesalite is looked for in ~/%s, but there is no home directory: %v", Dir, err)
 	}
-	module := filepath.Join(home, kinesaliteDir, "node_modules", "kinesalite")
+	module := filepath.Join(home, Dir, "node_modules", "kinesalite")
 	if _, err := os.Stat(filepath.Join(module, "package.json")); err != nil {
 		t.Fatalf("kinesalite is not installed in %s (%v): `bash .ci/services.sh` installs it with npm", module, err)
 	}
@@ -78,14 +81,15 @@ func startKinesalite(t testing.TB) *kinesalite {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	k := &kinesalite{module: module, port: port, URL: "http://127.0.0.1:" + strconv.Itoa(port)}
-	k.start(t)
-	t.Cleanup(func() { k.stop(t) })
+	k := &Kinesalite{module: module, port: port, URL: "http://127.0.0.1:" + strconv.Itoa(port)}
+	k.Start(t)
+	t.Cleanup(func() { k.Stop(t) })
 	return k
 }
 
-// start runs kinesalite on k's port and waits until it listens.
-func (k *kinesalite) start(t testing.TB) {
+// Start runs kinesalite again on k's port (after Stop) and waits until
+// it listens.
+func (k *Kinesalite) Start(t testing.TB) {
 	t.Helper()
 	cmd := exec.Command("node", "-e", serveKinesalite, k.module, strconv.Itoa(k.port))
 	stdin, err := cmd.StdinPipe()
@@ -125,13 +129,13 @@ func (k *kinesalite) start(t testing.TB) {
 			t.Fatalf("kinesalite ended before it listened on port %d: %s (`bash .ci/services.sh` installs it)", k.port, cmd.Stderr.(*lockedWriter))
 		}
 	case <-time.After(30 * time.Second):
-		k.stop(t)
+		k.Stop(t)
 		t.Fatalf("kinesalite did not listen on port %d within 30 s: %s", k.port, cmd.Stderr.(*lockedWriter))
 	}
 }
 
-// stop ends kinesalite and waits until it has; its streams are gone.
-func (k *kinesalite) stop(t testing.TB) {
+// Stop ends kinesalite and waits until it has; its streams are gone.
+func (k *Kinesalite) Stop(t testing.TB) {
 	t.Helper()
 	if k.cmd == nil {
 		return
@@ -163,9 +167,9 @@ func (l *lockedWriter) String() string {
 	return l.w.String()
 }
 
-// client is the test's own Kinesis client of k: a consumer's, apart from
+// Client is the test's own Kinesis client of k: a consumer's, apart from
 // the destination's.
-func (k *kinesalite) client() *kinesis.Client {
+func (k *Kinesalite) Client() *kinesis.Client {
 	return kinesis.New(kinesis.Options{
 		Region:       "eu-west-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDKINESALITE", "kinesalite-checks-no-secret", ""),
@@ -174,13 +178,13 @@ func (k *kinesalite) client() *kinesis.Client {
 	})
 }
 
-// createStream makes a stream of shards shards and waits until it is
+// CreateStream makes a stream of shards shards and waits until it is
 // ACTIVE.
-func (k *kinesalite) createStream(t testing.TB, name string, shards int32) {
+func (k *Kinesalite) CreateStream(t testing.TB, name string, shards int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	c := k.client()
+	c := k.Client()
 	if _, err := c.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(shards)}); err != nil {
 		t.Fatalf("create stream %s: %v", name, err)
 	}
@@ -192,10 +196,10 @@ func (k *kinesalite) createStream(t testing.TB, name string, shards int32) {
 	}
 }
 
-// reader reads a stream's records as a consumer does: every shard from
+// Reader reads a stream's records as a consumer does: every shard from
 // its start (TRIM_HORIZON), each record's data unframed. Records of one
 // shard come in their sequence order.
-type reader struct {
+type Reader struct {
 	client *kinesis.Client
 	stream string
 
@@ -205,19 +209,20 @@ type reader struct {
 	pending []desttest.Arrived
 }
 
-func newReader(k *kinesalite, stream string) *reader {
-	return &reader{client: k.client(), stream: stream}
+// NewReader reads stream of k from its start.
+func NewReader(k *Kinesalite, stream string) *Reader {
+	return &Reader{client: k.Client(), stream: stream}
 }
 
-// reset forgets the shard iterators, for a server started again.
-func (r *reader) reset() {
+// Reset forgets the shard iterators, for a server started again.
+func (r *Reader) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.shards, r.iters, r.pending = nil, nil, nil
 }
 
 // Receive is desttest's Receive: the next record, unframed.
-func (r *reader) Receive(ctx context.Context, t testing.TB) desttest.Arrived {
+func (r *Reader) Receive(ctx context.Context, t testing.TB) desttest.Arrived {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -241,8 +246,22 @@ func (r *reader) Receive(ctx context.Context, t testing.TB) desttest.Arrived {
 	}
 }
 
+// Unread reads every shard once from where it was left and returns how
+// many records are there that Receive has not returned yet. kinesalite
+// answers GetRecords with what the shard holds: once nothing more is
+// sent, the count is final, with no wait.
+func (r *Reader) Unread(ctx context.Context, t testing.TB) int {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.poll(ctx, t); err != nil {
+		t.Fatalf("read stream %s: %v", r.stream, err)
+	}
+	return len(r.pending)
+}
+
 // poll reads every shard once from where it was left.
-func (r *reader) poll(ctx context.Context, t testing.TB) error {
+func (r *Reader) poll(ctx context.Context, t testing.TB) error {
 	if r.iters == nil {
 		out, err := r.client.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(r.stream)})
 		if err != nil {
@@ -266,16 +285,16 @@ func (r *reader) poll(ctx context.Context, t testing.TB) error {
 		}
 		r.iters[shard] = out.NextShardIterator
 		for _, rec := range out.Records {
-			r.pending = append(r.pending, unframe(t, rec))
+			r.pending = append(r.pending, Unframe(t, rec))
 		}
 	}
 	return nil
 }
 
-// unframe is what a consumer does with a record: parse its data as the
+// Unframe is what a consumer does with a record: parse its data as the
 // frame, take the body string's bytes as the signed payload and the
 // headers as they are.
-func unframe(t testing.TB, rec types.Record) desttest.Arrived {
+func Unframe(t testing.TB, rec types.Record) desttest.Arrived {
 	t.Helper()
 	var f kinesisdest.Frame
 	dec := json.NewDecoder(strings.NewReader(string(rec.Data)))
