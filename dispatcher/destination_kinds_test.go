@@ -33,7 +33,7 @@ import (
 	"github.com/webhookd/webhookd/internal/destination/kinesis/kinesistest"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
-	"github.com/webhookd/webhookd/internal/tcpproxy"
+	"github.com/webhookd/webhookd/internal/testfixtures/tcpproxy"
 )
 
 // The machine's brokers (.ci/services.sh starts them), shared with other

@@ -241,6 +241,7 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
 // TestConfigShows: what reads, lists and logs show of a destination:
 // the url with its password as net/url masks it, never the password.
 func TestConfigShows(t *testing.T) {

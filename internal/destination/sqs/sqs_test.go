@@ -590,6 +590,7 @@ func TestEngineCredentials(t *testing.T) {
 		}
 	})
 }
+
 // TestAnswerBeforeTheRequest: an endpoint that answers (an endless body)
 // before it reads the request is response_too_large every time: the
 // request is written whole before its answer can cut it short
