@@ -51,10 +51,28 @@ type Notifier interface {
 	DeliveryFailed(ctx context.Context, d store.Delivery)
 }
 
+// runnerStore is what the Runner needs of the database: its leases and
+// their ends, and the Dropper's ending of a gone subscription's work.
+type runnerStore interface {
+	// LeaseDeliveries takes the rows of a batch's attempts in one
+	// statement, one LeasedDelivery and one error per request.
+	LeaseDeliveries(ctx context.Context, reqs []store.LeaseRequest, now time.Time, leaseFor time.Duration) ([]store.LeasedDelivery, []error, error)
+	// LeaseManualAttempt takes the delivery of a manual attempt.
+	LeaseManualAttempt(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, leaseFor time.Duration) (store.LeasedDelivery, error)
+	// ReleaseLease ends the lease identified by leaseUntil without
+	// recording anything, so that the attempt can run again at once.
+	ReleaseLease(ctx context.Context, d store.Delivery, leaseUntil time.Time) error
+	// AbandonDelivery ends a delivery whose subscription is gone.
+	AbandonDelivery(ctx context.Context, d store.Delivery, now time.Time) error
+	// LineHead reads the delivery that now heads an ordering key's line.
+	LineHead(ctx context.Context, subscriptionID uuid.UUID, key string) (store.Delivery, error)
+	dropperStore
+}
+
 // RunnerConfig is what the Runner needs.
 type RunnerConfig struct {
 	// Store is the database (required).
-	Store *store.Store
+	Store runnerStore
 	// Schedule is the retry schedule (required).
 	Schedule retry.Schedule
 	// Jitter draws each retry delay's jitter, in [-1, 1] (required).

@@ -3,12 +3,12 @@ package deliver
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
-	"github.com/webhookd/webhookd/internal/store"
 )
 
 // dropWork ends, at d's clock's now, the pending deliveries of a
@@ -29,18 +29,25 @@ func (d *Dropper) dropWork(ctx context.Context, merchantID string, subscriptionI
 	return parked, ended, err
 }
 
+// dropperStore is what the Dropper needs of the database.
+type dropperStore interface {
+	// AbandonSubscriptionDeliveries ends the pending deliveries of a
+	// deleted or disabled subscription; gone is false when it is neither.
+	AbandonSubscriptionDeliveries(ctx context.Context, subscriptionID uuid.UUID, now time.Time) (ended int64, gone bool, err error)
+}
+
 // Dropper ends the waiting work of subscriptions the merchant deleted or
 // disabled. The API role holds one: it needs the schedule and the store,
 // not a worker.
 type Dropper struct {
 	lanes  *queue.Lanes
-	store  *store.Store
+	store  dropperStore
 	clock  clock.Clock
 	logger *slog.Logger
 }
 
 // NewDropper returns the Dropper of the schedule l and the store st.
-func NewDropper(l *queue.Lanes, st *store.Store, c clock.Clock, logger *slog.Logger) *Dropper {
+func NewDropper(l *queue.Lanes, st dropperStore, c clock.Clock, logger *slog.Logger) *Dropper {
 	return &Dropper{lanes: l, store: st, clock: clock.Or(c), logger: logger}
 }
 

@@ -17,9 +17,16 @@ type leaser struct {
 	b *groupcommit.Batcher[store.LeaseRequest, store.LeasedDelivery]
 }
 
+// leaserStore is what the leaser needs of the database.
+type leaserStore interface {
+	// LeaseDeliveries takes the rows of many attempts in one statement,
+	// one LeasedDelivery and one error per request.
+	LeaseDeliveries(ctx context.Context, reqs []store.LeaseRequest, now time.Time, leaseFor time.Duration) ([]store.LeasedDelivery, []error, error)
+}
+
 // newLeaser starts the writer; each lease lasts leaseFor from the clock's
 // now.
-func newLeaser(st *store.Store, clock clock.Clock, leaseFor time.Duration) *leaser {
+func newLeaser(st leaserStore, clock clock.Clock, leaseFor time.Duration) *leaser {
 	return &leaser{b: groupcommit.New(func(ctx context.Context, reqs []store.LeaseRequest) ([]store.LeasedDelivery, []error, error) {
 		return st.LeaseDeliveries(ctx, reqs, clock.Now(), leaseFor)
 	})}

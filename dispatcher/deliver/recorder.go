@@ -29,10 +29,19 @@ type nextRecorder interface {
 	RecordNext(ctx context.Context, rec store.AttemptRecord) (*store.Delivery, error)
 }
 
+// inlineRecorderStore is what the InlineRecorder needs of the database.
+type inlineRecorderStore interface {
+	// RecordAttempt writes one attempt's outcome.
+	RecordAttempt(ctx context.Context, r store.AttemptRecord) error
+	// RecordAttemptsNext writes many attempts' outcomes in one statement,
+	// each with the delivery that now heads the ordered line it ended.
+	RecordAttemptsNext(ctx context.Context, rs []store.AttemptRecord) ([]error, []*store.Delivery, error)
+}
+
 // InlineRecorder writes each record in its own transaction.
 type InlineRecorder struct {
 	// Store is the database.
-	Store *store.Store
+	Store inlineRecorderStore
 }
 
 // Record implements Recorder.
@@ -66,9 +75,16 @@ const (
 	recordLingerBelow = 8
 )
 
+// batchRecorderStore is what the BatchRecorder needs of the database.
+type batchRecorderStore interface {
+	// RecordAttemptsNext writes many attempts' outcomes in one statement,
+	// each with the delivery that now heads the ordered line it ended.
+	RecordAttemptsNext(ctx context.Context, rs []store.AttemptRecord) ([]error, []*store.Delivery, error)
+}
+
 // NewBatchRecorder starts the writer, which times arrivals by clock;
 // Close stops it.
-func NewBatchRecorder(st *store.Store, clock clock.Clock) *BatchRecorder {
+func NewBatchRecorder(st batchRecorderStore, clock clock.Clock) *BatchRecorder {
 	return &BatchRecorder{b: groupcommit.NewLingering(func(ctx context.Context, recs []store.AttemptRecord) ([]*store.Delivery, []error, error) {
 		errs, heads, err := st.RecordAttemptsNext(ctx, recs)
 		return heads, errs, err

@@ -20,13 +20,19 @@ import (
 // the cached secrets are active is decided at each attempt, so expiries
 // take effect to the instant.
 type SecretCache struct {
-	store  *store.Store
+	store  secretCacheStore
 	sealer *signer.Sealer
 	// cache holds the most recently used subscriptions' secrets, at most
 	// maxCachedSubscriptions, each found and evicted in constant time.
 	cache *lru.Cache[uuid.UUID, cachedSecrets]
 	// encryption keeps the subscriptions' parsed encryption keys.
 	encryption encryptionKeys
+}
+
+// secretCacheStore is what the SecretCache needs of the database.
+type secretCacheStore interface {
+	// SigningSecrets reads a subscription's unexpired sealed secrets.
+	SigningSecrets(ctx context.Context, subscriptionID uuid.UUID) ([]store.Secret, error)
 }
 
 type cachedSecrets struct {
@@ -45,12 +51,12 @@ const maxCachedSubscriptions = 10_000
 
 // NewSecretCache returns an empty cache of the signing keys in st,
 // opened with sealer.
-func NewSecretCache(st *store.Store, sealer *signer.Sealer) *SecretCache {
+func NewSecretCache(st secretCacheStore, sealer *signer.Sealer) *SecretCache {
 	return newSecretCache(st, sealer, maxCachedSubscriptions)
 }
 
 // newSecretCache is NewSecretCache holding at most size subscriptions.
-func newSecretCache(st *store.Store, sealer *signer.Sealer, size int) *SecretCache {
+func newSecretCache(st secretCacheStore, sealer *signer.Sealer, size int) *SecretCache {
 	cache, err := lru.New[uuid.UUID, cachedSecrets](size)
 	if err != nil {
 		panic(err) // only for a size below 1

@@ -13,16 +13,25 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
-	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/tracing"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
 )
 
+// workerStore is what NewWorker hands the parts of a Worker it builds,
+// each of which takes only its own part.
+type workerStore interface {
+	runnerStore
+	leaserStore
+	batchRecorderStore
+	secretCacheStore
+	listenerStore
+}
+
 // WorkerConfig is what the attempting side of a worker process needs.
 type WorkerConfig struct {
 	// Store is the database (required).
-	Store *store.Store
+	Store workerStore
 	// Sealer opens the stored signing secrets (required).
 	Sealer *signer.Sealer
 	// Tasks is the process's enqueuer, whose schedule the attempts are

@@ -24,10 +24,17 @@ type DisableNotifier interface {
 	SubscriptionDisabled(ctx context.Context, d store.AutoDisabled, after time.Duration)
 }
 
+// autoDisablerStore is what the autoDisabler needs of the database.
+type autoDisablerStore interface {
+	// DisableFailingSubscriptions disables, at most limit, the
+	// subscriptions whose every attempt failed since failingBefore.
+	DisableFailingSubscriptions(ctx context.Context, failingBefore time.Time, limit int) ([]store.AutoDisabled, error)
+}
+
 // AutoDisablerConfig is what the autoDisabler needs.
 type AutoDisablerConfig struct {
 	// Store is the database (required).
-	Store *store.Store
+	Store autoDisablerStore
 	// After is how long every attempt must have failed (required).
 	After time.Duration
 	// Notifier hears of each subscription disabled; may be nil.

@@ -29,10 +29,17 @@ type ExpiryNotifier interface {
 	CertificateExpiring(ctx context.Context, c store.ExpiringCertificate, now time.Time)
 }
 
+// certExpiryStore is what the CertExpiry job needs of the database.
+type certExpiryStore interface {
+	// ClaimExpiringCertificates claims, for at most limit subscriptions,
+	// the one e-mail about a client certificate expiring by expiresBy.
+	ClaimExpiringCertificates(ctx context.Context, expiresBy, now time.Time, limit int) ([]store.ExpiringCertificate, error)
+}
+
 // CertExpiryConfig is what the CertExpiry job needs.
 type CertExpiryConfig struct {
 	// Store is the database (required).
-	Store *store.Store
+	Store certExpiryStore
 	// Notifier e-mails the merchant (required: telling is all the job
 	// does).
 	Notifier ExpiryNotifier

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -12,10 +13,23 @@ import (
 	"github.com/webhookd/webhookd/internal/store"
 )
 
+// maintainerStore is what the maintainer needs of the database.
+type maintainerStore interface {
+	// WithAdvisoryLock runs fn holding the lock key, unless another
+	// process holds it (ran false).
+	WithAdvisoryLock(ctx context.Context, key int64, fn func(ctx context.Context) error) (ran bool, err error)
+	// EnsurePartitions creates the day partitions up to days ahead.
+	EnsurePartitions(ctx context.Context, now time.Time, days int) ([]string, error)
+	// DropExpiredPartitions drops the partitions past retention.
+	DropExpiredPartitions(ctx context.Context, now time.Time) ([]string, error)
+	// ExpireIdempotencyKeys deletes the expired idempotency keys.
+	ExpireIdempotencyKeys(ctx context.Context, now time.Time) (int64, error)
+}
+
 // MaintainerConfig is what the maintainer needs.
 type MaintainerConfig struct {
 	// Store is the database (required).
-	Store *store.Store
+	Store maintainerStore
 	// PartitionsAhead is how many day partitions are kept ready beyond
 	// today (required).
 	PartitionsAhead int

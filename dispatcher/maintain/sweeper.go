@@ -20,10 +20,24 @@ import (
 // sweepPage is how many overdue deliveries one query reads.
 const sweepPage = 500
 
+// sweeperStore is what the sweeper needs of the database.
+type sweeperStore interface {
+	// DueDeliveries reads a page of the deliveries due before dueBefore
+	// and not leased at now, after a position.
+	DueDeliveries(ctx context.Context, dueBefore, now time.Time, after *store.DuePosition, limit int) ([]store.Delivery, error)
+	// StillDue keeps those of ds that are still due.
+	StillDue(ctx context.Context, ds []store.Delivery, dueBefore, now time.Time) ([]store.Delivery, error)
+	// ManualRequestsDue reads the manual attempts asked for before a time
+	// and not yet made.
+	ManualRequestsDue(ctx context.Context, before time.Time, limit int) ([]store.ManualRequest, error)
+	// EndExpiredListeners ends the listeners past their expiry.
+	EndExpiredListeners(ctx context.Context, now time.Time, reason string) (int, error)
+}
+
 // SweeperConfig is what the sweeper needs.
 type SweeperConfig struct {
 	// Store is the database (required).
-	Store *store.Store
+	Store sweeperStore
 	// Grace is how overdue a delivery must be, and how long ago its lease
 	// must have lapsed, before it is enqueued again (required).
 	Grace time.Duration

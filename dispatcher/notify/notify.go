@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/wneessen/go-mail"
 
 	"github.com/webhookd/webhookd/internal/store"
@@ -27,12 +28,19 @@ const NotifyInterval = time.Hour
 // hold the worker that recorded the failure.
 const sendTimeout = 15 * time.Second
 
+// mailerStore is what the Mailer needs of the database.
+type mailerStore interface {
+	// ClaimFailureNotification claims the subscription's failure e-mail
+	// for interval; store.ErrConflict when one went out within it.
+	ClaimFailureNotification(ctx context.Context, subscriptionID uuid.UUID, interval time.Duration) (store.FailureNotice, error)
+}
+
 // Mailer e-mails a merchant's notification address when a real
 // delivery fails for good, at most once per subscription per
 // NotifyInterval. The once-per-interval claim is taken in Postgres, so it
 // holds across every worker. Without an SMTP URL it only logs.
 type Mailer struct {
-	store    *store.Store
+	store    mailerStore
 	logger   *slog.Logger
 	from     string
 	host     string
@@ -45,7 +53,7 @@ type Mailer struct {
 // 25 by default) or smtps://[user:pass@]host[:port] (TLS from the first
 // byte, port 465 by default). An empty smtpURL makes a notifier that only
 // logs.
-func NewMailer(smtpURL, from string, st *store.Store, logger *slog.Logger) (*Mailer, error) {
+func NewMailer(smtpURL, from string, st mailerStore, logger *slog.Logger) (*Mailer, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

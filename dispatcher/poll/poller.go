@@ -69,10 +69,27 @@ type Item struct {
 	Signed   deliver.Polled
 }
 
+// pollerStore is what the Poller needs of the database: the subscription
+// read, and its line.
+type pollerStore interface {
+	// GetSubscription reads the merchant's subscription.
+	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
+	// AcknowledgePoll acknowledges the line up to a position.
+	AcknowledgePoll(ctx context.Context, subscriptionID uuid.UUID, upTo int64, now time.Time) (int, error)
+	// PollAcknowledged reads the position the line is acknowledged up to.
+	PollAcknowledged(ctx context.Context, subscriptionID uuid.UUID) (int64, error)
+	// PollLineEnd reads the position of the line's last delivery.
+	PollLineEnd(ctx context.Context, subscriptionID uuid.UUID) (int64, error)
+	// MarkPollRead dates the line's last read.
+	MarkPollRead(ctx context.Context, subscriptionID uuid.UUID, now time.Time) error
+	// ReadPoll reads the line's deliveries from a position, at most limit.
+	ReadPoll(ctx context.Context, subscriptionID uuid.UUID, from store.PollFrom, limit int) ([]store.PolledDelivery, error)
+}
+
 // PollerConfig is what the Poller needs.
 type PollerConfig struct {
 	// Store is the database (required).
-	Store *store.Store
+	Store pollerStore
 	// Secrets opens the subscriptions' signing keys (required).
 	Secrets *deliver.SecretCache
 	// Redis carries the fan-out's wake-ups of long polls (required): the
@@ -108,7 +125,7 @@ func (c PollerConfig) validate() error {
 
 // Poller reads poll subscriptions' lines for their merchants.
 type Poller struct {
-	store   *store.Store
+	store   pollerStore
 	secrets *deliver.SecretCache
 	wakes   *queue.WakeHub
 	// ownsWakes: wakes is the Poller's own, closed by Close.

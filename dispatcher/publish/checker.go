@@ -63,6 +63,22 @@ type CheckReport struct {
 	Results []CheckResult
 }
 
+// checkerStore is what the Checker needs of the database: the
+// subscription it checks, the test deliveries it records, and the signing
+// secrets its SecretCache opens.
+type checkerStore interface {
+	// GetSubscription reads the merchant's subscription.
+	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
+	// CreateEvent stores a case's event and its one test delivery.
+	CreateEvent(ctx context.Context, e store.Event, to store.Audience) (store.Event, []store.Delivery, bool, error)
+	// LeaseDeliveries takes a case's delivery for its one attempt.
+	LeaseDeliveries(ctx context.Context, reqs []store.LeaseRequest, now time.Time, leaseFor time.Duration) ([]store.LeasedDelivery, []error, error)
+	// RecordAttempt writes the attempt's outcome.
+	RecordAttempt(ctx context.Context, r store.AttemptRecord) error
+	// SigningSecrets reads a subscription's sealed secrets (SecretCache).
+	SigningSecrets(ctx context.Context, subscriptionID uuid.UUID) ([]store.Secret, error)
+}
+
 // Checker tests whether an endpoint verifies signatures: it sends three
 // ping.test deliveries to it at once (one correctly signed, one with a
 // wrong signature, one with a stale timestamp), each recorded as a test
@@ -71,7 +87,7 @@ type CheckReport struct {
 // process, through the same sender (SSRF guard, timeout, headers) as the
 // workers, so that the merchant waits for the answers.
 type Checker struct {
-	store     *store.Store
+	store     checkerStore
 	publisher *Publisher
 	// sender is built at the first check, so that a process that never
 	// checks holds no HTTP client for it.
@@ -84,7 +100,7 @@ type Checker struct {
 // CheckerConfig is what a Checker needs; all of it is required but Dialer
 // and Clock.
 type CheckerConfig struct {
-	Store     *store.Store
+	Store     checkerStore
 	Sealer    *signer.Sealer
 	Publisher *Publisher
 	// Sender is how the check's deliveries are sent: as the workers send.
@@ -168,7 +184,7 @@ func (c *Checker) run(ctx context.Context, snd *deliver.Sender, merchantID strin
 		// Deleted between the check and the insert.
 		return CheckResult{}, fmt.Errorf("check %s of %s: %w", name, subscriptionID, store.ErrNotFound)
 	}
-	leased, err := c.store.LeaseDelivery(ctx, deliveries[0].ID, deliveries[0].CreatedAt, 1, c.clock.Now(), c.leaseFor)
+	leased, err := c.lease(ctx, deliveries[0])
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
@@ -233,4 +249,16 @@ func strangerKeys(keys []signer.SigningKey) ([]signer.SigningKey, error) {
 		return nil, err
 	}
 	return []signer.SigningKey{key}, nil
+}
+
+// lease takes d for its first attempt, as store.LeaseDelivery does (which
+// is LeaseDeliveries of one request): ErrNotFound when it is not there to
+// take.
+func (c *Checker) lease(ctx context.Context, d store.Delivery) (store.LeasedDelivery, error) {
+	leased, errs, err := c.store.LeaseDeliveries(ctx, []store.LeaseRequest{{ID: d.ID, CreatedAt: d.CreatedAt, Number: 1}},
+		c.clock.Now(), c.leaseFor)
+	if err != nil {
+		return store.LeasedDelivery{}, err
+	}
+	return leased[0], errs[0]
 }

@@ -68,10 +68,23 @@ func RefusalRules() []string {
 // testEventMessage is the message of every ping.test payload.
 const testEventMessage = "This is a test event sent by webhookd. Handlers may ignore it."
 
+// publisherStore is what the Publisher needs of the database.
+type publisherStore interface {
+	// MerchantsWithFilters reads the merchants of a group of publishes
+	// and their subscriptions' filters for each event type.
+	MerchantsWithFilters(ctx context.Context, keys []store.MerchantEventType) (map[store.MerchantEventType]store.MerchantFilters, error)
+	// EnsureMerchant stores a merchant seen for the first time.
+	EnsureMerchant(ctx context.Context, id, defaultVersion string) (store.Merchant, error)
+	// CreateEvents writes a group of publishes in one transaction.
+	CreateEvents(ctx context.Context, writes []store.EventWrite, group []byte) ([]store.EventWritten, []error, error)
+	// GetSubscription reads the subscription a test event goes to.
+	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
+}
+
 // PublisherConfig is what the Publisher needs.
 type PublisherConfig struct {
 	// Store is the database (required).
-	Store *store.Store
+	Store publisherStore
 	// EventTypes is the catalogue producers may publish (required).
 	EventTypes []string
 	// MaxPayloadBytes bounds a payload; 0 means no bound.

@@ -18,10 +18,25 @@ import (
 // disabled or deleted: nothing is sent. The API answers 409 conflict.
 var ErrSubscriptionInactive = store.ErrSubscriptionInactive
 
+// redelivererStore is what the Redeliverer needs of the database.
+type redelivererStore interface {
+	// GetDelivery reads the merchant's delivery.
+	GetDelivery(ctx context.Context, merchantID string, id uuid.UUID) (store.Delivery, error)
+	// GetSubscription reads the merchant's subscription.
+	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
+	// GetListener reads the merchant's listener.
+	GetListener(ctx context.Context, merchantID string, id uuid.UUID) (store.Listener, error)
+	// FailedDeliveries reads a subscription's deliveries that failed since
+	// a time, at most limit.
+	FailedDeliveries(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time, limit int) ([]store.Delivery, error)
+	// RequestManualAttempts records the requests of manual attempts.
+	RequestManualAttempts(ctx context.Context, merchantID string, ds []store.Delivery, now time.Time) (int, error)
+}
+
 // RedelivererConfig is what the Redeliverer needs.
 type RedelivererConfig struct {
 	// Store is the database (required).
-	Store *store.Store
+	Store redelivererStore
 }
 
 func (c RedelivererConfig) validate() error {
