@@ -19,13 +19,21 @@ type deliveryActions interface {
 	SendTestEvent(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (store.Delivery, error)
 }
 
+// deliveryReads is what the delivery routes read.
+type deliveryReads interface {
+	// GetDelivery reads the merchant's delivery.
+	GetDelivery(ctx context.Context, merchantID string, id uuid.UUID) (store.Delivery, error)
+	// ListDeliveries reads a page of the merchant's deliveries.
+	ListDeliveries(ctx context.Context, merchantID string, f store.DeliveryFilter, p store.Page) ([]store.Delivery, *store.Cursor, error)
+}
+
 // deliveryHandlers serve a merchant's deliveries: /v1/webhook_deliveries,
 // a redelivery, the bulk recovery of a subscription's failed deliveries,
 // and send_test_event. They are separate from the events because they act
 // on the pipeline's work: every route but the reads enqueues an attempt.
 type deliveryHandlers struct {
 	// reads is where list and get read (the replica when there is one).
-	reads   *store.Store
+	reads   deliveryReads
 	pages   pager
 	actions deliveryActions
 	clock   clock.Clock

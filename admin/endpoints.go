@@ -21,6 +21,19 @@ type EndpointChecker interface {
 	CheckEndpoint(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (publish.CheckReport, error)
 }
 
+// endpointReads is what the endpoint routes read: a subscription's
+// health and statistics.
+type endpointReads interface {
+	// GetSubscription reads the merchant's subscription.
+	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
+	// SubscriptionAttemptsSince counts the subscription's attempts since
+	// a time.
+	SubscriptionAttemptsSince(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time) (store.AttemptCounts, error)
+	// SubscriptionStats reads the subscription's attempts in the buckets
+	// of a window, and their totals.
+	SubscriptionStats(ctx context.Context, subscriptionID uuid.UUID, w store.StatsWindow) ([]store.StatsBucket, store.StatsBucket, error)
+}
+
 // endpointHandlers serve what the portal asks of one endpoint beyond the
 // subscription itself: its signing secret, its health, and a check that
 // it verifies signatures. They are separate from the subscription routes
@@ -29,7 +42,7 @@ type EndpointChecker interface {
 type endpointHandlers struct {
 	secrets *subscriptions.SecretRevealer
 	// reads is where the health reads (the replica when there is one).
-	reads *store.Store
+	reads endpointReads
 	// checker is nil on a server whose Publisher sends nothing itself.
 	checker EndpointChecker
 	clock   clock.Clock

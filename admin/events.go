@@ -20,6 +20,14 @@ type eventPublisher interface {
 	Publish(ctx context.Context, e producer.Event) (ev store.Event, created bool, err error)
 }
 
+// eventReads is what the event routes read.
+type eventReads interface {
+	// GetEvent reads the merchant's event.
+	GetEvent(ctx context.Context, merchantID string, id uuid.UUID) (store.Event, error)
+	// ListEvents reads a page of the merchant's events.
+	ListEvents(ctx context.Context, merchantID string, f store.EventFilter, p store.Page) ([]store.Event, *store.Cursor, error)
+}
+
 // eventHandlers serve a merchant's events: /v1/events, the catalogue of
 // event types (GET /v1/event_types) and the sandbox's trigger (POST
 // /v1/event_types/{type}/trigger). They are separate from the deliveries
@@ -27,7 +35,7 @@ type eventPublisher interface {
 // deliveries' routes act on the pipeline's work.
 type eventHandlers struct {
 	// reads is where list and get read (the replica when there is one).
-	reads *store.Store
+	reads eventReads
 	pages pager
 	// types is the catalogue of the configured event types, which judges
 	// every event type the API is given.

@@ -12,6 +12,16 @@ import (
 	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
+// subscriptionReads is what the subscription routes read.
+type subscriptionReads interface {
+	// GetSubscription reads the merchant's subscription.
+	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
+	// ListSubscriptions reads a page of the merchant's subscriptions.
+	ListSubscriptions(ctx context.Context, merchantID string, f store.SubscriptionFilter, p store.Page) ([]store.Subscription, error)
+	// PollStates reads the state of poll subscriptions' lines.
+	PollStates(ctx context.Context, subscriptionIDs []uuid.UUID) (map[uuid.UUID]store.PollState, error)
+}
+
 // subscriptionHandlers serve /v1/webhook_subscriptions: create, list,
 // read, update, delete and rotate a merchant's subscriptions. They are
 // separate from the legacy routes, which change the same subscriptions
@@ -20,7 +30,7 @@ import (
 type subscriptionHandlers struct {
 	changes subscriptionChanges
 	// reads is where list and get read (the replica when there is one).
-	reads *store.Store
+	reads subscriptionReads
 	pages pager
 }
 
