@@ -162,7 +162,8 @@ fi
 # kinesalite: the kinesis destination's tests (internal/destination/kinesis)
 # start it themselves, one process per test on a free port of 127.0.0.1,
 # from ~/.cache/webhookd-kinesalite (the constant Dir of
-# internal/destination/kinesis/kinesistest). Only the install is needed here: nothing to start,
+# internal/testfixtures/kinesistest). Only the install is needed here:
+# nothing to start,
 # nothing exported. Uses apt_install from the top of services.sh.
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "services: installing Node.js and npm (kinesalite)" >&2

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/webhookd/webhookd/admin"
-	"github.com/webhookd/webhookd/internal/destination/kinds/kindstest"
 	"github.com/webhookd/webhookd/internal/subscriptions"
+	"github.com/webhookd/webhookd/internal/testfixtures/kindstest"
 )
 
 // TestPortalSessionDestinations: the portal learns from

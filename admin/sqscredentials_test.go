@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/webhookd/webhookd/admin"
-	"github.com/webhookd/webhookd/internal/destination/kinds/kindstest"
+	"github.com/webhookd/webhookd/internal/testfixtures/kindstest"
 )
 
 // TestSQSEngineCredentialsAPI: over HTTP, an sqs destination without a

@@ -29,10 +29,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/webhookd/webhookd/internal/destination/desttest"
-	"github.com/webhookd/webhookd/internal/destination/eventbridge/eventbridgetest"
-	"github.com/webhookd/webhookd/internal/destination/kinesis/kinesistest"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/testfixtures/eventbridgetest"
+	"github.com/webhookd/webhookd/internal/testfixtures/kinesistest"
 	"github.com/webhookd/webhookd/internal/testfixtures/tcpproxy"
 )
 

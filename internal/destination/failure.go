@@ -3,8 +3,10 @@ package destination
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/webhookd/webhookd/internal/failtext"
+	"github.com/webhookd/webhookd/internal/invalid"
 )
 
 // Attempt error codes of destinations (DESIGN.md's codes are the HTTP
@@ -99,4 +101,29 @@ func Classify(err error) (code, said string) {
 		said = "the attempt failed"
 	}
 	return code, said
+}
+
+// Refused is a stored value that breaks a rule of this build, as the
+// attempt's failure: destination_invalid in the rule's own words (an
+// *invalid.Error names the field, never its value), else a fixed phrase.
+func Refused(err error) *Failure {
+	said := "the stored value breaks a rule of this server; update the subscription"
+	if bad := invalid.As(err); bad != nil {
+		said = bad.Message
+	}
+	return Fail(CodeInvalid, said, err)
+}
+
+// ConfigOf is cfg as a kind's own config type T (or *T), which its Open
+// was given by the registry; another type is destination_invalid, typ
+// naming the kind.
+func ConfigOf[T any](typ string, cfg Config) (T, error) {
+	if c, ok := cfg.(T); ok {
+		return c, nil
+	}
+	if p, ok := any(cfg).(*T); ok && p != nil {
+		return *p, nil
+	}
+	var zero T
+	return zero, Fail(CodeInvalid, "the destination is not a "+typ+" destination", fmt.Errorf("destination: %s given a config of type %T", typ, cfg))
 }

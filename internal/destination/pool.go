@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/webhookd/webhookd/internal/invalid"
 )
 
 // Pool limits.
@@ -80,11 +78,7 @@ func (p *Pool) Open(sealed []byte) (string, Config, error) {
 	}
 	typ, cfg, err := p.cfg.Registry.Parse("destination", plain)
 	if err != nil {
-		var bad *invalid.Error
-		if errors.As(err, &bad) {
-			return "", nil, Fail(CodeInvalid, bad.Message, err)
-		}
-		return "", nil, Fail(CodeInvalid, "the stored value breaks a rule of this server; update the subscription", err)
+		return "", nil, Refused(err)
 	}
 	if bad := CheckPlaintext("destination", cfg, p.cfg.AllowPlaintext); bad != nil {
 		return "", nil, Fail(CodePlaintext, bad.Message, bad)

@@ -16,6 +16,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+
+	"github.com/webhookd/webhookd/internal/invalid"
 )
 
 // Bounds of a key and of a chain.
@@ -143,4 +145,22 @@ func ParsePrivateKeyPEM(s []byte) (any, error) {
 		return nil, err
 	}
 	return key, nil
+}
+
+// Fault is err, a refusal of this package's rules, as the fault of param: what is
+// wrong with the key in words that never quote it, under the bound's code
+// (key_size, key_type, certificate_chain_too_long) or pem_invalid and
+// private_key_invalid; nil for nil.
+func Fault(param string, err error) error {
+	var bound *Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &bound):
+		return invalid.Value(param, bound.Code, param+" holds "+bound.Reason+".")
+	case errors.Is(err, ErrUnparsable):
+		return invalid.Value(param, "private_key_invalid", param+" holds a private key that cannot be parsed.")
+	default:
+		return invalid.Value(param, "pem_invalid", param+" must be one PEM private key (-----BEGIN PRIVATE KEY-----, RSA or EC).")
+	}
 }

@@ -249,7 +249,7 @@ func parseCertificates(param, s string) ([]*x509.Certificate, error) {
 	if len(chain) == 0 || len(bytes.TrimSpace(rest)) != 0 {
 		return nil, notPEM
 	}
-	if err := keyFault(param, keybounds.CheckChain(chain)); err != nil {
+	if err := keybounds.Fault(param, keybounds.CheckChain(chain)); err != nil {
 		return nil, err
 	}
 	return chain, nil
@@ -262,25 +262,7 @@ func checkPrivateKey(param, s string) error {
 		return invalid.Value(param, "pem_too_long", fmt.Sprintf("%s must be at most %d characters.", param, maxPEMLength))
 	}
 	_, err := keybounds.ParsePrivateKeyPEM([]byte(s))
-	return keyFault(param, err)
-}
-
-// keyFault is err, a refusal of keybounds, as the fault of param: what is
-// wrong with the key in words that never quote it, under the bound's code
-// (key_size, key_type, certificate_chain_too_long) or pem_invalid and
-// private_key_invalid; nil for nil.
-func keyFault(param string, err error) error {
-	var bound *keybounds.Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &bound):
-		return invalid.Value(param, bound.Code, param+" holds "+bound.Reason+".")
-	case errors.Is(err, keybounds.ErrUnparsable):
-		return invalid.Value(param, "private_key_invalid", param+" holds a private key that cannot be parsed.")
-	default:
-		return invalid.Value(param, "pem_invalid", param+" must be one PEM private key (-----BEGIN PRIVATE KEY-----, RSA or EC).")
-	}
+	return keybounds.Fault(param, err)
 }
 
 // sealAuthentication checks in at the rules' now and seals it (nil: none).

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhookd/webhookd/internal/destination/kinds/kindstest"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/subscriptions"
+	"github.com/webhookd/webhookd/internal/testfixtures/kindstest"
 )
 
 // TestDestinationRules: each type's fields, each fault naming its field;

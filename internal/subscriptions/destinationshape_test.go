@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/webhookd/webhookd/internal/destination"
-	"github.com/webhookd/webhookd/internal/destination/kinds/kindstest"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/subscriptions"
+	"github.com/webhookd/webhookd/internal/testfixtures/kindstest"
 )
 
 // serviceAccount is a service account key as Google gives it, with

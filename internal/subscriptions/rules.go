@@ -3,9 +3,7 @@ package subscriptions
 import (
 	"fmt"
 	"net/netip"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,7 +19,6 @@ import (
 
 // Limits on subscription fields (spec 8 for metadata).
 const (
-	maxURLLength         = 2048
 	maxDescriptionLength = 500
 	maxMetadataKeys      = 50
 	maxMetadataKey       = 40
@@ -99,7 +96,7 @@ func newChecker(rules Rules) checker {
 // AllowPrivateTargets, no private, loopback, link-local or unspecified IP
 // literal and no localhost.
 func (c checker) url(param, raw string) (string, error) {
-	u, err := webURL(param, raw, c.rules.AllowHTTPTargets)
+	u, err := destination.WebURL(param, raw, c.rules.AllowHTTPTargets)
 	if err != nil {
 		return "", err
 	}
@@ -109,43 +106,6 @@ func (c checker) url(param, raw string) (string, error) {
 		}
 	}
 	return raw, nil
-}
-
-// webURL checks the shape of an http(s) URL a merchant gives: absolute
-// https:// (http:// too when allowHTTP), at most 2,048 characters, a host
-// and a port in range, no credentials, no fragment (never sent).
-func webURL(param, raw string, allowHTTP bool) (*url.URL, error) {
-	if raw == "" {
-		return nil, invalid.Missing(param)
-	}
-	if len(raw) > maxURLLength {
-		return nil, invalid.Value(param, "url_too_long", fmt.Sprintf("%s must be at most %d characters.", param, maxURLLength))
-	}
-	if strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return nil, invalid.Value(param, "url_control_characters", param+" must not contain spaces or control characters.")
-	}
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Opaque != "" {
-		return nil, invalid.Value(param, "url_not_absolute", param+" must be an absolute URL such as https://example.com/webhooks.")
-	}
-	if u.Scheme != "https" && (u.Scheme != "http" || !allowHTTP) {
-		return nil, invalid.Value(param, "url_not_https", param+" must use https.")
-	}
-	if u.User != nil {
-		return nil, invalid.Value(param, "url_credentials", param+" must not contain credentials; authenticate deliveries by their signature.")
-	}
-	if u.Fragment != "" || strings.Contains(raw, "#") {
-		return nil, invalid.Value(param, "url_fragment", param+" must not contain a fragment.")
-	}
-	if u.Hostname() == "" {
-		return nil, invalid.Value(param, "url_no_host", param+" must name a host.")
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, invalid.Value(param, "url_port", param+" has an invalid port.")
-		}
-	}
-	return u, nil
 }
 
 // privateHost says why a host can only reach the service's own network, or

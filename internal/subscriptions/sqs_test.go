@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhookd/webhookd/internal/destination/kinds/kindstest"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/subscriptions"
+	"github.com/webhookd/webhookd/internal/testfixtures/kindstest"
 )
 
 // TestSQSEngineCredentials: an sqs destination without an access key is

@@ -22,8 +22,8 @@ import (
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/destination/desttest"
-	"github.com/webhookd/webhookd/internal/destination/eventbridge/eventbridgetest"
 	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/testfixtures/eventbridgetest"
 	"github.com/webhookd/webhookd/receiver"
 	"github.com/webhookd/webhookd/signer"
 )

@@ -96,9 +96,9 @@ type publisher struct {
 // Open implements destination.Kind: the client is made now and
 // connects on the first Send.
 func (Kind) Open(cfg destination.Config, env destination.Env) (destination.Publisher, error) {
-	c, ok := cfg.(Config)
-	if !ok {
-		return nil, destination.Fail(destination.CodeInvalid, "the destination is not an eventbridge destination", fmt.Errorf("eventbridge: open %T", cfg))
+	c, err := destination.ConfigOf[Config]("eventbridge", cfg)
+	if err != nil {
+		return nil, err
 	}
 	opts := c.Account.Client(env)
 	client := eventbridge.New(eventbridge.Options{

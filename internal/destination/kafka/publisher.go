@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"net"
 	"sync/atomic"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/webhookd/webhookd/internal/destination"
-	"github.com/webhookd/webhookd/internal/invalid"
 )
 
 // confirmed is the attempt's answer when the brokers took the record.
@@ -30,21 +28,12 @@ var errClosed = errors.New("kafka: publisher closed")
 // not made by Parse) is refused, before any dial, as
 // destination_invalid in the rule's words.
 func (Kind) Open(cfg destination.Config, env destination.Env) (destination.Publisher, error) {
-	var c Config
-	switch v := cfg.(type) {
-	case Config:
-		c = v
-	case *Config:
-		c = *v
-	default:
-		return nil, destination.Fail(destination.CodeInvalid, "the destination is not a kafka destination", fmt.Errorf("kafka: config of type %T", cfg))
+	c, err := destination.ConfigOf[Config]("kafka", cfg)
+	if err != nil {
+		return nil, err
 	}
 	if err := c.check("destination"); err != nil {
-		said := "the stored value breaks a rule of this server; update the subscription"
-		if bad := invalid.As(err); bad != nil {
-			said = bad.Message
-		}
-		return nil, destination.Fail(destination.CodeInvalid, said, err)
+		return nil, destination.Refused(err)
 	}
 	dial := env.Dial
 	if c.TLS {

@@ -27,8 +27,8 @@ import (
 	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/destination/desttest"
 	kinesisdest "github.com/webhookd/webhookd/internal/destination/kinesis"
-	"github.com/webhookd/webhookd/internal/destination/kinesis/kinesistest"
 	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/testfixtures/kinesistest"
 )
 
 // A destination of the tests: kinesalite checks no signature, so any key

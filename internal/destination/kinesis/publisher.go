@@ -68,9 +68,9 @@ var (
 // options (env's dialer, bounded answers, no retry of the SDK's own).
 // It connects at the first Send.
 func (Kind) Open(cfg destination.Config, env destination.Env) (destination.Publisher, error) {
-	c, ok := cfg.(Config)
-	if !ok {
-		return nil, destination.Fail(destination.CodeInvalid, "the destination is not a kinesis destination", nil)
+	c, err := destination.ConfigOf[Config]("kinesis", cfg)
+	if err != nil {
+		return nil, err
 	}
 	opts := c.Client(env)
 	client := kinesis.New(kinesis.Options{

@@ -49,9 +49,9 @@ func (Kind) Parse(param string, raw json.RawMessage) (destination.Config, error)
 // Open implements destination.Kind: the publisher connects on its first
 // Send.
 func (Kind) Open(cfg destination.Config, env destination.Env) (destination.Publisher, error) {
-	c, ok := cfg.(Config)
-	if !ok {
-		return nil, destination.Fail(destination.CodeInvalid, "the destination is not an mqtt destination", fmt.Errorf("mqtt: open a %T", cfg))
+	c, err := destination.ConfigOf[Config]("mqtt", cfg)
+	if err != nil {
+		return nil, err
 	}
 	return &publisher{cfg: c, env: env, connecting: make(chan struct{}, 1)}, nil
 }
@@ -308,7 +308,7 @@ func (p *publisher) dial(ctx context.Context) (*connection, error) {
 		_ = conn.Close()
 		return nil, destination.Fail(destination.CodeUnreachable, "webhookd could not make a client id", err)
 	}
-	bounded := &boundedConn{Conn: conn, writeTimeout: timeout}
+	bounded := &boundedConn{Conn: conn, writeTimeout: timeout, clock: p.env.Clock}
 	client := paho.NewClient(paho.ClientConfig{Conn: packets.NewThreadSafeConn(bounded), PacketTimeout: timeout})
 	maxIncomingPacket := uint32(maxIncoming)
 	connect := &paho.Connect{

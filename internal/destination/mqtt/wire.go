@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/failtext"
 )
 
@@ -25,8 +26,10 @@ const maxIncoming = 64 << 10
 // writer (paho's writes take no context).
 type boundedConn struct {
 	net.Conn
-	// writeTimeout bounds one write.
+	// writeTimeout bounds one write, from now on clock.
 	writeTimeout time.Duration
+	// clock is the engine's clock (nil: the system's).
+	clock clock.Clock
 	// tooLarge is set once a packet over the bound was refused: the
 	// failure is then response_too_large, not a lost connection.
 	tooLarge atomic.Bool
@@ -104,10 +107,9 @@ func (c *boundedConn) scan(b []byte) error {
 	return nil
 }
 
-// Write implements net.Conn, each write bounded by writeTimeout (real
-// time, as a socket's deadline is).
+// Write implements net.Conn, each write bounded by writeTimeout.
 func (c *boundedConn) Write(p []byte) (int, error) {
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.writeTimeout)); err != nil {
+	if err := c.Conn.SetWriteDeadline(clock.Or(c.clock).Now().Add(c.writeTimeout)); err != nil {
 		return 0, fmt.Errorf("mqtt: set write deadline: %w", err)
 	}
 	return c.Conn.Write(p)

@@ -47,9 +47,9 @@ func (Kind) Parse(param string, raw json.RawMessage) (destination.Config, error)
 // Open implements destination.Kind: the publisher connects on its first
 // Send.
 func (Kind) Open(cfg destination.Config, env destination.Env) (destination.Publisher, error) {
-	c, ok := cfg.(Config)
-	if !ok {
-		return nil, destination.Fail(destination.CodeInvalid, "the destination is not a NATS destination", fmt.Errorf("nats: open a %T", cfg))
+	c, err := destination.ConfigOf[Config]("nats", cfg)
+	if err != nil {
+		return nil, err
 	}
 	if env.Dial == nil {
 		return nil, fmt.Errorf("nats: open: the environment has no dialer")

@@ -82,29 +82,12 @@ func parseServiceAccount(param, raw string) (serviceAccountKey, error) {
 		return serviceAccountKey{}, bad
 	}
 	if errors.Is(err, keybounds.ErrKeyNotAccepted) {
-		return serviceAccountKey{}, keyFault(param, err)
+		return serviceAccountKey{}, keybounds.Fault(param, err)
 	}
 	if err != nil {
 		return serviceAccountKey{}, bad
 	}
 	return key, nil
-}
-
-// keyFault is err, a refusal of keybounds, as the fault of param: what is
-// wrong with the key in words that never quote it, under the bound's code
-// (key_size, key_type) or private_key_invalid and pem_invalid.
-func keyFault(param string, err error) error {
-	var bound *keybounds.Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &bound):
-		return invalid.Value(param, bound.Code, param+" holds "+bound.Reason+".")
-	case errors.Is(err, keybounds.ErrUnparsable):
-		return invalid.Value(param, "private_key_invalid", param+" holds a private key that cannot be parsed.")
-	default:
-		return invalid.Value(param, "pem_invalid", param+" must be one PEM private key (-----BEGIN PRIVATE KEY-----, RSA or EC).")
-	}
 }
 
 // serviceAccountJSON is the key as the publisher hands it to Google's

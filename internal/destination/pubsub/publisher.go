@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/webhookd/webhookd/internal/destination"
-	"github.com/webhookd/webhookd/internal/invalid"
 )
 
 // confirmed is the attempt's answer when the service took the message.
@@ -47,12 +46,7 @@ func open(c Config, env destination.Env) (*publisher, error) {
 	}
 	key, err := c.serviceAccountJSON()
 	if err != nil {
-		said := "the stored value breaks a rule of this server; update the subscription"
-		var bad *invalid.Error
-		if errors.As(err, &bad) {
-			said = bad.Message
-		}
-		return nil, destination.Fail(destination.CodeInvalid, said, err)
+		return nil, destination.Refused(err)
 	}
 	switch {
 	case c.emulator():

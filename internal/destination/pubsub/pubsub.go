@@ -12,7 +12,6 @@ package pubsub
 
 import (
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -99,9 +98,9 @@ func (kind) Parse(param string, raw json.RawMessage) (destination.Config, error)
 
 // Open implements destination.Kind.
 func (kind) Open(cfg destination.Config, env destination.Env) (destination.Publisher, error) {
-	c, ok := cfg.(Config)
-	if !ok {
-		return nil, destination.Fail(destination.CodeInvalid, "the destination is not a gcp_pubsub destination", fmt.Errorf("pubsub: open a %T", cfg))
+	c, err := destination.ConfigOf[Config]("gcp_pubsub", cfg)
+	if err != nil {
+		return nil, err
 	}
 	return open(c, env)
 }

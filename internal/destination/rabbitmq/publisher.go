@@ -14,7 +14,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/webhookd/webhookd/internal/destination"
-	"github.com/webhookd/webhookd/internal/invalid"
 )
 
 // maxChannels bounds the idle channels kept on one connection.
@@ -38,21 +37,12 @@ var errClosed = errors.New("rabbitmq: publisher closed")
 // older build stored) is refused here, before any dial, as
 // destination_invalid in the rule's words.
 func (Kind) Open(cfg destination.Config, env destination.Env) (destination.Publisher, error) {
-	var c Config
-	switch v := cfg.(type) {
-	case Config:
-		c = v
-	case *Config:
-		c = *v
-	default:
-		return nil, destination.Fail(destination.CodeInvalid, "the destination is not a rabbitmq destination", fmt.Errorf("rabbitmq: config of type %T", cfg))
+	c, err := destination.ConfigOf[Config]("rabbitmq", cfg)
+	if err != nil {
+		return nil, err
 	}
 	if err := c.check("destination"); err != nil {
-		said := "the stored value breaks a rule of this server; update the subscription"
-		if bad := invalid.As(err); bad != nil {
-			said = bad.Message
-		}
-		return nil, destination.Fail(destination.CodeInvalid, said, err)
+		return nil, destination.Refused(err)
 	}
 	u, _ := ParseURL("destination.url", c.URL) // checked above
 	return &publisher{url: u, exchange: c.Exchange, key: c.RoutingKey, dial: env.Dial, timeout: env.Timeout}, nil

@@ -42,9 +42,9 @@ var (
 // Open implements destination.Kind: the client connects at the first
 // send, through env's dialer only.
 func (Kind) Open(cfg destination.Config, env destination.Env) (destination.Publisher, error) {
-	c, ok := cfg.(Config)
-	if !ok {
-		return nil, destination.Fail(destination.CodeInvalid, "the destination is not an s3 destination", fmt.Errorf("s3: open a %T", cfg))
+	c, err := destination.ConfigOf[Config]("s3", cfg)
+	if err != nil {
+		return nil, err
 	}
 	acct := c.Account.Client(env)
 	opts := s3sdk.Options{

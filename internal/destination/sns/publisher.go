@@ -2,13 +2,9 @@ package sns
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -21,26 +17,9 @@ import (
 	"github.com/webhookd/webhookd/internal/destination/awsdest"
 )
 
-// SNS limits that shape a message.
-const (
-	// maxAttributes is how many message attributes SNS takes.
-	maxAttributes = 10
-	// maxMessage is SNS's bound on a message: its body and its
-	// attributes (each attribute's name, data type and value), 256 KiB.
-	maxMessage = 256 << 10
-	// maxGroupID bounds a FIFO message group id, in characters.
-	maxGroupID = 128
-	// stringType is the data type of every attribute webhookd sends.
-	stringType = "String"
-)
-
-// firstAttributes are the headers an SNS message carries before any
-// other: what a consumer needs to verify and order it. The
-// subscription's own headers come next and user-agent last, only while
-// room is left. The rule is the sqs kind's, so that a consumer reads
-// both alike.
-var firstAttributes = []string{"webhook-id", "webhook-timestamp", "webhook-signature", "content-type",
-	"webhook-ordering-key", "webhook-sequence"}
+// maxMessage is SNS's bound on a message: its body and its attributes
+// (each attribute's name, data type and value), 256 KiB.
+const maxMessage = 256 << 10
 
 // messageID is what of SNS's answer is shown: its message ids are UUIDs;
 // anything else an endpoint sends in their place is not.
@@ -53,9 +32,9 @@ var errClosed = errors.New("sns: publisher closed")
 // options (env's dialer, bounded answers, no retry of the SDK's own).
 // It connects on the first Send.
 func (kind) Open(cfg destination.Config, env destination.Env) (destination.Publisher, error) {
-	c, ok := cfg.(Config)
-	if !ok {
-		return nil, destination.Fail(destination.CodeInvalid, "the destination is not an SNS destination", nil)
+	c, err := destination.ConfigOf[Config]("sns", cfg)
+	if err != nil {
+		return nil, err
 	}
 	opts := c.Account.Client(env)
 	client := sns.New(sns.Options{
@@ -138,41 +117,16 @@ func (p *publisher) Close() error {
 	return nil
 }
 
-// attributes are the message's headers as SNS message attributes, at
-// most ten (SNS refuses more): the ones a consumer verifies and orders
-// by first, then the subscription's own headers by name, then
-// user-agent if room is left. More than ten without user-agent is
-// broker_refused, naming the limit, rather than a message missing one of
-// the merchant's headers. An empty value is skipped: SNS refuses one,
-// and an empty header is the same as none to a verifier.
+// attributes are the message's headers as SNS message attributes, by
+// awsdest.AttributeNames' rule.
 func attributes(headers map[string]string) (map[string]types.MessageAttributeValue, error) {
-	var names []string
-	for _, n := range firstAttributes {
-		if _, ok := headers[n]; ok {
-			names = append(names, n)
-		}
-	}
-	var custom []string
-	for n := range headers {
-		if !slices.Contains(firstAttributes, n) && n != "user-agent" {
-			custom = append(custom, n)
-		}
-	}
-	slices.Sort(custom)
-	names = append(names, custom...)
-	if len(names) > maxAttributes {
-		return nil, destination.Fail(destination.CodeRefused, fmt.Sprintf("an SNS message takes at most %d message attributes and this one needs %d "+
-			"(the Standard Webhooks headers, content-type, the ordering headers and %d of the subscription's own headers)",
-			maxAttributes, len(names), len(custom)), nil)
-	}
-	if _, ok := headers["user-agent"]; ok && len(names) < maxAttributes {
-		names = append(names, "user-agent")
+	names, err := awsdest.AttributeNames("SNS", headers)
+	if err != nil {
+		return nil, err
 	}
 	out := make(map[string]types.MessageAttributeValue, len(names))
 	for _, n := range names {
-		if v := headers[n]; v != "" {
-			out[n] = types.MessageAttributeValue{DataType: aws.String(stringType), StringValue: aws.String(v)}
-		}
+		out[n] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(headers[n])}
 	}
 	return out, nil
 }
@@ -187,29 +141,8 @@ func size(body []byte, attrs map[string]types.MessageAttributeValue) int {
 	return n
 }
 
-// groupID is a FIFO message's group: the ordering key of an ordered
-// delivery, so that SNS keeps each key's order as webhookd does, and the
-// delivery id otherwise. Unordered deliveries promise no order (a retry
-// already overtakes later events), so one fixed group would only make a
-// slow subscriber's message hold up every other. A key SNS would refuse
-// as a group id (over 128 characters, or characters other than printable
-// ASCII) is sent as the hex SHA-256 of the key: the same key, the same
-// group.
-func groupID(m destination.Message) string {
-	if m.OrderingKey == "" {
-		return m.DeliveryID
-	}
-	ok := len(m.OrderingKey) <= maxGroupID && !strings.ContainsFunc(m.OrderingKey, func(r rune) bool { return r <= ' ' || r > '~' })
-	if ok {
-		return m.OrderingKey
-	}
-	sum := sha256.Sum256([]byte(m.OrderingKey))
-	return hex.EncodeToString(sum[:])
-}
+// groupID and dedupID are a FIFO message's group and deduplication ids
+// (awsdest.GroupID, awsdest.DedupID).
+func groupID(m destination.Message) string { return awsdest.GroupID(m) }
 
-// dedupID is a FIFO message's deduplication id: the delivery id alone,
-// not the attempt number, so that a retry made because the answer to an
-// earlier attempt was lost (SNS took the message but the answer never
-// came) is dropped by SNS as a duplicate within its five-minute window
-// instead of reaching the subscribers twice.
-func dedupID(m destination.Message) string { return m.DeliveryID }
+func dedupID(m destination.Message) string { return awsdest.DedupID(m) }

@@ -1,10 +1,7 @@
 package sqs
 
 import (
-	"fmt"
 	"log/slog"
-	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/webhookd/webhookd/internal/destination"
@@ -47,11 +44,11 @@ func (c Config) fifo() bool { return strings.HasSuffix(c.QueueURL, ".fifo") }
 // operator's rules, Addresses and Plaintext), the endpoint without a
 // query, a region, and both parts of the access key when one is given.
 func (c Config) checkShape(param string) error {
-	if _, err := webURL(param+".queue_url", c.QueueURL); err != nil {
+	if _, err := destination.WebURL(param+".queue_url", c.QueueURL, true); err != nil {
 		return err
 	}
 	if c.Endpoint != "" {
-		u, err := webURL(param+".endpoint", c.Endpoint)
+		u, err := destination.WebURL(param+".endpoint", c.Endpoint, true)
 		if err != nil {
 			return err
 		}
@@ -77,41 +74,6 @@ func (c Config) checkShape(param string) error {
 // webURL checks the shape of an http(s) URL a merchant gives, as a
 // webhook URL's is checked (the same rules and words): absolute https://
 // or http://, at most destination.MaxURL characters, a host and a port in
-// range, no credentials, no fragment.
-func webURL(param, raw string) (*url.URL, error) {
-	if raw == "" {
-		return nil, invalid.Missing(param)
-	}
-	if len(raw) > destination.MaxURL {
-		return nil, invalid.Value(param, "url_too_long", fmt.Sprintf("%s must be at most %d characters.", param, destination.MaxURL))
-	}
-	if strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return nil, invalid.Value(param, "url_control_characters", param+" must not contain spaces or control characters.")
-	}
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Opaque != "" {
-		return nil, invalid.Value(param, "url_not_absolute", param+" must be an absolute URL such as https://example.com/webhooks.")
-	}
-	if u.Scheme != "https" && u.Scheme != "http" {
-		return nil, invalid.Value(param, "url_not_https", param+" must use https.")
-	}
-	if u.User != nil {
-		return nil, invalid.Value(param, "url_credentials", param+" must not contain credentials; authenticate deliveries by their signature.")
-	}
-	if u.Fragment != "" || strings.Contains(raw, "#") {
-		return nil, invalid.Value(param, "url_fragment", param+" must not contain a fragment.")
-	}
-	if u.Hostname() == "" {
-		return nil, invalid.Value(param, "url_no_host", param+" must name a host.")
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, invalid.Value(param, "url_port", param+" has an invalid port.")
-		}
-	}
-	return u, nil
-}
-
 // Summary implements destination.Config: the secret key masked; a
 // destination sent with the engine's credentials shows
 // "credentials": "engine" and no key at all.

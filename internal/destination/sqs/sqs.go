@@ -98,9 +98,9 @@ func (k *kind) Parse(param string, raw json.RawMessage) (destination.Config, err
 
 // Open implements destination.Kind.
 func (k *kind) Open(cfg destination.Config, env destination.Env) (destination.Publisher, error) {
-	c, ok := cfg.(Config)
-	if !ok {
-		return nil, destination.Fail(destination.CodeInvalid, "the destination is not an sqs destination", fmt.Errorf("sqs: open a %T", cfg))
+	c, err := destination.ConfigOf[Config]("sqs", cfg)
+	if err != nil {
+		return nil, err
 	}
 	return k.open(c, env)
 }
