@@ -366,8 +366,8 @@ func (f *faultRun) verify(within time.Duration, interruptible bool) verification
 			}
 			v.deliveries++
 			if !eventually(time.Until(deadline), func() bool { return f.receipt(s.path, ev.id).accepted > 0 }) {
-				t.Fatalf("event %s (%s) never reached %s; its deliveries: %s\napi logs:\n%s\nworker logs:\n%s",
-					ev.id, ev.typ, s.path, f.describe(ev.id), tail(f.api.logs), tail(f.worker.logs))
+				fatalWithLogs(t, fmt.Sprintf("event %s (%s) never reached %s; its deliveries: %s", ev.id, ev.typ, s.path, f.describe(ev.id)),
+					"api logs:\n"+tail(f.api.logs)+"\nworker logs:\n"+tail(f.worker.logs))
 			}
 		}
 	}
@@ -535,8 +535,8 @@ func (f *faultRun) waitReady(within time.Duration) time.Duration {
 	f.t.Helper()
 	start := time.Now()
 	if !eventually(within, func() bool { return f.api.ready() && f.worker.ready() }) {
-		f.t.Fatalf("the engine was not ready %s after the fault ended\napi logs:\n%s\nworker logs:\n%s",
-			within, tail(f.api.logs), tail(f.worker.logs))
+		fatalWithLogs(f.t, fmt.Sprintf("the engine was not ready %s after the fault ended", within),
+			"api logs:\n"+tail(f.api.logs)+"\nworker logs:\n"+tail(f.worker.logs))
 	}
 	return time.Since(start)
 }
@@ -657,6 +657,14 @@ func (f *faultRun) checkLogs() {
 			}
 		}
 	}
+}
+
+// fatalWithLogs fails t with reason, the processes' logs after it and the
+// reason again at the end: a CI report that keeps only the last lines of
+// the output still says what failed.
+func fatalWithLogs(t testing.TB, reason, logs string) {
+	t.Helper()
+	t.Fatalf("%s\n%s\nFAILED: %s", reason, logs, reason)
 }
 
 // tail is the end of a process's output, for failure messages.

@@ -84,7 +84,7 @@ func (d *haDeployment) waitAllReady(ps []*process, within time.Duration) time.Du
 		for _, p := range ps {
 			fmt.Fprintf(&logs, "\n%s %s logs:\n%s", p.cmd.Args[1], p.internal, tail(p.logs))
 		}
-		d.t.Fatalf("not ready %s after the fault without a restart: %v%s", within, notReady, logs.String())
+		fatalWithLogs(d.t, fmt.Sprintf("not ready %s after the fault without a restart: %v", within, notReady), logs.String())
 	}
 	return time.Since(start)
 }
@@ -168,8 +168,8 @@ func (d *haDeployment) publishing() publisherCounts {
 func (d *haDeployment) waitDeliveryAfter(n int, within time.Duration) {
 	d.t.Helper()
 	if !eventually(within, func() bool { return d.deliveredAfter(n) }) {
-		d.t.Fatalf("no event accepted after the first %d reached a subscription within %s\napi logs:\n%s\nworker logs:\n%s",
-			n, within, tail(d.api.logs), tail(d.worker.logs))
+		fatalWithLogs(d.t, fmt.Sprintf("no event accepted after the first %d reached a subscription within %s", n, within),
+			"api logs:\n"+tail(d.api.logs)+"\nworker logs:\n"+tail(d.worker.logs))
 	}
 }
 
