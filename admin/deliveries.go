@@ -71,6 +71,12 @@ type attemptJSON struct {
 	// BatchID is the webhook-id of the batch that carried the attempt;
 	// null when it went alone.
 	BatchID *string `json:"batch_id"`
+	// TransformationVersion is the version of the subscription's
+	// transformation the attempt ran; null when none ran.
+	TransformationVersion *int `json:"transformation_version"`
+	// RequestBody is the body a transformed attempt sent; null when the
+	// attempt sent the event's envelope as it is.
+	RequestBody *string `json:"request_body"`
 }
 
 // deliveryView renders a stored delivery.
@@ -86,6 +92,7 @@ func deliveryView(d store.Delivery) deliveryJSON {
 			Number: a.Number, Status: a.Status, Trigger: a.Trigger, HTTPStatus: a.HTTPStatus, Error: a.Error,
 			DurationMS: a.DurationMS, ResponseBody: a.ResponseBody, AttemptedAt: a.AttemptedAt.UTC(),
 			RequestHeaders: a.RequestHeaders, BatchID: a.BatchID,
+			TransformationVersion: a.TransformationVersion, RequestBody: a.RequestBody,
 		})
 	}
 	return out

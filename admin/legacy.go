@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 )
 
 // legacyHandlers serve POST /api/service/webhook-subscription/create,
@@ -52,6 +53,8 @@ type legacySubscriptionJSON struct {
 	// Destination is where deliveries go, in camelCase (credentials
 	// masked); null for an HTTP endpoint.
 	Destination map[string]any `json:"destination"`
+	// Transformation is as on /v1, its fields one word each.
+	Transformation map[string]any `json:"transformation"`
 }
 
 // view is the legacy resource, headers masked.
@@ -66,7 +69,8 @@ func (h legacyHandlers) view(ctx context.Context, sub store.Subscription) legacy
 		Filter: sub.Filter, Headers: h.changes.maskedHeaders(ctx, sub),
 		Authentication: h.changes.authenticationView(ctx, sub.Authentication), TraceContext: sub.TraceContext,
 		PayloadStyle: sub.PayloadStyle, Batch: batchView(ctx, sub),
-		Destination: destinationView(ctx, sub.Destination),
+		Destination:    destinationView(ctx, sub.Destination),
+		Transformation: subscriptions.TransformationView(sub.Transformation),
 	}
 }
 
@@ -93,6 +97,8 @@ func (h legacyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		Batch rawField `json:"batch"`
 		// Destination's fields are camelCase (destinationInput).
 		Destination rawField `json:"destination"`
+		// Transformation's fields are one word each (code, enabled).
+		Transformation rawField `json:"transformation"`
 	}
 	if err := decodeJSON(r, &legacy); err != nil {
 		return err
@@ -136,6 +142,8 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		Batch rawField `json:"batch"`
 		// Destination's fields are camelCase (destinationInput).
 		Destination rawField `json:"destination"`
+		// Transformation's fields are one word each (code, enabled).
+		Transformation rawField `json:"transformation"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -148,7 +156,7 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		RateLimit: in.RateLimit, Ordering: in.Ordering,
 		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication,
 		SignatureScheme: in.SignatureScheme, Encryption: in.Encryption, TraceContext: in.TraceContext,
-		PayloadStyle: in.PayloadStyle, Batch: in.Batch, Destination: in.Destination}
+		PayloadStyle: in.PayloadStyle, Batch: in.Batch, Destination: in.Destination, Transformation: in.Transformation}
 	change, err := patch.change(r.Context())
 	if err != nil {
 		return err

@@ -53,6 +53,8 @@ func (s *Server) Public() http.Handler {
 				{http.MethodGet, "/webhook_subscriptions/{id}/health", view, ends.health},
 				{http.MethodGet, "/webhook_subscriptions/{id}/stats", view, ends.stats},
 				{http.MethodPost, "/webhook_subscriptions/{id}/check", manageAndSend, ends.check},
+				// Runs the merchant's code, sends nothing.
+				{http.MethodPost, "/webhook_subscriptions/{id}/transformation/simulate", manage, s.transforms.simulate},
 				// An API key with webhooks:read, never a portal session:
 				// reading moves the line on (docs/poll.md).
 				{http.MethodGet, "/webhook_subscriptions/{id}/poll", guards{s.auth.requireScope(ScopeRead)}, s.polls.poll},

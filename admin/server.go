@@ -81,6 +81,10 @@ type Config struct {
 	// fields and rules (internal/destination/kinds); nil knows only the
 	// HTTP endpoint and poll.
 	Kinds *destination.Registry
+	// Transformations compiles transformations when they are saved and
+	// runs them for the simulate route (internal/transform); nil refuses
+	// every transformation.
+	Transformations Transformations
 	// TestEventRate limits send_test_event per merchant.
 	TestEventRate redis_rate.Limit
 	// APIRate limits every authenticated request of the public API (/v1
@@ -159,6 +163,7 @@ type Server struct {
 	documents      documentHandlers
 	subscriptions  subscriptionHandlers
 	endpoints      endpointHandlers
+	transforms     transformationHandlers
 	events         eventHandlers
 	deliveries     deliveryHandlers
 	portalSessions portalSessionHandlers
@@ -218,7 +223,7 @@ func New(cfg Config) (*Server, error) {
 	registry := subscriptions.NewRegistry(cfg.Store, cfg.MasterKey, subscriptions.Rules{
 		EventTypes: cfg.EventTypes, AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		MaxSubscriptions: cfg.MaxSubscriptions, Destinations: cfg.Destinations, Kinds: cfg.Kinds,
-		Clock: clk,
+		Clock: clk, Transformations: transformationChecker(cfg.Transformations),
 	})
 	respond := responder{logger: cfg.Logger}
 	limits := rateLimiter{respond: respond, limiter: limiter, errors: limiterErrors,
@@ -245,6 +250,8 @@ func New(cfg Config) (*Server, error) {
 		subscriptions: subscriptionHandlers{changes: changes, reads: reads, pages: pages},
 		endpoints: endpointHandlers{secrets: subscriptions.NewSecretRevealer(cfg.Store, cfg.MasterKey, clk.Now),
 			reads: reads, checker: checker, clock: clk},
+		transforms: transformationHandlers{reads: reads, transformations: cfg.Transformations,
+			eventTypes: catalogue.New(cfg.EventTypes), changes: changes, clock: clk},
 		events: eventHandlers{reads: reads, pages: pages, types: catalogue.New(cfg.EventTypes),
 			publisher: cfg.Publisher, environment: cfg.Environment},
 		deliveries: deliveryHandlers{reads: reads, pages: pages, actions: cfg.Publisher, clock: clk},

@@ -28,6 +28,17 @@ func batchInput(ctx context.Context, f rawField) (set bool, b *store.Batch, err 
 	return true, b, err
 }
 
+// transformationInput reads the transformation field of a create or an
+// update as sent (f): absent (set false), null (set, nil: remove it) or
+// the object the registry's rule reads.
+func transformationInput(f rawField) (set bool, t *subscriptions.TransformationInput, err error) {
+	if !f.Set {
+		return false, nil, nil
+	}
+	t, err = subscriptions.ParseTransformation("transformation", f.Raw)
+	return true, t, err
+}
+
 // batchView is a subscription's batch as the request's surface shows it.
 func batchView(ctx context.Context, sub store.Subscription) map[string]int {
 	return subscriptions.BatchView(batchNamesOf(ctx), sub.Batch)

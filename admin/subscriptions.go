@@ -70,6 +70,9 @@ type subscriptionJSON struct {
 	// Destination is where deliveries go (credentials masked); null for
 	// an HTTP endpoint, url.
 	Destination map[string]any `json:"destination"`
+	// Transformation is the merchant's handler reshaping each delivery
+	// (docs/transformations.md); null for none.
+	Transformation map[string]any `json:"transformation"`
 	// Poll is a poll subscription's line (admin/poll.go); absent for the
 	// others.
 	Poll *pollStateJSON `json:"poll,omitempty"`
@@ -116,6 +119,7 @@ func (h subscriptionHandlers) viewWith(ctx context.Context, sub store.Subscripti
 	v.SignatureScheme, v.SigningPublicKey, v.SigningPublicKeys, v.Encryption = s.scheme, s.publicKey, s.publicKeys, s.encryption
 	v.Batch = batchView(ctx, sub)
 	v.Destination = destinationView(ctx, sub.Destination)
+	v.Transformation = subscriptions.TransformationView(sub.Transformation)
 	v.Poll = pollView(sub, lines)
 	return v
 }
@@ -143,6 +147,8 @@ type subscriptionInput struct {
 	Batch rawField `json:"batch"`
 	// Destination is read by destinationInput.
 	Destination rawField `json:"destination"`
+	// Transformation is read by transformationInput.
+	Transformation rawField `json:"transformation"`
 }
 
 // subscriptionPatch is an update: every field is optional. It repeats the
@@ -170,6 +176,8 @@ type subscriptionPatch struct {
 	Batch rawField `json:"batch"`
 	// Destination is read by destinationInput.
 	Destination rawField `json:"destination"`
+	// Transformation is read by transformationInput.
+	Transformation rawField `json:"transformation"`
 }
 
 // optionalString tells a field that is absent from one that is null, so
@@ -223,11 +231,15 @@ func (in subscriptionInput) draft(ctx context.Context) (subscriptions.Draft, err
 	if err != nil {
 		return subscriptions.Draft{}, err
 	}
+	_, transformation, err := transformationInput(in.Transformation)
+	if err != nil {
+		return subscriptions.Draft{}, err
+	}
 	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata,
 		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes(),
 		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth,
 		SignatureScheme: in.SignatureScheme, Encryption: jwk, TraceContext: in.TraceContext,
-		PayloadStyle: in.PayloadStyle, Batch: batch, Destination: destination}, nil
+		PayloadStyle: in.PayloadStyle, Batch: batch, Destination: destination, Transformation: transformation}, nil
 }
 
 // change is the domain's form of an update body; ctx names the surface.
@@ -248,13 +260,18 @@ func (p subscriptionPatch) change(ctx context.Context) (subscriptions.Change, er
 	if err != nil {
 		return subscriptions.Change{}, err
 	}
+	setTransformation, transformation, err := transformationInput(p.Transformation)
+	if err != nil {
+		return subscriptions.Change{}, err
+	}
 	return subscriptions.Change{URL: p.URL, Events: p.Events, SetDescription: p.Description.Set,
 		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status,
 		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes(),
 		SetFilter: p.Filter.Set, Filter: p.Filter.Value, SetHeaders: p.Headers.Set, Headers: p.Headers.Value,
 		SetAuthentication: setAuth, Authentication: auth,
 		SignatureScheme: p.SignatureScheme, SetEncryption: setEnc, Encryption: jwk, TraceContext: p.TraceContext,
-		PayloadStyle: p.PayloadStyle, SetBatch: setBatch, Batch: batch, Destination: destination}, nil
+		PayloadStyle: p.PayloadStyle, SetBatch: setBatch, Batch: batch, Destination: destination,
+		SetTransformation: setTransformation, Transformation: transformation}, nil
 }
 
 // create answers 201 with the new subscription and, this once, its secret.

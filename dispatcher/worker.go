@@ -51,7 +51,7 @@ func newWorker(d *Dispatcher) (w *worker, err error) {
 		Schedule: cfg.Schedule, Jitter: cfg.Jitter, RetryCap: cfg.TaskRetryCap, DeliveryTimeout: cfg.DeliveryTimeout,
 		Sender: cfg.senderConfig(), Dialer: cfg.Dialer, Scheduler: cfg.schedulerConfig(), Recorder: cfg.Recorder,
 		Notifier: cfg.Notifier, Version: cfg.Version, Metrics: d.metrics, Clock: cfg.Clock, Logger: cfg.Logger,
-		TracerProvider: cfg.TracerProvider})
+		TracerProvider: cfg.TracerProvider, Transformer: cfg.Transformer})
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,10 @@ type config struct {
 	EgressProxy         string        `env:"WEBHOOKD_EGRESS_PROXY"`
 	SourceAddresses     []string      `env:"WEBHOOKD_SOURCE_ADDRESSES" envSeparator:","`
 	SQSEngineQueues     []string      `env:"WEBHOOKD_SQS_ENGINE_CREDENTIALS" envSeparator:","`
+	// TransformationCPU and TransformationMemory bound one run of a
+	// merchant's transformation (docs/transformations.md, "Limits").
+	TransformationCPU    time.Duration `env:"WEBHOOKD_TRANSFORMATION_CPU_TIME" envDefault:"50ms"`
+	TransformationMemory int           `env:"WEBHOOKD_TRANSFORMATION_MEMORY_BYTES" envDefault:"16777216"`
 
 	// Parsed forms, filled by load.
 	masterKey      []byte
@@ -214,6 +218,12 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	}
 	if c.MaxPayloadBytes < 1 || int64(c.MaxPayloadBytes) > c.MaxBodyBytes {
 		return c, bad("WEBHOOKD_MAX_PAYLOAD_BYTES", fmt.Errorf("must be between 1 and WEBHOOKD_MAX_BODY_BYTES"))
+	}
+	if c.TransformationCPU < time.Millisecond || c.TransformationCPU > 10*time.Second {
+		return c, bad("WEBHOOKD_TRANSFORMATION_CPU_TIME", fmt.Errorf("must be between 1ms and 10s"))
+	}
+	if c.TransformationMemory < 4<<20 || c.TransformationMemory > 1<<30 || c.TransformationMemory%(64<<10) != 0 {
+		return c, bad("WEBHOOKD_TRANSFORMATION_MEMORY_BYTES", fmt.Errorf("must be a multiple of 65536 between 4 MiB and 1 GiB"))
 	}
 	if c.MaxSubscriptions < 1 {
 		return c, bad("WEBHOOKD_MAX_SUBSCRIPTIONS", fmt.Errorf("must be at least 1"))

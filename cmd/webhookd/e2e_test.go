@@ -269,6 +269,8 @@ type receiver struct {
 	mu       sync.Mutex
 	secret   string
 	got      []string // webhook-ids that verified
+	bodies   []string // their bodies, as received
+	headers  []http.Header
 	bad      int
 	handle   func(n int) // called before answering; may block
 	requests int
@@ -297,6 +299,7 @@ func newReceiver(t *testing.T) *receiver {
 			return
 		}
 		r.got = append(r.got, req.Header.Get("webhook-id"))
+		r.bodies, r.headers = append(r.bodies, string(body)), append(r.headers, req.Header.Clone())
 		w.WriteHeader(204)
 	}))
 	t.Cleanup(r.Close)

@@ -122,6 +122,8 @@ type Runner struct {
 
 	// destinations sends the attempts of broker destinations.
 	destinations *destinations
+	// transformer runs subscriptions' transformations (transform.go).
+	transformer Transformer
 }
 
 // NotDue reports an attempt task handed over too long before its due time,
@@ -305,7 +307,7 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 	}
 	rec := decide(r.cfg.Schedule, r.cfg.Jitter(), leased.Delivery, at, res)
 	developer := leased.Kind == store.KindListener
-	if !developer {
+	if !developer && !res.skipped {
 		r.metrics.Attempts.WithLabelValues(res.outcome).Inc()
 		tr.observe(r.metrics.AttemptDuration, res.Duration.Seconds())
 	}
@@ -422,6 +424,8 @@ func (r *Runner) observe(ctx context.Context, log *slog.Logger, o observed) {
 			r.metrics.RetriesScheduled.Inc()
 		}
 		log.InfoContext(ctx, "attempt failed; retry scheduled", append(attrs, "next_attempt_at", rec.NextAttemptAt)...)
+	case store.DeliverySkipped:
+		log.InfoContext(ctx, "delivery cancelled by the subscription's transformation", attrs...)
 	case store.DeliveryFailed:
 		if rec.DisableSubscription && !del.Test {
 			attrs = append(attrs, "subscription_disabled", true)

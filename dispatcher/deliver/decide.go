@@ -20,11 +20,16 @@ func decide(schedule retry.Schedule, jitter float64, del store.Delivery, at queu
 		Delivery: del,
 		Attempt: store.Attempt{DeliveryID: del.ID, Number: at.Number, Status: status, Trigger: at.Trigger,
 			HTTPStatus: res.HTTPStatus, Error: res.ErrCode, DurationMS: int(res.Duration.Milliseconds()),
-			ResponseBody: res.Body, AttemptedAt: res.Started, RequestHeaders: res.Headers},
+			ResponseBody: res.Body, AttemptedAt: res.Started, RequestHeaders: res.Headers,
+			TransformationVersion: res.transformation, RequestBody: res.sentBody},
 	}
 	switch {
 	case res.OK():
 		rec.Status = store.DeliverySucceeded
+	case res.skipped:
+		// Cancelled by the transformation: nothing was sent, nothing is
+		// retried, and the endpoint's health does not count it.
+		rec.Attempt.Status, rec.Status = store.AttemptSkipped, store.DeliverySkipped
 	case res.final:
 		rec.Status = store.DeliveryFailed
 	case res.gone():

@@ -83,7 +83,8 @@ func newRelay(cfg relayConfig, clock clock.Clock) (*relay, error) {
 }
 
 // exchange makes the attempt's exchange the way its subscription's kind
-// says: relayed to a listener, or dialled.
+// says: relayed to a listener, or dialled. A subscription with a
+// transformation turned on sends what the transformation returns.
 func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, sig Signing) (Result, error) {
 	body, err := BodyFor(leased)
 	if err != nil {
@@ -97,6 +98,34 @@ func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, sig 
 	if err != nil {
 		return Result{}, err
 	}
+	var transformed *shaped
+	if leased.TransformationVersion != nil {
+		out, ended, err := r.transformed(ctx, leased, extra)
+		if err != nil || ended != nil {
+			return deref(ended), err
+		}
+		leased.Body, leased.URL, extra = out.body, out.target, out.headers
+		transformed = &out
+	}
+	res, err := r.send(ctx, leased, sig, extra)
+	if transformed != nil {
+		sent := printable(transformed.body)
+		res.transformation, res.sentBody = &transformed.version, &sent
+	}
+	return res, err
+}
+
+// deref is *res, or the zero Result for nil.
+func deref(res *Result) Result {
+	if res == nil {
+		return Result{}
+	}
+	return *res
+}
+
+// send makes a dialled attempt: to its destination's kind, or to its
+// HTTP endpoint.
+func (r *Runner) send(ctx context.Context, leased store.LeasedDelivery, sig Signing, extra map[string]string) (Result, error) {
 	if leased.SealedDestination != nil {
 		return r.destinations.send(ctx, leased, sig, extra)
 	}

@@ -305,6 +305,14 @@ type Result struct {
 	// its own words: for the operator's log alone (the merchant reads
 	// ErrCode and Body, written for them by failtext).
 	cause error
+	// transformation is the version of the subscription's transformation
+	// the attempt ran, sentBody the body it made (what was sent); nil
+	// when none ran.
+	transformation *int
+	sentBody       *string
+	// skipped is a delivery the transformation cancelled: it ends
+	// skipped, nothing sent.
+	skipped bool
 }
 
 // OK is true when the receiver answered 2xx.

@@ -65,6 +65,10 @@ type WorkerConfig struct {
 	// TracerProvider traces attempts and their exchanges; nil traces
 	// nothing.
 	TracerProvider trace.TracerProvider
+	// Transformer runs subscriptions' transformations (internal/transform);
+	// nil fails every attempt of a subscription with one turned on, as
+	// an internal error, until a worker that has one takes it.
+	Transformer Transformer
 }
 
 // Worker is the attempting side of a worker process: the scheduler that
@@ -126,7 +130,7 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 	w.closers = append(w.closers, dests.closeAll)
 	w.Runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel, destinations: dests,
 		secrets: NewSecretCache(cfg.Store, cfg.Sealer), tasks: cfg.Tasks, metrics: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger,
-		tracer: snd.tracer}
+		tracer: snd.tracer, transformer: cfg.Transformer}
 	w.Scheduler, err = NewScheduler(cfg.Scheduler, SchedulerDeps{Lanes: cfg.Tasks.Lanes, Redis: cfg.Tasks.Redis,
 		Attempt: w.Runner.runUnit, Metrics: cfg.Metrics, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {

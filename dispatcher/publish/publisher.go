@@ -568,7 +568,7 @@ func (p *Publisher) eventOf(e store.NewEvent, m store.Merchant) (store.Event, er
 	} else if id, err = uuidV7At(now); err != nil {
 		return store.Event{}, err
 	}
-	body, err := envelope(id, e.Type, version, payload, now)
+	body, err := Envelope(id, e.Type, version, payload, now)
 	if err != nil {
 		return store.Event{}, err
 	}
@@ -703,9 +703,9 @@ type envelopeJSON struct {
 	Date       string          `json:"date"`
 }
 
-// envelope builds the exact bytes every attempt of the event sends. They
+// Envelope builds the exact bytes every attempt of the event sends. They
 // are built once, stored, and never re-serialised (spec 9.6).
-func envelope(id uuid.UUID, typ, version string, payload json.RawMessage, at time.Time) ([]byte, error) {
+func Envelope(id uuid.UUID, typ, version string, payload json.RawMessage, at time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

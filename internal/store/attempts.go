@@ -9,13 +9,13 @@ import (
 
 // attemptRowColumns is the column list scanAttempt reads, in its order: every
 // read of attempts shows the same fields.
-const attemptRowColumns = "delivery_id, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at, request_headers, batch_id"
+const attemptRowColumns = "delivery_id, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at, request_headers, batch_id, transformation_version, request_body"
 
 // scanAttempt reads one row of attemptRowColumns.
 func scanAttempt(row pgx.CollectableRow) (Attempt, error) {
 	var a Attempt
 	err := row.Scan(&a.DeliveryID, &a.Number, &a.Status, &a.Trigger, &a.HTTPStatus, &a.Error,
-		&a.DurationMS, &a.ResponseBody, &a.AttemptedAt, &a.RequestHeaders, &a.BatchID)
+		&a.DurationMS, &a.ResponseBody, &a.AttemptedAt, &a.RequestHeaders, &a.BatchID, &a.TransformationVersion, &a.RequestBody)
 	return a, err
 }
 

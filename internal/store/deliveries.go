@@ -77,6 +77,12 @@ type LeasedDelivery struct {
 	// SealedDestination is the subscription's broker destination, sealed
 	// (Destination.Sealed); nil for an HTTP endpoint.
 	SealedDestination []byte
+	// TransformationVersion is the version of the subscription's
+	// transformation the attempt runs; nil when it has none turned on.
+	// The lease carries the version, not the code: the worker keeps the
+	// compiled program per version and reads the code on a miss
+	// (Subscriptions.TransformationOf).
+	TransformationVersion *int
 }
 
 // LeaseDelivery takes the delivery's row for attempt number, until
@@ -126,7 +132,8 @@ const leaseSQL = `
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
 			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
 			d.ordering_key, d.sequence, coalesce(s.rate_limit, 0), s.headers_sealed, s.authentication_sealed,
-			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context, s.payload_style, s.batch_max_size, s.batch_max_wait_ms, s.destination_sealed`
+			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context, s.payload_style, s.batch_max_size, s.batch_max_wait_ms, s.destination_sealed,
+			` + leasedTransformation
 
 // LeaseDeliveries is LeaseDelivery for many attempts in one statement (the
 // workers' group commit). It returns one LeasedDelivery and one error per
@@ -148,7 +155,8 @@ func (s *Deliveries) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, n
 		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
 		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
 		&d.OrderingKey, &d.Sequence, &d.RateLimit, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType, &l.EncryptionKey,
-		&l.TraceParent, &l.TraceContext, &l.PayloadStyle, &batch.maxSize, &batch.maxWaitMS, &l.SealedDestination}, func() error {
+		&l.TraceParent, &l.TraceContext, &l.PayloadStyle, &batch.maxSize, &batch.maxWaitMS, &l.SealedDestination,
+		&l.TransformationVersion}, func() error {
 		d.Batch = batch.value()
 		out[i-1], found[i-1] = l, true
 		return nil
@@ -417,6 +425,8 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 		disable    = make([]bool, n)
 		headers    = make([]*string, n)
 		batches    = make([]*string, n)
+		transforms = make([]*int32, n)
+		sentBodies = make([]*string, n)
 	)
 	for i, r := range rs {
 		a := r.Attempt
@@ -434,6 +444,11 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 		}
 		headers[i] = h
 		batches[i] = a.BatchID
+		if a.TransformationVersion != nil {
+			v := int32(*a.TransformationVersion)
+			transforms[i] = &v
+		}
+		sentBodies[i] = a.RequestBody
 	}
 	// One statement: the attempts that are new, the state of their
 	// deliveries, and the health of their (non-test) subscriptions,
@@ -449,14 +464,14 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 		WITH i AS (
 			SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[], $5::text[], $6::int[],
 				$7::text[], $8::int[], $9::text[], $10::timestamptz[], $11::text[], $12::timestamptz[], $13::bool[],
-				$14::jsonb[], $15::text[])
+				$14::jsonb[], $15::text[], $16::int[], $17::text[])
 				AS t(id, created_at, number, status, trigger, http_status, error, duration_ms, response_body,
-				     attempted_at, dstatus, next_at, disable, request_headers, batch_id)
+				     attempted_at, dstatus, next_at, disable, request_headers, batch_id, transformation_version, request_body)
 		), a AS (
 			INSERT INTO attempts (delivery_id, delivery_created_at, number, status, trigger, http_status, error,
-				duration_ms, response_body, attempted_at, request_headers, batch_id)
+				duration_ms, response_body, attempted_at, request_headers, batch_id, transformation_version, request_body)
 			SELECT id, created_at, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at,
-				request_headers, batch_id
+				request_headers, batch_id, transformation_version, request_body
 			FROM i ORDER BY id
 			ON CONFLICT DO NOTHING RETURNING delivery_id, number
 		), d AS (
@@ -466,7 +481,8 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 					ELSE d.manual_requested END
 			FROM i JOIN a ON a.delivery_id = i.id AND a.number = i.number
 			WHERE d.id = i.id AND d.created_at = i.created_at
-			RETURNING d.id, d.subscription_id, d.test, i.status = 'succeeded' AS ok, i.attempted_at, i.disable
+			RETURNING d.id, d.subscription_id, d.test, i.status = 'succeeded' AS ok, i.status = 'skipped' AS skipped,
+				i.attempted_at, i.disable
 		), h AS (
 			SELECT subscription_id,
 				max(attempted_at) FILTER (WHERE ok) AS success_at,
@@ -475,7 +491,7 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 				count(*) FILTER (WHERE NOT ok AND attempted_at > coalesce(last_ok, '-infinity')) AS failures_after,
 				min(attempted_at) FILTER (WHERE NOT ok AND attempted_at > coalesce(last_ok, '-infinity')) AS first_failure_after
 			FROM (SELECT *, max(attempted_at) FILTER (WHERE ok) OVER (PARTITION BY subscription_id) AS last_ok
-			      FROM d WHERE NOT test) x
+			      FROM d WHERE NOT test AND NOT skipped) x
 			GROUP BY subscription_id
 		), s AS (
 			UPDATE subscriptions s SET
@@ -496,7 +512,7 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 			RETURNING 1
 		), r AS (`+attemptStatsRollUp+`)
 		SELECT id FROM d`,
-		ids, created, numbers, statuses, triggers, httpStatus, errs, durations, bodies, attempted, dstatus, next, disable, headers, batches)
+		ids, created, numbers, statuses, triggers, httpStatus, errs, durations, bodies, attempted, dstatus, next, disable, headers, batches, transforms, sentBodies)
 	if err != nil {
 		return nil, fmt.Errorf("record %d attempts: %w", n, err)
 	}

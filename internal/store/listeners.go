@@ -110,21 +110,9 @@ func (s *Listeners) CreateListener(ctx context.Context, n NewListener, sealedSec
 func scanListener(row pgx.Row) (Listener, error) {
 	var l Listener
 	var keyID *uuid.UUID
-	var auth authenticationColumns
-	var batch batchColumns
-	var dest destinationColumns
-	s := &l.Subscription
-	err := row.Scan(append(append([]any{&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
-		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary, &s.TraceContext,
-		&s.PayloadStyle, &batch.maxSize, &batch.maxWaitMS, &dest.sealed, &dest.summary}, signingTargets(s)...),
-		&l.ExpiresAt, &keyID)...)
-	s.Authentication = auth.value()
-	s.Batch = batch.value()
-	s.Destination = dest.value()
-	if s.Metadata == nil {
-		s.Metadata = map[string]string{}
-	}
+	r := subscriptionRow{s: &l.Subscription}
+	err := row.Scan(append(r.targets(), &l.ExpiresAt, &keyID)...)
+	r.finish()
 	if keyID != nil {
 		l.APIKeyID = *keyID
 	}

@@ -99,13 +99,14 @@ func (s *ManualAttempts) LeaseManualAttempt(ctx context.Context, merchantID stri
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
 			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
 			d.ordering_key, d.sequence, s.headers_sealed, s.authentication_sealed,
-			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context, s.payload_style, s.destination_sealed`,
+			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context, s.payload_style, s.destination_sealed,
+			`+leasedTransformation,
 		id, createdAt, createdAt.Add(time.Millisecond), merchantID, now.Add(leaseFor), now, s.retentionStart()).
 		Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 			&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
 			&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
 			&d.OrderingKey, &d.Sequence, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType, &l.EncryptionKey,
-			&l.TraceParent, &l.TraceContext, &l.PayloadStyle, &l.SealedDestination)
+			&l.TraceParent, &l.TraceContext, &l.PayloadStyle, &l.SealedDestination, &l.TransformationVersion)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Missing, served already, or leased by a running attempt: tell
 		// them apart.

@@ -23,7 +23,7 @@ const attemptStatsRollUp = `
 		count(*) FILTER (WHERE i.status <> 'succeeded' AND i.dstatus = 'pending'),
 		count(*) FILTER (WHERE i.status <> 'succeeded' AND i.dstatus <> 'pending')
 	FROM d JOIN i ON i.id = d.id
-	WHERE NOT d.test
+	WHERE NOT d.test AND i.status <> 'skipped'
 	GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
 	ON CONFLICT (subscription_id, hour, slot) DO UPDATE SET succeeded = s.succeeded + excluded.succeeded,
 		retrying = s.retrying + excluded.retrying, failed = s.failed + excluded.failed

@@ -54,6 +54,9 @@ type NewSubscription struct {
 	// Destination is the checked broker destination; nil for an HTTP
 	// endpoint (URL).
 	Destination *Destination
+	// Transformation is the checked transformation (its Version is
+	// ignored: the first is 1); nil for none.
+	Transformation *Transformation
 	// Limit, when positive, is how many subscriptions the merchant may hold
 	// (every one not deleted, whichever surface made it): the create fails
 	// with ErrSubscriptionLimit when the merchant already holds Limit.
@@ -107,6 +110,11 @@ type SubscriptionUpdate struct {
 	// whole of it); a nil Destination makes it an HTTP endpoint again.
 	SetDestination bool
 	Destination    *Destination
+	// SetTransformation says whether Transformation is applied; a nil
+	// Transformation removes it. Its Version is ignored: the stored one
+	// counts up when the code changes.
+	SetTransformation bool
+	Transformation    *Transformation
 }
 
 // SubscriptionFilter narrows a subscription list.
@@ -128,24 +136,48 @@ type Secret struct {
 const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
 	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key,
 	filter, headers_sealed, authentication_sealed, authentication, trace_context, payload_style, batch_max_size, batch_max_wait_ms,
-	destination_sealed, destination, ` + signingColumns
+	destination_sealed, destination, transformation_code, transformation_enabled, transformation_version, ` + signingColumns
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
-	var auth authenticationColumns
-	var dest destinationColumns
-	var batch batchColumns
-	err := row.Scan(append([]any{&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
+	r := subscriptionRow{s: &s}
+	err := row.Scan(r.targets()...)
+	r.finish()
+	return s, err
+}
+
+// subscriptionRow is a Subscription being scanned from
+// subscriptionColumns: the scan's targets, and what makes the
+// subscription's values of the columns scanned together.
+type subscriptionRow struct {
+	s         *Subscription
+	auth      authenticationColumns
+	dest      destinationColumns
+	batch     batchColumns
+	transform transformationColumns
+}
+
+// targets are the scan targets of subscriptionColumns, in order.
+func (r *subscriptionRow) targets() []any {
+	s := r.s
+	targets := append([]any{&s.ID, &s.MerchantID, &s.URL, &s.Events, &s.Description, &s.Status, &s.Metadata,
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
-		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &auth.sealed, &auth.summary, &s.TraceContext,
-		&s.PayloadStyle, &batch.maxSize, &batch.maxWaitMS, &dest.sealed, &dest.summary}, signingTargets(&s)...)...)
+		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &r.auth.sealed, &r.auth.summary, &s.TraceContext,
+		&s.PayloadStyle, &r.batch.maxSize, &r.batch.maxWaitMS, &r.dest.sealed, &r.dest.summary}, r.transform.targets()...)
+	return append(targets, signingTargets(s)...)
+}
+
+// finish sets the subscription's values made of several columns, once
+// they are scanned.
+func (r *subscriptionRow) finish() {
+	s := r.s
 	if s.Metadata == nil {
 		s.Metadata = map[string]string{}
 	}
-	s.Authentication = auth.value()
-	s.Batch = batch.value()
-	s.Destination = dest.value()
-	return s, err
+	s.Authentication = r.auth.value()
+	s.Batch = r.batch.value()
+	s.Destination = r.dest.value()
+	s.Transformation = r.transform.value()
 }
 
 // authenticationColumns are the two columns of an Authentication as
@@ -204,6 +236,7 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 	if err != nil {
 		return Subscription{}, fmt.Errorf("create subscription for %s: %w", n.MerchantID, err)
 	}
+	code, enabled := transformationArgs(n.Transformation)
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		if n.Limit > 0 {
 			if err := checkSubscriptionLimit(ctx, tx, n.MerchantID, n.Limit); err != nil {
@@ -215,14 +248,14 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at,
 				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication,
 				signature_scheme, encryption_key, trace_context, payload_style, batch_max_size, batch_max_wait_ms,
-				destination_sealed, destination)
+				destination_sealed, destination, transformation_code, transformation_enabled, transformation_version)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb, coalesce(nullif($15, ''), 'hmac_sha256'), $16::jsonb, coalesce($17::boolean, true),
-				coalesce(nullif($18, ''), 'full'), $19, $20, $21, $22::jsonb)
+				coalesce(nullif($18, ''), 'full'), $19, $20, $21, $22::jsonb, $23::text, $24::boolean, CASE WHEN $23::text IS NULL THEN 0 ELSE 1 END)
 			RETURNING `+subscriptionColumns,
 			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now,
 			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary,
 			n.SignatureScheme, encryptionKeyArg(n.EncryptionKey), n.TraceContext,
-			n.PayloadStyle, batchSize(n.Batch), batchWait(n.Batch), destSealed, destSummary))
+			n.PayloadStyle, batchSize(n.Batch), batchWait(n.Batch), destSealed, destSummary, code, enabled))
 		if err != nil {
 			return err
 		}
@@ -315,6 +348,7 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, err)
 	}
+	code, enabled := transformationArgs(u.Transformation)
 	sub, err := scanSubscription(s.pool.QueryRow(ctx, `
 		UPDATE subscriptions SET
 			-- A broker destination's url is its target: a url alone
@@ -340,7 +374,13 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 			batch_max_size = CASE WHEN $25 THEN $26::int ELSE batch_max_size END,
 			batch_max_wait_ms = CASE WHEN $25 THEN $27::int ELSE batch_max_wait_ms END,
 			destination_sealed = CASE WHEN $28 THEN $29::bytea ELSE destination_sealed END,
-			destination = CASE WHEN $28 THEN $30::jsonb ELSE destination END
+			destination = CASE WHEN $28 THEN $30::jsonb ELSE destination END,
+			transformation_code = CASE WHEN $31 THEN $32::text ELSE transformation_code END,
+			transformation_enabled = CASE WHEN $31 THEN coalesce($33::boolean, false) ELSE transformation_enabled END,
+			-- A new code is a new version; the same code saved again,
+			-- or only turned on or off, keeps its version.
+			transformation_version = CASE WHEN $31 AND $32::text IS DISTINCT FROM transformation_code
+				THEN transformation_version + 1 ELSE transformation_version END
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
 		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.now(),
@@ -348,7 +388,7 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary,
 		u.SetEncryptionKey, encryptionKeyArg(u.EncryptionKey), u.TraceContext,
 		u.PayloadStyle, u.SetBatch, batchSize(u.Batch), batchWait(u.Batch),
-		u.SetDestination, destSealed, destSummary))
+		u.SetDestination, destSealed, destSummary, u.SetTransformation, code, enabled))
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, notFound(err))
 	}

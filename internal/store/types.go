@@ -93,6 +93,9 @@ type Subscription struct {
 	// Destination is where deliveries go when not to URL (a broker); nil
 	// for an HTTP endpoint.
 	Destination *Destination
+	// Transformation reshapes each delivery before it is sent; nil for
+	// none.
+	Transformation *Transformation
 }
 
 // The payload styles of a subscription.
@@ -224,6 +227,10 @@ type AttemptStatus string
 const (
 	AttemptSucceeded AttemptStatus = "succeeded"
 	AttemptFailed    AttemptStatus = "failed"
+	// AttemptSkipped is an attempt the subscription's transformation
+	// cancelled: nothing was sent, and the endpoint's health does not
+	// count it.
+	AttemptSkipped AttemptStatus = "skipped"
 )
 
 // Trigger says what made an attempt: the retry schedule or a merchant.
@@ -252,6 +259,12 @@ type Attempt struct {
 	// BatchID names the request that carried the attempt with others (a
 	// batched subscription's); nil when it went alone.
 	BatchID *string
+	// TransformationVersion is the version of the subscription's
+	// transformation the attempt ran; nil when none ran.
+	TransformationVersion *int
+	// RequestBody is the body a transformed attempt sent; nil for an
+	// attempt not transformed (it sent the event's envelope).
+	RequestBody *string
 }
 
 // Page asks for one page of a list, newest first: at most Limit rows created

@@ -72,6 +72,9 @@ type Draft struct {
 	// Destination is where deliveries go, as sent (ParseDestination);
 	// nil or empty: the HTTP endpoint URL.
 	Destination []byte
+	// Transformation reshapes each delivery before it is sent; nil for
+	// none.
+	Transformation *TransformationInput
 }
 
 // Change is an update of a subscription: nil fields are left as they are.
@@ -116,6 +119,10 @@ type Change struct {
 	// Destination, when not nil, replaces the destination
 	// (ParseDestination); an HTTP endpoint again needs URL beside it.
 	Destination []byte
+	// SetTransformation tells a transformation to set, change (or
+	// remove, nil) from one left alone.
+	SetTransformation bool
+	Transformation    *TransformationInput
 }
 
 // Registry creates and changes webhook subscriptions under Rules, and makes
@@ -226,11 +233,18 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 		}
 		style = *d.PayloadStyle
 	}
+	if dest.Type() == DestinationPoll && d.Transformation != nil {
+		return store.NewSubscription{}, errTransformationPoll()
+	}
+	transformation, err := g.transformation(d.Transformation)
+	if err != nil {
+		return store.NewSubscription{}, err
+	}
 	return store.NewSubscription{MerchantID: merchantID, URL: url, Events: events, Description: d.Description, Metadata: d.Metadata,
 		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth,
 		SignatureScheme: string(scheme), EncryptionKey: encryption,
 		TraceContext: d.TraceContext, PayloadStyle: style, Batch: d.Batch,
-		Destination: dest}, nil
+		Destination: dest, Transformation: transformation}, nil
 }
 
 // Update checks the fields present in c and applies them to the merchant's
@@ -248,6 +262,12 @@ func (g *Registry) Update(ctx context.Context, merchantID string, id uuid.UUID, 
 	}
 	if err := g.checkBatchIsHTTP(ctx, merchantID, id, u); err != nil {
 		return store.Subscription{}, err
+	}
+	if c.SetTransformation {
+		if u.Transformation, err = g.changedTransformation(ctx, merchantID, id, c.Transformation, u); err != nil {
+			return store.Subscription{}, err
+		}
+		u.SetTransformation = true
 	}
 	return g.store.UpdateSubscription(ctx, merchantID, id, u)
 }

@@ -57,6 +57,9 @@ type Rules struct {
 	// Clock is the engine's one clock: certificates must be valid at its
 	// now; nil is the system clock.
 	Clock clock.Clock
+	// Transformations compiles transformations' code when they are saved;
+	// nil refuses every transformation (the feature is off).
+	Transformations TransformationChecker
 }
 
 // now is the Clock's time.

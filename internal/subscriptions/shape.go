@@ -40,20 +40,11 @@ type BatchNames struct {
 // whatever is due when a request can go, without waiting). A bad value is
 // refused under param.name, as in batch.max_size.
 func ParseBatch(param string, names BatchNames, raw json.RawMessage) (*store.Batch, error) {
-	trimmed := bytes.TrimSpace(raw)
-	if bytes.Equal(trimmed, []byte("null")) {
-		return nil, nil
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &obj); err != nil || obj == nil {
-		return nil, invalid.Value(param, "batch_invalid", fmt.Sprintf(
-			`%s must be an object {"%s": 1–%d, "%s": 0–%d}, or null for one delivery per request.`,
-			param, names.MaxSize, MaxBatchSize, names.MaxWait, MaxBatchWaitMS))
-	}
-	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		if k != names.MaxSize && k != names.MaxWait {
-			return nil, invalid.Value(param, "batch_field_unknown", param+" has no field "+invalid.Quote(k)+".")
-		}
+	obj, err := objectMembers(param, "batch", raw, fmt.Sprintf(
+		`%s must be an object {"%s": 1–%d, "%s": 0–%d}, or null for one delivery per request.`,
+		param, names.MaxSize, MaxBatchSize, names.MaxWait, MaxBatchWaitMS), names.MaxSize, names.MaxWait)
+	if err != nil || obj == nil {
+		return nil, err
 	}
 	size, err := batchInt(param+"."+names.MaxSize, obj[names.MaxSize], 1, MaxBatchSize, "deliveries per request")
 	if err != nil {
@@ -93,4 +84,25 @@ func BatchView(names BatchNames, b *store.Batch) map[string]int {
 		return nil
 	}
 	return map[string]int{names.MaxSize: b.MaxSize, names.MaxWait: b.MaxWaitMS}
+}
+
+// objectMembers reads raw, a JSON object of the API named param, by
+// allow-list: its members, each one of allowed; nil for null. Not an
+// object is refused as rule+"_invalid" in the words of notObject, a
+// member not allowed as rule+"_field_unknown", naming it.
+func objectMembers(param, rule string, raw json.RawMessage, notObject string, allowed ...string) (map[string]json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if bytes.Equal(trimmed, []byte("null")) {
+		return nil, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &obj); err != nil || obj == nil {
+		return nil, invalid.Value(param, rule+"_invalid", notObject)
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if !slices.Contains(allowed, k) {
+			return nil, invalid.Value(param, rule+"_field_unknown", param+" has no field "+invalid.Quote(k)+".")
+		}
+	}
+	return obj, nil
 }

@@ -15,6 +15,7 @@ import { endpointName, kindLabel, targetText, destinationFacts, destinationField
 import { shapeFacts, shapeFieldset } from './deliveryshape.js';
 import { showFieldError, clearFieldErrors } from './fielderrors.js';
 import { answerColumns, answerCells, batchCell, hasBatch } from './attemptanswer.js';
+import { transformationEditor, sentBody } from './transformation.js';
 
 const verifyDocs = 'https://docs.webhookd.dev/events#verifying-the-signature';
 const everyCapability = ['view', 'manage_endpoints', 'view_secret', 'resend'];
@@ -541,6 +542,13 @@ async function endpointDetail(view, id) {
     state.createdSecret = null;
   }
 
+  // A poll subscription's deliveries are read as stored: nothing to
+  // reshape.
+  const poll = sub.destination && sub.destination.type === 'poll';
+  if (can('manage_endpoints') && !poll) {
+    const types = (await eventTypes()) || [];
+    view.append(transformationEditor(sub, { api: state.api, flash, showError, eventTypes: types.map((t) => t.name) }, () => render()));
+  }
   view.append(verifySnippets());
   if (can('resend')) view.append(recoverForm(sub, deliveries));
   view.append(h('h2', null, 'Deliveries'), deliveries);
@@ -857,7 +865,7 @@ async function loadDelivery(id, into) {
       : h('table', { class: 'stackable attempts' },
         h('thead', null, h('tr', null, ['Attempt', 'Trigger', 'Result', answer[0], 'Error', 'Duration', 'Time', answer[1], ...(batched ? ['Batch'] : [])].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', null, rows)),
-    d.attempts.map(requestHeaders));
+    d.attempts.map(requestHeaders), d.attempts.map(sentBody));
   const actions = h('div', { class: 'actions' });
   if (can('resend')) {
     const resend = h('button', { type: 'button' }, 'Resend');
