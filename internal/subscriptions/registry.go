@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/webhookd/webhookd/internal/customheaders"
 	"github.com/webhookd/webhookd/internal/filter"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
@@ -207,7 +208,7 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 	if err := g.checkFilter(d.Filter); err != nil {
 		return store.NewSubscription{}, err
 	}
-	if err := checkHeaders("headers", d.Headers); err != nil {
+	if err := customheaders.Check("headers", d.Headers); err != nil {
 		return store.NewSubscription{}, err
 	}
 	sealed, err := g.sealHeaders(d.Headers)
@@ -334,7 +335,7 @@ func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
 		u.SetFilter, u.Filter = true, c.Filter
 	}
 	if c.SetHeaders {
-		if err := checkHeaders("headers", c.Headers); err != nil {
+		if err := customheaders.Check("headers", c.Headers); err != nil {
 			return u, err
 		}
 		sealed, err := g.sealHeaders(c.Headers)
