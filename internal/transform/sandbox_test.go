@@ -290,3 +290,5 @@ func TestCallerCancels(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+func jsonValid(s string) bool { return json.Valid([]byte(s)) }
