@@ -186,6 +186,9 @@ func (e *engine) callPinned(ctx context.Context, fn string, inputs [][]byte, ext
 		res.out = []byte(fmt.Sprint(n))
 		return res, nil
 	}
+	if res.status == statusThrown {
+		n = min(n, 2*4096+1) // engine/shim.c's MAX_TEXT, twice, and the NUL
+	}
 	if int(n) > maxOut {
 		return result{}, fmt.Errorf("transform: the engine's output is %d bytes, more than %d", n, maxOut)
 	}

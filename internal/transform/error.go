@@ -83,7 +83,7 @@ func thrownError(out []byte, l Limits, compiling bool) *Error {
 	switch {
 	case text == "InternalError: out of memory":
 		e.Kind, e.Message = KindMemoryLimit, memoryMessage(l)
-	case text == "InternalError: stack overflow":
+	case text == "InternalError: stack overflow" || text == "SyntaxError: stack overflow":
 		e.Kind, e.Message = KindStackLimit, "the code recursed too deep (stack overflow)"
 	case compiling && strings.HasPrefix(text, "SyntaxError: "):
 		e.Kind = KindSyntax

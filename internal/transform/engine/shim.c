@@ -31,6 +31,9 @@ enum {
  * and column of an error by it. */
 static const char code_file[] = "handler.js";
 
+/* The most of an exception's text, and of its stack, put in out. */
+#define MAX_TEXT 4096
+
 static const char *out;
 static size_t out_len;
 
@@ -49,6 +52,21 @@ static JSContext *new_context(size_t memory_limit, size_t stack_size)
     return JS_NewContext(rt);
 }
 
+/* near_memory_limit tells whether the heap is within 64 KiB of its
+ * bound, or the memory cannot give 64 KiB more: an exception of null is
+ * then the engine's failure to make an "out of memory" error, not a
+ * script's throw null. */
+static int near_memory_limit(JSContext *ctx)
+{
+    void *p = malloc(64 << 10);
+    if (!p)
+        return 1;
+    free(p);
+    JSMemoryUsage usage;
+    JS_ComputeMemoryUsage(JS_GetRuntime(ctx), &usage);
+    return usage.malloc_limit > 0 && usage.malloc_size > usage.malloc_limit - (64 << 10);
+}
+
 /* thrown puts the pending exception's text, a NUL, and its stack in out.
  * Reading them
  * may run the script's own code (a toString, a getter): that runs under
@@ -56,6 +74,8 @@ static JSContext *new_context(size_t memory_limit, size_t stack_size)
 static int thrown(JSContext *ctx)
 {
     JSValue e = JS_GetException(ctx);
+    if (JS_IsNull(e) && near_memory_limit(ctx))
+        return WH_NO_MEMORY; /* QuickJS could not even make the error */
     const char *text = JS_ToCString(ctx, e);
     const char *stack = NULL;
     if (JS_IsObject(e)) {
@@ -67,6 +87,15 @@ static int thrown(JSContext *ctx)
     if (!text)
         return WH_NO_MEMORY;
     size_t n = strlen(text), m = stack ? strlen(stack) : 0;
+    /* The host shows 1 KiB of the text: keep 4 KiB of it, cut between two
+     * UTF-8 characters, so that a huge message does not hide the stack. */
+    if (n > MAX_TEXT) {
+        n = MAX_TEXT;
+        while (n > 0 && (text[n] & 0xC0) == 0x80)
+            n--;
+    }
+    if (m > MAX_TEXT)
+        m = MAX_TEXT;
     char *buf = malloc(n + 1 + m + 1);
     if (!buf)
         return WH_NO_MEMORY;
