@@ -124,6 +124,7 @@ func TestBadInput(t *testing.T) {
 		stats      = "GET /v1/webhook_subscriptions/{id}/stats"
 		pollRead   = "GET /v1/webhook_subscriptions/{id}/poll"
 		check      = "POST /v1/webhook_subscriptions/{id}/check"
+		simulate   = "POST /v1/webhook_subscriptions/{id}/transformation/simulate"
 		mintIn     = "POST /internal/v1/merchants/{id}/portal_sessions"
 		endAll     = "DELETE /internal/v1/merchants/{id}/portal_sessions"
 		subPath    = "/v1/webhook_subscriptions/{sub}"
@@ -354,6 +355,19 @@ func TestBadInput(t *testing.T) {
 		{check, "unknown id", post("/v1/webhook_subscriptions/"+missing+"/check", ``), false, 404, "resource_not_found", nil},
 		{check, "a parameter it does not take", post(subPath+"/check", `{"cases":["valid"]}`), false, 400, "validation_error", "cases"},
 		{check, "oversized body", post(subPath+"/check", oversized), false, 413, "payload_too_large", nil},
+		{simulate, "malformed id", post("/v1/webhook_subscriptions/nope/transformation/simulate", `{"event_type":"payout.paid"}`), false, 404, "resource_not_found", nil},
+		{simulate, "unknown id", post("/v1/webhook_subscriptions/"+missing+"/transformation/simulate", `{"event_type":"payout.paid"}`), false, 404, "resource_not_found", nil},
+		{simulate, "no event named", post(subPath+"/transformation/simulate", `{"code":"function handler(w) { return w }"}`), false, 400, "parameter_missing", "event_id"},
+		{simulate, "both an event and a type", post(subPath+"/transformation/simulate", `{"event_id":"`+missing+`","event_type":"payout.paid"}`), false, 400, "parameter_invalid", "event_type"},
+		{simulate, "an event of nobody's", post(subPath+"/transformation/simulate", `{"event_id":"`+missing+`"}`), false, 404, "resource_not_found", nil},
+		{simulate, "a type not in the catalogue", post(subPath+"/transformation/simulate", `{"event_type":"payout.lost"}`), false, 400, "parameter_invalid", "event_type"},
+		{simulate, "no saved code and none sent", post(subPath+"/transformation/simulate", `{"event_type":"payout.paid"}`), false, 400, "parameter_invalid", "code"},
+		{simulate, "code over 64 KiB: over the body bound", post(subPath+"/transformation/simulate", `{"event_type":"payout.paid","code":"`+strings.Repeat("x", 65537)+`"}`), false, 413, "payload_too_large", nil},
+		{simulate, "a field it does not take", post(subPath+"/transformation/simulate", `{"event_type":"payout.paid","cases":1}`), false, 400, "validation_error", "cases"},
+		{simulate, "oversized body", post(subPath+"/transformation/simulate", oversized), false, 413, "payload_too_large", nil},
+		{subs, "a transformation that is not an object", post("/v1/webhook_subscriptions", `{"url":"https://example.com/h","events":["*"],"transformation":"return 1"}`), false, 400, "parameter_invalid", "transformation"},
+		{subs, "a transformation field it does not take", post("/v1/webhook_subscriptions", `{"url":"https://example.com/h","events":["*"],"transformation":{"code":"x","lang":"js"}}`), false, 400, "parameter_invalid", "transformation"},
+		{subs, "transformation code not a string", post("/v1/webhook_subscriptions", `{"url":"https://example.com/h","events":["*"],"transformation":{"code":1}}`), false, 400, "parameter_invalid", "transformation.code"},
 		{"GET /v1/listen", "not a WebSocket handshake", get("/v1/listen"), false, 400, "parameter_invalid", "Upgrade"},
 		{"GET /v1/listen", "secret_only not a boolean", get("/v1/listen?secret_only=yes"), false, 400, "parameter_invalid", "secret_only"},
 		{"GET /v1/listen", "malformed listener_id", get("/v1/listen?listener_id=nope"), false, 400, "parameter_invalid", "listener_id"},

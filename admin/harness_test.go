@@ -23,6 +23,7 @@ import (
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/internal/testfixtures/kindstest"
+	"github.com/webhookd/webhookd/internal/transform"
 )
 
 // harness is a webhookd API on a fresh database and a private Redis, served
@@ -57,6 +58,10 @@ func newHarness(t *testing.T, configure ...func(*admin.Config)) *harness {
 // startHarness is newHarness for a fuzz target, which has a *testing.F:
 // the harness it returns has no t, and each fuzz input works on a copy
 // given that input's t.
+// sandbox is the transformation sandbox every harness of the package
+// shares.
+var sandbox = transform.NewLazy(transform.Config{})
+
 func startHarness(t testing.TB, configure ...func(*admin.Config)) *harness {
 	t.Helper()
 	st := databases.newStore(t)
@@ -77,6 +82,9 @@ func startHarness(t testing.TB, configure ...func(*admin.Config)) *harness {
 		AllowHTTPTargets: true, AllowPrivateTargets: true,
 		TestEventRate: redis_rate.PerMinute(10),
 		Kinds:         kindstest.Registry(t, nil),
+		// One sandbox for the package's harnesses, made at the first
+		// simulation: compiling its engine takes seconds under -race.
+		Transformations: sandbox,
 	}
 	for _, c := range configure {
 		c(&cfg)

@@ -14,6 +14,7 @@ import (
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/sessions"
 	"github.com/webhookd/webhookd/internal/subscriptions"
+	"github.com/webhookd/webhookd/internal/transform"
 )
 
 // portalSessionRevoker ends portal sessions.
@@ -80,6 +81,9 @@ type currentSessionJSON struct {
 	// fields, labels, which are secret): the portal draws its form from
 	// them, so that a new kind needs no portal code.
 	DestinationKinds []destination.Metadata `json:"destination_kinds"`
+	// TransformationTemplates are the transformations the portal's
+	// editor offers to start from (internal/transform).
+	TransformationTemplates []transform.Template `json:"transformation_templates"`
 }
 
 // createForKey mints a session with the caller's API key, which
@@ -154,7 +158,8 @@ func (h portalSessionHandlers) current(w http.ResponseWriter, r *http.Request) e
 	p := principalOf(r.Context())
 	out := currentSessionJSON{MerchantID: p.Merchant.ID, Capabilities: p.Capabilities,
 		Branding:    brandingJSON{AccentColor: p.Merchant.PortalAccentColor, LogoURL: p.Merchant.PortalLogoURL},
-		Environment: publicEnvironment(h.environment), Destinations: h.destinations, DestinationKinds: h.destinationKinds()}
+		Environment: publicEnvironment(h.environment), Destinations: h.destinations, DestinationKinds: h.destinationKinds(),
+		TransformationTemplates: transform.Templates()}
 	if p.Session != nil {
 		out.ExpiresAt = utcPtr(&p.Session.ExpiresAt)
 		// The session's own branding wins, field by field.

@@ -223,7 +223,7 @@ func New(cfg Config) (*Server, error) {
 	registry := subscriptions.NewRegistry(cfg.Store, cfg.MasterKey, subscriptions.Rules{
 		EventTypes: cfg.EventTypes, AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		MaxSubscriptions: cfg.MaxSubscriptions, Destinations: cfg.Destinations, Kinds: cfg.Kinds,
-		Clock: clk, Transformations: transformationChecker(cfg.Transformations),
+		Clock: clk, Transformations: transformationCompiler(cfg.Transformations),
 	})
 	respond := responder{logger: cfg.Logger}
 	limits := rateLimiter{respond: respond, limiter: limiter, errors: limiterErrors,

@@ -360,6 +360,8 @@ var publicRoutes = map[string]routeCase{
 		return []call{{method: http.MethodGet, path: "/v1/webhook_subscriptions/" + o.poll.ID + "/poll"}}
 	}},
 	"POST /v1/webhook_subscriptions/{id}/check": {rule: refused, calls: onSub(http.MethodPost, "/check", nil)},
+	"POST /v1/webhook_subscriptions/{id}/transformation/simulate": {rule: refused, calls: onSub(http.MethodPost, "/transformation/simulate",
+		map[string]any{"event_type": "payout.paid", "code": "function handler(webhook) { return webhook }"})},
 	"GET /v1/listen": {rule: ownElsewhere, calls: func(tenant) []call {
 		return []call{{method: http.MethodGet, path: "/v1/listen"}}
 	}},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -19,18 +18,18 @@ import (
 )
 
 // Transformations compile and run merchants' transformations
-// (internal/transform): when one is saved, and for the simulate route.
+// (internal/transform's Sandbox, or its Lazy): when one is saved, and
+// for the simulate route. A *transform.Error is the code failing, told to the
+// merchant.
 type Transformations interface {
-	subscriptions.TransformationChecker
-	// Simulate compiles code and runs it on in, sending nothing; it
-	// returns what the handler made and how long the run took. A
-	// *transform.Error is the code failing, told to the merchant.
-	Simulate(ctx context.Context, code string, in transform.Input) (transform.Output, time.Duration, error)
+	subscriptions.TransformationCompiler
+	// Run runs p's handler on in.
+	Run(ctx context.Context, p *transform.Program, in transform.Input) (transform.Output, error)
 }
 
-// transformationChecker is t as the registry's checker: nil (no
+// transformationCompiler is t as the registry's compiler: nil (no
 // transformations) stays a nil interface.
-func transformationChecker(t Transformations) subscriptions.TransformationChecker {
+func transformationCompiler(t Transformations) subscriptions.TransformationCompiler {
 	if t == nil {
 		return nil
 	}
@@ -67,30 +66,37 @@ type simulationInput struct {
 	EventType *string `json:"event_type"`
 }
 
-// simulationJSON is a simulation's answer: the input the handler got and
-// what it returned, or where it failed.
+// simulationJSON is a simulation's answer (docs/transformations.md,
+// "Simulate"): the webhook the handler got and what it returned, or
+// where it failed.
 type simulationJSON struct {
-	Input      simulatedJSON  `json:"input"`
-	Output     *simulatedJSON `json:"output"`
-	Cancelled  bool           `json:"cancelled"`
-	DurationMS float64        `json:"duration_ms"`
-	// Error is where the code failed; null when it ran.
+	// Outcome is transformed, cancelled or failed.
+	Outcome string        `json:"outcome"`
+	Input   simulatedJSON `json:"input"`
+	// Output is what the handler returned; nil when it failed.
+	Output    *simulatedJSON `json:"output"`
+	RunTimeMS float64        `json:"run_time_ms"`
+	// Error is where the code failed; nil when it ran.
 	Error *simulationErrorJSON `json:"error"`
 }
 
-// simulatedJSON is one side of a simulation: body, url and headers.
+// simulatedJSON is the webhook on one side of a simulation.
 type simulatedJSON struct {
-	Payload json.RawMessage   `json:"payload"`
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers"`
+	EventType string            `json:"event_type,omitempty"`
+	Payload   json.RawMessage   `json:"payload"`
+	URL       string            `json:"url"`
+	Headers   map[string]string `json:"headers"`
+	Cancel    *bool             `json:"cancel,omitempty"`
 }
 
-// simulationErrorJSON is a transformation's failure: what, and where.
+// simulationErrorJSON is a transformation's failure: what, and where
+// (line and column null where it has no place in the code).
 type simulationErrorJSON struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Line    int    `json:"line,omitempty"`
-	Column  int    `json:"column,omitempty"`
+	Code    string         `json:"code"`
+	Kind    transform.Kind `json:"kind"`
+	Message string         `json:"message"`
+	Line    *int           `json:"line"`
+	Column  *int           `json:"column"`
 }
 
 // simulate answers what the subscription's transformation (or the code
@@ -111,44 +117,49 @@ func (h transformationHandlers) simulate(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	if h.transformations == nil {
-		return errInvalid("code", "Transformations are turned off on this server.")
+	body, err := h.simulatedBody(ctx, in, sub, merchant.ID)
+	if err != nil {
+		return err
 	}
 	code, err := simulatedCode(in, sub)
 	if err != nil {
 		return err
 	}
-	if err := h.transformations.Check(code); err != nil {
-		var failed *transform.Error
-		if errors.As(err, &failed) {
-			writeJSON(w, http.StatusOK, simulationJSON{Error: simulationError(failed)})
-			return nil
-		}
-		return err
-	}
-	body, err := h.simulatedBody(ctx, in, sub, merchant.ID)
-	if err != nil {
-		return err
+	if h.transformations == nil {
+		return errInvalid("code", "Transformations are turned off on this server.")
 	}
 	input := transform.Input{EventType: body.eventType, Payload: body.payload, Headers: h.changes.maskedHeaders(ctx, sub)}
 	if sub.Destination == nil {
 		input.URL = sub.URL
 	}
-	out, took, err := h.transformations.Simulate(ctx, code, input)
-	answer := simulationJSON{Input: simulatedJSON{Payload: input.Payload, URL: input.URL, Headers: nonNilHeaders(input.Headers)},
-		DurationMS: float64(took.Microseconds()) / 1000}
+	started := h.clock.Now()
+	out, err := h.simulated(ctx, code, input)
+	answer := simulationJSON{Outcome: "transformed",
+		Input:     simulatedJSON{EventType: input.EventType, Payload: input.Payload, URL: input.URL, Headers: nonNilHeaders(input.Headers)},
+		RunTimeMS: float64(h.clock.Now().Sub(started).Microseconds()) / 1000}
 	var failed *transform.Error
 	switch {
 	case errors.As(err, &failed):
-		answer.Error = simulationError(failed)
+		answer.Outcome, answer.Error = "failed", simulationError(failed)
 	case err != nil:
 		return err
 	default:
-		answer.Cancelled = out.Cancel
-		answer.Output = &simulatedJSON{Payload: out.Payload, URL: out.URL, Headers: nonNilHeaders(out.Headers)}
+		if out.Cancel {
+			answer.Outcome = "cancelled"
+		}
+		answer.Output = &simulatedJSON{Payload: out.Payload, URL: out.URL, Headers: nonNilHeaders(out.Headers), Cancel: &out.Cancel}
 	}
 	writeJSON(w, http.StatusOK, answer)
 	return nil
+}
+
+// simulated compiles code and runs it on in.
+func (h transformationHandlers) simulated(ctx context.Context, code string, in transform.Input) (transform.Output, error) {
+	p, err := h.transformations.Compile(ctx, code)
+	if err != nil {
+		return transform.Output{}, err
+	}
+	return h.transformations.Run(ctx, p, in)
 }
 
 // simulatedCode is the code a simulation runs: the body's, else the
@@ -179,17 +190,16 @@ type simulatedEvent struct {
 func (h transformationHandlers) simulatedBody(ctx context.Context, in simulationInput, sub store.Subscription, merchantID string) (simulatedEvent, error) {
 	var ev store.Event
 	switch {
-	case (in.EventID == nil) == (in.EventType == nil):
-		return simulatedEvent{}, errInvalid("event_id", "Name the event to simulate with: event_id (one of yours) or event_type (its example), one of the two.")
+	case in.EventID == nil && in.EventType == nil:
+		return simulatedEvent{}, errMissing("event_id")
+	case in.EventID != nil && in.EventType != nil:
+		return simulatedEvent{}, errInvalid("event_type", "Name the event to simulate with one of event_id (one of yours) and event_type (its example), not both.")
 	case in.EventID != nil:
-		id, err := uuid.Parse(*in.EventID)
+		id, err := parseID(*in.EventID)
 		if err != nil {
-			return simulatedEvent{}, errInvalid("event_id", "event_id must be the id of one of your events.")
+			return simulatedEvent{}, err
 		}
 		if ev, err = h.reads.GetEvent(ctx, merchantID, id); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return simulatedEvent{}, errInvalid("event_id", "event_id names no event of yours.")
-			}
 			return simulatedEvent{}, err
 		}
 	default:
@@ -203,16 +213,20 @@ func (h transformationHandlers) simulatedBody(ctx context.Context, in simulation
 		}
 		ev = store.Event{Type: *in.EventType, Body: body}
 	}
-	body, err := deliver.BodyFor(store.LeasedDelivery{Body: ev.Body, PayloadStyle: sub.PayloadStyle})
+	payload, err := deliver.TransformedPayload(store.LeasedDelivery{Body: ev.Body, PayloadStyle: sub.PayloadStyle})
 	if err != nil {
 		return simulatedEvent{}, err
 	}
-	return simulatedEvent{eventType: ev.Type, payload: body}, nil
+	return simulatedEvent{eventType: ev.Type, payload: payload}, nil
 }
 
 // simulationError is a failed run as the answer shows it.
 func simulationError(e *transform.Error) *simulationErrorJSON {
-	return &simulationErrorJSON{Code: "transformation_error", Message: e.Message, Line: e.Line, Column: e.Column}
+	out := &simulationErrorJSON{Code: transform.ErrorCode, Kind: e.Kind, Message: e.Message}
+	if e.Line > 0 {
+		out.Line, out.Column = &e.Line, &e.Column
+	}
+	return out
 }
 
 // nonNilHeaders shows no headers as {}.

@@ -107,10 +107,10 @@ type Config struct {
 	// through; the address check still applies to the target, before the
 	// CONNECT, which names the checked address.
 	EgressProxy *url.URL
-	// Transformer runs subscriptions' transformations; nil: a worker
-	// makes no attempt of a subscription with one turned on (each is
-	// an internal error, tried again later).
-	Transformer deliver.Transformer
+	// Sandbox runs subscriptions' transformations (one per process, the
+	// API's too); nil: a worker makes no attempt of a subscription with
+	// one turned on (each is an internal error, tried again later).
+	Sandbox deliver.Sandbox
 	// Kinds are the destination kinds this build delivers to
 	// (internal/destination/kinds); nil: a subscription's destination of
 	// any kind fails as not delivered.

@@ -47,11 +47,17 @@ func newWorker(d *Dispatcher) (w *worker, err error) {
 			w.close()
 		}
 	}()
+	var transformer deliver.Transformer
+	if cfg.Sandbox != nil {
+		if transformer, err = deliver.NewTransformations(cfg.Sandbox, cfg.Store); err != nil {
+			return nil, err
+		}
+	}
 	w.attempts, err = deliver.NewWorker(deliver.WorkerConfig{Store: cfg.Store, Sealer: cfg.Sealer, Tasks: d.tasks, Redis: cfg.Redis,
 		Schedule: cfg.Schedule, Jitter: cfg.Jitter, RetryCap: cfg.TaskRetryCap, DeliveryTimeout: cfg.DeliveryTimeout,
 		Sender: cfg.senderConfig(), Dialer: cfg.Dialer, Scheduler: cfg.schedulerConfig(), Recorder: cfg.Recorder,
 		Notifier: cfg.Notifier, Version: cfg.Version, Metrics: d.metrics, Clock: cfg.Clock, Logger: cfg.Logger,
-		TracerProvider: cfg.TracerProvider, Transformer: cfg.Transformer})
+		TracerProvider: cfg.TracerProvider, Transformer: transformer})
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/webhookd/webhookd/internal/destination/kinds"
 	"github.com/webhookd/webhookd/internal/portal"
 	"github.com/webhookd/webhookd/internal/subscriptions"
+	"github.com/webhookd/webhookd/internal/transform"
 	"github.com/webhookd/webhookd/producer"
 	"github.com/webhookd/webhookd/retry"
 )
@@ -441,4 +442,17 @@ func publicURL(configured, listen string, tls bool) (string, error) {
 		return "", fmt.Errorf("must be an absolute http or https URL without query or fragment, such as https://webhooks.example.com")
 	}
 	return strings.TrimRight(configured, "/"), nil
+}
+
+// sandbox is the process's transformation sandbox, made at its first use
+// (internal/transform): the limits configured, a changed url held to
+// the subscription URL rules, the payload limit on what a handler
+// returns.
+func (c config) sandbox() *transform.Lazy {
+	return transform.NewLazy(transform.Config{
+		Limits: transform.Limits{TimePerCall: c.TransformationCPU, MemoryPerCall: c.TransformationMemory,
+			MaxOutputBytes: c.MaxPayloadBytes},
+		CheckURL: subscriptions.URLRule(subscriptions.Rules{
+			AllowHTTPTargets: c.AllowHTTPTargets, AllowPrivateTargets: c.AllowPrivateTargets}),
+	})
 }

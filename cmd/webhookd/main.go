@@ -407,6 +407,8 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		return err
 	}
 	defer stopTracing(traces, logger)
+	sandbox := cfg.sandbox()
+	defer func() { _ = sandbox.Close(context.WithoutCancel(ctx)) }()
 	d, err := dispatcher.New(dispatcher.Config{
 		Store: st, Redis: cfg.asynqRedis(), Schedule: cfg.schedule, DeliveryTimeout: cfg.DeliveryTimeout,
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
@@ -414,7 +416,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		Logger: logger, Registerer: reg, DefaultAPIVersion: cfg.versions.Latest(), SweepInterval: cfg.SweepInterval, Version: version,
 		AutoDisableAfter: cfg.AutoDisableAfter,
 		EventTypes:       cfg.eventTypes(), MaxPayloadBytes: cfg.MaxPayloadBytes, VersionUsable: cfg.versions.Usable,
-		EgressProxy: cfg.egressProxy, TracerProvider: traces.Provider(), Kinds: cfg.kinds,
+		EgressProxy: cfg.egressProxy, TracerProvider: traces.Provider(), Kinds: cfg.kinds, Sandbox: sandbox,
 	})
 	if err != nil {
 		return err
@@ -432,6 +434,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		ListenerGrace: cfg.ListenerGrace, Portal: portal.New(portal.Config{FrameAncestors: cfg.frameAncestors}),
 		ReadStore: reads, SourceAddresses: cfg.sourceAddrs, TracerProvider: traces.Provider(), Destinations: cfg.Destinations,
 		Kinds: cfg.kinds, MaxLongPollsPerMerchant: cfg.MaxLongPolls, MaxListenersPerMerchant: cfg.MaxListeners,
+		Transformations: sandbox,
 	})
 	if err != nil {
 		return err

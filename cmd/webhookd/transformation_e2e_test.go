@@ -13,7 +13,7 @@ import (
 // body, cancels what is not a payout, and adds a header.
 const slackShape = `function handler(webhook) {
   if (!webhook.event_type.startsWith('payout.')) { webhook.cancel = true; return webhook; }
-  const p = webhook.payload.payload;
+  const p = webhook.payload;
   webhook.payload = { text: 'Payout ' + p.id + ' is ' + p.status };
   webhook.headers['x-shaped-by'] = 'webhookd';
   return webhook;
@@ -89,7 +89,7 @@ func TestTransformationEndToEnd(t *testing.T) {
 
 	// Cancelled: skipped, nothing sent.
 	status, ev := e.call("POST", "http://"+e.internal+"/internal/v1/events", e2eToken,
-		map[string]any{"merchant_id": "m_shape", "type": "account.updated", "payload": map[string]any{"id": "acc_1"}})
+		map[string]any{"merchant_id": "m_shape", "type": "deposit.received", "payload": map[string]any{"id": "dep_1"}})
 	if status != 202 {
 		t.Fatalf("publish: %d %v", status, ev)
 	}
@@ -143,14 +143,14 @@ func TestTransformationEndToEnd(t *testing.T) {
 		{"the saved code on an event of the merchant's", map[string]any{"event_id": payout},
 			func(s map[string]any) bool {
 				out, _ := s["output"].(map[string]any)
-				return s["error"] == nil && out != nil && fmt.Sprint(out["payload"]) == "map[text:Payout po_1 is paid]"
+				return s["outcome"] == "transformed" && s["error"] == nil && out != nil && fmt.Sprint(out["payload"]) == "map[text:Payout po_1 is paid]"
 			}},
-		{"unsaved code on a type's example, cancelled", map[string]any{"event_type": "account.updated"},
-			func(s map[string]any) bool { return s["cancelled"] == true }},
+		{"unsaved code on a type's example, cancelled", map[string]any{"event_type": "deposit.received"},
+			func(s map[string]any) bool { return s["outcome"] == "cancelled" }},
 		{"unsaved code that throws", map[string]any{"event_type": "payout.paid", "code": brokenShape},
 			func(s map[string]any) bool {
 				e, _ := s["error"].(map[string]any)
-				return e != nil && e["line"] == float64(2) && s["output"] == nil
+				return s["outcome"] == "failed" && e != nil && e["line"] == float64(2) && e["kind"] == "thrown" && s["output"] == nil
 			}},
 	} {
 		status, s := e.call("POST", api+"/webhook_subscriptions/"+subID+"/transformation/simulate", key, c.body)

@@ -2,7 +2,9 @@ package deliver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -53,7 +55,11 @@ func (r *Runner) transformed(ctx context.Context, leased store.LeasedDelivery, h
 	if headers == nil {
 		headers = map[string]string{} // the handler adds to it
 	}
-	in := transform.Input{EventType: leased.EventType, Payload: leased.Body, Headers: headers}
+	payload, err := envelopePayload(leased.Body)
+	if err != nil {
+		return shaped{}, nil, err
+	}
+	in := transform.Input{EventType: leased.EventType, Payload: payload, Headers: headers}
 	httpEndpoint := leased.SealedDestination == nil && leased.Kind != store.KindListener
 	if httpEndpoint {
 		in.URL = leased.URL
@@ -89,4 +95,29 @@ func (r *Runner) transformed(ctx context.Context, leased store.LeasedDelivery, h
 		target = got.URL
 	}
 	return shaped{body: got.Payload, target: target, headers: got.Headers, version: version}, nil, nil
+}
+
+// TransformedPayload is what a transformation gets as its payload of a
+// delivery: the payload of the envelope the delivery would send (the
+// event's payload, or its thin reference).
+func TransformedPayload(leased store.LeasedDelivery) (json.RawMessage, error) {
+	body, err := BodyFor(leased)
+	if err != nil {
+		return nil, err
+	}
+	return envelopePayload(body)
+}
+
+// envelopePayload is the payload member of an envelope as sent.
+func envelopePayload(body []byte) (json.RawMessage, error) {
+	var env struct {
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return nil, fmt.Errorf("transformation: read the envelope: %w", err)
+	}
+	if env.Payload == nil {
+		env.Payload = json.RawMessage("null")
+	}
+	return env.Payload, nil
 }

@@ -152,7 +152,7 @@ func NewRegistry(st Store, masterKey []byte, rules Rules) *Registry {
 // the secret in clear (the caller shows it once and forgets it), or for
 // ed25519 the public key (the private key is never shown).
 func (g *Registry) Create(ctx context.Context, merchantID string, d Draft) (store.Subscription, string, error) {
-	n, err := g.checkDraft(merchantID, d)
+	n, err := g.checkDraft(ctx, merchantID, d)
 	if err != nil {
 		return store.Subscription{}, "", err
 	}
@@ -178,7 +178,7 @@ func (g *Registry) Create(ctx context.Context, merchantID string, d Draft) (stor
 
 // checkDraft applies the rules to every field of d, in the order the
 // fields are documented, so that the same body always names the same one.
-func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription, error) {
+func (g *Registry) checkDraft(ctx context.Context, merchantID string, d Draft) (store.NewSubscription, error) {
 	dest, url, err := g.destinationTarget(d.Destination, d.URL)
 	if err != nil {
 		return store.NewSubscription{}, err
@@ -237,7 +237,7 @@ func (g *Registry) checkDraft(merchantID string, d Draft) (store.NewSubscription
 	if dest.Type() == DestinationPoll && d.Transformation != nil {
 		return store.NewSubscription{}, errTransformationPoll()
 	}
-	transformation, err := g.transformation(d.Transformation)
+	transformation, err := g.transformation(ctx, d.Transformation)
 	if err != nil {
 		return store.NewSubscription{}, err
 	}

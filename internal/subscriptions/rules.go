@@ -59,7 +59,7 @@ type Rules struct {
 	Clock clock.Clock
 	// Transformations compiles transformations' code when they are saved;
 	// nil refuses every transformation (the feature is off).
-	Transformations TransformationChecker
+	Transformations TransformationCompiler
 }
 
 // now is the Clock's time.
@@ -217,4 +217,16 @@ func CheckStatus(param, status string) error {
 		return invalid.Value(param, "status_unknown", param+" must be enabled or disabled.")
 	}
 	return nil
+}
+
+// URLRule is the rule of a subscription's URL under r, built once: what
+// a transformation's changed url is held to (internal/transform's
+// Config.CheckURL), as a subscription's own url is. Its refusal is an
+// *invalid.Error naming "url".
+func URLRule(r Rules) func(raw string) error {
+	c := newChecker(r)
+	return func(raw string) error {
+		_, err := c.url("url", raw)
+		return err
+	}
 }

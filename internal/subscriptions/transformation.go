@@ -3,12 +3,14 @@ package subscriptions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/transform"
 )
 
 // MaxTransformationBytes bounds a transformation's code (64 KiB): what
@@ -24,18 +26,18 @@ type TransformationInput struct {
 	Enabled *bool
 }
 
-// TransformationChecker compiles a transformation's code, so that code
-// that does not compile, or defines no handler, is refused when it is
-// saved rather than at each attempt. Its error is told to the merchant:
-// line, column and what.
-type TransformationChecker interface {
-	// Check compiles code.
-	Check(code string) error
+// TransformationCompiler compiles a transformation's code
+// (internal/transform's Sandbox), so that code that does not compile, or
+// defines no handler, is refused when it is saved rather than at each
+// attempt.
+type TransformationCompiler interface {
+	// Compile compiles code; a *transform.Error says where it fails.
+	Compile(ctx context.Context, code string) (*transform.Program, error)
 }
 
 // checkTransformation checks a transformation's code against the size
 // bound and the checker; param names the object ("transformation").
-func (r Rules) checkTransformation(param, code string) error {
+func (r Rules) checkTransformation(ctx context.Context, param, code string) error {
 	if r.Transformations == nil {
 		return invalid.Value(param, "transformations_disabled",
 			"Transformations are turned off on this server.")
@@ -48,15 +50,20 @@ func (r Rules) checkTransformation(param, code string) error {
 		return invalid.Value(param+".code", "transformation_too_large", fmt.Sprintf(
 			"%s.code must be at most %d bytes.", param, MaxTransformationBytes))
 	}
-	if err := r.Transformations.Check(code); err != nil {
-		return invalid.Value(param+".code", "transformation_invalid", param+".code does not compile: "+err.Error())
+	_, err := r.Transformations.Compile(ctx, code)
+	var failed *transform.Error
+	switch {
+	case errors.As(err, &failed):
+		return invalid.Value(param+".code", "transformation_invalid", param+".code does not compile: "+failed.Error())
+	case err != nil:
+		return fmt.Errorf("compile the transformation: %w", err)
 	}
 	return nil
 }
 
 // transformation checks a new subscription's transformation; nil for
 // none.
-func (g *Registry) transformation(in *TransformationInput) (*store.Transformation, error) {
+func (g *Registry) transformation(ctx context.Context, in *TransformationInput) (*store.Transformation, error) {
 	if in == nil {
 		return nil, nil
 	}
@@ -64,7 +71,7 @@ func (g *Registry) transformation(in *TransformationInput) (*store.Transformatio
 	if in.Code != nil {
 		code = *in.Code
 	}
-	if err := g.check.rules.checkTransformation("transformation", code); err != nil {
+	if err := g.check.rules.checkTransformation(ctx, "transformation", code); err != nil {
 		return nil, err
 	}
 	enabled := in.Enabled == nil || *in.Enabled
@@ -105,7 +112,7 @@ func (g *Registry) changedTransformation(ctx context.Context, merchantID string,
 			in.Enabled = &cur.Transformation.Enabled
 		}
 	}
-	return g.transformation(in)
+	return g.transformation(ctx, in)
 }
 
 // ParseTransformation reads a transformation object as sent, by

@@ -547,7 +547,8 @@ async function endpointDetail(view, id) {
   const poll = sub.destination && sub.destination.type === 'poll';
   if (can('manage_endpoints') && !poll) {
     const types = (await eventTypes()) || [];
-    view.append(transformationEditor(sub, { api: state.api, flash, showError, eventTypes: types.map((t) => t.name) }, () => render()));
+    view.append(transformationEditor(sub, { api: state.api, showError, eventTypes: types.map((t) => t.name), templates: state.session.transformation_templates },
+      (text) => go(`#/endpoints/${enc(sub.id)}`, { kind: 'ok', text })));
   }
   view.append(verifySnippets());
   if (can('resend')) view.append(recoverForm(sub, deliveries));

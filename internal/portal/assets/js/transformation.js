@@ -7,34 +7,6 @@
 import { h, busy } from './dom.js';
 import { indent } from './json.js';
 
-// templates are starting points for common receivers. The server holds
-// no list of them: they are the merchant's code once saved.
-export const templates = [
-  ['slack', 'Slack incoming webhook', `// Posts a one-line message to a Slack incoming webhook.
-function handler(webhook) {
-  const e = webhook.payload;
-  const data = e.payload || {};
-  const amount = data.amount !== undefined ? \` \${data.amount} \${data.currency || ''}\` : '';
-  webhook.payload = { text: \`\${webhook.event_type}\${amount} (\${data.id || e.id})\` };
-  return webhook;
-}
-`],
-  ['flat', 'Flat form for a spreadsheet tool', `// Sends one flat row: nested fields become dotted columns.
-function handler(webhook) {
-  const row = { event_id: webhook.payload.id, event_type: webhook.event_type, date: webhook.payload.date };
-  (function flatten(prefix, value) {
-    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      for (const k of Object.keys(value)) flatten(prefix ? prefix + '.' + k : k, value[k]);
-    } else if (prefix) {
-      row[prefix] = Array.isArray(value) ? JSON.stringify(value) : value;
-    }
-  })('', webhook.payload.payload);
-  webhook.payload = row;
-  return webhook;
-}
-`],
-];
-
 const blank = `// Reshape each delivery: change webhook.payload (the body), webhook.url,
 // webhook.headers, or set webhook.cancel = true to skip it.
 function handler(webhook) {
@@ -52,8 +24,10 @@ function side(title, s) {
 }
 
 // transformationEditor is the "Transformation" section of sub's page. ui
-// holds the page's api, flash, showError and the catalogue's event types;
-// saved() redraws the page after a save.
+// holds the page's api, showError, the catalogue's event types and the
+// templates to start from (the session's transformation_templates:
+// name, title, code); saved(message) redraws the page after a change,
+// the message over it.
 export function transformationEditor(sub, ui, saved) {
   const t = sub.transformation;
   const code = h('textarea', { id: 'transformation-code', rows: '14', spellcheck: 'false', autocomplete: 'off', class: 'code' });
@@ -61,10 +35,10 @@ export function transformationEditor(sub, ui, saved) {
   const enabled = h('input', { id: 'transformation-enabled', type: 'checkbox', checked: t ? t.enabled : true });
   const template = h('select', { id: 'transformation-template' },
     h('option', { value: '' }, 'Start from a template…'),
-    templates.map(([v, label]) => h('option', { value: v }, label)));
+    (ui.templates || []).map((t) => h('option', { value: t.name }, t.title)));
   template.addEventListener('change', () => {
-    const found = templates.find(([v]) => v === template.value);
-    if (found) code.value = found[2];
+    const found = (ui.templates || []).find((t) => t.name === template.value);
+    if (found) code.value = found.code;
   });
   const types = (ui.eventTypes || []).filter((e) => e !== 'ping.test');
   const eventType = h('select', { id: 'transformation-event-type' },
@@ -90,8 +64,7 @@ export function transformationEditor(sub, ui, saved) {
     try {
       await ui.api.post(`/webhook_subscriptions/${encodeURIComponent(sub.id)}`,
         { transformation: { code: code.value, enabled: enabled.checked } });
-      ui.flash('ok', 'Transformation saved: the next attempts run it.');
-      saved();
+      saved('Transformation saved: the next attempts run it.');
     } catch (err) {
       ui.showError(err);
     }
@@ -102,8 +75,7 @@ export function transformationEditor(sub, ui, saved) {
     remove.addEventListener('click', () => busy(remove, async () => {
       try {
         await ui.api.post(`/webhook_subscriptions/${encodeURIComponent(sub.id)}`, { transformation: null });
-        ui.flash('ok', 'Transformation removed: deliveries are sent as they are.');
-        saved();
+        saved('Transformation removed: deliveries are sent as they are.');
       } catch (err) {
         ui.showError(err);
       }
@@ -127,14 +99,14 @@ export function transformationEditor(sub, ui, saved) {
 // simulation shows a simulate answer: where the code failed, or the input
 // and the output side by side.
 function simulation(s) {
-  const took = `${s.duration_ms.toFixed(1)} ms`;
-  if (s.error) {
+  const took = `${s.run_time_ms.toFixed(1)} ms`;
+  if (s.outcome === 'failed') {
     const where = s.error.line ? `Line ${s.error.line}, column ${s.error.column}: ` : '';
     return [h('p', { class: 'notice error', role: 'alert' }, `${where}${s.error.message}`),
-      s.input && s.input.payload !== undefined ? h('div', { class: 'side-by-side' }, side('Input', s.input)) : null];
+      h('div', { class: 'side-by-side' }, side('Input', s.input))];
   }
   return [
-    h('p', { class: 'muted' }, s.cancelled ? `Cancelled: this delivery would be skipped (${took}).` : `Ran in ${took}.`),
+    h('p', { class: 'muted' }, s.outcome === 'cancelled' ? `Cancelled: this delivery would be skipped (${took}).` : `Ran in ${took}.`),
     h('div', { class: 'side-by-side' }, side('Input', s.input), side('Output', s.output)),
   ];
 }
