@@ -49,9 +49,7 @@ func newWorker(d *Dispatcher) (w *worker, err error) {
 	}()
 	var transformer deliver.Transformer
 	if cfg.Sandbox != nil {
-		if transformer, err = deliver.NewTransformations(cfg.Sandbox, cfg.Store); err != nil {
-			return nil, err
-		}
+		transformer = deliver.NewTransformations(cfg.Sandbox, cfg.Store)
 	}
 	w.attempts, err = deliver.NewWorker(deliver.WorkerConfig{Store: cfg.Store, Sealer: cfg.Sealer, Tasks: d.tasks, Redis: cfg.Redis,
 		Schedule: cfg.Schedule, Jitter: cfg.Jitter, RetryCap: cfg.TaskRetryCap, DeliveryTimeout: cfg.DeliveryTimeout,

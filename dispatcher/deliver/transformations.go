@@ -3,21 +3,14 @@ package deliver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/google/uuid"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/transform"
 )
-
-// maxCachedPrograms bounds the compiled transformations a worker keeps:
-// one per subscription version in use, each its bytecode (the code is at
-// most 64 KiB).
-const maxCachedPrograms = 1024
 
 // errTransformationChanged is a transformation changed or removed since
 // the attempt's lease read its version: the attempt runs again with a
@@ -41,65 +34,42 @@ type Sandbox interface {
 	Run(ctx context.Context, p *transform.Program, in transform.Input) (transform.Output, error)
 }
 
-// programKey names a compiled transformation: a subscription's version.
-type programKey struct {
-	subscription uuid.UUID
-	version      int
-}
-
 // Transformations is a worker's Transformer: the process's sandbox and
-// the programs it compiled, one per subscription version, read from the
-// store and compiled on their first attempt (once, however many attempts
-// ask at the same time), then kept.
+// the programs it compiled, one per subscription version (transform's
+// Cache), their code read from the store on their first attempt (once,
+// however many attempts ask at the same time).
 type Transformations struct {
 	sandbox   Sandbox
 	store     transformationStore
-	programs  *lru.Cache[programKey, *transform.Program]
+	programs  *transform.Cache
 	compiling singleflight.Group
 }
 
 // NewTransformations is the Transformer of sandbox, reading code from st.
-func NewTransformations(sandbox Sandbox, st transformationStore) (*Transformations, error) {
-	programs, err := lru.New[programKey, *transform.Program](maxCachedPrograms)
-	if err != nil {
-		return nil, fmt.Errorf("transformations: %w", err)
-	}
-	return &Transformations{sandbox: sandbox, store: st, programs: programs}, nil
+func NewTransformations(sandbox Sandbox, st transformationStore) *Transformations {
+	return &Transformations{sandbox: sandbox, store: st, programs: transform.NewCache(sandbox, 0, 0)}
 }
 
 // Transform implements Transformer.
 func (t *Transformations) Transform(ctx context.Context, subscriptionID uuid.UUID, version int, in transform.Input) (transform.Output, error) {
-	p, err := t.program(ctx, programKey{subscription: subscriptionID, version: version})
+	key := transform.Key{Subscription: subscriptionID, Version: int64(version)}
+	p, err, _ := t.compiling.Do(subscriptionID.String()+"/"+strconv.Itoa(version), func() (any, error) {
+		return t.programs.Program(ctx, key, func(ctx context.Context) (string, error) { return t.code(ctx, key) })
+	})
 	if err != nil {
 		return transform.Output{}, err
 	}
-	return t.sandbox.Run(ctx, p, in)
+	return t.sandbox.Run(ctx, p.(*transform.Program), in)
 }
 
-// program is the compiled version k: kept, or read and compiled now. A
-// code that does not compile (saved by an older build's rules) is a
-// *transform.Error, not kept.
-func (t *Transformations) program(ctx context.Context, k programKey) (*transform.Program, error) {
-	if p, ok := t.programs.Get(k); ok {
-		return p, nil
-	}
-	v, err, _ := t.compiling.Do(k.subscription.String()+"/"+strconv.Itoa(k.version), func() (any, error) {
-		tr, err := t.store.TransformationOf(ctx, k.subscription)
-		if err != nil {
-			return nil, err
-		}
-		if tr == nil || !tr.Enabled || tr.Version != k.version {
-			return nil, errTransformationChanged
-		}
-		p, err := t.sandbox.Compile(ctx, tr.Code)
-		if err != nil {
-			return nil, err
-		}
-		t.programs.Add(k, p)
-		return p, nil
-	})
+// code reads the code of key's version from the store.
+func (t *Transformations) code(ctx context.Context, key transform.Key) (string, error) {
+	tr, err := t.store.TransformationOf(ctx, key.Subscription)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	return v.(*transform.Program), nil
+	if tr == nil || !tr.Enabled || int64(tr.Version) != key.Version {
+		return "", errTransformationChanged
+	}
+	return tr.Code, nil
 }

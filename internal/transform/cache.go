@@ -30,7 +30,7 @@ type Key struct {
 // bytes of their bytecode. A code that does not compile is kept too, with
 // its *Error, so that its retries do not run its top level again.
 type Cache struct {
-	sandbox    *Sandbox
+	sandbox    compiler
 	maxEntries int
 	maxBytes   int
 
@@ -46,9 +46,14 @@ type cached struct {
 	err     *Error
 }
 
-// NewCache is an empty cache compiling with s; zero bounds take the
-// defaults.
-func NewCache(s *Sandbox, maxEntries, maxBytes int) *Cache {
+// compiler compiles code: a Sandbox, or a Lazy one.
+type compiler interface {
+	Compile(ctx context.Context, code string) (*Program, error)
+}
+
+// NewCache is an empty cache compiling with s (a *Sandbox or a *Lazy);
+// zero bounds take the defaults.
+func NewCache(s compiler, maxEntries, maxBytes int) *Cache {
 	if maxEntries <= 0 {
 		maxEntries = DefaultCacheEntries
 	}
@@ -59,17 +64,21 @@ func NewCache(s *Sandbox, maxEntries, maxBytes int) *Cache {
 		order: list.New(), entries: make(map[uuid.UUID]*list.Element)}
 }
 
-// Program returns the compiled code of key, compiling code when the cache
-// has no entry for that version. Errors are Compile's; only an *Error is
-// kept.
-func (c *Cache) Program(ctx context.Context, key Key, code string) (*Program, error) {
+// Program returns the compiled code of key, reading its code (code) and
+// compiling it only when the cache has no entry for that version: a hit
+// reads nothing. Errors are code's and Compile's; only an *Error is kept.
+func (c *Cache) Program(ctx context.Context, key Key, code func(context.Context) (string, error)) (*Program, error) {
 	if e, ok := c.get(key); ok {
 		if e.err != nil {
 			return nil, e.err
 		}
 		return e.program, nil
 	}
-	p, err := c.sandbox.Compile(ctx, code)
+	text, err := code(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.sandbox.Compile(ctx, text)
 	var te *Error
 	switch {
 	case errors.As(err, &te):
