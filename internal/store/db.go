@@ -17,9 +17,11 @@ type db struct {
 	clock func() time.Time
 }
 
-// now is the store's clock, in UTC and at microsecond precision (what
+// Now is the store's clock, in UTC and at microsecond precision (what
 // Postgres keeps), so that values read back compare equal to values written.
-func (d db) now() time.Time { return d.clock().UTC().Truncate(time.Microsecond) }
+// Every part has it, so that a caller judging what a part read (a key's
+// expiry, say) by the database's clock needs only that part.
+func (d db) Now() time.Time { return d.clock().UTC().Truncate(time.Microsecond) }
 
 // tx runs fn in a transaction, committing when it returns nil.
 func (d db) tx(ctx context.Context, fn func(pgx.Tx) error) error {
@@ -46,4 +48,4 @@ func (d db) txRetryingDeadlocks(ctx context.Context, fn func(pgx.Tx) error) erro
 }
 
 // retentionStart is the oldest created_at a merchant may still see.
-func (d db) retentionStart() time.Time { return d.now().Add(-Retention) }
+func (d db) retentionStart() time.Time { return d.Now().Add(-Retention) }

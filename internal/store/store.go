@@ -120,10 +120,6 @@ func (s *Store) Close() { s.pool.Close() }
 // Pool exposes the pool for health checks and pool metrics.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Now is the store's clock, in UTC and at microsecond precision (what
-// Postgres keeps), so that values read back compare equal to values written.
-func (s *Store) Now() time.Time { return s.now() }
-
 // Ping checks that Postgres answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
