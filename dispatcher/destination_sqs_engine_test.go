@@ -49,7 +49,7 @@ func (e *env) subscribeAllowing(queues []string, merchant string, destination ma
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	reg := subscriptions.NewRegistry(e.store, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{AllowHTTPTargets: true, AllowPrivateTargets: true,
+	reg := subscriptions.NewRegistry(e.store.Subscriptions, e.store.Listeners, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{AllowHTTPTargets: true, AllowPrivateTargets: true,
 		EventTypes: append(dispatcher.DefaultEventTypes(), "payout.paid"), Kinds: kindstest.Registry(e.t, queues)})
 	sub, _, err := reg.Create(ctx, merchant, subscriptions.Draft{Events: []string{"payout.paid"}, Destination: raw})
 	if err != nil {

@@ -34,7 +34,7 @@ func (e *env) subscribeTo(merchant string, destination map[string]any, ordering 
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	reg := subscriptions.NewRegistry(e.store, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{
+	reg := subscriptions.NewRegistry(e.store.Subscriptions, e.store.Listeners, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{
 		AllowHTTPTargets: true, AllowPrivateTargets: true, EventTypes: append(dispatcher.DefaultEventTypes(), "payout.paid"),
 		Kinds: e.cfg.Kinds})
 	d := subscriptions.Draft{Events: events, Destination: raw}

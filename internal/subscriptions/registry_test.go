@@ -37,7 +37,7 @@ func registry(t *testing.T, rules subscriptions.Rules, merchant string) (*subscr
 	if rules.Kinds == nil {
 		rules.Kinds = kindstest.Registry(t, nil)
 	}
-	return subscriptions.NewRegistry(st, masterKey(), rules), st
+	return subscriptions.NewRegistry(st.Subscriptions, st.Listeners, masterKey(), rules), st
 }
 
 // stored is a destination as sealed: its JSON's members.
@@ -159,7 +159,7 @@ func TestCreateRefusesBrokenRules(t *testing.T) {
 			invalid.Error{Param: "metadata[b]", Rule: "metadata_value_too_long", Message: "at most 500 characters"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reg := subscriptions.NewRegistry(st, masterKey(), tc.rules)
+			reg := subscriptions.NewRegistry(st.Subscriptions, st.Listeners, masterKey(), tc.rules)
 			_, secret, err := reg.Create(context.Background(), "m_rules", tc.draft)
 			wantBroken(t, err, tc.want)
 			if secret != "" {
@@ -246,7 +246,7 @@ func TestCreateWithABadMasterKeyStoresNothing(t *testing.T) {
 	if _, err := st.EnsureMerchant(ctx, "m_key", "2026-01-01"); err != nil {
 		t.Fatal(err)
 	}
-	reg := subscriptions.NewRegistry(st, []byte("short"), subscriptions.Rules{EventTypes: catalogue()})
+	reg := subscriptions.NewRegistry(st.Subscriptions, st.Listeners, []byte("short"), subscriptions.Rules{EventTypes: catalogue()})
 	_, _, err := reg.Create(ctx, "m_key", subscriptions.Draft{URL: ptr("https://example.com/"), Events: []string{"*"}})
 	if err == nil || invalid.As(err) != nil {
 		t.Fatalf("error %v, want a failure that is no broken rule of the merchant's", err)
