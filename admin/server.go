@@ -215,7 +215,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Redis != nil {
 		limiter = redis_rate.NewLimiter(cfg.Redis)
 	}
-	registry := subscriptions.NewRegistry(cfg.Store, cfg.MasterKey, subscriptions.Rules{
+	registry := subscriptions.NewRegistry(cfg.Store.Subscriptions, cfg.Store.Listeners, cfg.MasterKey, subscriptions.Rules{
 		EventTypes: cfg.EventTypes, AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		MaxSubscriptions: cfg.MaxSubscriptions, Destinations: cfg.Destinations, Kinds: cfg.Kinds,
 		Clock: clk,
@@ -236,15 +236,16 @@ func New(cfg Config) (*Server, error) {
 			maxBodyBytes: cfg.MaxBodyBytes, versions: cfg.Versions, clock: clk, ingestToken: cfg.IngestToken},
 		metrics: metrics,
 		tracing: requestTracing{tracer: tracing.Tracer(cfg.TracerProvider)},
-		auth: authenticator{respond: respond, store: cfg.Store, environment: cfg.Environment, keyUsage: cfg.KeyUsage,
+		auth: authenticator{respond: respond, keys: cfg.Store.APIKeys, sessions: cfg.Store.PortalSessions, environment: cfg.Environment, keyUsage: cfg.KeyUsage,
 			versions: cfg.Versions, clock: clk},
 		idem:   idempotency{respond: respond, store: cfg.Store, masterKey: cfg.MasterKey},
 		limits: limits,
 
 		documents:     documentHandlers{versions: cfg.Versions, sourceAddresses: cfg.SourceAddresses},
-		subscriptions: subscriptionHandlers{changes: changes, reads: reads, pages: pages},
+		subscriptions: subscriptionHandlers{changes: changes, reads: reads.Subscriptions, polls: reads.Polls, pages: pages},
 		endpoints: endpointHandlers{secrets: subscriptions.NewSecretRevealer(cfg.Store, cfg.MasterKey, clk.Now),
-			reads: reads, checker: checker, clock: clk},
+			subscriptions: reads.Subscriptions, attempts: reads.EndpointHealth, statistics: reads.Views,
+			checker: checker, clock: clk},
 		events: eventHandlers{reads: reads, pages: pages, types: catalogue.New(cfg.EventTypes),
 			publisher: cfg.Publisher, environment: cfg.Environment},
 		deliveries: deliveryHandlers{reads: reads, pages: pages, actions: cfg.Publisher, clock: clk},
