@@ -56,7 +56,7 @@ func (r *Runner) runBatch(ctx context.Context, unit queue.LaneItem, held *heldSl
 		reqs[i] = store.LeaseRequest{ID: it.Task.DeliveryID, CreatedAt: it.Task.CreatedAt, Number: it.Task.Number}
 	}
 	log := r.logger.With("subscription_id", unit.Task.SubscriptionID)
-	leased, errs, err := r.cfg.Store.LeaseDeliveries(ctx, reqs, now, r.cfg.LeaseFor)
+	leased, errs, err := r.cfg.Deliveries.LeaseDeliveries(ctx, reqs, now, r.cfg.LeaseFor)
 	if err != nil {
 		r.parkAgain(ctx, items, err, log)
 		return
