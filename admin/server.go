@@ -229,7 +229,7 @@ func New(cfg Config) (*Server, error) {
 	if ownsWakes {
 		wakes = queue.NewWakeHub(cfg.Redis, cfg.Logger)
 	}
-	changes := subscriptionChanges{registry: registry, store: cfg.Store, work: cfg.Publisher, logger: cfg.Logger, clock: clk}
+	changes := subscriptionChanges{registry: registry, store: cfg.Store.Subscriptions, work: cfg.Publisher, logger: cfg.Logger, clock: clk}
 	return &Server{
 		respond: respond,
 		rules: requestRules{respond: respond, requireTLS: cfg.RequireHTTPS, trustedProxies: cfg.TrustedProxies,
@@ -238,20 +238,20 @@ func New(cfg Config) (*Server, error) {
 		tracing: requestTracing{tracer: tracing.Tracer(cfg.TracerProvider)},
 		auth: authenticator{respond: respond, keys: cfg.Store.APIKeys, sessions: cfg.Store.PortalSessions, environment: cfg.Environment, keyUsage: cfg.KeyUsage,
 			versions: cfg.Versions, clock: clk},
-		idem:   idempotency{respond: respond, store: cfg.Store, masterKey: cfg.MasterKey},
+		idem:   idempotency{respond: respond, store: cfg.Store.IdempotencyKeys, masterKey: cfg.MasterKey},
 		limits: limits,
 
 		documents:     documentHandlers{versions: cfg.Versions, sourceAddresses: cfg.SourceAddresses},
 		subscriptions: subscriptionHandlers{changes: changes, reads: reads.Subscriptions, polls: reads.Polls, pages: pages},
-		endpoints: endpointHandlers{secrets: subscriptions.NewSecretRevealer(cfg.Store, cfg.MasterKey, clk.Now),
+		endpoints: endpointHandlers{secrets: subscriptions.NewSecretRevealer(cfg.Store.Subscriptions, cfg.MasterKey, clk.Now),
 			subscriptions: reads.Subscriptions, attempts: reads.EndpointHealth, statistics: reads.Views,
 			checker: checker, clock: clk},
-		events: eventHandlers{reads: reads, pages: pages, types: catalogue.New(cfg.EventTypes),
+		events: eventHandlers{reads: reads.Views, pages: pages, types: catalogue.New(cfg.EventTypes),
 			publisher: cfg.Publisher, environment: cfg.Environment},
-		deliveries: deliveryHandlers{reads: reads, pages: pages, actions: cfg.Publisher, clock: clk},
-		portalSessions: portalSessionHandlers{issuer: sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
-			store: cfg.Store, limits: limits, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations, cfg.Kinds), kinds: cfg.Kinds},
-		listen: listenHandlers{registry: registry, store: cfg.Store, redis: cfg.Redis, wakes: wakes, grace: cfg.ListenerGrace,
+		deliveries: deliveryHandlers{reads: reads.Views, pages: pages, actions: cfg.Publisher, clock: clk},
+		portalSessions: portalSessionHandlers{issuer: sessions.NewIssuer(cfg.Store.PortalSessions, cfg.Environment, cfg.AllowHTTPTargets),
+			store: cfg.Store.PortalSessions, limits: limits, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations, cfg.Kinds), kinds: cfg.Kinds},
+		listen: listenHandlers{registry: registry, store: cfg.Store.Listeners, redis: cfg.Redis, wakes: wakes, grace: cfg.ListenerGrace,
 			clock: clk, logger: cfg.Logger, held: newHeldLimit("listen", "listen connections", cfg.MaxListenersPerMerchant,
 				DefaultMaxListenersPerMerchant, listenRetryAfter, 2*cfg.ListenerGrace, cfg.Redis, clk, cfg.Logger)},
 		legacy: legacyHandlers{changes: changes},
@@ -261,10 +261,10 @@ func New(cfg Config) (*Server, error) {
 		wakes:  wakes, ownsWakes: ownsWakes,
 
 		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis,
-			settings: merchants.NewSettingsUpdater(cfg.Store, cfg.Versions, clk.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets))},
+			settings: merchants.NewSettingsUpdater(cfg.Store.Merchants, cfg.Versions, clk.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets))},
 		ingest: ingestHandlers{publisher: cfg.Publisher},
-		apiKeys: apiKeyHandlers{issuer: merchants.NewKeyIssuer(cfg.Store, cfg.Environment, cfg.Versions.Latest()),
-			ring: merchants.NewKeyRing(cfg.Store), store: cfg.Store, redis: cfg.Redis, pages: pages, logger: cfg.Logger},
+		apiKeys: apiKeyHandlers{issuer: merchants.NewKeyIssuer(cfg.Store.APIKeys, cfg.Environment, cfg.Versions.Latest()),
+			ring: merchants.NewKeyRing(cfg.Store.APIKeys), store: cfg.Store.APIKeys, redis: cfg.Redis, pages: pages, logger: cfg.Logger},
 		gatherer: cfg.Gatherer,
 	}, nil
 }

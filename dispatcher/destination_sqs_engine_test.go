@@ -42,7 +42,7 @@ func engineAWS(t *testing.T, accessKey string) {
 func (e *env) subscribeAllowing(queues []string, merchant string, destination map[string]any) store.Subscription {
 	e.t.Helper()
 	ctx := context.Background()
-	if _, err := e.store.EnsureMerchant(ctx, merchant, testVersion); err != nil {
+	if _, err := e.store.Merchants.EnsureMerchant(ctx, merchant, testVersion); err != nil {
 		e.t.Fatal(err)
 	}
 	raw, err := json.Marshal(destination)

@@ -27,7 +27,7 @@ var slowSchedule = retry.Schedule{Delays: []time.Duration{
 func (e *env) subscribeTo(merchant string, destination map[string]any, ordering string, events ...string) (store.Subscription, string) {
 	e.t.Helper()
 	ctx := context.Background()
-	if _, err := e.store.EnsureMerchant(ctx, merchant, testVersion); err != nil {
+	if _, err := e.store.Merchants.EnsureMerchant(ctx, merchant, testVersion); err != nil {
 		e.t.Fatal(err)
 	}
 	raw, err := json.Marshal(destination)

@@ -160,7 +160,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if _, err := provider.Up(ctx); err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
-	if _, err := s.EnsurePartitions(ctx, s.Now(), PartitionsAhead); err != nil {
+	if _, err := s.Maintenance.EnsurePartitions(ctx, s.Now(), PartitionsAhead); err != nil {
 		return err
 	}
 	return nil
