@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// db is what every family of the store's methods shares: the pool its
+// db is what every part of the store shares: the pool its
 // statements run on and the clock that dates what they write.
 type db struct {
 	pool  *pgxpool.Pool
