@@ -160,8 +160,8 @@ type Publisher struct {
 	// while a group is being written share the next one's merchant read,
 	// transaction and commit.
 	groups *groupcommit.Batcher[publishRequest, published]
-	// tracer makes the spans of tracing.go; nil when tracing is off.
-	tracer trace.Tracer
+	// tracing makes the spans of tracing.go.
+	tracing publishTracer
 	// pool is this process's worker pool while it runs (StartLocally),
 	// which first attempts try before the schedule; nil: none.
 	pool atomic.Pointer[localPool]
@@ -222,7 +222,7 @@ func NewPublisher(cfg PublisherConfig, tasks *queue.Enqueuer, m *metrics.Set, cl
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
 	p := &Publisher{cfg: cfg, types: catalogue.New(cfg.EventTypes), filters: filter.NewCache(compiler), tasks: tasks, metrics: m, clock: clock, logger: logger,
-		tracer: tracing.Tracer(cfg.TracerProvider)}
+		tracing: publishTracer{tracer: tracing.Tracer(cfg.TracerProvider), clock: clock}}
 	p.matcher = p.matchFilters
 	if cfg.WrapMatcher != nil {
 		p.matcher = cfg.WrapMatcher(p.matcher)
@@ -326,7 +326,7 @@ func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) (evs []
 	for i, e := range es {
 		reqs[i] = publishRequest{event: newEventOf(e)}
 	}
-	traced := p.tracePublishAll(ctx, reqs)
+	traced := p.tracing.publishAll(ctx, reqs)
 	defer func() { traced(evs, created, errs) }()
 	p.metrics.PublishesWaiting.Add(float64(len(reqs)))
 	defer p.metrics.PublishesWaiting.Sub(float64(len(reqs)))
@@ -362,7 +362,7 @@ func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) (evs []
 func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audience) (store.Event, []store.Delivery, bool, error) {
 	p.metrics.PublishesWaiting.Inc()
 	defer p.metrics.PublishesWaiting.Dec()
-	ctx, span := p.tracePublish(ctx, e)
+	ctx, span := p.tracing.publish(ctx, e)
 	req := publishRequest{event: e, to: to, trace: span.context()}
 	for {
 		out, err := p.groups.Do(ctx, req)
@@ -399,7 +399,7 @@ func (p *Publisher) awaitVerdict(ctx context.Context, err error) (v *filterVerdi
 // by another merchant, say) fails alone.
 func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]published, []error, error) {
 	p.metrics.PublishGroups.Observe(float64(len(reqs)))
-	started := p.commitStarted()
+	started := p.tracing.commitStarted()
 	keys := make([]store.MerchantEventType, 0, len(reqs))
 	for _, r := range reqs {
 		if k := (store.MerchantEventType{MerchantID: r.event.MerchantID, EventType: r.event.Type}); !slices.Contains(keys, k) {
@@ -510,7 +510,7 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 	}
 	p.enqueueFirstAttempts(ctx, created)
 	p.wakePollers(ctx, created)
-	p.traceCommit(ctx, started, committed{reqs: reqs, at: at, out: out, errs: errs})
+	p.tracing.commit(ctx, started, committed{reqs: reqs, at: at, out: out, errs: errs})
 	return out, errs, nil
 }
 
@@ -665,7 +665,7 @@ func (p *Publisher) HandleIngest(ctx context.Context, t *asynq.Task) (err error)
 	if err := json.Unmarshal(t.Payload(), &e); err != nil {
 		return p.refuse(ctx, e, invalid.Value("payload", ruleTaskUnreadable, "The task is not a JSON event."))
 	}
-	ctx, span := p.traceIngest(ctx, t.Payload(), e)
+	ctx, span := p.tracing.ingest(ctx, t.Payload(), e)
 	defer func() { endIngest(span, err) }()
 	_, _, err = p.Publish(ctx, e)
 	if bad := invalid.As(err); bad != nil {
