@@ -17,7 +17,7 @@ import (
 // with its stored form (id, prefix…).
 func (h *harness) issuedKey(merchant string) merchants.IssuedKey {
 	h.t.Helper()
-	issued, err := merchants.NewKeyIssuer(h.cfg.Store, "sandbox", admin.DefaultVersion).
+	issued, err := merchants.NewKeyIssuer(h.cfg.Store.APIKeys, "sandbox", admin.DefaultVersion).
 		Create(context.Background(), merchant, []string{admin.ScopeRead, admin.ScopeWrite})
 	if err != nil {
 		h.t.Fatal(err)
@@ -190,7 +190,7 @@ func TestAPIKeyLastUsed(t *testing.T) {
 	clock := &keyClock{}
 	var usage *merchants.KeyUsage
 	h := newHarness(t, withKeyClock(t, clock), func(c *admin.Config) {
-		usage = merchants.NewKeyUsage(c.Store, c.Store.Now, nil)
+		usage = merchants.NewKeyUsage(c.Store.APIKeys, c.Store.Now, nil)
 		c.KeyUsage = usage
 	})
 	issued := h.issuedKey("m_used")
@@ -224,7 +224,7 @@ func TestAPIKeyLastUsed(t *testing.T) {
 		}
 	}
 	// A refused key is not counted as used.
-	if _, err := h.cfg.Store.RevokeAPIKey(context.Background(), "m_used", idle.ID); err != nil {
+	if _, err := h.cfg.Store.APIKeys.RevokeAPIKey(context.Background(), "m_used", idle.ID); err != nil {
 		t.Fatal(err)
 	}
 	if h.works(idle.Key) {
@@ -233,7 +233,7 @@ func TestAPIKeyLastUsed(t *testing.T) {
 	if err := usage.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if k, _ := h.cfg.Store.GetAPIKey(context.Background(), "m_used", idle.ID); k.LastUsedAt != nil {
+	if k, _ := h.cfg.Store.APIKeys.GetAPIKey(context.Background(), "m_used", idle.ID); k.LastUsedAt != nil {
 		t.Errorf("a refused request set last_used_at %v", k.LastUsedAt)
 	}
 }

@@ -14,21 +14,27 @@ import (
 	"github.com/webhookd/webhookd/internal/store"
 )
 
-// principalStore is what authentication reads of the database, on every
-// request: the key or session a credential hashes to, and the database's
+// principalKeys is what authentication reads of the database's API keys,
+// on every request: the key a credential hashes to, and the database's
 // clock that a key's expiry is judged by.
-type principalStore interface {
+type principalKeys interface {
 	APIKeyByHash(ctx context.Context, hash []byte) (store.APIKey, store.Merchant, error)
-	PortalSessionByHash(ctx context.Context, hash []byte, now time.Time) (store.PortalSession, store.Merchant, error)
 	Now() time.Time
+}
+
+// principalSessions is what authentication reads of the database's portal
+// sessions: the session a token hashes to.
+type principalSessions interface {
+	PortalSessionByHash(ctx context.Context, hash []byte, now time.Time) (store.PortalSession, store.Merchant, error)
 }
 
 // authenticator is the middleware that tells who sent a request (an API
 // key or a portal session) and what it may do. It is separate from the
 // request rules because it reads the database on every request.
 type authenticator struct {
-	respond responder
-	store   principalStore
+	respond  responder
+	keys     principalKeys
+	sessions principalSessions
 	// environment is "sandbox" or "production"; credentials of the other
 	// one are 401.
 	environment string
@@ -113,7 +119,7 @@ func (a authenticator) authenticate(read keyReader) func(http.Handler) http.Hand
 
 // keyPrincipal is the caller holding an API key.
 func (a authenticator) keyPrincipal(ctx context.Context, key string) (principal, error) {
-	k, m, err := a.store.APIKeyByHash(ctx, store.HashAPIKey(key))
+	k, m, err := a.keys.APIKeyByHash(ctx, store.HashAPIKey(key))
 	if errors.Is(err, store.ErrNotFound) || err == nil && k.Environment != a.environment {
 		return principal{}, errAuthentication
 	}
@@ -122,7 +128,7 @@ func (a authenticator) keyPrincipal(ctx context.Context, key string) (principal,
 	}
 	// Read from Postgres on every request, so that a revoked or expired
 	// key is refused at once by every process.
-	if !merchants.KeyUsable(k, a.store.Now()) {
+	if !merchants.KeyUsable(k, a.keys.Now()) {
 		return principal{}, errAuthentication
 	}
 	a.keyUsage.Seen(k.ID)
@@ -131,7 +137,7 @@ func (a authenticator) keyPrincipal(ctx context.Context, key string) (principal,
 
 // sessionPrincipal is the caller holding a live portal session token.
 func (a authenticator) sessionPrincipal(ctx context.Context, token string) (principal, error) {
-	p, m, err := a.store.PortalSessionByHash(ctx, store.HashAPIKey(token), a.clock.Now())
+	p, m, err := a.sessions.PortalSessionByHash(ctx, store.HashAPIKey(token), a.clock.Now())
 	if errors.Is(err, store.ErrNotFound) || err == nil && p.Environment != a.environment {
 		return principal{}, errSessionEnded
 	}

@@ -21,17 +21,19 @@ type EndpointChecker interface {
 	CheckEndpoint(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (publish.CheckReport, error)
 }
 
-// endpointReads is what the endpoint routes read: a subscription's
-// health and statistics.
-type endpointReads interface {
+// endpointSubscriptions is where the endpoint routes read the
+// subscription they are about.
+type endpointSubscriptions interface {
 	// GetSubscription reads the merchant's subscription.
 	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
+}
+
+// endpointAttempts is what the health route counts of a subscription's
+// attempts.
+type endpointAttempts interface {
 	// SubscriptionAttemptsSince counts the subscription's attempts since
 	// a time.
 	SubscriptionAttemptsSince(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time) (store.AttemptCounts, error)
-	// SubscriptionStats reads the subscription's attempts in the buckets
-	// of a window, and their totals.
-	SubscriptionStats(ctx context.Context, subscriptionID uuid.UUID, w store.StatsWindow) ([]store.StatsBucket, store.StatsBucket, error)
 }
 
 // endpointHandlers serve what the portal asks of one endpoint beyond the
@@ -41,8 +43,11 @@ type endpointReads interface {
 // counts and the endpoint checker, which sends the endpoint requests.
 type endpointHandlers struct {
 	secrets *subscriptions.SecretRevealer
-	// reads is where the health reads (the replica when there is one).
-	reads endpointReads
+	// subscriptions, attempts and statistics are where the routes read
+	// (the replica when there is one).
+	subscriptions endpointSubscriptions
+	attempts      endpointAttempts
+	statistics    statsReads
 	// checker is nil on a server whose Publisher sends nothing itself.
 	checker EndpointChecker
 	clock   clock.Clock
@@ -91,11 +96,11 @@ func (h endpointHandlers) health(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	merchant := principalOf(r.Context()).Merchant.ID
-	sub, err := h.reads.GetSubscription(r.Context(), merchant, id)
+	sub, err := h.subscriptions.GetSubscription(r.Context(), merchant, id)
 	if err != nil {
 		return err
 	}
-	counts, err := h.reads.SubscriptionAttemptsSince(r.Context(), merchant, id, h.clock.Now().Add(-healthWindow))
+	counts, err := h.attempts.SubscriptionAttemptsSince(r.Context(), merchant, id, h.clock.Now().Add(-healthWindow))
 	if err != nil {
 		return err
 	}

@@ -73,12 +73,12 @@ func recordDelivery(t *testing.T, st *store.Store, merchant string, subID uuid.U
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	ev := store.Event{ID: uuid.Must(uuid.NewV7()), MerchantID: merchant, Type: "payout.paid", APIVersion: admin.DefaultVersion,
 		Body: []byte(`{"payload":{}}`), CreatedAt: now}
-	_, ds, _, err := st.CreateEvent(ctx, ev, store.Audience{SubscriptionID: &subID, Test: test})
+	_, ds, _, err := st.Events.CreateEvent(ctx, ev, store.Audience{SubscriptionID: &subID, Test: test})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("create event: %v, %d deliveries", err, len(ds))
 	}
 	for i, a := range attempts {
-		l, err := st.LeaseDelivery(ctx, ds[0].ID, ds[0].CreatedAt, i+1, time.Now(), time.Minute)
+		l, err := st.Deliveries.LeaseDelivery(ctx, ds[0].ID, ds[0].CreatedAt, i+1, time.Now(), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func recordDelivery(t *testing.T, st *store.Store, merchant string, subID uuid.U
 		} else if i == len(attempts)-1 {
 			rec.Status, rec.NextAttemptAt = store.DeliveryFailed, nil
 		}
-		if err := st.RecordAttempt(ctx, rec); err != nil {
+		if err := st.Deliveries.RecordAttempt(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -323,7 +323,7 @@ func TestConcurrentRequestWithSameKeyIsInProgress(t *testing.T) {
 	body := `{"url":"https://example.com/hook","events":["*"]}`
 	// The same request is still running elsewhere: its claim is held.
 	sum := sha256.Sum256([]byte("POST /v1/webhook_subscriptions\n" + body))
-	if _, _, err := h.store.ClaimIdempotencyKey(t.Context(), "m_busy", "busy", sum[:], time.Minute); err != nil {
+	if _, _, err := h.store.IdempotencyKeys.ClaimIdempotencyKey(t.Context(), "m_busy", "busy", sum[:], time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	r := h.do(request{Method: "POST", Path: "/v1/webhook_subscriptions", Key: key, Body: body,

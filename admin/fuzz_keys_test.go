@@ -26,7 +26,7 @@ func FuzzRollKeyBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		h := h.with(t)
 		ctx := context.Background()
-		old, err := merchants.NewKeyIssuer(h.store, "sandbox", admin.DefaultVersion).Create(ctx, "m_roll", []string{admin.ScopeRead})
+		old, err := merchants.NewKeyIssuer(h.store.APIKeys, "sandbox", admin.DefaultVersion).Create(ctx, "m_roll", []string{admin.ScopeRead})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func FuzzRollKeyBody(f *testing.F) {
 		if in.OverlapSeconds != nil {
 			overlap = time.Duration(*in.OverlapSeconds) * time.Second
 		}
-		rolled, err := h.store.GetAPIKey(ctx, "m_roll", old.ID)
+		rolled, err := h.store.APIKeys.GetAPIKey(ctx, "m_roll", old.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func FuzzRollKeyBody(f *testing.F) {
 		}
 		successor := r.JSON(t)
 		id, _ := successor["id"].(string)
-		k, err := h.store.GetAPIKey(ctx, "m_roll", uuid.MustParse(id))
+		k, err := h.store.APIKeys.GetAPIKey(ctx, "m_roll", uuid.MustParse(id))
 		if err != nil || len(k.Scopes) != 1 || k.Scopes[0] != admin.ScopeRead {
 			t.Fatalf("body %q: successor %+v, %v", body, k, err)
 		}

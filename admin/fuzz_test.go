@@ -118,7 +118,7 @@ type bodyTarget struct {
 // refused, leaving the accepted path unexplored.
 func startFuzzHarness(f *testing.F) (h *harness, key string, subID string) {
 	h = startHarness(f, withIngestPipeline(f), func(c *admin.Config) { c.MaxSubscriptions = math.MaxInt32 })
-	key, err := merchants.NewKeyIssuer(h.store, "sandbox", admin.DefaultVersion).Issue(context.Background(), "m_fuzz",
+	key, err := merchants.NewKeyIssuer(h.store.APIKeys, "sandbox", admin.DefaultVersion).Issue(context.Background(), "m_fuzz",
 		[]string{admin.ScopeRead, admin.ScopeWrite})
 	if err != nil {
 		f.Fatal(err)
@@ -135,7 +135,7 @@ func startFuzzHarness(f *testing.F) (h *harness, key string, subID string) {
 	// cannot store, were one accepted, would reach the fan-out's jsonb
 	// cast and fail it: a 5xx, which every target refuses.
 	orderingKey := "payload.s"
-	sub, err := h.store.CreateSubscription(context.Background(), store.NewSubscription{
+	sub, err := h.store.Subscriptions.CreateSubscription(context.Background(), store.NewSubscription{
 		MerchantID: "m_fuzz", URL: "https://example.com/hook", Events: []string{"*"}, OrderingKey: &orderingKey}, sealed)
 	if err != nil {
 		f.Fatal(err)
@@ -615,7 +615,7 @@ func FuzzMerchantPath(f *testing.F) {
 		}
 		got, _ := r.JSON(t)["id"].(string)
 		if k, ok := r.JSON(t)["key"].(string); ok {
-			_, m, err := h.store.APIKeyByHash(context.Background(), store.HashAPIKey(k))
+			_, m, err := h.store.APIKeys.APIKeyByHash(context.Background(), store.HashAPIKey(k))
 			if err != nil {
 				t.Fatal(err)
 			}

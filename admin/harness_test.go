@@ -110,7 +110,7 @@ func (h *harness) merchant(id string, scopes ...string) string {
 	if len(scopes) == 0 {
 		scopes = []string{admin.ScopeRead, admin.ScopeWrite}
 	}
-	key, err := merchants.NewKeyIssuer(h.store, "sandbox", admin.DefaultVersion).Issue(context.Background(), id, scopes)
+	key, err := merchants.NewKeyIssuer(h.store.APIKeys, "sandbox", admin.DefaultVersion).Issue(context.Background(), id, scopes)
 	if err != nil {
 		h.t.Fatal(err)
 	}

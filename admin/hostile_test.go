@@ -89,7 +89,7 @@ func TestMerchantPathDecoding(t *testing.T) {
 				t.Fatalf("api key: %d %s", issued.Status, issued.Body)
 			}
 			keyString, _ := issued.JSON(t)["key"].(string)
-			_, m, err := h.store.APIKeyByHash(context.Background(), store.HashAPIKey(keyString))
+			_, m, err := h.store.APIKeys.APIKeyByHash(context.Background(), store.HashAPIKey(keyString))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -88,7 +88,7 @@ func TestIngestEventIsIdempotent(t *testing.T) {
 	if other.Status != http.StatusAccepted {
 		t.Fatalf("publish for a new merchant: %d %s", other.Status, other.Body)
 	}
-	if m, err := h.store.GetMerchant(context.Background(), "new-merchant"); err != nil || m.APIVersion != admin.DefaultVersion {
+	if m, err := h.store.Merchants.GetMerchant(context.Background(), "new-merchant"); err != nil || m.APIVersion != admin.DefaultVersion {
 		t.Errorf("new merchant %+v, %v", m, err)
 	}
 }

@@ -120,7 +120,7 @@ func TestRevokingAKeyClosesItsListeners(t *testing.T) {
 	}
 	t.Logf("both connections closed %s after the revocation was asked", time.Since(revoked))
 	for _, id := range []uuid.UUID{firstReady.ListenerID, secondReady.ListenerID} {
-		if _, ended, err := h.store.ListenerExpiry(ctx, id); err != nil || !ended {
+		if _, ended, err := h.store.Listeners.ListenerExpiry(ctx, id); err != nil || !ended {
 			t.Errorf("listener %s ended = %v, %v; want ended by the revocation", id, ended, err)
 		}
 	}
@@ -152,7 +152,7 @@ func TestNoDeliveryAfterTheKeyEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, ready := h.dialListen(ctx, key.Key, "")
-	if _, err := h.store.RevokeAPIKey(ctx, "m_nd", key.ID); err != nil {
+	if _, err := h.store.APIKeys.RevokeAPIKey(ctx, "m_nd", key.ID); err != nil {
 		t.Fatal(err)
 	}
 	h.relay(ctx, ready.ListenerID, listener.Delivery{Type: listener.TypeDelivery, ID: uuid.NewString(), EventID: uuid.NewString(),

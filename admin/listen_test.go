@@ -232,7 +232,7 @@ func TestListenResumesAndEnds(t *testing.T) {
 	h.public.CloseClientConnections()
 	if !eventually(10*time.Second, func() bool {
 		clock.Advance(time.Minute)
-		_, ended, err := h.store.ListenerExpiry(ctx, ready.ListenerID)
+		_, ended, err := h.store.Listeners.ListenerExpiry(ctx, ready.ListenerID)
 		if err != nil {
 			t.Fatal(err)
 		}

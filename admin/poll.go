@@ -129,6 +129,13 @@ type pollStateJSON struct {
 	LastReadAt *time.Time `json:"last_read_at"`
 }
 
+// pollStateReads is what the subscription routes read of poll
+// subscriptions' lines.
+type pollStateReads interface {
+	// PollStates reads the state of poll subscriptions' lines.
+	PollStates(ctx context.Context, subscriptionIDs []uuid.UUID) (map[uuid.UUID]store.PollState, error)
+}
+
 // pollLines reads the lines of the poll subscriptions among subs, in one
 // query for a whole page (none when there is no poll subscription). A
 // failed read is logged and leaves the lines out rather than failing the
@@ -143,7 +150,7 @@ func (h subscriptionHandlers) pollLines(ctx context.Context, subs ...store.Subsc
 	if len(ids) == 0 {
 		return nil
 	}
-	states, err := h.reads.PollStates(ctx, ids)
+	states, err := h.polls.PollStates(ctx, ids)
 	if err != nil {
 		h.changes.logger.WarnContext(ctx, "read poll line states", "subscriptions", len(ids), "error", err)
 		return nil

@@ -342,7 +342,7 @@ func TestHeldRequestsBoundedPerMerchant(t *testing.T) {
 // input for up to 30 s, and its parameters are the ones tried without it.
 func FuzzPollQuery(f *testing.F) {
 	h := startHarness(f, withPoller(f))
-	key, err := merchants.NewKeyIssuer(h.store, "sandbox", admin.DefaultVersion).Issue(context.Background(), "m_fuzz",
+	key, err := merchants.NewKeyIssuer(h.store.APIKeys, "sandbox", admin.DefaultVersion).Issue(context.Background(), "m_fuzz",
 		[]string{admin.ScopeRead, admin.ScopeWrite})
 	if err != nil {
 		f.Fatal(err)

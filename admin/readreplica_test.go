@@ -23,7 +23,7 @@ func TestReadsGoToTheReadStore(t *testing.T) {
 	// The replica holds its own subscription for m1, made through an API
 	// on the replica alone.
 	filler := newHarness(t, func(c *admin.Config) { c.Store = replica })
-	fillerKey, err := merchants.NewKeyIssuer(replica, "sandbox", admin.DefaultVersion).Issue(context.Background(), "m1",
+	fillerKey, err := merchants.NewKeyIssuer(replica.APIKeys, "sandbox", admin.DefaultVersion).Issue(context.Background(), "m1",
 		[]string{admin.ScopeRead, admin.ScopeWrite})
 	if err != nil {
 		t.Fatal(err)

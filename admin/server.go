@@ -211,16 +211,22 @@ func New(cfg Config) (*Server, error) {
 	// is one. They may lag Store (replication delay), which is why only
 	// routes that read what a client asks for, and nothing that decides
 	// a write, use it.
+	st := cfg.Store
+	if st == nil {
+		// A Config without a Store (the tests that list the routes)
+		// still builds every handler, over parts that are not there.
+		st = &store.Store{}
+	}
 	reads := cfg.ReadStore
 	if reads == nil {
-		reads = cfg.Store
+		reads = st
 	}
 	checker := cfg.Checker
 	var limiter *redis_rate.Limiter
 	if cfg.Redis != nil {
 		limiter = redis_rate.NewLimiter(cfg.Redis)
 	}
-	registry := subscriptions.NewRegistry(cfg.Store, cfg.MasterKey, subscriptions.Rules{
+	registry := subscriptions.NewRegistry(st.Subscriptions, st.Listeners, cfg.MasterKey, subscriptions.Rules{
 		EventTypes: cfg.EventTypes, AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		MaxSubscriptions: cfg.MaxSubscriptions, Destinations: cfg.Destinations, Kinds: cfg.Kinds,
 		Clock: clk, Transformations: transformationCompiler(cfg.Transformations),
@@ -234,30 +240,31 @@ func New(cfg Config) (*Server, error) {
 	if ownsWakes {
 		wakes = queue.NewWakeHub(cfg.Redis, cfg.Logger)
 	}
-	changes := subscriptionChanges{registry: registry, store: cfg.Store, work: cfg.Publisher, logger: cfg.Logger, clock: clk}
+	changes := subscriptionChanges{registry: registry, store: st.Subscriptions, work: cfg.Publisher, logger: cfg.Logger, clock: clk}
 	return &Server{
 		respond: respond,
 		rules: requestRules{respond: respond, requireTLS: cfg.RequireHTTPS, trustedProxies: cfg.TrustedProxies,
 			maxBodyBytes: cfg.MaxBodyBytes, versions: cfg.Versions, clock: clk, ingestToken: cfg.IngestToken},
 		metrics: metrics,
 		tracing: requestTracing{tracer: tracing.Tracer(cfg.TracerProvider)},
-		auth: authenticator{respond: respond, store: cfg.Store, environment: cfg.Environment, keyUsage: cfg.KeyUsage,
+		auth: authenticator{respond: respond, keys: st.APIKeys, sessions: st.PortalSessions, environment: cfg.Environment, keyUsage: cfg.KeyUsage,
 			versions: cfg.Versions, clock: clk},
-		idem:   idempotency{respond: respond, store: cfg.Store, masterKey: cfg.MasterKey},
+		idem:   idempotency{respond: respond, store: st.IdempotencyKeys, masterKey: cfg.MasterKey},
 		limits: limits,
 
 		documents:     documentHandlers{versions: cfg.Versions, sourceAddresses: cfg.SourceAddresses},
-		subscriptions: subscriptionHandlers{changes: changes, reads: reads, pages: pages},
-		endpoints: endpointHandlers{secrets: subscriptions.NewSecretRevealer(cfg.Store, cfg.MasterKey, clk.Now),
-			reads: reads, checker: checker, clock: clk},
-		transforms: transformationHandlers{reads: reads, transformations: cfg.Transformations,
+		subscriptions: subscriptionHandlers{changes: changes, reads: reads.Subscriptions, polls: reads.Polls, pages: pages},
+		endpoints: endpointHandlers{secrets: subscriptions.NewSecretRevealer(st.Subscriptions, cfg.MasterKey, clk.Now),
+			subscriptions: reads.Subscriptions, attempts: reads.EndpointHealth, statistics: reads.Views,
+			checker: checker, clock: clk},
+		transforms: transformationHandlers{subscriptions: reads.Subscriptions, events: reads.Views, transformations: cfg.Transformations,
 			eventTypes: catalogue.New(cfg.EventTypes), changes: changes, clock: clk},
-		events: eventHandlers{reads: reads, pages: pages, types: catalogue.New(cfg.EventTypes),
+		events: eventHandlers{reads: reads.Views, pages: pages, types: catalogue.New(cfg.EventTypes),
 			publisher: cfg.Publisher, environment: cfg.Environment},
-		deliveries: deliveryHandlers{reads: reads, pages: pages, actions: cfg.Publisher, clock: clk},
-		portalSessions: portalSessionHandlers{issuer: sessions.NewIssuer(cfg.Store, cfg.Environment, cfg.AllowHTTPTargets),
-			store: cfg.Store, limits: limits, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations, cfg.Kinds), kinds: cfg.Kinds},
-		listen: listenHandlers{registry: registry, store: cfg.Store, redis: cfg.Redis, wakes: wakes, grace: cfg.ListenerGrace,
+		deliveries: deliveryHandlers{reads: reads.Views, pages: pages, actions: cfg.Publisher, clock: clk},
+		portalSessions: portalSessionHandlers{issuer: sessions.NewIssuer(st.PortalSessions, cfg.Environment, cfg.AllowHTTPTargets),
+			store: st.PortalSessions, limits: limits, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations, cfg.Kinds), kinds: cfg.Kinds},
+		listen: listenHandlers{registry: registry, store: st.Listeners, redis: cfg.Redis, wakes: wakes, grace: cfg.ListenerGrace,
 			clock: clk, logger: cfg.Logger, held: newHeldLimit("listen", "listen connections", cfg.MaxListenersPerMerchant,
 				DefaultMaxListenersPerMerchant, listenRetryAfter, 2*cfg.ListenerGrace, cfg.Redis, clk, cfg.Logger)},
 		legacy: legacyHandlers{changes: changes},
@@ -267,10 +274,10 @@ func New(cfg Config) (*Server, error) {
 		wakes:  wakes, ownsWakes: ownsWakes,
 
 		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis,
-			settings: merchants.NewSettingsUpdater(cfg.Store, cfg.Versions, clk.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets))},
+			settings: merchants.NewSettingsUpdater(st.Merchants, cfg.Versions, clk.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets))},
 		ingest: ingestHandlers{publisher: cfg.Publisher},
-		apiKeys: apiKeyHandlers{issuer: merchants.NewKeyIssuer(cfg.Store, cfg.Environment, cfg.Versions.Latest()),
-			ring: merchants.NewKeyRing(cfg.Store), store: cfg.Store, redis: cfg.Redis, pages: pages, logger: cfg.Logger},
+		apiKeys: apiKeyHandlers{issuer: merchants.NewKeyIssuer(st.APIKeys, cfg.Environment, cfg.Versions.Latest()),
+			ring: merchants.NewKeyRing(st.APIKeys), store: st.APIKeys, redis: cfg.Redis, pages: pages, logger: cfg.Logger},
 		gatherer: cfg.Gatherer,
 	}, nil
 }

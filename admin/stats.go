@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -8,6 +9,13 @@ import (
 
 	"github.com/webhookd/webhookd/internal/store"
 )
+
+// statsReads is what the stats route reads of a subscription's attempts.
+type statsReads interface {
+	// SubscriptionStats reads the subscription's attempts in the buckets
+	// of a window, and their totals.
+	SubscriptionStats(ctx context.Context, subscriptionID uuid.UUID, w store.StatsWindow) ([]store.StatsBucket, store.StatsBucket, error)
+}
 
 // statsWindows are the windows GET /v1/webhook_subscriptions/{id}/stats
 // takes: 24 hours by the hour, 7 days by 6 hours (28 buckets, as many as a
@@ -76,12 +84,12 @@ func (h endpointHandlers) stats(w http.ResponseWriter, r *http.Request) error {
 		return errInvalid("window", "window must be 24h or 7d.")
 	}
 	merchant := principalOf(r.Context()).Merchant.ID
-	if _, err := h.reads.GetSubscription(r.Context(), merchant, id); err != nil {
+	if _, err := h.subscriptions.GetSubscription(r.Context(), merchant, id); err != nil {
 		return err
 	}
 	last := h.clock.Now().UTC().Truncate(win.step)
 	sw := store.StatsWindow{From: last.Add(-time.Duration(win.buckets-1) * win.step), Step: win.step, Buckets: win.buckets}
-	buckets, totals, err := h.reads.SubscriptionStats(r.Context(), id, sw)
+	buckets, totals, err := h.statistics.SubscriptionStats(r.Context(), id, sw)
 	if err != nil {
 		return err
 	}

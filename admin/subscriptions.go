@@ -18,8 +18,6 @@ type subscriptionReads interface {
 	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
 	// ListSubscriptions reads a page of the merchant's subscriptions.
 	ListSubscriptions(ctx context.Context, merchantID string, f store.SubscriptionFilter, p store.Page) ([]store.Subscription, error)
-	// PollStates reads the state of poll subscriptions' lines.
-	PollStates(ctx context.Context, subscriptionIDs []uuid.UUID) (map[uuid.UUID]store.PollState, error)
 }
 
 // subscriptionHandlers serve /v1/webhook_subscriptions: create, list,
@@ -29,8 +27,10 @@ type subscriptionReads interface {
 // endpoint routes, which read secrets and health and need the checker.
 type subscriptionHandlers struct {
 	changes subscriptionChanges
-	// reads is where list and get read (the replica when there is one).
+	// reads is where list and get read, and polls where they read poll
+	// subscriptions' lines (the replica when there is one).
 	reads subscriptionReads
+	polls pollStateReads
 	pages pager
 }
 

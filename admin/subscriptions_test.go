@@ -399,7 +399,7 @@ func (h *harness) activeSecrets(id string) []string {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	stored, err := h.store.SigningSecrets(context.Background(), uuid.MustParse(id))
+	stored, err := h.store.Subscriptions.SigningSecrets(context.Background(), uuid.MustParse(id))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -548,7 +548,7 @@ func TestSubscriptionSecretAtRest(t *testing.T) {
 			t.Fatalf("%s %s shows the secret or failed: %d %s", req.Method, req.Path, r.Status, r.Body)
 		}
 	}
-	stored, err := h.store.SigningSecrets(context.Background(), uuid.MustParse(sub.ID))
+	stored, err := h.store.Subscriptions.SigningSecrets(context.Background(), uuid.MustParse(sub.ID))
 	if err != nil || len(stored) != 1 {
 		t.Fatalf("%d stored secrets, %v", len(stored), err)
 	}

@@ -577,7 +577,7 @@ func TestKeysOfTheOtherEnvironment(t *testing.T) {
 			t.Fatal(err)
 		}
 		key = prefix + key[strings.IndexByte(key, '.')+1:]
-		if _, err := h.store.CreateAPIKey(context.Background(), a.merchant, admin.DefaultVersion, env, key,
+		if _, err := h.store.APIKeys.CreateAPIKey(context.Background(), a.merchant, admin.DefaultVersion, env, key,
 			[]string{admin.ScopeRead, admin.ScopeWrite}); err != nil {
 			t.Fatal(err)
 		}
@@ -706,7 +706,7 @@ func TestInternalTokenOnEveryRoute(t *testing.T) {
 	}
 	tableCovers(t, internalRoutes, slices.Compact(patterns), "internalRoutes")
 
-	key, err := merchants.NewKeyIssuer(h.store, "sandbox", admin.DefaultVersion).Create(t.Context(), "m_token", []string{admin.ScopeRead})
+	key, err := merchants.NewKeyIssuer(h.store.APIKeys, "sandbox", admin.DefaultVersion).Create(t.Context(), "m_token", []string{admin.ScopeRead})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,10 +36,16 @@ func transformationCompiler(t Transformations) subscriptions.TransformationCompi
 	return t
 }
 
-// simulationReads is what the simulate route reads.
-type simulationReads interface {
+// simulatedSubscriptions is where the simulate route reads the
+// subscription.
+type simulatedSubscriptions interface {
 	// GetSubscription reads the merchant's subscription.
 	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
+}
+
+// simulatedEvents is where the simulate route reads an event of the
+// merchant's.
+type simulatedEvents interface {
 	// GetEvent reads the merchant's event.
 	GetEvent(ctx context.Context, merchantID string, id uuid.UUID) (store.Event, error)
 }
@@ -47,7 +53,8 @@ type simulationReads interface {
 // transformationHandlers serve the simulation of a subscription's
 // transformation: what it would send for an event, nothing sent.
 type transformationHandlers struct {
-	reads           simulationReads
+	subscriptions   simulatedSubscriptions
+	events          simulatedEvents
 	transformations Transformations
 	eventTypes      catalogue.Catalogue
 	// changes shows the subscription's custom headers, masked: a
@@ -113,7 +120,7 @@ func (h transformationHandlers) simulate(w http.ResponseWriter, r *http.Request)
 	}
 	ctx := r.Context()
 	merchant := principalOf(ctx).Merchant
-	sub, err := h.reads.GetSubscription(ctx, merchant.ID, id)
+	sub, err := h.subscriptions.GetSubscription(ctx, merchant.ID, id)
 	if err != nil {
 		return err
 	}
@@ -199,7 +206,7 @@ func (h transformationHandlers) simulatedBody(ctx context.Context, in simulation
 		if err != nil {
 			return simulatedEvent{}, err
 		}
-		if ev, err = h.reads.GetEvent(ctx, merchantID, id); err != nil {
+		if ev, err = h.events.GetEvent(ctx, merchantID, id); err != nil {
 			return simulatedEvent{}, err
 		}
 	default:

@@ -70,7 +70,7 @@ func TestTriggerRefusals(t *testing.T) {
 	}
 
 	prod := h.twin(func(c *admin.Config) { c.Environment = "production" })
-	key, err := merchants.NewKeyIssuer(h.store, "production", admin.DefaultVersion).Issue(t.Context(), "m2",
+	key, err := merchants.NewKeyIssuer(h.store.APIKeys, "production", admin.DefaultVersion).Issue(t.Context(), "m2",
 		[]string{admin.ScopeRead, admin.ScopeWrite})
 	if err != nil {
 		t.Fatal(err)

@@ -97,7 +97,7 @@ func TestCheckEndpoint(t *testing.T) {
 	if n := len(verifying.got()); n != 3 {
 		t.Errorf("the endpoint got %d requests after a sweep, want still 3", n)
 	}
-	if h, err := e.store.GetSubscription(context.Background(), "m_check", sub.ID); err != nil || h.Health.ConsecutiveFailures != 0 || h.Health.LastFailureAt != nil {
+	if h, err := e.store.Subscriptions.GetSubscription(context.Background(), "m_check", sub.ID); err != nil || h.Health.ConsecutiveFailures != 0 || h.Health.LastFailureAt != nil {
 		t.Errorf("the check changed the subscription's health: %+v, %v", h.Health, err)
 	}
 }

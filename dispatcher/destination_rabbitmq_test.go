@@ -222,7 +222,7 @@ func TestRabbitMQDestinationFeatures(t *testing.T) {
 	}
 
 	off, on := store.SubscriptionDisabled, store.SubscriptionEnabled
-	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+	if _, err := e.store.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
 		t.Fatal(err)
 	}
 	since := time.Now().Add(-time.Minute)
@@ -231,7 +231,7 @@ func TestRabbitMQDestinationFeatures(t *testing.T) {
 	if skipped.Status != store.DeliverySkipped {
 		t.Fatalf("delivery while disabled: %s, want skipped", skipped.Status)
 	}
-	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &on}); err != nil {
+	if _, err := e.store.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &on}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := d.Redeliverer.Recover(ctx, "m1", sub.ID, since); err != nil || n < 1 {

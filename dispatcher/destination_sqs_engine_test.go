@@ -42,14 +42,14 @@ func engineAWS(t *testing.T, accessKey string) {
 func (e *env) subscribeAllowing(queues []string, merchant string, destination map[string]any) store.Subscription {
 	e.t.Helper()
 	ctx := context.Background()
-	if _, err := e.store.EnsureMerchant(ctx, merchant, testVersion); err != nil {
+	if _, err := e.store.Merchants.EnsureMerchant(ctx, merchant, testVersion); err != nil {
 		e.t.Fatal(err)
 	}
 	raw, err := json.Marshal(destination)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	reg := subscriptions.NewRegistry(e.store, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{AllowHTTPTargets: true, AllowPrivateTargets: true,
+	reg := subscriptions.NewRegistry(e.store.Subscriptions, e.store.Listeners, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{AllowHTTPTargets: true, AllowPrivateTargets: true,
 		EventTypes: append(dispatcher.DefaultEventTypes(), "payout.paid"), Kinds: kindstest.Registry(e.t, queues)})
 	sub, _, err := reg.Create(ctx, merchant, subscriptions.Draft{Events: []string{"payout.paid"}, Destination: raw})
 	if err != nil {

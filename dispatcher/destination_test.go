@@ -27,14 +27,14 @@ var slowSchedule = retry.Schedule{Delays: []time.Duration{
 func (e *env) subscribeTo(merchant string, destination map[string]any, ordering string, events ...string) (store.Subscription, string) {
 	e.t.Helper()
 	ctx := context.Background()
-	if _, err := e.store.EnsureMerchant(ctx, merchant, testVersion); err != nil {
+	if _, err := e.store.Merchants.EnsureMerchant(ctx, merchant, testVersion); err != nil {
 		e.t.Fatal(err)
 	}
 	raw, err := json.Marshal(destination)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	reg := subscriptions.NewRegistry(e.store, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{
+	reg := subscriptions.NewRegistry(e.store.Subscriptions, e.store.Listeners, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{
 		AllowHTTPTargets: true, AllowPrivateTargets: true, EventTypes: append(dispatcher.DefaultEventTypes(), "payout.paid"),
 		Kinds: e.cfg.Kinds})
 	d := subscriptions.Draft{Events: events, Destination: raw}

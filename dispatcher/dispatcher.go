@@ -325,14 +325,16 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, err
 	}
 	pub, err := publish.NewPublisher(publish.PublisherConfig{
-		Store: cfg.Store, EventTypes: cfg.EventTypes, MaxPayloadBytes: cfg.MaxPayloadBytes,
+		Events: cfg.Store.Events, Merchants: cfg.Store.Merchants, Subscriptions: cfg.Store.Subscriptions,
+		EventTypes: cfg.EventTypes, MaxPayloadBytes: cfg.MaxPayloadBytes,
 		VersionUsable: cfg.VersionUsable, Versions: cfg.Versions, DefaultAPIVersion: cfg.DefaultAPIVersion,
 		WrapMatcher: cfg.WrapFilterMatcher, TracerProvider: cfg.TracerProvider,
 	}, tasks, m, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
-	red, err := publish.NewRedeliverer(publish.RedelivererConfig{Store: cfg.Store}, tasks, cfg.Clock, cfg.Logger)
+	red, err := publish.NewRedeliverer(publish.RedelivererConfig{Views: cfg.Store.Views, Subscriptions: cfg.Store.Subscriptions,
+		Listeners: cfg.Store.Listeners, ManualAttempts: cfg.Store.ManualAttempts}, tasks, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -346,9 +348,9 @@ func New(cfg Config) (*Dispatcher, error) {
 	wakes := queue.NewWakeHub(tasks.Redis, cfg.Logger)
 	var poller *poll.Poller
 	if len(cfg.MasterKey) > 0 {
-		if poller, err = poll.NewPoller(poll.PollerConfig{Store: cfg.Store, Secrets: deliver.NewSecretCache(cfg.Store, cfg.Sealer),
-			Redis: tasks.Redis, MasterKey: cfg.MasterKey, Clock: cfg.Clock, Logger: cfg.Logger, Registerer: cfg.Registerer,
-			Wakes: wakes}); err != nil {
+		if poller, err = poll.NewPoller(poll.PollerConfig{Subscriptions: cfg.Store.Subscriptions, Polls: cfg.Store.Polls,
+			Secrets: deliver.NewSecretCache(cfg.Store.Subscriptions, cfg.Sealer), Redis: tasks.Redis, MasterKey: cfg.MasterKey,
+			Clock: cfg.Clock, Logger: cfg.Logger, Registerer: cfg.Registerer, Wakes: wakes}); err != nil {
 			return nil, err
 		}
 	}
@@ -357,9 +359,10 @@ func New(cfg Config) (*Dispatcher, error) {
 		Poller:      poller,
 		Publisher:   pub,
 		Redeliverer: red,
-		Checker: publish.NewChecker(publish.CheckerConfig{Store: cfg.Store, Sealer: cfg.Sealer, Publisher: pub,
-			Sender: cfg.senderConfig(), Dialer: cfg.Dialer, LeaseFor: cfg.leaseFor(), Clock: cfg.Clock}),
-		Dropper: deliver.NewDropper(tasks.Lanes, cfg.Store, cfg.Clock, cfg.Logger),
+		Checker: publish.NewChecker(publish.CheckerConfig{Subscriptions: cfg.Store.Subscriptions, Events: cfg.Store.Events,
+			Deliveries: cfg.Store.Deliveries, Sealer: cfg.Sealer, Publisher: pub, Sender: cfg.senderConfig(), Dialer: cfg.Dialer,
+			LeaseFor: cfg.leaseFor(), Clock: cfg.Clock}),
+		Dropper: deliver.NewDropper(tasks.Lanes, cfg.Store.Deliveries, cfg.Clock, cfg.Logger),
 		cfg:     cfg, tasks: tasks, metrics: m,
 	}, nil
 }

@@ -26,15 +26,15 @@ func TestWorkThatCanNeverRunIsDropped(t *testing.T) {
 		api bool
 	}{
 		{"deleted, the API drops it", func(ctx context.Context, e *env, sub store.Subscription) error {
-			return e.store.DeleteSubscription(ctx, "m1", sub.ID)
+			return e.store.Subscriptions.DeleteSubscription(ctx, "m1", sub.ID)
 		}, true},
 		{"disabled, the API drops it", func(ctx context.Context, e *env, sub store.Subscription) error {
 			off := store.SubscriptionDisabled
-			_, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off})
+			_, err := e.store.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off})
 			return err
 		}, true},
 		{"deleted, the first attempt finds out", func(ctx context.Context, e *env, sub store.Subscription) error {
-			return e.store.DeleteSubscription(ctx, "m1", sub.ID)
+			return e.store.Subscriptions.DeleteSubscription(ctx, "m1", sub.ID)
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,7 +44,7 @@ func TestWorkThatCanNeverRunIsDropped(t *testing.T) {
 			rcv := newReceiver(t, answer(http.StatusOK))
 			sub, _ := e.subscribe("m1", rcv.URL, "*")
 			one := 1
-			if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{RateLimit: &one}); err != nil {
+			if _, err := e.store.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{RateLimit: &one}); err != nil {
 				t.Fatal(err)
 			}
 			d, reg := e.dispatcher()

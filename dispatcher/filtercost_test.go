@@ -30,7 +30,7 @@ func TestCostlyFiltersDelayOnlyTheirMerchant(t *testing.T) {
 		sub  store.Subscription
 		expr string
 	}{{passed, `payload.amount == "10"`}, {refused, `payload.amount == "99"`}} {
-		if _, err := e.store.UpdateSubscription(ctx, "slow", f.sub.ID, store.SubscriptionUpdate{SetFilter: true, Filter: &f.expr}); err != nil {
+		if _, err := e.store.Subscriptions.UpdateSubscription(ctx, "slow", f.sub.ID, store.SubscriptionUpdate{SetFilter: true, Filter: &f.expr}); err != nil {
 			t.Fatal(err)
 		}
 	}

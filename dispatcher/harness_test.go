@@ -132,7 +132,7 @@ func (e *env) run(d *dispatcher.Dispatcher) (stop func()) {
 func (e *env) subscribe(merchant, url string, events ...string) (store.Subscription, string) {
 	e.t.Helper()
 	ctx := context.Background()
-	if _, err := e.store.EnsureMerchant(ctx, merchant, testVersion); err != nil {
+	if _, err := e.store.Merchants.EnsureMerchant(ctx, merchant, testVersion); err != nil {
 		e.t.Fatal(err)
 	}
 	secret, err := signer.NewSecret()
@@ -143,7 +143,7 @@ func (e *env) subscribe(merchant, url string, events ...string) (store.Subscript
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	sub, err := e.store.CreateSubscription(ctx, store.NewSubscription{MerchantID: merchant, URL: url, Events: events}, sealed)
+	sub, err := e.store.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: merchant, URL: url, Events: events}, sealed)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func (e *env) deliveries(eventID uuid.UUID) []store.Delivery {
 
 func (e *env) delivery(id uuid.UUID) store.Delivery {
 	e.t.Helper()
-	d, err := e.store.DeliveryByID(context.Background(), id)
+	d, err := e.store.Deliveries.DeliveryByID(context.Background(), id)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -41,10 +41,10 @@ func TestFailureEmailOncePerSubscriptionPerHour(t *testing.T) {
 	failing, _ := e.subscribe("m1", rcv.URL+"/a", "*")
 	testOnly, _ := e.subscribe("m1", rcv.URL+"/b", "payout.created")
 	email := "ops@merchant.example"
-	if _, err := e.store.UpdateMerchant(ctx, "m1", testVersion, store.MerchantSettings{NotificationEmail: &email}); err != nil {
+	if _, err := e.store.Merchants.UpdateMerchant(ctx, "m1", testVersion, store.MerchantSettings{NotificationEmail: &email}); err != nil {
 		t.Fatal(err)
 	}
-	mailer, err := notify.NewMailer(sink.URL(), "webhookd@example.com", e.store, e.cfg.Logger)
+	mailer, err := notify.NewMailer(sink.URL(), "webhookd@example.com", e.store.EndpointHealth, e.cfg.Logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestFailureEmailOncePerSubscriptionPerHour(t *testing.T) {
 	if n := len(sink.Messages()); n != 1 {
 		t.Fatalf("%d e-mails after a test delivery, want still 1", n)
 	}
-	if _, err := e.store.ClaimFailureNotification(ctx, testOnly.ID, notify.NotifyInterval); err != nil {
+	if _, err := e.store.EndpointHealth.ClaimFailureNotification(ctx, testOnly.ID, notify.NotifyInterval); err != nil {
 		t.Fatalf("the test delivery took the e-mail claim: %v", err)
 	}
 }

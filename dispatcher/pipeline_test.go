@@ -35,10 +35,10 @@ func TestFanOutMatchesSubscriptions(t *testing.T) {
 	deleted, _ := e.subscribe("m1", rcv.URL+"/deleted", "*")
 	foreign, _ := e.subscribe("m2", rcv.URL+"/foreign", "*")
 	off := store.SubscriptionDisabled
-	if _, err := e.store.UpdateSubscription(ctx, "m1", disabled.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+	if _, err := e.store.Subscriptions.UpdateSubscription(ctx, "m1", disabled.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.DeleteSubscription(ctx, "m1", deleted.ID); err != nil {
+	if err := e.store.Subscriptions.DeleteSubscription(ctx, "m1", deleted.ID); err != nil {
 		t.Fatal(err)
 	}
 
@@ -297,7 +297,7 @@ func TestRetryOutcomes(t *testing.T) {
 			if n := len(rcv.got()); n != len(tc.wantErrors) {
 				t.Errorf("receiver got %d requests, want %d", n, len(tc.wantErrors))
 			}
-			s, err := e.store.GetSubscription(context.Background(), "m1", sub.ID)
+			s, err := e.store.Subscriptions.GetSubscription(context.Background(), "m1", sub.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -337,7 +337,7 @@ func TestProducerPublishIsDelivered(t *testing.T) {
 		}
 	}
 	e.waitFor("the event to be delivered", 10*time.Second, func() bool { return len(rcv.got()) >= 1 })
-	stored, err := e.store.EventByID(context.Background(), uuid.MustParse(id))
+	stored, err := e.store.Events.EventByID(context.Background(), uuid.MustParse(id))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 func (e *env) subscribePoll(merchant string, options ...func(*store.NewSubscription)) store.Subscription {
 	e.t.Helper()
 	ctx := context.Background()
-	if _, err := e.store.EnsureMerchant(ctx, merchant, testVersion); err != nil {
+	if _, err := e.store.Merchants.EnsureMerchant(ctx, merchant, testVersion); err != nil {
 		e.t.Fatal(err)
 	}
 	secret, err := signer.NewSecret()
@@ -46,7 +46,7 @@ func (e *env) subscribePoll(merchant string, options ...func(*store.NewSubscript
 	for _, o := range options {
 		o(&n)
 	}
-	sub, err := e.store.CreateSubscription(ctx, n, sealedSecret)
+	sub, err := e.store.Subscriptions.CreateSubscription(ctx, n, sealedSecret)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestPollSubscriptionIsNeverDialled(t *testing.T) {
 			t.Fatalf("poll delivery %s parked %v (%v)", del.ID, parked, err)
 		}
 	}
-	after, err := e.store.GetSubscription(context.Background(), "m1", sub.ID)
+	after, err := e.store.Subscriptions.GetSubscription(context.Background(), "m1", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func TestProducerEventsFollowThePublishersRules(t *testing.T) {
 		if refused.Rule != b.rule {
 			t.Errorf("%s refused for %s, want %s", b.event.Type, refused.Rule, b.rule)
 		}
-		if _, err := e.store.GetEvent(ctx, "m1", uuid.MustParse(b.event.ID)); !errors.Is(err, store.ErrNotFound) {
+		if _, err := e.store.Views.GetEvent(ctx, "m1", uuid.MustParse(b.event.ID)); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("refused event %s was stored (%v)", b.event.Type, err)
 		}
 		if got := counterWith(t, reg, "webhookd_events_refused_total", "rule", b.rule); got < 1 {

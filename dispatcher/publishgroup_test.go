@@ -66,7 +66,7 @@ func (e *env) publishTogether(d *dispatcher.Dispatcher, reg *prometheus.Registry
 			stored, created, err := d.Publisher.Publish(ctx, ev)
 			out[i] = publishOutcome{event: stored, created: created, err: err}
 			if err == nil {
-				_, gerr := e.store.EventByID(ctx, stored.ID)
+				_, gerr := e.store.Events.EventByID(ctx, stored.ID)
 				out[i].visible = gerr == nil
 			}
 			answered <- i
@@ -188,7 +188,7 @@ func TestPublishGroupKeepsEachPublishsAnswer(t *testing.T) {
 	// Ordered on "k": the fan-out reads the key with Postgres's jsonb,
 	// which refuses a \u0000 that JSON allows.
 	key := "k"
-	if _, err := e.store.UpdateSubscription(context.Background(), "m1", sub.ID,
+	if _, err := e.store.Subscriptions.UpdateSubscription(context.Background(), "m1", sub.ID,
 		store.SubscriptionUpdate{SetOrderingKey: true, OrderingKey: &key}); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestPublishAllWritesTogetherInOrder(t *testing.T) {
 		}
 	}
 	for i, ev := range bad {
-		if _, err := e.store.EventByID(ctx, uuid.MustParse(ev.ID)); err == nil && i != refused {
+		if _, err := e.store.Events.EventByID(ctx, uuid.MustParse(ev.ID)); err == nil && i != refused {
 			t.Fatalf("event %s of a refused batch was stored", ev.ID)
 		}
 	}

@@ -19,13 +19,13 @@ func TestRecorders(t *testing.T) {
 	e := newEnv(t)
 	e.subscribe("m1", "http://127.0.0.1:9/hook", "*")
 	d, _ := e.dispatcher() // never run: nothing attempts the deliveries but the test
-	batch := deliver.NewBatchRecorder(e.store, nil)
+	batch := deliver.NewBatchRecorder(e.store.Deliveries, nil)
 	t.Cleanup(batch.Close)
 	for _, tc := range []struct {
 		name     string
 		recorder deliver.Recorder
 	}{
-		{"inline", deliver.InlineRecorder{Store: e.store}},
+		{"inline", deliver.InlineRecorder{Store: e.store.Deliveries}},
 		{"group commit", batch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -167,7 +167,7 @@ func (e *env) waitAttempts(merchant string, id uuid.UUID, n int) store.Delivery 
 	var d store.Delivery
 	e.waitFor(fmt.Sprintf("delivery %s to hold %d attempts", id, n), 5*time.Second, func() bool {
 		var err error
-		if d, err = e.store.GetDelivery(context.Background(), merchant, id); err != nil {
+		if d, err = e.store.Views.GetDelivery(context.Background(), merchant, id); err != nil {
 			e.t.Fatal(err)
 		}
 		// The count first: GetDelivery reads the row before its attempts.
@@ -329,7 +329,7 @@ func TestRedeliverDroppedWhenSubscriptionDisabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	off := store.SubscriptionDisabled
-	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+	if _, err := e.store.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
 		t.Fatal(err)
 	}
 	e.run(d)
@@ -341,7 +341,7 @@ func TestRedeliverDroppedWhenSubscriptionDisabled(t *testing.T) {
 	}
 	// The lease was given back: a redeliver once re-enabled runs at once.
 	on := store.SubscriptionEnabled
-	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &on}); err != nil {
+	if _, err := e.store.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &on}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); err != nil {
@@ -373,7 +373,7 @@ func TestRedeliverRefuses(t *testing.T) {
 		t.Errorf("non-v7 id: %v, want ErrNotFound", err)
 	}
 	off := store.SubscriptionDisabled
-	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+	if _, err := e.store.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); !errors.Is(err, store.ErrConflict) {
@@ -406,7 +406,7 @@ func TestTestDeliveryLeavesHealthAlone(t *testing.T) {
 	if got.Status != store.DeliveryFailed || got.AttemptCount != len(fastSchedule.Delays)+1 {
 		t.Fatalf("test delivery %s after %d attempts; want failed after the whole schedule", got.Status, got.AttemptCount)
 	}
-	s, err := e.store.GetSubscription(ctx, "m1", sub.ID)
+	s, err := e.store.Subscriptions.GetSubscription(ctx, "m1", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +416,7 @@ func TestTestDeliveryLeavesHealthAlone(t *testing.T) {
 
 	ev := e.publish(d, "m1", "payout.paid")
 	e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
-	s, err = e.store.GetSubscription(ctx, "m1", sub.ID)
+	s, err = e.store.Subscriptions.GetSubscription(ctx, "m1", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 func (e *env) listen(merchant string, expiresAt time.Time) (store.Listener, string) {
 	e.t.Helper()
 	ctx := context.Background()
-	if _, err := e.store.EnsureMerchant(ctx, merchant, testVersion); err != nil {
+	if _, err := e.store.Merchants.EnsureMerchant(ctx, merchant, testVersion); err != nil {
 		e.t.Fatal(err)
 	}
 	secret, err := signer.NewSecret()
@@ -32,7 +32,7 @@ func (e *env) listen(merchant string, expiresAt time.Time) (store.Listener, stri
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	l, err := e.store.CreateListener(ctx, store.NewListener{MerchantID: merchant, Events: []string{"*"}, ExpiresAt: expiresAt}, sealed)
+	l, err := e.store.Listeners.CreateListener(ctx, store.NewListener{MerchantID: merchant, Events: []string{"*"}, ExpiresAt: expiresAt}, sealed)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestRelayStopsAtAnEndedListener(t *testing.T) {
 		del.Attempts[0].Error == nil || *del.Attempts[0].Error != "listener_closed" {
 		t.Fatalf("delivery = %+v, want failed with one listener_closed attempt", del)
 	}
-	if _, ended, err := e.store.ListenerExpiry(context.Background(), l.ID); err != nil || !ended {
+	if _, ended, err := e.store.Listeners.ListenerExpiry(context.Background(), l.ID); err != nil || !ended {
 		t.Errorf("listener ended = %v, %v; want ended", ended, err)
 	}
 	if n := counter(t, reg, "webhookd_deliveries_failed_total"); n != 0 {
@@ -210,7 +210,7 @@ func TestRelayTimesOutWithoutConnection(t *testing.T) {
 	if a := del.Attempts[len(del.Attempts)-1]; a.Error == nil || *a.Error != "listener_closed" {
 		t.Errorf("last attempt = %+v, want listener_closed", a)
 	}
-	if _, ended, err := e.store.ListenerExpiry(context.Background(), l.ID); err != nil || !ended {
+	if _, ended, err := e.store.Listeners.ListenerExpiry(context.Background(), l.ID); err != nil || !ended {
 		t.Errorf("listener ended = %v, %v; want ended", ended, err)
 	}
 }

@@ -35,7 +35,7 @@ func TestRotationReachesTheNextDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.RotateSecret(context.Background(), "m1", sub.ID, sealed, subscriptions.Rotation(newSecret)); err != nil {
+	if _, err := e.store.Subscriptions.RotateSecret(context.Background(), "m1", sub.ID, sealed, subscriptions.Rotation(newSecret)); err != nil {
 		t.Fatal(err)
 	}
 	e.publish(d, "m1", "payout.paid")

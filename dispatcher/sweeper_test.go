@@ -120,7 +120,7 @@ func TestCrashedWorkerLeaseExpires(t *testing.T) {
 	ev := e.publish(d, "m1", "payout.paid") // not running yet: the task waits in Redis
 	del := e.deliveries(ev.ID)[0]
 	const lease = 1500 * time.Millisecond
-	leased, err := e.store.LeaseDelivery(context.Background(), del.ID, del.CreatedAt, 1, time.Now(), lease)
+	leased, err := e.store.Deliveries.LeaseDelivery(context.Background(), del.ID, del.CreatedAt, 1, time.Now(), lease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestOutcomeWaitsForPostgres(t *testing.T) {
 	close(known)
 	var got store.Delivery
 	e.waitFor("the delivery to settle once Postgres is back", 20*time.Second, func() bool {
-		got, err = st.DeliveryByID(context.Background(), del.ID)
+		got, err = st.Deliveries.DeliveryByID(context.Background(), del.ID)
 		return err == nil && got.Status != store.DeliveryPending
 	})
 	if got.Status != store.DeliverySucceeded || got.AttemptCount != 1 {
@@ -260,12 +260,12 @@ func (e *env) failFirstAttempt(del store.Delivery) store.Delivery {
 	e.t.Helper()
 	ctx := context.Background()
 	now := time.Now()
-	leased, err := e.store.LeaseDelivery(ctx, del.ID, del.CreatedAt, 1, now, time.Minute)
+	leased, err := e.store.Deliveries.LeaseDelivery(ctx, del.ID, del.CreatedAt, 1, now, time.Minute)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	status := http.StatusServiceUnavailable
-	if err := e.store.RecordAttempt(ctx, store.AttemptRecord{Delivery: leased.Delivery, Status: store.DeliveryPending,
+	if err := e.store.Deliveries.RecordAttempt(ctx, store.AttemptRecord{Delivery: leased.Delivery, Status: store.DeliveryPending,
 		NextAttemptAt: &now, Attempt: store.Attempt{DeliveryID: del.ID, Number: 1, Status: store.AttemptFailed,
 			Trigger: store.TriggerScheduled, HTTPStatus: &status, AttemptedAt: now}}); err != nil {
 		e.t.Fatal(err)
@@ -350,7 +350,7 @@ func TestSweepLeavesParkedAttemptsAlone(t *testing.T) {
 		{"a fan-out's first attempts parked", 3, nil},
 		{"the event's other deliveries leased", 3, func(e *env, _ *dispatcher.Dispatcher, dels []store.Delivery) []store.Delivery {
 			for _, del := range dels[1:] {
-				if _, err := e.store.LeaseDelivery(context.Background(), del.ID, del.CreatedAt, 1, time.Now(), time.Hour); err != nil {
+				if _, err := e.store.Deliveries.LeaseDelivery(context.Background(), del.ID, del.CreatedAt, 1, time.Now(), time.Hour); err != nil {
 					e.t.Fatal(err)
 				}
 			}

@@ -49,9 +49,10 @@ func newWorker(d *Dispatcher) (w *worker, err error) {
 	}()
 	var transformer deliver.Transformer
 	if cfg.Sandbox != nil {
-		transformer = deliver.NewTransformations(cfg.Sandbox, cfg.Store)
+		transformer = deliver.NewTransformations(cfg.Sandbox, cfg.Store.Subscriptions)
 	}
-	w.attempts, err = deliver.NewWorker(deliver.WorkerConfig{Store: cfg.Store, Sealer: cfg.Sealer, Tasks: d.tasks, Redis: cfg.Redis,
+	w.attempts, err = deliver.NewWorker(deliver.WorkerConfig{Deliveries: cfg.Store.Deliveries, ManualAttempts: cfg.Store.ManualAttempts,
+		Subscriptions: cfg.Store.Subscriptions, Listeners: cfg.Store.Listeners, Sealer: cfg.Sealer, Tasks: d.tasks, Redis: cfg.Redis,
 		Schedule: cfg.Schedule, Jitter: cfg.Jitter, RetryCap: cfg.TaskRetryCap, DeliveryTimeout: cfg.DeliveryTimeout,
 		Sender: cfg.senderConfig(), Dialer: cfg.Dialer, Scheduler: cfg.schedulerConfig(), Recorder: cfg.Recorder,
 		Notifier: cfg.Notifier, Version: cfg.Version, Metrics: d.metrics, Clock: cfg.Clock, Logger: cfg.Logger,
@@ -63,21 +64,22 @@ func newWorker(d *Dispatcher) (w *worker, err error) {
 	rt := maintain.Runtime{Clock: cfg.Clock, Logger: cfg.Logger}
 	inspector := asynq.NewInspector(cfg.Redis)
 	w.closers = append(w.closers, func() { _ = inspector.Close() })
-	if w.sweeper, err = maintain.NewSweeper(maintain.SweeperConfig{Store: cfg.Store, Grace: cfg.SweepGrace, Tasks: d.tasks,
+	if w.sweeper, err = maintain.NewSweeper(maintain.SweeperConfig{Deliveries: cfg.Store.Deliveries,
+		ManualAttempts: cfg.Store.ManualAttempts, Listeners: cfg.Store.Listeners, Grace: cfg.SweepGrace, Tasks: d.tasks,
 		Inspector: inspector, Metrics: d.metrics, Runtime: rt}); err != nil {
 		return nil, err
 	}
-	if w.maintainer, err = maintain.NewMaintainer(maintain.MaintainerConfig{Store: cfg.Store, PartitionsAhead: store.PartitionsAhead,
+	if w.maintainer, err = maintain.NewMaintainer(maintain.MaintainerConfig{Store: cfg.Store.Maintenance, PartitionsAhead: store.PartitionsAhead,
 		Runtime: rt}); err != nil {
 		return nil, err
 	}
 	disableNotifier, _ := cfg.Notifier.(maintain.DisableNotifier)
-	if w.disabler, err = maintain.NewAutoDisabler(maintain.AutoDisablerConfig{Store: cfg.Store, After: cfg.AutoDisableAfter,
+	if w.disabler, err = maintain.NewAutoDisabler(maintain.AutoDisablerConfig{Store: cfg.Store.EndpointHealth, After: cfg.AutoDisableAfter,
 		Notifier: disableNotifier, Runtime: rt}); err != nil {
 		return nil, err
 	}
 	if expiryNotifier, ok := cfg.Notifier.(maintain.ExpiryNotifier); ok {
-		if w.certExpiry, err = maintain.NewCertExpiry(maintain.CertExpiryConfig{Store: cfg.Store, Notifier: expiryNotifier,
+		if w.certExpiry, err = maintain.NewCertExpiry(maintain.CertExpiryConfig{Store: cfg.Store.EndpointHealth, Notifier: expiryNotifier,
 			Runtime: rt}); err != nil {
 			return nil, err
 		}

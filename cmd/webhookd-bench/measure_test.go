@@ -180,10 +180,10 @@ func TestDatabaseFigures(t *testing.T) {
 		}
 	}
 	const merchant = "m_bench"
-	if _, err := st.EnsureMerchant(ctx, merchant, "2026-05-01"); err != nil {
+	if _, err := st.Merchants.EnsureMerchant(ctx, merchant, "2026-05-01"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateSubscription(ctx, store.NewSubscription{MerchantID: merchant, URL: "http://127.0.0.1:1/x",
+	if _, err := st.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: merchant, URL: "http://127.0.0.1:1/x",
 		Events: []string{"*"}}, []byte("sealed")); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestDatabaseFigures(t *testing.T) {
 	var deliveries []store.Delivery
 	for i := range 50 {
 		id := uuid.Must(uuid.NewV7())
-		_, ds, _, err := st.CreateEvent(ctx, store.Event{ID: id, MerchantID: merchant, Type: benchEventType,
+		_, ds, _, err := st.Events.CreateEvent(ctx, store.Event{ID: id, MerchantID: merchant, Type: benchEventType,
 			APIVersion: "2026-05-01", Body: json.RawMessage(payloadFor("t", i, 1024)), CreatedAt: now}, store.Audience{})
 		if err != nil {
 			t.Fatal(err)
@@ -208,7 +208,7 @@ func TestDatabaseFigures(t *testing.T) {
 		if i%2 == 1 { // half fail: recorded, attempted, but not completed
 			a.Status, a.HTTPStatus, next = store.AttemptFailed, nil, store.DeliveryPending
 		}
-		if err := st.RecordAttempt(ctx, store.AttemptRecord{Delivery: d, Attempt: a, Status: next}); err != nil {
+		if err := st.Deliveries.RecordAttempt(ctx, store.AttemptRecord{Delivery: d, Attempt: a, Status: next}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -229,7 +229,7 @@ func keys(ctx context.Context, cfg config, args []string, stdout, stderr io.Writ
 		return fmt.Errorf("keys create: %w", err)
 	}
 	defer st.Close()
-	issued, err := merchants.NewKeyIssuer(st, cfg.Environment, cfg.versions.Latest()).Create(ctx, *merchant, strings.Split(*scopes, ","))
+	issued, err := merchants.NewKeyIssuer(st.APIKeys, cfg.Environment, cfg.versions.Latest()).Create(ctx, *merchant, strings.Split(*scopes, ","))
 	if err != nil {
 		return fmt.Errorf("keys create: %w", err)
 	}
@@ -398,7 +398,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 	if err != nil {
 		return err
 	}
-	notifier, err := notify.NewMailer(cfg.SMTPURL, cfg.NotifyFrom, st, logger)
+	notifier, err := notify.NewMailer(cfg.SMTPURL, cfg.NotifyFrom, st.EndpointHealth, logger)
 	if err != nil {
 		return fmt.Errorf("configuration: WEBHOOKD_SMTP_URL: %w", err)
 	}
@@ -423,7 +423,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 	}
 	defer d.Close()
 
-	keyUsage := merchants.NewKeyUsage(st, st.Now, logger)
+	keyUsage := merchants.NewKeyUsage(st.APIKeys, st.Now, logger)
 	srv, err := admin.New(admin.Config{
 		Store: st, Redis: rc, Publisher: pipeline{d.Publisher, d.Redeliverer, d.Dropper}, Checker: d.Checker, Poller: d.Poller, Wakes: d.Wakes, Logger: logger, Registerer: reg, Gatherer: reg,
 		Environment: cfg.Environment, Versions: cfg.versions, MasterKey: cfg.masterKey,

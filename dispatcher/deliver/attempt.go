@@ -51,14 +51,13 @@ type Notifier interface {
 	DeliveryFailed(ctx context.Context, d store.Delivery)
 }
 
-// runnerStore is what the Runner needs of the database: its leases and
-// their ends, and the Dropper's ending of a gone subscription's work.
-type runnerStore interface {
+// runnerDeliveries is what the Runner needs of the database's deliveries:
+// its leases and their ends, and the Dropper's ending of a gone
+// subscription's work.
+type runnerDeliveries interface {
 	// LeaseDeliveries takes the rows of a batch's attempts in one
 	// statement, one LeasedDelivery and one error per request.
 	LeaseDeliveries(ctx context.Context, reqs []store.LeaseRequest, now time.Time, leaseFor time.Duration) ([]store.LeasedDelivery, []error, error)
-	// LeaseManualAttempt takes the delivery of a manual attempt.
-	LeaseManualAttempt(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, leaseFor time.Duration) (store.LeasedDelivery, error)
 	// ReleaseLease ends the lease identified by leaseUntil without
 	// recording anything, so that the attempt can run again at once.
 	ReleaseLease(ctx context.Context, d store.Delivery, leaseUntil time.Time) error
@@ -69,10 +68,19 @@ type runnerStore interface {
 	dropperStore
 }
 
+// manualAttemptLeaser is what the Runner needs of the database's manual
+// attempts.
+type manualAttemptLeaser interface {
+	// LeaseManualAttempt takes the delivery of a manual attempt.
+	LeaseManualAttempt(ctx context.Context, merchantID string, id uuid.UUID, now time.Time, leaseFor time.Duration) (store.LeasedDelivery, error)
+}
+
 // RunnerConfig is what the Runner needs.
 type RunnerConfig struct {
-	// Store is the database (required).
-	Store runnerStore
+	// Deliveries leases, releases and ends the deliveries (required).
+	Deliveries runnerDeliveries
+	// ManualAttempts leases the deliveries of manual attempts (required).
+	ManualAttempts manualAttemptLeaser
 	// Schedule is the retry schedule (required).
 	Schedule retry.Schedule
 	// Jitter draws each retry delay's jitter, in [-1, 1] (required).
@@ -91,8 +99,8 @@ type RunnerConfig struct {
 
 func (c RunnerConfig) validate() error {
 	switch {
-	case c.Store == nil:
-		return errors.New("attempt runner: Store is required")
+	case c.Deliveries == nil || c.ManualAttempts == nil:
+		return errors.New("attempt runner: Deliveries and ManualAttempts are required")
 	case len(c.Schedule.Delays) == 0:
 		return errors.New("attempt runner: Schedule is required")
 	case c.Jitter == nil:
@@ -122,8 +130,8 @@ type Runner struct {
 
 	// destinations sends the attempts of broker destinations.
 	destinations *destinations
-	// transformer runs subscriptions' transformations (transform.go).
-	transformer Transformer
+	// transforms runs subscriptions' transformations (transform.go).
+	transforms transforming
 }
 
 // NotDue reports an attempt task handed over too long before its due time,
@@ -222,7 +230,7 @@ func (r *Runner) lease(ctx context.Context, at *queue.Attempt, now time.Time) (s
 	// A manual attempt takes its number (attempt_count+1) when it leases.
 	// While another attempt of the delivery runs it goes back on the queue
 	// for a moment and runs right after.
-	leased, err := r.cfg.Store.LeaseManualAttempt(ctx, at.MerchantID, at.DeliveryID, now, r.cfg.LeaseFor)
+	leased, err := r.cfg.ManualAttempts.LeaseManualAttempt(ctx, at.MerchantID, at.DeliveryID, now, r.cfg.LeaseFor)
 	if errors.Is(err, store.ErrConflict) {
 		return store.LeasedDelivery{}, NotDue{After: busyWait, Why: deferredBusy}
 	}
@@ -269,7 +277,7 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 			return nil
 		}
 		log.InfoContext(ctx, "subscription deleted or disabled; delivery abandoned")
-		if err := r.cfg.Store.AbandonDelivery(ctx, leased.Delivery, now); err != nil {
+		if err := r.cfg.Deliveries.AbandonDelivery(ctx, leased.Delivery, now); err != nil {
 			return err
 		}
 		if endsLine(leased.Delivery, store.DeliveryFailed) {
@@ -375,7 +383,7 @@ func (r *Runner) record(ctx context.Context, rec store.AttemptRecord, log *slog.
 // releaseLease gives the delivery back after an internal error, so that
 // asynq's retry of the task can lease it at once.
 func (r *Runner) releaseLease(ctx context.Context, l store.LeasedDelivery, log *slog.Logger) {
-	if err := r.cfg.Store.ReleaseLease(context.WithoutCancel(ctx), l.Delivery, l.LeaseUntil); err != nil {
+	if err := r.cfg.Deliveries.ReleaseLease(context.WithoutCancel(ctx), l.Delivery, l.LeaseUntil); err != nil {
 		log.WarnContext(ctx, "release lease", "error", err)
 	}
 }
@@ -452,7 +460,7 @@ func errString(err error) string {
 // or disabled: the rest of its work leaves the schedule now rather than
 // come up attempt by attempt to be abandoned.
 func (r *Runner) dropSubscription(ctx context.Context, merchantID string, subscriptionID uuid.UUID, log *slog.Logger) {
-	dropper := &Dropper{lanes: r.tasks.Lanes, store: r.cfg.Store, clock: r.clock, logger: log}
+	dropper := &Dropper{lanes: r.tasks.Lanes, store: r.cfg.Deliveries, clock: r.clock, logger: log}
 	parked, ended, err := dropper.dropWork(ctx, merchantID, subscriptionID)
 	if err != nil {
 		log.WarnContext(ctx, "drop the subscription's waiting work; each attempt ends when it comes up", "error", err)

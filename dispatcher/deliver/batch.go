@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
@@ -56,7 +57,7 @@ func (r *Runner) runBatch(ctx context.Context, unit queue.LaneItem, held *heldSl
 		reqs[i] = store.LeaseRequest{ID: it.Task.DeliveryID, CreatedAt: it.Task.CreatedAt, Number: it.Task.Number}
 	}
 	log := r.logger.With("subscription_id", unit.Task.SubscriptionID)
-	leased, errs, err := r.cfg.Store.LeaseDeliveries(ctx, reqs, now, r.cfg.LeaseFor)
+	leased, errs, err := r.cfg.Deliveries.LeaseDeliveries(ctx, reqs, now, r.cfg.LeaseFor)
 	if err != nil {
 		r.parkAgain(ctx, items, err, log)
 		return
@@ -106,18 +107,44 @@ func (r *Runner) sendBatch(ctx context.Context, members []batchMember, held *hel
 	if err != nil {
 		return err
 	}
+	// Each member's transformation runs on its own body; one that
+	// cancels or fails settles alone and leaves the batch. The request
+	// goes where, and with the headers, the first transformation said.
+	target := first.URL
+	shapedOnce := false
+	sent := members[:0:0]
 	body := bytes.NewBufferString(`{"data":[`)
-	for i, m := range members {
+	for _, m := range members {
 		b, err := BodyFor(m.leased)
 		if err != nil {
 			return err
 		}
-		if i > 0 {
+		if m.leased.TransformationVersion != nil {
+			m.leased.Body = b
+			out, ended, err := r.transforms.transformed(ctx, m.leased, maps.Clone(extra))
+			if err != nil {
+				return err
+			}
+			if ended != nil {
+				r.settle(ctx, m, "", *ended)
+				continue
+			}
+			b = out.body
+			if !shapedOnce {
+				target, extra, shapedOnce = out.target, out.headers, true
+			}
+		}
+		if len(sent) > 0 {
 			body.WriteByte(',')
 		}
 		body.Write(b)
+		sent = append(sent, m)
 	}
 	body.WriteString(`]}`)
+	if len(sent) == 0 {
+		return nil
+	}
+	members = sent
 	id, err := uuid.NewV7()
 	if err != nil {
 		return err
@@ -125,7 +152,7 @@ func (r *Runner) sendBatch(ctx context.Context, members []batchMember, held *hel
 	batchID := batchIDPrefix + id.String()
 	size := http.Header{}
 	size.Set(receiver.HeaderBatchSize, strconv.Itoa(len(members)))
-	res, err := r.sender.Send(ctx, Request{Target: first.URL, EventID: batchID, Body: body.Bytes(), Signing: sig,
+	res, err := r.sender.Send(ctx, Request{Target: target, EventID: batchID, Body: body.Bytes(), Signing: sig,
 		Headers: extra, Ordering: size, TLS: r.secrets.EndpointTLS(first), OAuth: r.secrets.EndpointOAuth(first)})
 	held.exchanged(err == nil && res.outcome == metrics.OutcomeTimeout)
 	if err != nil {
@@ -142,16 +169,22 @@ func (r *Runner) sendBatch(ctx context.Context, members []batchMember, held *hel
 	return nil
 }
 
-// settle records one member's attempt, with the batch's id, and does what
-// follows it as attempt does: the line's next delivery, the next attempt.
+// settle records one member's attempt, with the batch's id ("" for a
+// member that left the batch: its transformation cancelled or failed),
+// and does what follows it as attempt does: the line's next delivery,
+// the next attempt.
 func (r *Runner) settle(ctx context.Context, m batchMember, batchID string, res Result) {
 	at, leased := m.item.Task, m.leased
 	log := r.logger.With("event_id", leased.EventID, "delivery_id", leased.ID, "attempt", at.Number,
 		"subscription_id", leased.SubscriptionID, "batch_id", batchID)
 	rec := decide(r.cfg.Schedule, r.cfg.Jitter(), leased.Delivery, at, res)
-	rec.Attempt.BatchID = &batchID
-	r.metrics.Attempts.WithLabelValues(res.outcome).Inc()
-	r.metrics.AttemptDuration.Observe(res.Duration.Seconds())
+	if batchID != "" {
+		rec.Attempt.BatchID = &batchID
+	}
+	if !res.skipped {
+		r.metrics.Attempts.WithLabelValues(res.outcome).Inc()
+		r.metrics.AttemptDuration.Observe(res.Duration.Seconds())
+	}
 	head, err := r.record(context.WithoutCancel(ctx), rec, log)
 	if err != nil {
 		// Not recorded: the lease lapses and the sweeper parks the attempt

@@ -45,7 +45,7 @@ func endsLine(d store.Delivery, status store.DeliveryStatus) bool {
 func (r *Runner) enqueueLineHead(ctx context.Context, ended store.Delivery, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queue.EnqueueTimeout)
 	defer cancel()
-	head, err := r.cfg.Store.LineHead(ctx, ended.SubscriptionID, *ended.OrderingKey)
+	head, err := r.cfg.Deliveries.LineHead(ctx, ended.SubscriptionID, *ended.OrderingKey)
 	if errors.Is(err, store.ErrNotFound) {
 		return // the key is idle
 	}

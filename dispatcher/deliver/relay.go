@@ -100,14 +100,21 @@ func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, sig 
 	}
 	var transformed *shaped
 	if leased.TransformationVersion != nil {
-		out, ended, err := r.transformed(ctx, leased, extra)
+		out, ended, err := r.transforms.transformed(ctx, leased, extra)
 		if err != nil || ended != nil {
 			return deref(ended), err
 		}
 		leased.Body, leased.URL, extra = out.body, out.target, out.headers
 		transformed = &out
 	}
-	res, err := r.send(ctx, leased, sig, extra)
+	var res Result
+	if leased.SealedDestination != nil {
+		res, err = r.destinations.send(ctx, leased, sig, extra)
+	} else {
+		res, err = r.sender.Send(ctx, Request{Target: leased.URL, EventID: leased.EventID.String(), Body: leased.Body, Signing: sig,
+			Headers: extra, Ordering: orderingHeaders(leased.Delivery), TLS: r.secrets.EndpointTLS(leased),
+			OAuth: r.secrets.EndpointOAuth(leased)})
+	}
 	if transformed != nil {
 		sent := printable(transformed.body)
 		res.transformation, res.sentBody = &transformed.version, &sent
@@ -121,17 +128,6 @@ func deref(res *Result) Result {
 		return Result{}
 	}
 	return *res
-}
-
-// send makes a dialled attempt: to its destination's kind, or to its
-// HTTP endpoint.
-func (r *Runner) send(ctx context.Context, leased store.LeasedDelivery, sig Signing, extra map[string]string) (Result, error) {
-	if leased.SealedDestination != nil {
-		return r.destinations.send(ctx, leased, sig, extra)
-	}
-	return r.sender.Send(ctx, Request{Target: leased.URL, EventID: leased.EventID.String(), Body: leased.Body, Signing: sig,
-		Headers: extra, Ordering: orderingHeaders(leased.Delivery), TLS: r.secrets.EndpointTLS(leased),
-		OAuth: r.secrets.EndpointOAuth(leased)})
 }
 
 // send relays one attempt and returns the command's answer as its result.

@@ -23,7 +23,7 @@ func TestSecretCacheStaysBounded(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.NewStore(t)
 	sealer := newTestSealer(t)
-	if _, err := st.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
+	if _, err := st.Merchants.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
 		t.Fatal(err)
 	}
 	secret, err := signer.NewSecret()
@@ -34,7 +34,7 @@ func TestSecretCacheStaysBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := st.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h", Events: []string{"*"}}, sealed)
+	first, err := st.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h", Events: []string{"*"}}, sealed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestSecretCacheStaysBounded(t *testing.T) {
 		t.Fatalf("%d subscriptions, %v", len(subs), err)
 	}
 
-	c := newSecretCache(st, sealer, bound)
+	c := newSecretCache(st.Subscriptions, sealer, bound)
 	now := time.Now()
 	for i, s := range subs {
 		// All within the same second: none is a minute old.

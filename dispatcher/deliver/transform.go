@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/transform"
 )
@@ -35,6 +36,13 @@ type Transformer interface {
 	Transform(ctx context.Context, subscriptionID uuid.UUID, version int, in transform.Input) (transform.Output, error)
 }
 
+// transforming runs an attempt's transformation, before its send.
+type transforming struct {
+	// transformer is nil on a worker given no sandbox.
+	transformer Transformer
+	clock       clock.Clock
+}
+
 // shaped is what an attempt sends once its transformation ran.
 type shaped struct {
 	// body, target and headers replace the delivery's.
@@ -49,7 +57,7 @@ type shaped struct {
 // (body, its endpoint's URL, its custom headers). ended, when not nil, is
 // the attempt's result without sending: the transformation cancelled the
 // delivery or failed. An error is internal: nothing was sent.
-func (r *Runner) transformed(ctx context.Context, leased store.LeasedDelivery, headers map[string]string) (out shaped, ended *Result, err error) {
+func (r transforming) transformed(ctx context.Context, leased store.LeasedDelivery, headers map[string]string) (out shaped, ended *Result, err error) {
 	version := *leased.TransformationVersion
 	started := r.clock.Now()
 	if headers == nil {

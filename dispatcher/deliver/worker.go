@@ -18,20 +18,27 @@ import (
 	"github.com/webhookd/webhookd/signer"
 )
 
-// workerStore is what NewWorker hands the parts of a Worker it builds,
-// each of which takes only its own part.
-type workerStore interface {
-	runnerStore
+// workerDeliveries is what NewWorker hands the parts of a Worker it
+// builds of the database's deliveries, each of which takes only its own
+// part: the runner's leases and their ends, the leaser's and the batch
+// recorder's group commits.
+type workerDeliveries interface {
+	runnerDeliveries
 	leaserStore
 	batchRecorderStore
-	secretCacheStore
-	listenerStore
 }
 
 // WorkerConfig is what the attempting side of a worker process needs.
 type WorkerConfig struct {
-	// Store is the database (required).
-	Store workerStore
+	// Deliveries leases, records and ends the deliveries (required).
+	Deliveries workerDeliveries
+	// ManualAttempts leases the deliveries of manual attempts (required).
+	ManualAttempts manualAttemptLeaser
+	// Subscriptions reads the signing secrets (required).
+	Subscriptions secretCacheStore
+	// Listeners tells whether a listener an attempt is relayed to is
+	// still open, and ends it (required).
+	Listeners listenerStore
 	// Sealer opens the stored signing secrets (required).
 	Sealer *signer.Sealer
 	// Tasks is the process's enqueuer, whose schedule the attempts are
@@ -52,7 +59,7 @@ type WorkerConfig struct {
 	Dialer *net.Dialer
 	// Scheduler is the pool's shares and caps.
 	Scheduler SchedulerConfig
-	// Recorder writes attempt outcomes; nil means a BatchRecorder on Store,
+	// Recorder writes attempt outcomes; nil means a BatchRecorder on Deliveries,
 	// which Close stops.
 	Recorder Recorder
 	// Notifier hears of deliveries that failed for good; may be nil.
@@ -88,6 +95,9 @@ type Worker struct {
 
 // NewWorker builds the Worker of cfg. Close releases it.
 func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
+	if cfg.Subscriptions == nil {
+		return nil, errors.New("deliver: Subscriptions is required")
+	}
 	w = &Worker{}
 	defer func() {
 		if err != nil {
@@ -103,13 +113,13 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 	snd.tracer = tracing.Tracer(cfg.TracerProvider)
 	recorder := cfg.Recorder
 	if recorder == nil {
-		batch := NewBatchRecorder(cfg.Store, cfg.Clock)
+		batch := NewBatchRecorder(cfg.Deliveries, cfg.Clock)
 		w.closers = append(w.closers, batch.Close)
 		recorder = batch
 	}
-	leases := newLeaser(cfg.Store, cfg.Clock, leaseFor)
+	leases := newLeaser(cfg.Deliveries, cfg.Clock, leaseFor)
 	w.closers = append(w.closers, leases.close)
-	runnerCfg := RunnerConfig{Store: cfg.Store, Schedule: cfg.Schedule, Jitter: cfg.Jitter,
+	runnerCfg := RunnerConfig{Deliveries: cfg.Deliveries, ManualAttempts: cfg.ManualAttempts, Schedule: cfg.Schedule, Jitter: cfg.Jitter,
 		LeaseFor: leaseFor, DeliveryTimeout: cfg.DeliveryTimeout, Notifier: cfg.Notifier, RetryCap: cfg.RetryCap}
 	if err := runnerCfg.validate(); err != nil {
 		return nil, err
@@ -119,7 +129,7 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 		return nil, errors.New("deliver: Redis options make no go-redis client")
 	}
 	w.closers = append(w.closers, func() { _ = relayRedis.Close() })
-	rel, err := newRelay(relayConfig{Redis: relayRedis, Store: cfg.Store, Timeout: cfg.DeliveryTimeout, Version: cfg.Version}, cfg.Clock)
+	rel, err := newRelay(relayConfig{Redis: relayRedis, Store: cfg.Listeners, Timeout: cfg.DeliveryTimeout, Version: cfg.Version}, cfg.Clock)
 	if err != nil {
 		return nil, err
 	}
@@ -129,8 +139,8 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 	}
 	w.closers = append(w.closers, dests.closeAll)
 	w.Runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel, destinations: dests,
-		secrets: NewSecretCache(cfg.Store, cfg.Sealer), tasks: cfg.Tasks, metrics: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger,
-		tracer: snd.tracer, transformer: cfg.Transformer}
+		secrets: NewSecretCache(cfg.Subscriptions, cfg.Sealer), tasks: cfg.Tasks, metrics: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger,
+		tracer: snd.tracer, transforms: transforming{transformer: cfg.Transformer, clock: cfg.Clock}}
 	w.Scheduler, err = NewScheduler(cfg.Scheduler, SchedulerDeps{Lanes: cfg.Tasks.Lanes, Redis: cfg.Tasks.Redis,
 		Attempt: w.Runner.runUnit, Metrics: cfg.Metrics, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {

@@ -26,7 +26,7 @@ func TestAutoDisableAfterFailingLong(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.NewStore(t)
 	start := time.Now().UTC().Truncate(time.Millisecond)
-	if _, err := st.EnsurePartitions(ctx, start, store.PartitionsAhead); err != nil {
+	if _, err := st.Maintenance.EnsurePartitions(ctx, start, store.PartitionsAhead); err != nil {
 		t.Fatal(err)
 	}
 	sink, mailer := mailedMerchant(t, st, "m1", "ops@merchant.example")
@@ -42,14 +42,14 @@ func TestAutoDisableAfterFailingLong(t *testing.T) {
 	attempt(t, st, recovered, start.Add(60*time.Hour), false)
 
 	var now time.Time
-	a := &AutoDisabler{cfg: AutoDisablerConfig{Store: st, After: 120 * time.Hour, Notifier: mailer},
+	a := &AutoDisabler{cfg: AutoDisablerConfig{Store: st.EndpointHealth, After: 120 * time.Hour, Notifier: mailer},
 		clock: clock.Func(func() time.Time { return now }), logger: slog.New(slog.DiscardHandler)}
 	if err := a.cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
 	status := func(id uuid.UUID) store.SubscriptionStatus {
 		t.Helper()
-		sub, err := st.GetSubscription(ctx, "m1", id)
+		sub, err := st.Subscriptions.GetSubscription(ctx, "m1", id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +100,7 @@ func TestAutoDisableAfterFailingLong(t *testing.T) {
 
 	// Enabled again by the merchant: its run of failures starts afresh.
 	enabled := store.SubscriptionEnabled
-	if _, err := st.UpdateSubscription(ctx, "m1", failing, store.SubscriptionUpdate{Status: &enabled}); err != nil {
+	if _, err := st.Subscriptions.UpdateSubscription(ctx, "m1", failing, store.SubscriptionUpdate{Status: &enabled}); err != nil {
 		t.Fatal(err)
 	}
 	now = start.Add(300 * time.Hour)
@@ -111,7 +111,7 @@ func TestAutoDisableAfterFailingLong(t *testing.T) {
 
 func newSub(t *testing.T, st *store.Store, url string) uuid.UUID {
 	t.Helper()
-	sub, err := st.CreateSubscription(context.Background(), store.NewSubscription{MerchantID: "m1", URL: url, Events: []string{"*"}}, []byte("sealed"))
+	sub, err := st.Subscriptions.CreateSubscription(context.Background(), store.NewSubscription{MerchantID: "m1", URL: url, Events: []string{"*"}}, []byte("sealed"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func attempt(t *testing.T, st *store.Store, sub uuid.UUID, at time.Time, ok bool
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, ds, _, err := st.CreateEvent(ctx, store.Event{ID: id, MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01",
+	_, ds, _, err := st.Events.CreateEvent(ctx, store.Event{ID: id, MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01",
 		Body: []byte(`{}`), CreatedAt: created}, store.Audience{SubscriptionID: &sub})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("create event: %v (%d deliveries)", err, len(ds))
@@ -136,7 +136,7 @@ func attempt(t *testing.T, st *store.Store, sub uuid.UUID, at time.Time, ok bool
 	if ok {
 		status, dstatus = store.AttemptSucceeded, store.DeliverySucceeded
 	}
-	if err := st.RecordAttempt(ctx, store.AttemptRecord{Delivery: ds[0], Status: dstatus,
+	if err := st.Deliveries.RecordAttempt(ctx, store.AttemptRecord{Delivery: ds[0], Status: dstatus,
 		Attempt: store.Attempt{Number: 1, Status: status, Trigger: store.TriggerScheduled, AttemptedAt: at}}); err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestCertExpiryWarnsOncePerCertificate(t *testing.T) {
 	}
 	create := func(url string, auth *store.Authentication) uuid.UUID {
 		t.Helper()
-		sub, err := st.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: url, Events: []string{"*"},
+		sub, err := st.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: url, Events: []string{"*"},
 			Authentication: auth}, []byte("sealed"))
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +48,7 @@ func TestCertExpiryWarnsOncePerCertificate(t *testing.T) {
 		Summary: store.AuthenticationSummary{Type: "oauth2_client_credentials", TokenURL: "https://auth.example/token"}})
 
 	var now time.Time
-	job, err := NewCertExpiry(CertExpiryConfig{Store: st, Notifier: mailer,
+	job, err := NewCertExpiry(CertExpiryConfig{Store: st.EndpointHealth, Notifier: mailer,
 		Runtime: Runtime{Clock: clock.Func(func() time.Time { return now })}})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestCertExpiryWarnsOncePerCertificate(t *testing.T) {
 		{"thirteen days ahead", 7 * 24 * time.Hour, nil, []uuid.UUID{soon}},
 		{"again: told already", 8 * 24 * time.Hour, nil, nil},
 		{"a new certificate", 9 * 24 * time.Hour, func() {
-			if _, err := st.UpdateSubscription(ctx, "m1", soon, store.SubscriptionUpdate{SetAuthentication: true,
+			if _, err := st.Subscriptions.UpdateSubscription(ctx, "m1", soon, store.SubscriptionUpdate{SetAuthentication: true,
 				Authentication: mtls("303", start.Add(15*24*time.Hour))}); err != nil {
 				t.Fatal(err)
 			}
@@ -109,14 +109,14 @@ func TestCertExpiryWarnsOncePerCertificate(t *testing.T) {
 func mailedMerchant(t *testing.T, st *store.Store, merchant, email string) (*smtpsink.Sink, *notify.Mailer) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := st.EnsureMerchant(ctx, merchant, "2026-05-01"); err != nil {
+	if _, err := st.Merchants.EnsureMerchant(ctx, merchant, "2026-05-01"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.UpdateMerchant(ctx, merchant, "2026-05-01", store.MerchantSettings{NotificationEmail: &email}); err != nil {
+	if _, err := st.Merchants.UpdateMerchant(ctx, merchant, "2026-05-01", store.MerchantSettings{NotificationEmail: &email}); err != nil {
 		t.Fatal(err)
 	}
 	sink := smtpsink.New(t)
-	mailer, err := notify.NewMailer(sink.URL(), "webhookd@example.com", st, slog.New(slog.DiscardHandler))
+	mailer, err := notify.NewMailer(sink.URL(), "webhookd@example.com", st.EndpointHealth, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

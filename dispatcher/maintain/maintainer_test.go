@@ -22,7 +22,7 @@ func TestMaintainerKeepsPartitionsAhead(t *testing.T) {
 	now := time.Now().UTC()
 	var clockAt time.Time
 	clock := clock.Func(func() time.Time { return clockAt })
-	m := &Maintainer{cfg: MaintainerConfig{Store: st, PartitionsAhead: store.PartitionsAhead}, clock: clock,
+	m := &Maintainer{cfg: MaintainerConfig{Store: st.Maintenance, PartitionsAhead: store.PartitionsAhead}, clock: clock,
 		logger: slog.New(slog.DiscardHandler)}
 	if err := m.cfg.validate(); err != nil {
 		t.Fatal(err)

@@ -20,24 +20,36 @@ import (
 // sweepPage is how many overdue deliveries one query reads.
 const sweepPage = 500
 
-// sweeperStore is what the sweeper needs of the database.
-type sweeperStore interface {
+// sweptDeliveries is what the sweeper reads of the database's deliveries.
+type sweptDeliveries interface {
 	// DueDeliveries reads a page of the deliveries due before dueBefore
 	// and not leased at now, after a position.
 	DueDeliveries(ctx context.Context, dueBefore, now time.Time, after *store.DuePosition, limit int) ([]store.Delivery, error)
 	// StillDue keeps those of ds that are still due.
 	StillDue(ctx context.Context, ds []store.Delivery, dueBefore, now time.Time) ([]store.Delivery, error)
+}
+
+// sweptManualAttempts is what the sweeper reads of the database's manual
+// attempts.
+type sweptManualAttempts interface {
 	// ManualRequestsDue reads the manual attempts asked for before a time
 	// and not yet made.
 	ManualRequestsDue(ctx context.Context, before time.Time, limit int) ([]store.ManualRequest, error)
+}
+
+// sweptListeners is what the sweeper ends of the database's listeners.
+type sweptListeners interface {
 	// EndExpiredListeners ends the listeners past their expiry.
 	EndExpiredListeners(ctx context.Context, now time.Time, reason string) (int, error)
 }
 
 // SweeperConfig is what the sweeper needs.
 type SweeperConfig struct {
-	// Store is the database (required).
-	Store sweeperStore
+	// Deliveries, ManualAttempts and Listeners are the database's parts
+	// it sweeps (required).
+	Deliveries     sweptDeliveries
+	ManualAttempts sweptManualAttempts
+	Listeners      sweptListeners
 	// Grace is how overdue a delivery must be, and how long ago its lease
 	// must have lapsed, before it is enqueued again (required).
 	Grace time.Duration
@@ -53,8 +65,8 @@ type SweeperConfig struct {
 
 func (c SweeperConfig) validate() error {
 	switch {
-	case c.Store == nil:
-		return errors.New("sweeper: Store is required")
+	case c.Deliveries == nil || c.ManualAttempts == nil || c.Listeners == nil:
+		return errors.New("sweeper: Deliveries, ManualAttempts and Listeners are required")
 	case c.Grace <= 0:
 		return errors.New("sweeper: Grace must be positive")
 	case c.Tasks == nil || c.Inspector == nil || c.Metrics == nil:
@@ -108,7 +120,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	var after *store.DuePosition
 	requeued := 0
 	for {
-		due, err := s.cfg.Store.DueDeliveries(ctx, now.Add(-s.cfg.Grace), now.Add(-s.cfg.Grace), after, sweepPage)
+		due, err := s.cfg.Deliveries.DueDeliveries(ctx, now.Add(-s.cfg.Grace), now.Add(-s.cfg.Grace), after, sweepPage)
 		if err != nil {
 			return requeued, err
 		}
@@ -150,7 +162,7 @@ func (s *Sweeper) sweepPage(ctx context.Context, due []store.Delivery, now time.
 			lost = append(lost, del)
 		}
 	}
-	if lost, err = s.cfg.Store.StillDue(ctx, lost, now.Add(-s.cfg.Grace), now.Add(-s.cfg.Grace)); err != nil {
+	if lost, err = s.cfg.Deliveries.StillDue(ctx, lost, now.Add(-s.cfg.Grace), now.Add(-s.cfg.Grace)); err != nil {
 		return 0, err
 	}
 	var added []store.Delivery
@@ -171,7 +183,7 @@ func (s *Sweeper) sweepPage(ctx context.Context, due []store.Delivery, now time.
 // been lost with Redis. A task that still waits makes the attempt first;
 // the other then finds no request left and does nothing.
 func (s *Sweeper) sweepManual(ctx context.Context, now time.Time) (int, error) {
-	reqs, err := s.cfg.Store.ManualRequestsDue(ctx, now.Add(-s.cfg.Grace), sweepPage)
+	reqs, err := s.cfg.ManualAttempts.ManualRequestsDue(ctx, now.Add(-s.cfg.Grace), sweepPage)
 	if err != nil {
 		return 0, err
 	}
@@ -233,7 +245,7 @@ func (s *Sweeper) reviveIngest(ctx context.Context) {
 // delivery waits on them. A failure is only logged: the next sweep tries
 // again.
 func (s *Sweeper) endListeners(ctx context.Context, now time.Time) {
-	n, err := s.cfg.Store.EndExpiredListeners(ctx, now, listener.ClosedError)
+	n, err := s.cfg.Listeners.EndExpiredListeners(ctx, now, listener.ClosedError)
 	if err != nil {
 		s.logger.WarnContext(ctx, "end expired listeners", "error", err)
 	}

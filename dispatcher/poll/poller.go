@@ -69,11 +69,15 @@ type Item struct {
 	Signed   deliver.Polled
 }
 
-// pollerStore is what the Poller needs of the database: the subscription
-// read, and its line.
-type pollerStore interface {
+// subscriptionReader is what the Poller needs of the database's
+// subscriptions: the one read.
+type subscriptionReader interface {
 	// GetSubscription reads the merchant's subscription.
 	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
+}
+
+// pollLines is what the Poller needs of the database's poll lines.
+type pollLines interface {
 	// AcknowledgePoll acknowledges the line up to a position.
 	AcknowledgePoll(ctx context.Context, subscriptionID uuid.UUID, upTo int64, now time.Time) (int, error)
 	// PollAcknowledged reads the position the line is acknowledged up to.
@@ -88,8 +92,10 @@ type pollerStore interface {
 
 // PollerConfig is what the Poller needs.
 type PollerConfig struct {
-	// Store is the database (required).
-	Store pollerStore
+	// Subscriptions reads the subscription read (required).
+	Subscriptions subscriptionReader
+	// Polls reads and acknowledges its line (required).
+	Polls pollLines
 	// Secrets opens the subscriptions' signing keys (required).
 	Secrets *deliver.SecretCache
 	// Redis carries the fan-out's wake-ups of long polls (required): the
@@ -115,8 +121,8 @@ type PollerConfig struct {
 
 func (c PollerConfig) validate() error {
 	switch {
-	case c.Store == nil || c.Secrets == nil || c.Redis == nil:
-		return errors.New("poller: Store, Secrets and Redis are required")
+	case c.Subscriptions == nil || c.Polls == nil || c.Secrets == nil || c.Redis == nil:
+		return errors.New("poller: Subscriptions, Polls, Secrets and Redis are required")
 	case len(c.MasterKey) == 0:
 		return errors.New("poller: MasterKey is required")
 	}
@@ -125,9 +131,10 @@ func (c PollerConfig) validate() error {
 
 // Poller reads poll subscriptions' lines for their merchants.
 type Poller struct {
-	store   pollerStore
-	secrets *deliver.SecretCache
-	wakes   *queue.WakeHub
+	subscriptions subscriptionReader
+	lines         pollLines
+	secrets       *deliver.SecretCache
+	wakes         *queue.WakeHub
 	// ownsWakes: wakes is the Poller's own, closed by Close.
 	ownsWakes bool
 	iterators Iterators
@@ -160,7 +167,7 @@ func NewPoller(cfg PollerConfig) (*Poller, error) {
 	if owns {
 		wakes = queue.NewWakeHub(cfg.Redis, cfg.Logger)
 	}
-	return &Poller{store: cfg.Store, secrets: cfg.Secrets, wakes: wakes, ownsWakes: owns,
+	return &Poller{subscriptions: cfg.Subscriptions, lines: cfg.Polls, secrets: cfg.Secrets, wakes: wakes, ownsWakes: owns,
 		iterators: NewIterators(cfg.MasterKey), clock: cfg.Clock, signed: newSignedCache(), signings: signings}, nil
 }
 
@@ -206,7 +213,7 @@ func (p *Poller) Poll(ctx context.Context, merchantID string, id uuid.UUID, r Re
 	if err := r.validate(now); err != nil {
 		return Page{}, err
 	}
-	sub, err := p.store.GetSubscription(ctx, merchantID, id)
+	sub, err := p.subscriptions.GetSubscription(ctx, merchantID, id)
 	if err != nil {
 		return Page{}, err
 	}
@@ -236,27 +243,27 @@ func (p *Poller) start(ctx context.Context, sub store.Subscription, r Request, n
 			return store.PollFrom{}, invalid.Value("iterator", "iterator_invalid",
 				"iterator is not one this subscription's poll returned.")
 		}
-		if _, err := p.store.AcknowledgePoll(ctx, sub.ID, after, now); err != nil {
+		if _, err := p.lines.AcknowledgePoll(ctx, sub.ID, after, now); err != nil {
 			return store.PollFrom{}, err
 		}
 		return store.PollFrom{After: after}, nil
 	case r.Since != nil:
 		// The line's end is read before the deliveries: an empty read's
 		// iterator then names no delivery that the read could have missed.
-		end, err := p.store.PollLineEnd(ctx, sub.ID)
+		end, err := p.lines.PollLineEnd(ctx, sub.ID)
 		if err != nil {
 			return store.PollFrom{}, err
 		}
-		if err := p.store.MarkPollRead(ctx, sub.ID, now); err != nil {
+		if err := p.lines.MarkPollRead(ctx, sub.ID, now); err != nil {
 			return store.PollFrom{}, err
 		}
 		return store.PollFrom{Since: r.Since, End: end}, nil
 	}
-	acked, err := p.store.PollAcknowledged(ctx, sub.ID)
+	acked, err := p.lines.PollAcknowledged(ctx, sub.ID)
 	if err != nil {
 		return store.PollFrom{}, err
 	}
-	if err := p.store.MarkPollRead(ctx, sub.ID, now); err != nil {
+	if err := p.lines.MarkPollRead(ctx, sub.ID, now); err != nil {
 		return store.PollFrom{}, err
 	}
 	return store.PollFrom{After: acked}, nil
@@ -267,7 +274,7 @@ func (p *Poller) start(ctx context.Context, sub store.Subscription, r Request, n
 // that would sign afresh more than MaxCostlySignings items at a cost
 // (costlySigning) ends early, not done, for the next read to go on.
 func (p *Poller) read(ctx context.Context, sub store.Subscription, from store.PollFrom, limit int) (Page, error) {
-	ds, err := p.store.ReadPoll(ctx, sub.ID, from, limit+1)
+	ds, err := p.lines.ReadPoll(ctx, sub.ID, from, limit+1)
 	if err != nil {
 		return Page{}, err
 	}

@@ -63,20 +63,28 @@ type CheckReport struct {
 	Results []CheckResult
 }
 
-// checkerStore is what the Checker needs of the database: the
-// subscription it checks, the test deliveries it records, and the signing
-// secrets its SecretCache opens.
-type checkerStore interface {
-	// GetSubscription reads the merchant's subscription.
-	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
+// checkerSubscriptions is what the Checker reads of the database's
+// subscriptions: the one it checks, and the signing secrets its
+// SecretCache opens.
+type checkerSubscriptions interface {
+	subscriptionReader
+	// SigningSecrets reads a subscription's sealed secrets (SecretCache).
+	SigningSecrets(ctx context.Context, subscriptionID uuid.UUID) ([]store.Secret, error)
+}
+
+// checkerEvents is what the Checker writes of the database's events.
+type checkerEvents interface {
 	// CreateEvent stores a case's event and its one test delivery.
 	CreateEvent(ctx context.Context, e store.Event, to store.Audience) (store.Event, []store.Delivery, bool, error)
+}
+
+// checkerDeliveries is what the Checker does with the database's
+// deliveries: the test deliveries it attempts and records.
+type checkerDeliveries interface {
 	// LeaseDeliveries takes a case's delivery for its one attempt.
 	LeaseDeliveries(ctx context.Context, reqs []store.LeaseRequest, now time.Time, leaseFor time.Duration) ([]store.LeasedDelivery, []error, error)
 	// RecordAttempt writes the attempt's outcome.
 	RecordAttempt(ctx context.Context, r store.AttemptRecord) error
-	// SigningSecrets reads a subscription's sealed secrets (SecretCache).
-	SigningSecrets(ctx context.Context, subscriptionID uuid.UUID) ([]store.Secret, error)
 }
 
 // Checker tests whether an endpoint verifies signatures: it sends three
@@ -87,8 +95,10 @@ type checkerStore interface {
 // process, through the same sender (SSRF guard, timeout, headers) as the
 // workers, so that the merchant waits for the answers.
 type Checker struct {
-	store     checkerStore
-	publisher *Publisher
+	subscriptions checkerSubscriptions
+	events        checkerEvents
+	deliveries    checkerDeliveries
+	publisher     *Publisher
 	// sender is built at the first check, so that a process that never
 	// checks holds no HTTP client for it.
 	sender   func() (*deliver.Sender, error)
@@ -100,9 +110,11 @@ type Checker struct {
 // CheckerConfig is what a Checker needs; all of it is required but Dialer
 // and Clock.
 type CheckerConfig struct {
-	Store     checkerStore
-	Sealer    *signer.Sealer
-	Publisher *Publisher
+	Subscriptions checkerSubscriptions
+	Events        checkerEvents
+	Deliveries    checkerDeliveries
+	Sealer        *signer.Sealer
+	Publisher     *Publisher
 	// Sender is how the check's deliveries are sent: as the workers send.
 	Sender deliver.SenderConfig
 	// Dialer, when set, dials in place of the sender's own (tests confine
@@ -116,7 +128,8 @@ type CheckerConfig struct {
 // NewChecker builds the Checker of the API role.
 func NewChecker(cfg CheckerConfig) *Checker {
 	c := clock.Or(cfg.Clock)
-	return &Checker{store: cfg.Store, publisher: cfg.Publisher, secrets: deliver.NewSecretCache(cfg.Store, cfg.Sealer),
+	return &Checker{subscriptions: cfg.Subscriptions, events: cfg.Events, deliveries: cfg.Deliveries,
+		publisher: cfg.Publisher, secrets: deliver.NewSecretCache(cfg.Subscriptions, cfg.Sealer),
 		clock: c, leaseFor: cfg.LeaseFor,
 		sender: sync.OnceValues(func() (*deliver.Sender, error) { return deliver.NewSender(cfg.Sender, c, cfg.Dialer) })}
 }
@@ -125,7 +138,7 @@ func NewChecker(cfg CheckerConfig) *Checker {
 // its status (like send_test_event). A stranger's or a missing
 // subscription is store.ErrNotFound and sends nothing.
 func (c *Checker) CheckEndpoint(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (CheckReport, error) {
-	sub, err := c.store.GetSubscription(ctx, merchantID, subscriptionID)
+	sub, err := c.subscriptions.GetSubscription(ctx, merchantID, subscriptionID)
 	if err != nil {
 		return CheckReport{}, err
 	}
@@ -175,7 +188,7 @@ func (c *Checker) run(ctx context.Context, snd *deliver.Sender, merchantID strin
 	}
 	// Held for the lease it takes next, so that the sweeper never takes
 	// the delivery for lost in between, however slow this process is.
-	ev, deliveries, _, err := c.store.CreateEvent(ctx, ev, store.Audience{SubscriptionID: &subscriptionID, Test: true,
+	ev, deliveries, _, err := c.events.CreateEvent(ctx, ev, store.Audience{SubscriptionID: &subscriptionID, Test: true,
 		HeldUntil: c.clock.Now().Add(c.leaseFor)})
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
@@ -222,7 +235,7 @@ func (c *Checker) run(ctx context.Context, snd *deliver.Sender, merchantID strin
 		rec.Status, rec.Attempt.Status = store.DeliverySucceeded, store.AttemptSucceeded
 	}
 	// Recorded even if the merchant went away: the attempt was made.
-	if err := c.store.RecordAttempt(context.WithoutCancel(ctx), rec); err != nil {
+	if err := c.deliveries.RecordAttempt(context.WithoutCancel(ctx), rec); err != nil {
 		return CheckResult{}, fmt.Errorf("check %s: %w", name, err)
 	}
 	d := leased.Delivery
@@ -255,7 +268,7 @@ func strangerKeys(keys []signer.SigningKey) ([]signer.SigningKey, error) {
 // is LeaseDeliveries of one request): ErrNotFound when it is not there to
 // take.
 func (c *Checker) lease(ctx context.Context, d store.Delivery) (store.LeasedDelivery, error) {
-	leased, errs, err := c.store.LeaseDeliveries(ctx, []store.LeaseRequest{{ID: d.ID, CreatedAt: d.CreatedAt, Number: 1}},
+	leased, errs, err := c.deliveries.LeaseDeliveries(ctx, []store.LeaseRequest{{ID: d.ID, CreatedAt: d.CreatedAt, Number: 1}},
 		c.clock.Now(), c.leaseFor)
 	if err != nil {
 		return store.LeasedDelivery{}, err

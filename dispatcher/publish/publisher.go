@@ -68,23 +68,39 @@ func RefusalRules() []string {
 // testEventMessage is the message of every ping.test payload.
 const testEventMessage = "This is a test event sent by webhookd. Handlers may ignore it."
 
-// publisherStore is what the Publisher needs of the database.
-type publisherStore interface {
+// publisherEvents is what the Publisher needs of the database's events.
+type publisherEvents interface {
 	// MerchantsWithFilters reads the merchants of a group of publishes
 	// and their subscriptions' filters for each event type.
 	MerchantsWithFilters(ctx context.Context, keys []store.MerchantEventType) (map[store.MerchantEventType]store.MerchantFilters, error)
-	// EnsureMerchant stores a merchant seen for the first time.
-	EnsureMerchant(ctx context.Context, id, defaultVersion string) (store.Merchant, error)
 	// CreateEvents writes a group of publishes in one transaction.
 	CreateEvents(ctx context.Context, writes []store.EventWrite, group []byte) ([]store.EventWritten, []error, error)
-	// GetSubscription reads the subscription a test event goes to.
+}
+
+// publisherMerchants is what the Publisher needs of the database's
+// merchants.
+type publisherMerchants interface {
+	// EnsureMerchant stores a merchant seen for the first time.
+	EnsureMerchant(ctx context.Context, id, defaultVersion string) (store.Merchant, error)
+}
+
+// subscriptionReader reads a merchant's subscription: the one a test
+// event, a redelivery or an endpoint check goes to.
+type subscriptionReader interface {
+	// GetSubscription reads the merchant's subscription.
 	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
 }
 
 // PublisherConfig is what the Publisher needs.
 type PublisherConfig struct {
-	// Store is the database (required).
-	Store publisherStore
+	// Events writes the events and reads the filters they are judged by
+	// (required).
+	Events publisherEvents
+	// Merchants stores the merchants seen for the first time (required).
+	Merchants publisherMerchants
+	// Subscriptions reads the subscription a test event goes to
+	// (required).
+	Subscriptions subscriptionReader
 	// EventTypes is the catalogue producers may publish (required).
 	EventTypes []string
 	// MaxPayloadBytes bounds a payload; 0 means no bound.
@@ -111,8 +127,8 @@ type PublisherConfig struct {
 type Matcher func(ctx context.Context, ev store.Event, subs []store.FilteredSubscription) ([]uuid.UUID, error)
 
 func (c PublisherConfig) validate() error {
-	if c.Store == nil {
-		return errors.New("publisher: Store is required")
+	if c.Events == nil || c.Merchants == nil || c.Subscriptions == nil {
+		return errors.New("publisher: Events, Merchants and Subscriptions are required")
 	}
 	if err := catalogue.New(c.EventTypes).Validate(); err != nil {
 		return fmt.Errorf("publisher: %w", err)
@@ -144,8 +160,8 @@ type Publisher struct {
 	// while a group is being written share the next one's merchant read,
 	// transaction and commit.
 	groups *groupcommit.Batcher[publishRequest, published]
-	// tracer makes the spans of tracing.go; nil when tracing is off.
-	tracer trace.Tracer
+	// tracing makes the spans of tracing.go.
+	tracing publishTracer
 	// pool is this process's worker pool while it runs (StartLocally),
 	// which first attempts try before the schedule; nil: none.
 	pool atomic.Pointer[localPool]
@@ -206,7 +222,7 @@ func NewPublisher(cfg PublisherConfig, tasks *queue.Enqueuer, m *metrics.Set, cl
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
 	p := &Publisher{cfg: cfg, types: catalogue.New(cfg.EventTypes), filters: filter.NewCache(compiler), tasks: tasks, metrics: m, clock: clock, logger: logger,
-		tracer: tracing.Tracer(cfg.TracerProvider)}
+		tracing: publishTracer{tracer: tracing.Tracer(cfg.TracerProvider), clock: clock}}
 	p.matcher = p.matchFilters
 	if cfg.WrapMatcher != nil {
 		p.matcher = cfg.WrapMatcher(p.matcher)
@@ -310,7 +326,7 @@ func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) (evs []
 	for i, e := range es {
 		reqs[i] = publishRequest{event: newEventOf(e)}
 	}
-	traced := p.tracePublishAll(ctx, reqs)
+	traced := p.tracing.publishAll(ctx, reqs)
 	defer func() { traced(evs, created, errs) }()
 	p.metrics.PublishesWaiting.Add(float64(len(reqs)))
 	defer p.metrics.PublishesWaiting.Sub(float64(len(reqs)))
@@ -346,7 +362,7 @@ func (p *Publisher) PublishAll(ctx context.Context, es []producer.Event) (evs []
 func (p *Publisher) publish(ctx context.Context, e store.NewEvent, to store.Audience) (store.Event, []store.Delivery, bool, error) {
 	p.metrics.PublishesWaiting.Inc()
 	defer p.metrics.PublishesWaiting.Dec()
-	ctx, span := p.tracePublish(ctx, e)
+	ctx, span := p.tracing.publish(ctx, e)
 	req := publishRequest{event: e, to: to, trace: span.context()}
 	for {
 		out, err := p.groups.Do(ctx, req)
@@ -383,7 +399,7 @@ func (p *Publisher) awaitVerdict(ctx context.Context, err error) (v *filterVerdi
 // by another merchant, say) fails alone.
 func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]published, []error, error) {
 	p.metrics.PublishGroups.Observe(float64(len(reqs)))
-	started := p.commitStarted()
+	started := p.tracing.commitStarted()
 	keys := make([]store.MerchantEventType, 0, len(reqs))
 	for _, r := range reqs {
 		if k := (store.MerchantEventType{MerchantID: r.event.MerchantID, EventType: r.event.Type}); !slices.Contains(keys, k) {
@@ -477,7 +493,7 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 	if err != nil {
 		return nil, nil, err
 	}
-	written, werrs, err := p.cfg.Store.CreateEvents(ctx, writes, group)
+	written, werrs, err := p.cfg.Events.CreateEvents(ctx, writes, group)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -494,7 +510,7 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 	}
 	p.enqueueFirstAttempts(ctx, created)
 	p.wakePollers(ctx, created)
-	p.traceCommit(ctx, started, committed{reqs: reqs, at: at, out: out, errs: errs})
+	p.tracing.commit(ctx, started, committed{reqs: reqs, at: at, out: out, errs: errs})
 	return out, errs, nil
 }
 
@@ -583,7 +599,7 @@ func (p *Publisher) eventOf(e store.NewEvent, m store.Merchant) (store.Event, er
 // first: an upsert on every publish would write (and lock) the merchant's
 // row for nothing.
 func (p *Publisher) merchants(ctx context.Context, keys []store.MerchantEventType) (found map[store.MerchantEventType]store.MerchantFilters, failed map[store.MerchantEventType]error, err error) {
-	found, err = p.cfg.Store.MerchantsWithFilters(ctx, keys)
+	found, err = p.cfg.Events.MerchantsWithFilters(ctx, keys)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -592,7 +608,7 @@ func (p *Publisher) merchants(ctx context.Context, keys []store.MerchantEventTyp
 		if _, ok := found[k]; ok {
 			continue
 		}
-		m, err := p.cfg.Store.EnsureMerchant(ctx, k.MerchantID, p.cfg.DefaultAPIVersion)
+		m, err := p.cfg.Merchants.EnsureMerchant(ctx, k.MerchantID, p.cfg.DefaultAPIVersion)
 		if err != nil {
 			failed[k] = err
 			continue
@@ -617,7 +633,7 @@ type testPayload struct {
 func (p *Publisher) SendTestEvent(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (store.Delivery, error) {
 	// Check first, so that a stranger's or a missing subscription stores no
 	// event at all.
-	if _, err := p.cfg.Store.GetSubscription(ctx, merchantID, subscriptionID); err != nil {
+	if _, err := p.cfg.Subscriptions.GetSubscription(ctx, merchantID, subscriptionID); err != nil {
 		return store.Delivery{}, err
 	}
 	payload, err := json.Marshal(testPayload{SubscriptionID: subscriptionID, Message: testEventMessage})
@@ -649,7 +665,7 @@ func (p *Publisher) HandleIngest(ctx context.Context, t *asynq.Task) (err error)
 	if err := json.Unmarshal(t.Payload(), &e); err != nil {
 		return p.refuse(ctx, e, invalid.Value("payload", ruleTaskUnreadable, "The task is not a JSON event."))
 	}
-	ctx, span := p.traceIngest(ctx, t.Payload(), e)
+	ctx, span := p.tracing.ingest(ctx, t.Payload(), e)
 	defer func() { endIngest(span, err) }()
 	_, _, err = p.Publish(ctx, e)
 	if bad := invalid.As(err); bad != nil {

@@ -18,14 +18,21 @@ import (
 // disabled or deleted: nothing is sent. The API answers 409 conflict.
 var ErrSubscriptionInactive = store.ErrSubscriptionInactive
 
-// redelivererStore is what the Redeliverer needs of the database.
-type redelivererStore interface {
+// deliveryReader reads a merchant's delivery, as the API shows it.
+type deliveryReader interface {
 	// GetDelivery reads the merchant's delivery.
 	GetDelivery(ctx context.Context, merchantID string, id uuid.UUID) (store.Delivery, error)
-	// GetSubscription reads the merchant's subscription.
-	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
+}
+
+// listenerReader reads a merchant's listener.
+type listenerReader interface {
 	// GetListener reads the merchant's listener.
 	GetListener(ctx context.Context, merchantID string, id uuid.UUID) (store.Listener, error)
+}
+
+// manualAttemptRequests is what the Redeliverer needs of the database's
+// manual attempts.
+type manualAttemptRequests interface {
 	// FailedDeliveries reads a subscription's deliveries that failed since
 	// a time, at most limit.
 	FailedDeliveries(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time, limit int) ([]store.Delivery, error)
@@ -33,15 +40,22 @@ type redelivererStore interface {
 	RequestManualAttempts(ctx context.Context, merchantID string, ds []store.Delivery, now time.Time) (int, error)
 }
 
-// RedelivererConfig is what the Redeliverer needs.
+// RedelivererConfig is what the Redeliverer needs; all of it is required.
 type RedelivererConfig struct {
-	// Store is the database (required).
-	Store redelivererStore
+	// Views reads the delivery to redeliver.
+	Views deliveryReader
+	// Subscriptions reads the subscription it belongs to.
+	Subscriptions subscriptionReader
+	// Listeners reads it when that subscription is a listener.
+	Listeners listenerReader
+	// ManualAttempts finds the failed deliveries to recover and records
+	// each request.
+	ManualAttempts manualAttemptRequests
 }
 
 func (c RedelivererConfig) validate() error {
-	if c.Store == nil {
-		return errors.New("redeliverer: Store is required")
+	if c.Views == nil || c.Subscriptions == nil || c.Listeners == nil || c.ManualAttempts == nil {
+		return errors.New("redeliverer: Views, Subscriptions, Listeners and ManualAttempts are required")
 	}
 	return nil
 }
@@ -93,15 +107,15 @@ func NewRedeliverer(cfg RedelivererConfig, tasks *queue.Enqueuer, clock clock.Cl
 // (an ErrConflict): its subscription is disabled or deleted. A subscription
 // disabled or deleted after the call drops the attempt unsent.
 func (r *Redeliverer) Redeliver(ctx context.Context, merchantID string, deliveryID uuid.UUID) (store.Delivery, error) {
-	del, err := r.cfg.Store.GetDelivery(ctx, merchantID, deliveryID)
+	del, err := r.cfg.Views.GetDelivery(ctx, merchantID, deliveryID)
 	if err != nil {
 		return store.Delivery{}, err
 	}
-	sub, err := r.cfg.Store.GetSubscription(ctx, merchantID, del.SubscriptionID)
+	sub, err := r.cfg.Subscriptions.GetSubscription(ctx, merchantID, del.SubscriptionID)
 	if errors.Is(err, store.ErrNotFound) {
 		// A live listener's delivery is redelivered down its connection.
 		var l store.Listener
-		if l, err = r.cfg.Store.GetListener(ctx, merchantID, del.SubscriptionID); err == nil {
+		if l, err = r.cfg.Listeners.GetListener(ctx, merchantID, del.SubscriptionID); err == nil {
 			sub = l.Subscription
 		}
 	}
@@ -125,7 +139,7 @@ func (r *Redeliverer) Redeliver(ctx context.Context, merchantID string, delivery
 // tasks. An enqueue that fails is logged, not returned: the sweeper
 // enqueues the request again (ManualRequestsDue).
 func (r *Redeliverer) requestManual(ctx context.Context, merchantID string, dels []store.Delivery) error {
-	if _, err := r.cfg.Store.RequestManualAttempts(ctx, merchantID, dels, r.clock.Now()); err != nil {
+	if _, err := r.cfg.ManualAttempts.RequestManualAttempts(ctx, merchantID, dels, r.clock.Now()); err != nil {
 		return err
 	}
 	for _, del := range dels {
@@ -150,7 +164,7 @@ const MaxRecover = 10_000
 // attempts it enqueued. ErrNotFound: no such subscription of the merchant;
 // ErrSubscriptionInactive: it is disabled.
 func (r *Redeliverer) Recover(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time) (int, error) {
-	sub, err := r.cfg.Store.GetSubscription(ctx, merchantID, subscriptionID)
+	sub, err := r.cfg.Subscriptions.GetSubscription(ctx, merchantID, subscriptionID)
 	if err != nil {
 		return 0, err
 	}
@@ -160,7 +174,7 @@ func (r *Redeliverer) Recover(ctx context.Context, merchantID string, subscripti
 	if err := refusePoll(sub); err != nil {
 		return 0, err
 	}
-	failed, err := r.cfg.Store.FailedDeliveries(ctx, merchantID, subscriptionID, since, MaxRecover)
+	failed, err := r.cfg.ManualAttempts.FailedDeliveries(ctx, merchantID, subscriptionID, since, MaxRecover)
 	if err != nil {
 		return 0, err
 	}

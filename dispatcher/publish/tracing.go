@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/tracing"
@@ -32,12 +33,21 @@ const (
 	spanCommit  = "webhookd.publish.commit"
 )
 
+// publishTracer makes the spans of a Publisher's publishes; its methods do
+// nothing when tracing is off (a nil tracer). It is the Publisher's
+// tracing, apart from its rules.
+type publishTracer struct {
+	tracer trace.Tracer
+	// clock times the commit spans.
+	clock clock.Clock
+}
+
 // publishSpan is one event's publish span; its methods do nothing when
 // tracing is off.
 type publishSpan struct{ span trace.Span }
 
-// tracePublish starts e's publish span under ctx's.
-func (p *Publisher) tracePublish(ctx context.Context, e store.NewEvent) (context.Context, publishSpan) {
+// publish starts e's publish span under ctx's.
+func (p publishTracer) publish(ctx context.Context, e store.NewEvent) (context.Context, publishSpan) {
 	if p.tracer == nil {
 		return ctx, publishSpan{}
 	}
@@ -46,16 +56,16 @@ func (p *Publisher) tracePublish(ctx context.Context, e store.NewEvent) (context
 	return ctx, publishSpan{span: span}
 }
 
-// tracePublishAll starts the publish span of each of a batch's events
-// (reqs, whose trace it sets); the function returned ends them with the
-// batch's outcome.
-func (p *Publisher) tracePublishAll(ctx context.Context, reqs []publishRequest) func(evs []store.Event, created []bool, errs []error) {
+// publishAll starts the publish span of each of a batch's events (reqs,
+// whose trace it sets); the function returned ends them with the batch's
+// outcome.
+func (p publishTracer) publishAll(ctx context.Context, reqs []publishRequest) func(evs []store.Event, created []bool, errs []error) {
 	if p.tracer == nil {
 		return func([]store.Event, []bool, []error) {}
 	}
 	spans := make([]publishSpan, len(reqs))
 	for i := range reqs {
-		_, spans[i] = p.tracePublish(ctx, reqs[i].event)
+		_, spans[i] = p.publish(ctx, reqs[i].event)
 		reqs[i].trace = spans[i].context()
 	}
 	return func(evs []store.Event, created []bool, errs []error) {
@@ -100,7 +110,7 @@ func failure(err error) string {
 
 // commitStarted is when writeGroup began, for the commit spans; zero when
 // tracing is off.
-func (p *Publisher) commitStarted() time.Time {
+func (p publishTracer) commitStarted() time.Time {
 	if p.tracer == nil {
 		return time.Time{}
 	}
@@ -116,9 +126,9 @@ type committed struct {
 	errs []error
 }
 
-// traceCommit gives each event a group wrote its commit span, from started
+// commit gives each event a group wrote its commit span, from started
 // until now.
-func (p *Publisher) traceCommit(ctx context.Context, started time.Time, group committed) {
+func (p publishTracer) commit(ctx context.Context, started time.Time, group committed) {
 	if p.tracer == nil {
 		return
 	}
@@ -139,9 +149,9 @@ func (p *Publisher) traceCommit(ctx context.Context, started time.Time, group co
 	}
 }
 
-// traceIngest starts the span of a producer task, a child of the span
-// that published it (producer.TaskTrace in its payload).
-func (p *Publisher) traceIngest(ctx context.Context, payload []byte, e producer.Event) (context.Context, trace.Span) {
+// ingest starts the span of a producer task, a child of the span that
+// published it (producer.TaskTrace in its payload).
+func (p publishTracer) ingest(ctx context.Context, payload []byte, e producer.Event) (context.Context, trace.Span) {
 	if p.tracer == nil {
 		return ctx, nil
 	}
@@ -152,7 +162,7 @@ func (p *Publisher) traceIngest(ctx context.Context, payload []byte, e producer.
 		trace.WithAttributes(tracing.AttrEventID.String(e.ID), tracing.AttrMerchantID.String(e.MerchantID), tracing.AttrEventType.String(e.Type)))
 }
 
-// endIngest ends traceIngest's span (nil: tracing is off).
+// endIngest ends ingest's span (nil: tracing is off).
 func endIngest(span trace.Span, err error) {
 	if span == nil {
 		return

@@ -33,7 +33,7 @@ func TestClient(t *testing.T) {
 	if err != nil || revoked.RevokedAt == nil || revoked.Status != "revoked" {
 		t.Fatalf("Revoke = %+v, %v", revoked, err)
 	}
-	k, err := e.store.GetAPIKey(ctx, "m/1", uuid.MustParse(rolled.ID))
+	k, err := e.store.APIKeys.GetAPIKey(ctx, "m/1", uuid.MustParse(rolled.ID))
 	if err != nil || k.RevokedAt == nil {
 		t.Fatalf("the stored key after Revoke: %+v, %v", k, err)
 	}

@@ -37,7 +37,7 @@ func newEngine(t *testing.T) *engine {
 // issue makes a key of the merchant.
 func (e *engine) issue(t *testing.T, merchant string) merchants.IssuedKey {
 	t.Helper()
-	k, err := merchants.NewKeyIssuer(e.store, "sandbox", admin.DefaultVersion).
+	k, err := merchants.NewKeyIssuer(e.store.APIKeys, "sandbox", admin.DefaultVersion).
 		Create(context.Background(), merchant, []string{admin.ScopeRead, admin.ScopeWrite})
 	if err != nil {
 		t.Fatal(err)

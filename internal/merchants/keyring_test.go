@@ -59,8 +59,8 @@ func TestKeyRing(t *testing.T) {
 	clock := newSettableClock()
 	st := storetest.NewStore(t, store.WithClock(clock.Now))
 	ctx := context.Background()
-	issuer := merchants.NewKeyIssuer(st, "production", "2026-05-01")
-	ring := merchants.NewKeyRing(st)
+	issuer := merchants.NewKeyIssuer(st.APIKeys, "production", "2026-05-01")
+	ring := merchants.NewKeyRing(st.APIKeys)
 	issued, err := issuer.Create(ctx, "m1", []string{merchants.ScopeRead})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestKeyRing(t *testing.T) {
 	if !strings.HasPrefix(successor.Key, "prod.") || successor.Scopes[0] != merchants.ScopeRead || successor.ID == issued.ID {
 		t.Errorf("successor %+v", successor)
 	}
-	old, err := st.GetAPIKey(ctx, "m1", issued.ID)
+	old, err := st.APIKeys.GetAPIKey(ctx, "m1", issued.ID)
 	if err != nil || old.ExpiresAt == nil || !old.ExpiresAt.Equal(clock.Now().Add(time.Minute)) {
 		t.Fatalf("the rolled key: %+v, %v", old, err)
 	}
@@ -127,13 +127,13 @@ func TestKeyRing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k, _ := st.GetAPIKey(ctx, "m1", successor.ID); merchants.KeyUsable(k, clock.Now()) {
+	if k, _ := st.APIKeys.GetAPIKey(ctx, "m1", successor.ID); merchants.KeyUsable(k, clock.Now()) {
 		t.Error("a roll with no overlap left the old key working")
 	}
 	if _, err := ring.Roll(ctx, "m1", third.ID.String(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if k, _ := st.GetAPIKey(ctx, "m1", third.ID); k.ExpiresAt == nil || !k.ExpiresAt.Equal(clock.Now().Add(merchants.DefaultRollOverlap)) {
+	if k, _ := st.APIKeys.GetAPIKey(ctx, "m1", third.ID); k.ExpiresAt == nil || !k.ExpiresAt.Equal(clock.Now().Add(merchants.DefaultRollOverlap)) {
 		t.Errorf("default overlap: expires at %v", k.ExpiresAt)
 	}
 

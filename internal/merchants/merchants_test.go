@@ -71,7 +71,7 @@ func wantRefused(t *testing.T, st *store.Store, merchant string, err error, want
 	if got := invalid.As(err); got == nil || *got != want {
 		t.Fatalf("error %v, want %+v", err, want)
 	}
-	if _, err := st.GetMerchant(context.Background(), merchant); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.Merchants.GetMerchant(context.Background(), merchant); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a refusal created merchant %q: %v", merchant, err)
 	}
 }
@@ -103,7 +103,7 @@ func TestIssue(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			key, err := merchants.NewKeyIssuer(st, "production", "2026-01-01").Issue(ctx, tc.merchant, tc.scopes)
+			key, err := merchants.NewKeyIssuer(st.APIKeys, "production", "2026-01-01").Issue(ctx, tc.merchant, tc.scopes)
 			if tc.want != nil {
 				wantRefused(t, st, tc.merchant, err, *tc.want)
 				return
@@ -111,7 +111,7 @@ func TestIssue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stored, m, err := st.APIKeyByHash(ctx, store.HashAPIKey(key))
+			stored, m, err := st.APIKeys.APIKeyByHash(ctx, store.HashAPIKey(key))
 			if err != nil {
 				t.Fatalf("the issued key is not stored: %v", err)
 			}
@@ -163,7 +163,7 @@ func TestSettingsUpdate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			u := merchants.NewSettingsUpdater(st, versions{sunset: now}, func() time.Time { return now })
+			u := merchants.NewSettingsUpdater(st.Merchants, versions{sunset: now}, func() time.Time { return now })
 			_, err := u.Update(ctx, tc.merchant, tc.set)
 			if tc.want != nil {
 				wantRefused(t, st, tc.merchant, err, *tc.want)
@@ -172,7 +172,7 @@ func TestSettingsUpdate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := st.GetMerchant(ctx, tc.merchant)
+			m, err := st.Merchants.GetMerchant(ctx, tc.merchant)
 			if err != nil {
 				t.Fatal(err)
 			}

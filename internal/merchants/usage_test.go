@@ -20,7 +20,7 @@ type countingStore struct {
 
 func (c *countingStore) RecordAPIKeyUsage(ctx context.Context, lastUsed map[uuid.UUID]time.Time) error {
 	c.writes++
-	return c.Store.RecordAPIKeyUsage(ctx, lastUsed)
+	return c.Store.APIKeys.RecordAPIKeyUsage(ctx, lastUsed)
 }
 
 // TestKeyUsageWritesInBatches: many uses of many keys cost one write per
@@ -30,7 +30,7 @@ func TestKeyUsageWritesInBatches(t *testing.T) {
 	clock := newSettableClock()
 	st := storetest.NewStore(t)
 	ctx := context.Background()
-	issuer := merchants.NewKeyIssuer(st, "sandbox", "2026-05-01")
+	issuer := merchants.NewKeyIssuer(st.APIKeys, "sandbox", "2026-05-01")
 	a, err := issuer.Create(ctx, "m1", []string{merchants.ScopeRead})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestKeyUsageWritesInBatches(t *testing.T) {
 	if counting.writes != 1 {
 		t.Errorf("%d writes for 2000 uses and two flushes, want 1 (nothing new at the second)", counting.writes)
 	}
-	k, err := st.GetAPIKey(ctx, "m1", a.ID)
+	k, err := st.APIKeys.GetAPIKey(ctx, "m1", a.ID)
 	if err != nil || k.LastUsedAt == nil || !k.LastUsedAt.Equal(lastA.Truncate(time.Microsecond)) {
 		t.Errorf("last_used_at %v (%v), want %v", k.LastUsedAt, err, lastA)
 	}
@@ -74,7 +74,7 @@ func TestKeyUsageWritesInBatches(t *testing.T) {
 	if err := usage.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if k, _ := st.GetAPIKey(ctx, "m1", a.ID); !k.LastUsedAt.Equal(clock.Now().Truncate(time.Microsecond)) {
+	if k, _ := st.APIKeys.GetAPIKey(ctx, "m1", a.ID); !k.LastUsedAt.Equal(clock.Now().Truncate(time.Microsecond)) {
 		t.Errorf("after a failed flush and a good one, last_used_at %v, want %v", k.LastUsedAt, clock.Now())
 	}
 
@@ -88,11 +88,11 @@ func TestKeyUsageRunFlushesAtShutdown(t *testing.T) {
 	t.Parallel()
 	st := storetest.NewStore(t)
 	ctx := context.Background()
-	issued, err := merchants.NewKeyIssuer(st, "sandbox", "2026-05-01").Create(ctx, "m1", []string{merchants.ScopeRead})
+	issued, err := merchants.NewKeyIssuer(st.APIKeys, "sandbox", "2026-05-01").Create(ctx, "m1", []string{merchants.ScopeRead})
 	if err != nil {
 		t.Fatal(err)
 	}
-	usage := merchants.NewKeyUsage(st, st.Now, nil)
+	usage := merchants.NewKeyUsage(st.APIKeys, st.Now, nil)
 	usage.Seen(issued.ID)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -101,7 +101,7 @@ func TestKeyUsageRunFlushesAtShutdown(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if k, err := st.GetAPIKey(ctx, "m1", issued.ID); err != nil || k.LastUsedAt == nil {
+	if k, err := st.APIKeys.GetAPIKey(ctx, "m1", issued.ID); err != nil || k.LastUsedAt == nil {
 		t.Errorf("last_used_at after Run stopped: %v (%v)", k.LastUsedAt, err)
 	}
 }

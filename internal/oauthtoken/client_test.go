@@ -23,15 +23,15 @@ func TestTokenEndpointIsReachedThroughTheGivenClient(t *testing.T) {
 		tlsServer := tokenserver.NewTLS(t, clientID, r.clock.Now)
 		tlsServer.Accept(clientSecret)
 		proxy := connectproxy.New(t, nil)
-		transport := tlsServer.Client().Transport.(*http.Transport).Clone()
+		transport := tlsServer.HTTP.Client().Transport.(*http.Transport).Clone()
 		transport.Proxy = http.ProxyURL(proxy.URL)
 		w := r.newWorker(t, func(c *oauthtoken.Config) { c.HTTP = &http.Client{Transport: transport} })
 		creds := r.credentials()
-		creds.TokenURL = tlsServer.URL + "/oauth/token"
+		creds.TokenURL = tlsServer.TokenURL()
 		if _, err := w.Source(subscription, creds).Token(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := proxy.Connects(), tlsServer.Listener.Addr().String(); !slices.Equal(got, []string{want}) {
+		if got, want := proxy.Connects(), tlsServer.HTTP.Listener.Addr().String(); !slices.Equal(got, []string{want}) {
 			t.Errorf("the proxy was asked for %v, want %s", got, want)
 		}
 	})

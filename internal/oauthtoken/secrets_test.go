@@ -41,7 +41,7 @@ func TestSecretsStayOutOfErrorsRedisAndLogs(t *testing.T) {
 	failures := []func(){
 		func() { r.server.Failing(http.StatusUnauthorized) },
 		func() { r.server.Failing(http.StatusInternalServerError) },
-		func() { r.server.Close() },
+		func() { r.server.HTTP.Close() },
 	}
 	for _, fail := range failures {
 		fail()

@@ -353,7 +353,7 @@ func TestFailingTokenEndpointReportsItsStatus(t *testing.T) {
 
 func TestUnreachableTokenEndpoint(t *testing.T) {
 	r := newRig(t)
-	r.server.Close()
+	r.server.HTTP.Close()
 	_, err := r.workers[0].Source(subscription, r.credentials()).Token(t.Context())
 	var e *oauthtoken.Error
 	if !errors.As(err, &e) || e.Status != 0 || errors.Unwrap(err) == nil {

@@ -18,7 +18,7 @@ import (
 func TestIssue(t *testing.T) {
 	// One database for every case: each issues a session of its own.
 	st := storetest.NewStore(t)
-	if _, err := st.EnsureMerchant(context.Background(), "m_known", "2026-01-01"); err != nil {
+	if _, err := st.Merchants.EnsureMerchant(context.Background(), "m_known", "2026-01-01"); err != nil {
 		t.Fatal(err)
 	}
 	ptr := func(s string) *string { return &s }
@@ -46,7 +46,7 @@ func TestIssue(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			token, s, err := sessions.NewIssuer(st, "production", false).Issue(ctx, tc.merchant, tc.req)
+			token, s, err := sessions.NewIssuer(st.PortalSessions, "production", false).Issue(ctx, tc.merchant, tc.req)
 			if tc.param != "" {
 				if e := invalid.As(err); e == nil || e.Param != tc.param {
 					t.Fatalf("Issue = %v, want a refusal of %s", err, tc.param)
@@ -56,7 +56,7 @@ func TestIssue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stored, _, err := st.PortalSessionByHash(ctx, store.HashAPIKey(token), time.Now())
+			stored, _, err := st.PortalSessions.PortalSessionByHash(ctx, store.HashAPIKey(token), time.Now())
 			if err != nil {
 				t.Fatalf("the issued token is not stored: %v", err)
 			}
@@ -73,7 +73,7 @@ func TestIssue(t *testing.T) {
 
 func TestIssueForAnUnknownMerchant(t *testing.T) {
 	st := storetest.NewStore(t)
-	_, _, err := sessions.NewIssuer(st, "sandbox", true).Issue(context.Background(), "m_nobody", sessions.Request{})
+	_, _, err := sessions.NewIssuer(st.PortalSessions, "sandbox", true).Issue(context.Background(), "m_nobody", sessions.Request{})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Issue for an unknown merchant = %v, want store.ErrNotFound", err)
 	}
@@ -86,11 +86,11 @@ func TestIssueWithinTheKey(t *testing.T) {
 	st := storetest.NewStore(t)
 	ctx := context.Background()
 	writeOnly := []string{merchants.ScopeWrite}
-	key, err := st.CreateAPIKey(ctx, "m_key", "2026-01-01", "sandbox", "sandbox.write-only", writeOnly)
+	key, err := st.APIKeys.CreateAPIKey(ctx, "m_key", "2026-01-01", "sandbox", "sandbox.write-only", writeOnly)
 	if err != nil {
 		t.Fatal(err)
 	}
-	issuer := sessions.NewIssuer(st, "sandbox", false)
+	issuer := sessions.NewIssuer(st.PortalSessions, "sandbox", false)
 	_, s, err := issuer.Issue(ctx, "m_key", sessions.Request{APIKeyID: key.ID, KeyScopes: writeOnly})
 	if err != nil || !slices.Equal(s.Capabilities, []string{"manage_endpoints", "view_secret", "resend"}) {
 		t.Fatalf("default session of a write-only key: %v, %v; want no view", s.Capabilities, err)

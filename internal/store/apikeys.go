@@ -66,7 +66,7 @@ func (s *APIKeys) GetAPIKey(ctx context.Context, merchantID string, id uuid.UUID
 // changes nothing: its first revocation time stays.
 func (s *APIKeys) RevokeAPIKey(ctx context.Context, merchantID string, id uuid.UUID) (APIKey, error) {
 	k, err := scanAPIKey(s.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $3)
-		WHERE merchant_id = $1 AND id = $2 RETURNING `+apiKeyColumns, merchantID, id, s.now()))
+		WHERE merchant_id = $1 AND id = $2 RETURNING `+apiKeyColumns, merchantID, id, s.Now()))
 	if err != nil {
 		return APIKey{}, fmt.Errorf("revoke api key %s of %s: %w", id, merchantID, notFound(err))
 	}
@@ -147,7 +147,7 @@ func (s *APIKeys) RollAPIKey(ctx context.Context, merchantID string, id uuid.UUI
 		}
 		// The clock after the lock: a roll that waited for it is judged
 		// and dated after the one that held it.
-		now := s.now()
+		now := s.Now()
 		if err := mayRoll(old, now); err != nil {
 			return err
 		}
@@ -204,7 +204,7 @@ func (s *APIKeys) CreateAPIKey(ctx context.Context, merchantID, defaultVersion, 
 	if _, err := s.merchants.EnsureMerchant(ctx, merchantID, defaultVersion); err != nil {
 		return APIKey{}, err
 	}
-	k := APIKey{ID: uuid.Must(uuid.NewV7()), MerchantID: merchantID, Environment: environment, Scopes: scopes, CreatedAt: s.now(),
+	k := APIKey{ID: uuid.Must(uuid.NewV7()), MerchantID: merchantID, Environment: environment, Scopes: scopes, CreatedAt: s.Now(),
 		Prefix: APIKeyPrefix(key)}
 	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (id, merchant_id, environment, key_hash, scopes, created_at, prefix)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, k.ID, merchantID, environment, HashAPIKey(key), scopes, k.CreatedAt, k.Prefix)

@@ -25,14 +25,14 @@ func TestListAPIKeysPage(t *testing.T) {
 		if i != 3 && i != 6 {
 			clock.Advance(time.Second)
 		}
-		if _, err := st.CreateAPIKey(ctx, "m_page", "2026-05-01", "sandbox", fmt.Sprintf("sandbox.PAGE%02dkey", i), []string{"webhooks:read"}); err != nil {
+		if _, err := st.APIKeys.CreateAPIKey(ctx, "m_page", "2026-05-01", "sandbox", fmt.Sprintf("sandbox.PAGE%02dkey", i), []string{"webhooks:read"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := st.CreateAPIKey(ctx, "m_page_other", "2026-05-01", "sandbox", "sandbox.OTHERkey", []string{"webhooks:read"}); err != nil {
+	if _, err := st.APIKeys.CreateAPIKey(ctx, "m_page_other", "2026-05-01", "sandbox", "sandbox.OTHERkey", []string{"webhooks:read"}); err != nil {
 		t.Fatal(err)
 	}
-	all, err := st.ListAPIKeysPage(ctx, "m_page", everyKey)
+	all, err := st.APIKeys.ListAPIKeysPage(ctx, "m_page", everyKey)
 	if err != nil || len(all) != 7 {
 		t.Fatalf("every key: %d keys, %v", len(all), err)
 	}
@@ -42,7 +42,7 @@ func TestListAPIKeysPage(t *testing.T) {
 			var got []store.APIKey
 			p := store.Page{Limit: limit}
 			for range 10 {
-				rows, err := st.ListAPIKeysPage(ctx, "m_page", p)
+				rows, err := st.APIKeys.ListAPIKeysPage(ctx, "m_page", p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -69,10 +69,10 @@ func TestListAPIKeysPage(t *testing.T) {
 		})
 	}
 
-	if rows, err := st.ListAPIKeysPage(ctx, "m_nobody", store.Page{Limit: 10}); err != nil || len(rows) != 0 {
+	if rows, err := st.APIKeys.ListAPIKeysPage(ctx, "m_nobody", store.Page{Limit: 10}); err != nil || len(rows) != 0 {
 		t.Errorf("unknown merchant: %d keys, %v", len(rows), err)
 	}
-	if _, err := st.ListAPIKeysPage(ctx, "m_page", store.Page{Limit: 10, After: &store.Cursor{ID: "not-a-uuid"}}); err == nil {
+	if _, err := st.APIKeys.ListAPIKeysPage(ctx, "m_page", store.Page{Limit: 10, After: &store.Cursor{ID: "not-a-uuid"}}); err == nil {
 		t.Error("a cursor id that is no UUID was accepted")
 	}
 }

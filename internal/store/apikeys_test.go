@@ -34,7 +34,7 @@ func storeWithKey(t *testing.T) (*store.Store, *testClock, store.APIKey) {
 	t.Helper()
 	clock := newTestClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	st := storetest.NewStore(t, store.WithClock(clock.Now))
-	k, err := st.CreateAPIKey(context.Background(), "m1", "2026-05-01", "sandbox", "sandbox.AAAAAAfirst", []string{"webhooks:read"})
+	k, err := st.APIKeys.CreateAPIKey(context.Background(), "m1", "2026-05-01", "sandbox", "sandbox.AAAAAAfirst", []string{"webhooks:read"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,59 +51,59 @@ func TestAPIKeyLifecycle(t *testing.T) {
 		t.Errorf("prefix %q", first.Prefix)
 	}
 	clock.Advance(time.Second)
-	if _, err := st.CreateAPIKey(ctx, "m2", "2026-05-01", "sandbox", "sandbox.BBBBBBother", []string{"webhooks:read"}); err != nil {
+	if _, err := st.APIKeys.CreateAPIKey(ctx, "m2", "2026-05-01", "sandbox", "sandbox.BBBBBBother", []string{"webhooks:read"}); err != nil {
 		t.Fatal(err)
 	}
 
 	// Another merchant's key is not found, whatever is asked of it.
-	if _, err := st.GetAPIKey(ctx, "m2", first.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.APIKeys.GetAPIKey(ctx, "m2", first.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetAPIKey of another merchant's key: %v", err)
 	}
-	if _, err := st.RevokeAPIKey(ctx, "m2", first.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.APIKeys.RevokeAPIKey(ctx, "m2", first.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RevokeAPIKey of another merchant's key: %v", err)
 	}
-	if _, err := st.RollAPIKey(ctx, "m2", first.ID, "sandbox.CCCCCC", clock.Now(), merchants.MayRoll); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.APIKeys.RollAPIKey(ctx, "m2", first.ID, "sandbox.CCCCCC", clock.Now(), merchants.MayRoll); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RollAPIKey of another merchant's key: %v", err)
 	}
 
 	expires := clock.Now().Add(time.Hour)
-	successor, err := st.RollAPIKey(ctx, "m1", first.ID, "sandbox.DDDDDDsuccessor", expires, merchants.MayRoll)
+	successor, err := st.APIKeys.RollAPIKey(ctx, "m1", first.ID, "sandbox.DDDDDDsuccessor", expires, merchants.MayRoll)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if successor.Prefix != "sandbox.DDDDDD" || successor.Environment != "sandbox" || len(successor.Scopes) != 1 || successor.Scopes[0] != "webhooks:read" {
 		t.Errorf("successor %+v", successor)
 	}
-	if _, err := st.RollAPIKey(ctx, "m1", first.ID, "sandbox.EEEEEE", expires, merchants.MayRoll); !errors.Is(err, store.ErrAPIKeyInactive) {
+	if _, err := st.APIKeys.RollAPIKey(ctx, "m1", first.ID, "sandbox.EEEEEE", expires, merchants.MayRoll); !errors.Is(err, store.ErrAPIKeyInactive) {
 		t.Errorf("rolling a rolled key: %v, want ErrAPIKeyInactive", err)
 	}
-	k, _, err := st.APIKeyByHash(ctx, store.HashAPIKey("sandbox.AAAAAAfirst"))
+	k, _, err := st.APIKeys.APIKeyByHash(ctx, store.HashAPIKey("sandbox.AAAAAAfirst"))
 	if err != nil || k.ExpiresAt == nil || !k.ExpiresAt.Equal(expires) {
 		t.Fatalf("the rolled key by hash: %+v, %v; want expiring at %v", k, err, expires)
 	}
 
 	clock.Advance(time.Second)
-	revoked, err := st.RevokeAPIKey(ctx, "m1", successor.ID)
+	revoked, err := st.APIKeys.RevokeAPIKey(ctx, "m1", successor.ID)
 	if err != nil || revoked.RevokedAt == nil || !revoked.RevokedAt.Equal(clock.Now().Truncate(time.Microsecond)) {
 		t.Fatalf("revoke: %+v, %v", revoked, err)
 	}
 	clock.Advance(time.Second)
-	again, err := st.RevokeAPIKey(ctx, "m1", successor.ID)
+	again, err := st.APIKeys.RevokeAPIKey(ctx, "m1", successor.ID)
 	if err != nil || !again.RevokedAt.Equal(*revoked.RevokedAt) {
 		t.Errorf("revoking again moved revoked_at: %+v, %v", again, err)
 	}
-	if _, err := st.RollAPIKey(ctx, "m1", successor.ID, "sandbox.FFFFFF", expires, merchants.MayRoll); !errors.Is(err, store.ErrAPIKeyInactive) {
+	if _, err := st.APIKeys.RollAPIKey(ctx, "m1", successor.ID, "sandbox.FFFFFF", expires, merchants.MayRoll); !errors.Is(err, store.ErrAPIKeyInactive) {
 		t.Errorf("rolling a revoked key: %v, want ErrAPIKeyInactive", err)
 	}
 
-	keys, err := st.ListAPIKeysPage(ctx, "m1", everyKey)
+	keys, err := st.APIKeys.ListAPIKeysPage(ctx, "m1", everyKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(keys) != 2 || keys[0].ID != successor.ID || keys[1].ID != first.ID {
 		t.Fatalf("list: %+v, want the successor then the first key", keys)
 	}
-	if keys, err := st.ListAPIKeysPage(ctx, "m_unknown", everyKey); err != nil || len(keys) != 0 {
+	if keys, err := st.APIKeys.ListAPIKeysPage(ctx, "m_unknown", everyKey); err != nil || len(keys) != 0 {
 		t.Errorf("list of an unknown merchant: %v, %v", keys, err)
 	}
 }
@@ -119,7 +119,7 @@ func TestRollAPIKeyAsksTheRuleUnderTheLock(t *testing.T) {
 	refused := errors.New("refused")
 	var seen store.APIKey
 	var seenAt time.Time
-	_, err := st.RollAPIKey(ctx, "m1", k.ID, "sandbox.BBBBBB", clock.Now(), func(key store.APIKey, now time.Time) error {
+	_, err := st.APIKeys.RollAPIKey(ctx, "m1", k.ID, "sandbox.BBBBBB", clock.Now(), func(key store.APIKey, now time.Time) error {
 		seen, seenAt = key, now
 		return refused
 	})
@@ -129,14 +129,14 @@ func TestRollAPIKeyAsksTheRuleUnderTheLock(t *testing.T) {
 	if seen.ID != k.ID || !seenAt.Equal(st.Now()) {
 		t.Errorf("the rule saw %s at %v, want %s at %v", seen.ID, seenAt, k.ID, st.Now())
 	}
-	if keys, err := st.ListAPIKeysPage(ctx, "m1", everyKey); err != nil || len(keys) != 1 || keys[0].ExpiresAt != nil {
+	if keys, err := st.APIKeys.ListAPIKeysPage(ctx, "m1", everyKey); err != nil || len(keys) != 1 || keys[0].ExpiresAt != nil {
 		t.Errorf("after a refused roll: %+v, %v; want the one key, unexpired", keys, err)
 	}
 
 	errs := make(chan error, 2)
 	for _, newKey := range []string{"sandbox.CCCCCC", "sandbox.DDDDDD"} {
 		go func() {
-			_, err := st.RollAPIKey(ctx, "m1", k.ID, newKey, clock.Now().Add(time.Hour), merchants.MayRoll)
+			_, err := st.APIKeys.RollAPIKey(ctx, "m1", k.ID, newKey, clock.Now().Add(time.Hour), merchants.MayRoll)
 			errs <- err
 		}()
 	}
@@ -162,28 +162,28 @@ func TestRecordAPIKeyUsage(t *testing.T) {
 	t.Parallel()
 	st := storetest.NewStore(t)
 	ctx := context.Background()
-	a, err := st.CreateAPIKey(ctx, "m1", "2026-05-01", "sandbox", "sandbox.a", []string{"webhooks:read"})
+	a, err := st.APIKeys.CreateAPIKey(ctx, "m1", "2026-05-01", "sandbox", "sandbox.a", []string{"webhooks:read"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := st.CreateAPIKey(ctx, "m1", "2026-05-01", "sandbox", "sandbox.b", []string{"webhooks:read"})
+	b, err := st.APIKeys.CreateAPIKey(ctx, "m1", "2026-05-01", "sandbox", "sandbox.b", []string{"webhooks:read"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	if err := st.RecordAPIKeyUsage(ctx, map[uuid.UUID]time.Time{a.ID: at, b.ID: at.Add(time.Minute), uuid.New(): at}); err != nil {
+	if err := st.APIKeys.RecordAPIKeyUsage(ctx, map[uuid.UUID]time.Time{a.ID: at, b.ID: at.Add(time.Minute), uuid.New(): at}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RecordAPIKeyUsage(ctx, map[uuid.UUID]time.Time{a.ID: at.Add(-time.Hour)}); err != nil {
+	if err := st.APIKeys.RecordAPIKeyUsage(ctx, map[uuid.UUID]time.Time{a.ID: at.Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	for id, want := range map[uuid.UUID]time.Time{a.ID: at, b.ID: at.Add(time.Minute)} {
-		k, err := st.GetAPIKey(ctx, "m1", id)
+		k, err := st.APIKeys.GetAPIKey(ctx, "m1", id)
 		if err != nil || k.LastUsedAt == nil || !k.LastUsedAt.Equal(want) {
 			t.Errorf("key %s: last used %v (%v), want %v", id, k.LastUsedAt, err, want)
 		}
 	}
-	if err := st.RecordAPIKeyUsage(ctx, nil); err != nil {
+	if err := st.APIKeys.RecordAPIKeyUsage(ctx, nil); err != nil {
 		t.Errorf("nothing to record: %v", err)
 	}
 }

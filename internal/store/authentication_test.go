@@ -16,12 +16,12 @@ func TestSubscriptionAuthentication(t *testing.T) {
 	notAfter := time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC)
 	first := &store.Authentication{Sealed: []byte("sealed-mtls-1"), Summary: store.AuthenticationSummary{
 		Type: "mtls", Subject: "CN=webhookd", Issuer: "CN=test CA", Serial: "42", NotAfter: &notAfter, ServerCA: true}}
-	sub, err := st.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/a",
+	sub, err := st.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/a",
 		Events: []string{"*"}, Authentication: first}, []byte("sealed"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.GetSubscription(ctx, "m1", sub.ID)
+	got, err := st.Subscriptions.GetSubscription(ctx, "m1", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestSubscriptionAuthentication(t *testing.T) {
 	}
 
 	disabled := store.SubscriptionDisabled
-	upd, err := st.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &disabled})
+	upd, err := st.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &disabled})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestSubscriptionAuthentication(t *testing.T) {
 	}
 
 	second := &store.Authentication{Sealed: []byte("sealed-mtls-2"), Summary: store.AuthenticationSummary{Type: "mtls", Subject: "CN=next"}}
-	upd, err = st.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{SetAuthentication: true, Authentication: second})
+	upd, err = st.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{SetAuthentication: true, Authentication: second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestSubscriptionAuthentication(t *testing.T) {
 		t.Fatalf("replaced authentication %+v, want %+v", upd.Authentication, second)
 	}
 
-	upd, err = st.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{SetAuthentication: true})
+	upd, err = st.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{SetAuthentication: true})
 	if err != nil {
 		t.Fatal(err)
 	}

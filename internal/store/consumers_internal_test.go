@@ -31,10 +31,10 @@ var storeFreeExempt = []string{"cmd", "internal/store"}
 // hands every part it builds the narrow interface that part declares.
 var wiringInputs = map[string]string{
 	"dispatcher: Config.Store": "dispatcher.New and the worker role build the publisher, redeliverer, " +
-		"poller, checker, dropper, deliver.Worker and the maintenance jobs from it, each given its own view",
-	"admin: Config.Store": "admin.New hands it to the handler groups and middleware, to subscriptions, " +
-		"sessions and merchants, each taking its own interface",
-	"admin: Config.ReadStore": "the replica, handed to the read routes as their narrow reads interface",
+		"poller, checker, dropper, deliver.Worker and the maintenance jobs from it, each given the parts it uses",
+	"admin: Config.Store": "admin.New hands the handler groups and middleware, subscriptions, sessions " +
+		"and merchants the parts they use, each taking its own interface",
+	"admin: Config.ReadStore": "the replica, whose parts admin.New hands the read routes as their narrow reads interfaces",
 }
 
 // TestNoStoreHolders fails for each struct field or function parameter of

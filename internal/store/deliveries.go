@@ -342,7 +342,7 @@ func (s *Deliveries) DeliveryByID(ctx context.Context, id uuid.UUID) (Delivery, 
 	return readDelivery(ctx, s.pool, id)
 }
 
-// readDelivery is DeliveryByID, for the families that read a delivery.
+// readDelivery is DeliveryByID, for the parts that read a delivery.
 func readDelivery(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (Delivery, error) {
 	// The id is a UUIDv7 whose timestamp is created_at: bounding created_at
 	// by it prunes the lookup to one partition.

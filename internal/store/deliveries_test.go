@@ -17,10 +17,10 @@ import (
 func newDelivery(t *testing.T, s *store.Store, to store.Audience) (store.Subscription, store.Delivery) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
+	if _, err := s.Merchants.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
 		t.Fatal(err)
 	}
-	sub, err := s.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h", Events: []string{"*"}}, []byte("sealed"))
+	sub, err := s.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h", Events: []string{"*"}}, []byte("sealed"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func newDelivery(t *testing.T, s *store.Store, to store.Audience) (store.Subscri
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	ev := store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01", Body: []byte(`{}`), CreatedAt: now}
-	_, ds, created, err := s.CreateEvent(ctx, ev, to)
+	_, ds, created, err := s.Events.CreateEvent(ctx, ev, to)
 	if err != nil || !created || len(ds) != 1 {
 		t.Fatalf("CreateEvent = %d deliveries, created %v, %v", len(ds), created, err)
 	}
@@ -43,24 +43,24 @@ func TestLeaseIsExclusivePerAttempt(t *testing.T) {
 	_, d := newDelivery(t, s, store.Audience{})
 	now := time.Now()
 
-	if _, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 2, now, time.Minute); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Deliveries.LeaseDelivery(ctx, d.ID, d.CreatedAt, 2, now, time.Minute); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("lease of attempt 2 before attempt 1 = %v, want ErrNotFound", err)
 	}
-	l, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute)
+	l, err := s.Deliveries.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute)
 	if err != nil || string(l.Body) != `{}` || l.URL != "https://example.com/h" {
 		t.Fatalf("first lease = %+v, %v", l, err)
 	}
-	if _, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now.Add(30*time.Second), time.Minute); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Deliveries.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now.Add(30*time.Second), time.Minute); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second lease while the first is live = %v, want ErrNotFound", err)
 	}
-	if _, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now.Add(2*time.Minute), time.Minute); err != nil {
+	if _, err := s.Deliveries.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now.Add(2*time.Minute), time.Minute); err != nil {
 		t.Fatalf("lease after the first lapsed = %v", err)
 	}
-	due, err := s.DueDeliveries(ctx, now.Add(time.Hour), now.Add(2*time.Minute+time.Second), nil, 10)
+	due, err := s.Deliveries.DueDeliveries(ctx, now.Add(time.Hour), now.Add(2*time.Minute+time.Second), nil, 10)
 	if err != nil || len(due) != 0 {
 		t.Fatalf("DueDeliveries while leased = %d, %v; want none", len(due), err)
 	}
-	due, err = s.DueDeliveries(ctx, now.Add(time.Hour), now.Add(4*time.Minute), nil, 10)
+	due, err = s.Deliveries.DueDeliveries(ctx, now.Add(time.Hour), now.Add(4*time.Minute), nil, 10)
 	if err != nil || len(due) != 1 || due[0].ID != d.ID {
 		t.Fatalf("DueDeliveries after the lease lapsed = %v, %v; want the delivery", due, err)
 	}
@@ -79,16 +79,16 @@ func TestStillDue(t *testing.T) {
 	}{
 		{"nothing happened since", func(*testing.T, *store.Store, store.Delivery, time.Time) {}, true},
 		{"a lease was taken since", func(t *testing.T, s *store.Store, d store.Delivery, now time.Time) {
-			if _, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute); err != nil {
+			if _, err := s.Deliveries.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute); err != nil {
 				t.Fatal(err)
 			}
 		}, false},
 		{"the attempt was made since, and its retry is due", func(t *testing.T, s *store.Store, d store.Delivery, now time.Time) {
-			l, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute)
+			l, err := s.Deliveries.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.RecordAttempt(ctx, store.AttemptRecord{Delivery: l.Delivery, Status: store.DeliveryPending, NextAttemptAt: &now,
+			if err := s.Deliveries.RecordAttempt(ctx, store.AttemptRecord{Delivery: l.Delivery, Status: store.DeliveryPending, NextAttemptAt: &now,
 				Attempt: store.Attempt{Number: 1, Status: store.AttemptFailed, Trigger: store.TriggerScheduled, AttemptedAt: now}}); err != nil {
 				t.Fatal(err)
 			}
@@ -98,12 +98,12 @@ func TestStillDue(t *testing.T) {
 			s := storetest.NewStore(t)
 			_, d := newDelivery(t, s, store.Audience{})
 			now := time.Now()
-			read, err := s.DueDeliveries(ctx, now.Add(time.Hour), now, nil, 10)
+			read, err := s.Deliveries.DueDeliveries(ctx, now.Add(time.Hour), now, nil, 10)
 			if err != nil || len(read) != 1 {
 				t.Fatalf("DueDeliveries = %v, %v; want the delivery", read, err)
 			}
 			tc.since(t, s, d, now)
-			got, err := s.StillDue(ctx, read, now.Add(time.Hour), now)
+			got, err := s.Deliveries.StillDue(ctx, read, now.Add(time.Hour), now)
 			if err != nil || (len(got) == 1) != tc.want {
 				t.Fatalf("StillDue = %v, %v; want the delivery: %v", got, err, tc.want)
 			}
@@ -141,20 +141,20 @@ func TestRecordAttempt(t *testing.T) {
 			rec := store.AttemptRecord{Delivery: d, Status: status, NextAttemptAt: next,
 				Attempt: store.Attempt{Number: 1, Status: attempt, Trigger: store.TriggerScheduled, DurationMS: 12,
 					ResponseBody: "ok", AttemptedAt: now}}
-			if err := s.RecordAttempt(ctx, rec); err != nil {
+			if err := s.Deliveries.RecordAttempt(ctx, rec); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.RecordAttempt(ctx, rec); !errors.Is(err, store.ErrConflict) {
+			if err := s.Deliveries.RecordAttempt(ctx, rec); !errors.Is(err, store.ErrConflict) {
 				t.Fatalf("recording attempt 1 twice = %v, want ErrConflict", err)
 			}
-			got, err := s.DeliveryByID(ctx, d.ID)
+			got, err := s.Deliveries.DeliveryByID(ctx, d.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got.Status != status || got.AttemptCount != 1 || len(got.Attempts) != 1 || got.Attempts[0].ResponseBody != "ok" || got.Test != tc.test {
 				t.Fatalf("delivery after record = %+v", got)
 			}
-			s2, err := s.GetSubscription(ctx, "m1", sub.ID)
+			s2, err := s.Subscriptions.GetSubscription(ctx, "m1", sub.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,10 +169,10 @@ func TestRecordAttemptsInOneBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
-	if _, err := s.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
+	if _, err := s.Merchants.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
 		t.Fatal(err)
 	}
-	sub, err := s.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h", Events: []string{"*"}}, []byte("sealed"))
+	sub, err := s.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h", Events: []string{"*"}}, []byte("sealed"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestRecordAttemptsInOneBatch(t *testing.T) {
 	for range 4 {
 		ev := store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01", Body: []byte(`{}`),
 			CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
-		_, got, _, err := s.CreateEvent(ctx, ev, store.Audience{})
+		_, got, _, err := s.Events.CreateEvent(ctx, ev, store.Audience{})
 		if err != nil || len(got) != 1 {
 			t.Fatalf("CreateEvent: %v %v", got, err)
 		}
@@ -199,7 +199,7 @@ func TestRecordAttemptsInOneBatch(t *testing.T) {
 	}
 	// The first delivery's attempt is already recorded: the batch must
 	// report that one as a conflict and write the others.
-	if err := s.RecordAttempt(ctx, record(ds[0], false, base)); err != nil {
+	if err := s.Deliveries.RecordAttempt(ctx, record(ds[0], false, base)); err != nil {
 		t.Fatal(err)
 	}
 	batch := []store.AttemptRecord{
@@ -208,7 +208,7 @@ func TestRecordAttemptsInOneBatch(t *testing.T) {
 		record(ds[2], true, base.Add(3*time.Second)),  // success resets
 		record(ds[3], false, base.Add(4*time.Second)), // one failure after it
 	}
-	errs, err := s.RecordAttempts(ctx, batch)
+	errs, err := s.Deliveries.RecordAttempts(ctx, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestRecordAttemptsInOneBatch(t *testing.T) {
 			t.Errorf("record %d: conflict = %v (%v), want %v", i, got, errs[i], want)
 		}
 	}
-	got, err := s.GetSubscription(ctx, "m1", sub.ID)
+	got, err := s.Subscriptions.GetSubscription(ctx, "m1", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestRecordAttemptsInOneBatch(t *testing.T) {
 		t.Fatalf("health after the batch = %+v, want 1 failure after the success at +3s", h)
 	}
 	for i, d := range ds[1:] {
-		got, err := s.DeliveryByID(ctx, d.ID)
+		got, err := s.Deliveries.DeliveryByID(ctx, d.ID)
 		if err != nil || got.AttemptCount != 1 || len(got.Attempts) != 1 || got.Status != batch[i+1].Status {
 			t.Fatalf("delivery %d after the batch = %+v, %v", i+1, got, err)
 		}
@@ -243,7 +243,7 @@ func TestRecordWritesHealthWhenItChanges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
-	if _, err := s.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
+	if _, err := s.Merchants.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
 		t.Fatal(err)
 	}
 	subID := newSubscription(t, s, "m1")
@@ -278,7 +278,7 @@ func TestRecordWritesHealthWhenItChanges(t *testing.T) {
 	for _, step := range steps {
 		ev := store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01", Body: []byte(`{}`),
 			CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
-		_, ds, _, err := s.CreateEvent(ctx, ev, store.Audience{})
+		_, ds, _, err := s.Events.CreateEvent(ctx, ev, store.Audience{})
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("%s: CreateEvent: %v %v", step.name, ds, err)
 		}
@@ -289,13 +289,13 @@ func TestRecordWritesHealthWhenItChanges(t *testing.T) {
 			rec.Status, rec.Attempt.Status, rec.NextAttemptAt = store.DeliveryPending, store.AttemptFailed, &at
 		}
 		before := version()
-		if err := s.RecordAttempt(ctx, rec); err != nil {
+		if err := s.Deliveries.RecordAttempt(ctx, rec); err != nil {
 			t.Fatalf("%s: %v", step.name, err)
 		}
 		if wrote := version() != before; wrote != step.wantWrite {
 			t.Errorf("%s: row written = %v, want %v", step.name, wrote, step.wantWrite)
 		}
-		got, err := s.GetSubscription(ctx, "m1", subID)
+		got, err := s.Subscriptions.GetSubscription(ctx, "m1", subID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,7 @@ func TestDuePagesReadOnlyTheirPage(t *testing.T) {
 	var positions []store.DuePosition
 	seen := map[uuid.UUID]bool{}
 	for {
-		ds, err := s.DueDeliveries(ctx, dueBefore, now, after, page)
+		ds, err := s.Deliveries.DueDeliveries(ctx, dueBefore, now, after, page)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,7 @@ type world struct {
 func newWorld(t *testing.T, s *store.Store, merchant string) world {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.EnsureMerchant(ctx, merchant, "2026-05-01"); err != nil {
+	if _, err := s.Merchants.EnsureMerchant(ctx, merchant, "2026-05-01"); err != nil {
 		t.Fatal(err)
 	}
 	w := world{merchant: merchant, roles: map[uuid.UUID]string{}}
@@ -47,7 +47,7 @@ func newWorld(t *testing.T, s *store.Store, merchant string) world {
 		if role.sub.Destination != nil {
 			role.sub.URL = ""
 		}
-		sub, err := s.CreateSubscription(ctx, role.sub, []byte("sealed"))
+		sub, err := s.Subscriptions.CreateSubscription(ctx, role.sub, []byte("sealed"))
 		if err != nil {
 			t.Fatalf("%s: %v", role.name, err)
 		}
@@ -57,7 +57,7 @@ func newWorld(t *testing.T, s *store.Store, merchant string) world {
 			w.filtered = sub.ID
 		case "disabled":
 			disabled := store.SubscriptionDisabled
-			if _, err := s.UpdateSubscription(ctx, merchant, sub.ID, store.SubscriptionUpdate{Status: &disabled}); err != nil {
+			if _, err := s.Subscriptions.UpdateSubscription(ctx, merchant, sub.ID, store.SubscriptionUpdate{Status: &disabled}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -124,7 +124,7 @@ func TestCreateFanOutsAsOneByOne(t *testing.T) {
 	}
 	for _, w := range []world{reference, grouped} {
 		for _, ev := range writesOf(w, before) {
-			if _, _, _, err := s.CreateEvent(ctx, ev.Event, ev.To); err != nil {
+			if _, _, _, err := s.Events.CreateEvent(ctx, ev.Event, ev.To); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -133,11 +133,11 @@ func TestCreateFanOutsAsOneByOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := s.CreateEventsOneStatementEach(ctx, writesOf(reference, group), bytes)
+	want, err := s.Events.CreateEventsOneStatementEach(ctx, writesOf(reference, group), bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, errs, err := s.CreateEvents(ctx, writesOf(grouped, group), bytes)
+	got, errs, err := s.Events.CreateEvents(ctx, writesOf(grouped, group), bytes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestCreateEventsGroup(t *testing.T) {
 	s := storetest.NewStore(t)
 	sub, _ := newDelivery(t, s, store.Audience{}) // m1, one endpoint for every type
 	key := "k"
-	if _, err := s.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{SetOrderingKey: true, OrderingKey: &key}); err != nil {
+	if _, err := s.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{SetOrderingKey: true, OrderingKey: &key}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -50,7 +50,7 @@ func TestCreateEventsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errs, err := s.CreateEvents(ctx, writes, group)
+	out, errs, err := s.Events.CreateEvents(ctx, writes, group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestHeldDeliveriesAreNotDueUntilHeldUntil(t *testing.T) {
 		now  time.Time
 		due  bool
 	}{{"before it is held until", held.Add(-time.Second), false}, {"after", held.Add(time.Second), true}} {
-		due, err := s.DueDeliveries(ctx, at.now, at.now, nil, 10)
+		due, err := s.Deliveries.DueDeliveries(ctx, at.now, at.now, nil, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestHeldDeliveriesAreNotDueUntilHeldUntil(t *testing.T) {
 			t.Errorf("%s: %d deliveries due, want due %v", at.name, len(due), at.due)
 		}
 	}
-	if _, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, time.Now(), time.Minute); err != nil {
+	if _, err := s.Deliveries.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, time.Now(), time.Minute); err != nil {
 		t.Fatalf("the check leases its held delivery at once: %v", err)
 	}
 }

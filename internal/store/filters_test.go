@@ -21,7 +21,7 @@ func TestMerchantWithFilters(t *testing.T) {
 	withFilter := func(merchant, filter string, events ...string) store.Subscription {
 		t.Helper()
 		sub := createSub(t, st, merchant, events...)
-		got, err := st.UpdateSubscription(ctx, merchant, sub.ID, store.SubscriptionUpdate{SetFilter: true, Filter: expr(filter),
+		got, err := st.Subscriptions.UpdateSubscription(ctx, merchant, sub.ID, store.SubscriptionUpdate{SetFilter: true, Filter: expr(filter),
 			SetHeaders: true, SealedHeaders: []byte("sealed-headers")})
 		if err != nil {
 			t.Fatal(err)
@@ -35,18 +35,18 @@ func TestMerchantWithFilters(t *testing.T) {
 	star := withFilter("m1", `true`)
 	disabled := withFilter("m1", `false`)
 	off := store.SubscriptionDisabled
-	if _, err := st.UpdateSubscription(ctx, "m1", disabled.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+	if _, err := st.Subscriptions.UpdateSubscription(ctx, "m1", disabled.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
 		t.Fatal(err)
 	}
 	withFilter("m1", `true`, "payout.failed") // another type
 	deleted := withFilter("m1", `true`)
-	if err := st.DeleteSubscription(ctx, "m1", deleted.ID); err != nil {
+	if err := st.Subscriptions.DeleteSubscription(ctx, "m1", deleted.ID); err != nil {
 		t.Fatal(err)
 	}
 	createSub(t, st, "m1")   // no filter
 	withFilter("m2", `true`) // another merchant
 
-	m, filters, err := st.MerchantWithFilters(ctx, "m1", "payout.paid")
+	m, filters, err := st.Events.MerchantWithFilters(ctx, "m1", "payout.paid")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +68,11 @@ func TestMerchantWithFilters(t *testing.T) {
 		t.Fatalf("filters of %v, want %v", ids, want)
 	}
 
-	cleared, err := st.UpdateSubscription(ctx, "m1", paid.ID, store.SubscriptionUpdate{SetFilter: true, SetHeaders: true})
+	cleared, err := st.Subscriptions.UpdateSubscription(ctx, "m1", paid.ID, store.SubscriptionUpdate{SetFilter: true, SetHeaders: true})
 	if err != nil || cleared.Filter != nil || cleared.SealedHeaders != nil {
 		t.Fatalf("clear: %+v %v", cleared, err)
 	}
-	if _, _, err := st.MerchantWithFilters(ctx, "nobody", "payout.paid"); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := st.Events.MerchantWithFilters(ctx, "nobody", "payout.paid"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown merchant: %v", err)
 	}
 }

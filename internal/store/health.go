@@ -78,7 +78,7 @@ func (s *EndpointHealth) DisableFailingSubscriptions(ctx context.Context, failin
 			  AND failing_since IS NOT NULL AND failing_since <= $1
 			ORDER BY failing_since LIMIT $2 FOR UPDATE SKIP LOCKED)
 		RETURNING s.id, s.merchant_id, s.url, s.failing_since, m.notification_email`,
-		failingBefore, limit, s.now())
+		failingBefore, limit, s.Now())
 	if err != nil {
 		return nil, fmt.Errorf("disable failing subscriptions: %w", err)
 	}
@@ -114,7 +114,7 @@ type FailureNotice struct {
 // address (then nothing is stamped, so the first failure after the address
 // is set sends one).
 func (s *EndpointHealth) ClaimFailureNotification(ctx context.Context, subscriptionID uuid.UUID, interval time.Duration) (FailureNotice, error) {
-	now := s.now()
+	now := s.Now()
 	var n FailureNotice
 	err := s.pool.QueryRow(ctx, `
 		UPDATE subscriptions s SET last_notified_at = $2

@@ -23,7 +23,7 @@ func TestSubscriptionAttemptsSince(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := storetest.NewStore(t)
-	if _, err := st.EnsureMerchant(ctx, "m_h", "2026-01-01"); err != nil {
+	if _, err := st.Merchants.EnsureMerchant(ctx, "m_h", "2026-01-01"); err != nil {
 		t.Fatal(err)
 	}
 	sub := newSubscription(t, st, "m_h")
@@ -53,7 +53,7 @@ func TestSubscriptionAttemptsSince(t *testing.T) {
 	}
 
 	since := now.Add(-24 * time.Hour)
-	got, err := st.SubscriptionAttemptsSince(ctx, "m_h", sub, since)
+	got, err := st.EndpointHealth.SubscriptionAttemptsSince(ctx, "m_h", sub, since)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestSubscriptionAttemptsSince(t *testing.T) {
 	if got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
-	if n, err := st.SubscriptionAttemptsSince(ctx, "m_other", sub, since); err != nil || n.Attempts != 0 {
+	if n, err := st.EndpointHealth.SubscriptionAttemptsSince(ctx, "m_other", sub, since); err != nil || n.Attempts != 0 {
 		t.Errorf("another merchant counts %+v, %v", n, err)
 	}
 
@@ -99,7 +99,7 @@ func TestSubscriptionAttemptsSince(t *testing.T) {
 // newSubscription stores a subscription of merchant.
 func newSubscription(t *testing.T, st *store.Store, merchant string) uuid.UUID {
 	t.Helper()
-	s, err := st.CreateSubscription(context.Background(), store.NewSubscription{MerchantID: merchant, URL: "https://example.com/h",
+	s, err := st.Subscriptions.CreateSubscription(context.Background(), store.NewSubscription{MerchantID: merchant, URL: "https://example.com/h",
 		Events: []string{"*"}}, []byte("sealed"))
 	if err != nil {
 		t.Fatal(err)

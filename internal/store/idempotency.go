@@ -44,7 +44,7 @@ type StoredResponse struct {
 // requestHash. The claim is held until lockFor has passed, so that a crashed
 // request does not block its key for 30 days.
 func (s *IdempotencyKeys) ClaimIdempotencyKey(ctx context.Context, merchantID, key string, requestHash []byte, lockFor time.Duration) (IdempotencyOutcome, StoredResponse, error) {
-	now := s.now()
+	now := s.Now()
 	var out IdempotencyOutcome
 	var resp StoredResponse
 	err := s.tx(ctx, func(tx pgx.Tx) error {

@@ -30,7 +30,7 @@ type keyState struct {
 var keyStates = []keyState{
 	{"active", func(*testing.T, *store.Store, *testClock, string, uuid.UUID) {}, true},
 	{"revoked", func(t *testing.T, st *store.Store, _ *testClock, m string, id uuid.UUID) {
-		if _, err := st.RevokeAPIKey(context.Background(), m, id); err != nil {
+		if _, err := st.APIKeys.RevokeAPIKey(context.Background(), m, id); err != nil {
 			t.Fatal(err)
 		}
 	}, false},
@@ -49,7 +49,7 @@ var keyStates = []keyState{
 // newKey issues a key of merchant m (creating the merchant).
 func newKey(t *testing.T, st *store.Store, m string) uuid.UUID {
 	t.Helper()
-	k, err := st.CreateAPIKey(context.Background(), m, "2026-05-01", "sandbox", "sandbox."+uuid.NewString(), []string{"webhooks:write"})
+	k, err := st.APIKeys.CreateAPIKey(context.Background(), m, "2026-05-01", "sandbox", "sandbox."+uuid.NewString(), []string{"webhooks:write"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,14 +58,14 @@ func newKey(t *testing.T, st *store.Store, m string) uuid.UUID {
 
 func rollKey(t *testing.T, st *store.Store, m string, id uuid.UUID, expiresAt time.Time) {
 	t.Helper()
-	if _, err := st.RollAPIKey(context.Background(), m, id, "sandbox."+uuid.NewString(), expiresAt, merchants.MayRoll); err != nil {
+	if _, err := st.APIKeys.RollAPIKey(context.Background(), m, id, "sandbox."+uuid.NewString(), expiresAt, merchants.MayRoll); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func newKeyedSession(t *testing.T, st *store.Store, m, token string, key uuid.UUID) store.PortalSession {
 	t.Helper()
-	s, err := st.CreatePortalSession(context.Background(), store.NewPortalSession{MerchantID: m, Environment: "sandbox",
+	s, err := st.PortalSessions.CreatePortalSession(context.Background(), store.NewPortalSession{MerchantID: m, Environment: "sandbox",
 		Token: token, Capabilities: []string{"view"}, TTL: 24 * time.Hour, APIKeyID: key})
 	if err != nil {
 		t.Fatal(err)
@@ -76,12 +76,12 @@ func newKeyedSession(t *testing.T, st *store.Store, m, token string, key uuid.UU
 func newBoundListener(t *testing.T, st *store.Store, clock *testClock, m string, key uuid.UUID) store.Listener {
 	t.Helper()
 	ctx := context.Background()
-	l, err := st.CreateListener(ctx, store.NewListener{MerchantID: m, Events: []string{"*"},
+	l, err := st.Listeners.CreateListener(ctx, store.NewListener{MerchantID: m, Events: []string{"*"},
 		ExpiresAt: clock.Now().Add(time.Hour)}, []byte("sealed"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.BindListener(ctx, m, l.ID, key); err != nil {
+	if err := st.Listeners.BindListener(ctx, m, l.ID, key); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -89,7 +89,7 @@ func newBoundListener(t *testing.T, st *store.Store, clock *testClock, m string,
 
 func sessionLive(t *testing.T, st *store.Store, token string, at time.Time) bool {
 	t.Helper()
-	_, _, err := st.PortalSessionByHash(context.Background(), store.HashAPIKey(token), at)
+	_, _, err := st.PortalSessions.PortalSessionByHash(context.Background(), store.HashAPIKey(token), at)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestPortalSessionEndsWithItsKey(t *testing.T) {
 	if want := clock.Now().Add(10 * time.Minute); !s.ExpiresAt.Equal(want.Truncate(time.Microsecond)) {
 		t.Errorf("a session of an expiring key ends at %v, want the key's expiry %v", s.ExpiresAt, want)
 	}
-	got, _, err := st.PortalSessionByHash(ctx, store.HashAPIKey("whps_overlap"), clock.Now())
+	got, _, err := st.PortalSessions.PortalSessionByHash(ctx, store.HashAPIKey("whps_overlap"), clock.Now())
 	if err != nil || !got.ExpiresAt.Equal(s.ExpiresAt) {
 		t.Errorf("lookup = %+v, %v; want expiry %v", got, err, s.ExpiresAt)
 	}
@@ -150,29 +150,29 @@ func TestListenerEndsWithItsKey(t *testing.T) {
 			m := fmt.Sprintf("m_lis%d", i)
 			key := newKey(t, st, m)
 			l := newBoundListener(t, st, clock, m, key)
-			if got, err := st.GetListener(ctx, m, l.ID); err != nil || got.APIKeyID != key {
+			if got, err := st.Listeners.GetListener(ctx, m, l.ID); err != nil || got.APIKeyID != key {
 				t.Fatalf("GetListener = key %s, %v; want %s", got.APIKeyID, err, key)
 			}
-			unbound, err := st.CreateListener(ctx, store.NewListener{MerchantID: m, Events: []string{"*"},
+			unbound, err := st.Listeners.CreateListener(ctx, store.NewListener{MerchantID: m, Events: []string{"*"},
 				ExpiresAt: clock.Now().Add(time.Hour)}, []byte("sealed"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			tc.apply(t, st, clock, m, key)
-			live, err := st.ListenerLive(ctx, l.ID)
+			live, err := st.Listeners.ListenerLive(ctx, l.ID)
 			if err != nil || live != tc.works {
 				t.Errorf("ListenerLive = %v, %v; want %v", live, err, tc.works)
 			}
-			err = st.ExtendListener(ctx, l.ID, clock.Now().Add(2*time.Hour))
+			err = st.Listeners.ExtendListener(ctx, l.ID, clock.Now().Add(2*time.Hour))
 			if tc.works && err != nil || !tc.works && !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("ExtendListener = %v, want ErrNotFound only once the key stopped working", err)
 			}
-			if live, err := st.ListenerLive(ctx, unbound.ID); err != nil || !live {
+			if live, err := st.Listeners.ListenerLive(ctx, unbound.ID); err != nil || !live {
 				t.Errorf("an unbound listener: live %v, %v", live, err)
 			}
 		})
 	}
-	if live, err := st.ListenerLive(ctx, uuid.New()); err != nil || live {
+	if live, err := st.Listeners.ListenerLive(ctx, uuid.New()); err != nil || live {
 		t.Errorf("no listener at all: live %v, %v", live, err)
 	}
 }
@@ -194,13 +194,13 @@ func TestBindListener(t *testing.T) {
 			} else {
 				key = strangerKey
 			}
-			l, err := st.CreateListener(ctx, store.NewListener{MerchantID: m, Events: []string{"*"},
+			l, err := st.Listeners.CreateListener(ctx, store.NewListener{MerchantID: m, Events: []string{"*"},
 				ExpiresAt: clock.Now().Add(time.Hour)}, []byte("sealed"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = st.BindListener(ctx, m, l.ID, key)
-			_, ended, expErr := st.ListenerExpiry(ctx, l.ID)
+			err = st.Listeners.BindListener(ctx, m, l.ID, key)
+			_, ended, expErr := st.Listeners.ListenerExpiry(ctx, l.ID)
 			if expErr != nil {
 				t.Fatal(expErr)
 			}
@@ -214,7 +214,7 @@ func TestBindListener(t *testing.T) {
 	}
 	m := "m_bind_gone"
 	key := newKey(t, st, m)
-	if err := st.BindListener(ctx, m, uuid.New(), key); !errors.Is(err, store.ErrNotFound) {
+	if err := st.Listeners.BindListener(ctx, m, uuid.New(), key); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("binding no listener = %v, want ErrNotFound", err)
 	}
 }
@@ -238,13 +238,13 @@ func TestEndAPIKeyGrants(t *testing.T) {
 			l := newBoundListener(t, st, clock, m, key)
 			other := newBoundListener(t, st, clock, m, sibling)
 			ev := store.Event{ID: uuid.New(), MerchantID: m, Type: "payout.paid", APIVersion: "2026-05-01", Body: []byte(`{}`), CreatedAt: clock.Now()}
-			_, ds, _, err := st.CreateEvent(ctx, ev, store.Audience{})
+			_, ds, _, err := st.Events.CreateEvent(ctx, ev, store.Audience{})
 			if err != nil || len(ds) != 2 {
 				t.Fatalf("CreateEvent = %d deliveries, %v; want one per listener", len(ds), err)
 			}
 			tc.apply(t, st, clock, m, key)
 
-			ended, err := st.EndAPIKeyGrants(ctx, m, key, clock.Now(), "listener_closed")
+			ended, err := st.APIKeys.EndAPIKeyGrants(ctx, m, key, clock.Now(), "listener_closed")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,21 +256,21 @@ func TestEndAPIKeyGrants(t *testing.T) {
 				wantListeners == 1 && ended.Listeners[0] != l.ID {
 				t.Fatalf("ended %+v, want %d sessions and listener %s ×%d", ended, wantSessions, l.ID, wantListeners)
 			}
-			again, err := st.EndAPIKeyGrants(ctx, m, key, clock.Now(), "listener_closed")
+			again, err := st.APIKeys.EndAPIKeyGrants(ctx, m, key, clock.Now(), "listener_closed")
 			if err != nil || again.Sessions != 0 || len(again.Listeners) != 0 {
 				t.Errorf("a second call ended %+v, %v; want nothing", again, err)
 			}
-			if _, ended, err := st.ListenerExpiry(ctx, l.ID); err != nil || ended == tc.works {
+			if _, ended, err := st.Listeners.ListenerExpiry(ctx, l.ID); err != nil || ended == tc.works {
 				t.Errorf("the key's listener ended = %v, %v; want %v", ended, err, !tc.works)
 			}
-			if _, ended, err := st.ListenerExpiry(ctx, other.ID); err != nil || ended {
+			if _, ended, err := st.Listeners.ListenerExpiry(ctx, other.ID); err != nil || ended {
 				t.Errorf("the sibling key's listener ended = %v, %v", ended, err)
 			}
 			if !sessionLive(t, st, "whps_sibling_"+m, clock.Now()) {
 				t.Error("the sibling key's session ended")
 			}
 			for _, d := range ds {
-				got, err := st.GetDelivery(ctx, m, d.ID)
+				got, err := st.Views.GetDelivery(ctx, m, d.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -286,7 +286,7 @@ func TestEndAPIKeyGrants(t *testing.T) {
 	// A key webhookd never issued, or another merchant's, ends nothing.
 	key := newKey(t, st, "m_end_owner")
 	newKeyedSession(t, st, "m_end_owner", "whps_owner", key)
-	if _, err := st.RevokeAPIKey(ctx, "m_end_owner", key); err != nil {
+	if _, err := st.APIKeys.RevokeAPIKey(ctx, "m_end_owner", key); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []string{"m_end_stranger", "m_end_owner"} {
@@ -294,7 +294,7 @@ func TestEndAPIKeyGrants(t *testing.T) {
 		if m == "m_end_owner" {
 			id = uuid.New()
 		}
-		if ended, err := st.EndAPIKeyGrants(ctx, m, id, clock.Now(), "listener_closed"); err != nil || ended.Sessions != 0 {
+		if ended, err := st.APIKeys.EndAPIKeyGrants(ctx, m, id, clock.Now(), "listener_closed"); err != nil || ended.Sessions != 0 {
 			t.Errorf("EndAPIKeyGrants(%s, %s) = %+v, %v; want nothing ended", m, id, ended, err)
 		}
 	}

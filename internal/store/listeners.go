@@ -66,7 +66,7 @@ const listenerColumns = subscriptionColumns + `, expires_at, api_key_id`
 // secret, already sealed, in one transaction. Listeners never count
 // against the merchant's cap of subscriptions (see checkSubscriptionLimit).
 func (s *Listeners) CreateListener(ctx context.Context, n NewListener, sealedSecret []byte) (Listener, error) {
-	now := s.now()
+	now := s.Now()
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Listener{}, fmt.Errorf("create listener: %w", err)
@@ -125,7 +125,7 @@ func scanListener(row pgx.Row) (Listener, error) {
 func (s *Listeners) GetListener(ctx context.Context, merchantID string, id uuid.UUID) (Listener, error) {
 	l, err := scanListener(s.pool.QueryRow(ctx, `SELECT `+listenerColumns+` FROM subscriptions
 		WHERE merchant_id = $1 AND id = $2 AND kind = 'listener' AND deleted_at IS NULL AND expires_at > $3`,
-		merchantID, id, s.now()))
+		merchantID, id, s.Now()))
 	if err != nil {
 		return Listener{}, fmt.Errorf("get listener %s: %w", id, notFound(err))
 	}
@@ -140,7 +140,7 @@ func (s *Listeners) ExtendListener(ctx context.Context, id uuid.UUID, expiresAt 
 	tag, err := s.pool.Exec(ctx, `UPDATE subscriptions l SET expires_at = GREATEST(l.expires_at, $3)
 		WHERE l.id = $1 AND l.kind = 'listener' AND l.deleted_at IS NULL
 		  AND NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.id = l.api_key_id AND NOT `+keyUsableAt+`)`,
-		id, s.now(), expiresAt)
+		id, s.Now(), expiresAt)
 	if err != nil {
 		return fmt.Errorf("extend listener %s: %w", id, err)
 	}
@@ -157,7 +157,7 @@ func (s *Listeners) ExtendListener(ctx context.Context, id uuid.UUID, expiresAt 
 func (s *Listeners) ListenerLive(ctx context.Context, id uuid.UUID) (bool, error) {
 	var live bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions l LEFT JOIN api_keys k ON k.id = l.api_key_id
-		WHERE l.id = $1 AND l.kind = 'listener' AND l.deleted_at IS NULL AND `+keyUsableAt+`)`, id, s.now()).Scan(&live)
+		WHERE l.id = $1 AND l.kind = 'listener' AND l.deleted_at IS NULL AND `+keyUsableAt+`)`, id, s.Now()).Scan(&live)
 	if err != nil {
 		return false, fmt.Errorf("listener %s live: %w", id, err)
 	}
@@ -173,7 +173,7 @@ func (s *Listeners) ListenerLive(ctx context.Context, id uuid.UUID) (bool, error
 func (s *Listeners) BindListener(ctx context.Context, merchantID string, id, keyID uuid.UUID) error {
 	keyEnded := false
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		now := s.now()
+		now := s.Now()
 		var usable bool
 		err := tx.QueryRow(ctx, `SELECT true FROM api_keys k WHERE k.merchant_id = $1 AND k.id = $3 AND `+keyUsableAt+`
 			FOR SHARE`, merchantID, now, keyID).Scan(&usable)

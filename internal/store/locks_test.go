@@ -19,9 +19,9 @@ func TestAdvisoryLockIsExclusiveAndReleased(t *testing.T) {
 	ctx := context.Background()
 	noop := func(context.Context) error { return nil }
 	for round := range 3 {
-		ran, err := s.WithAdvisoryLock(ctx, store.LockMaintenance, func(ctx context.Context) error {
+		ran, err := s.Maintenance.WithAdvisoryLock(ctx, store.LockMaintenance, func(ctx context.Context) error {
 			for range 5 {
-				again, err := s.WithAdvisoryLock(ctx, store.LockMaintenance, noop)
+				again, err := s.Maintenance.WithAdvisoryLock(ctx, store.LockMaintenance, noop)
 				if err != nil {
 					return err
 				}
@@ -36,10 +36,10 @@ func TestAdvisoryLockIsExclusiveAndReleased(t *testing.T) {
 		}
 	}
 	failed := errors.New("the job failed")
-	if _, err := s.WithAdvisoryLock(ctx, store.LockMaintenance, func(context.Context) error { return failed }); !errors.Is(err, failed) {
+	if _, err := s.Maintenance.WithAdvisoryLock(ctx, store.LockMaintenance, func(context.Context) error { return failed }); !errors.Is(err, failed) {
 		t.Fatalf("err = %v, want the job's error", err)
 	}
-	if ran, err := s.WithAdvisoryLock(ctx, store.LockMaintenance, noop); err != nil || !ran {
+	if ran, err := s.Maintenance.WithAdvisoryLock(ctx, store.LockMaintenance, noop); err != nil || !ran {
 		t.Fatalf("after a failed job: ran %v, err %v; want the lock released", ran, err)
 	}
 }

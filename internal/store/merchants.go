@@ -17,7 +17,7 @@ type Merchants struct {
 // when webhookd has not seen it before (spec 9.2: new accounts are pinned to
 // the latest version at creation).
 func (s *Merchants) EnsureMerchant(ctx context.Context, id, defaultVersion string) (Merchant, error) {
-	now := s.now()
+	now := s.Now()
 	row := s.pool.QueryRow(ctx, `
 		INSERT INTO merchants (id, api_version, created_at, updated_at) VALUES ($1, $2, $3, $3)
 		ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id
@@ -52,7 +52,7 @@ type MerchantSettings struct {
 
 // UpdateMerchant creates or updates a merchant's settings.
 func (s *Merchants) UpdateMerchant(ctx context.Context, id, defaultVersion string, set MerchantSettings) (Merchant, error) {
-	now := s.now()
+	now := s.Now()
 	version := defaultVersion
 	if set.APIVersion != nil {
 		version = *set.APIVersion

@@ -31,7 +31,7 @@ func TestMigrateThroughPgBouncer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.EnsurePartitions(ctx, s.Now(), store.PartitionsAhead); err != nil {
+	if _, err := s.Maintenance.EnsurePartitions(ctx, s.Now(), store.PartitionsAhead); err != nil {
 		t.Fatalf("the schema is not usable after migrating: %v", err)
 	}
 }

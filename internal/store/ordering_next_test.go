@@ -28,14 +28,14 @@ func TestRecordAttemptsNextReturnsTheNewHead(t *testing.T) {
 	now := time.Now()
 	var recs []store.AttemptRecord
 	for _, d := range []store.Delivery{a1, b1, none} {
-		l, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute)
+		l, err := s.Deliveries.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		recs = append(recs, store.AttemptRecord{Delivery: l.Delivery, Status: store.DeliverySucceeded,
 			Attempt: store.Attempt{Number: 1, Status: store.AttemptSucceeded, Trigger: store.TriggerScheduled, AttemptedAt: now}})
 	}
-	errs, heads, err := s.RecordAttemptsNext(ctx, recs)
+	errs, heads, err := s.Deliveries.RecordAttemptsNext(ctx, recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestRecordAttemptsNextReturnsTheNewHead(t *testing.T) {
 	if heads[1] != nil || heads[2] != nil {
 		t.Fatalf("heads of an idle key and an unordered delivery = %v, %v; want none", heads[1], heads[2])
 	}
-	due, err := s.DueDeliveries(ctx, time.Now().Add(time.Hour), time.Now(), nil, 100)
+	due, err := s.Deliveries.DueDeliveries(ctx, time.Now().Add(time.Hour), time.Now(), nil, 100)
 	if err != nil || len(due) != 1 || due[0].ID != a2.ID {
 		t.Fatalf("due = %v, %v; want a2 alone, for the sweeper", due, err)
 	}

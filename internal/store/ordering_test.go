@@ -21,11 +21,11 @@ import (
 func orderedSubscription(t *testing.T, s *store.Store) store.Subscription {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
+	if _, err := s.Merchants.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
 		t.Fatal(err)
 	}
 	key, limit := "payload.account", 5
-	sub, err := s.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h",
+	sub, err := s.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h",
 		Events: []string{"*"}, OrderingKey: &key, RateLimit: &limit}, []byte("sealed"))
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func publishFor(t *testing.T, s *store.Store, account string) store.Delivery {
 		body = `{"type":"payout.paid","payload":{}}`
 	}
 	ev := store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01", Body: []byte(body), CreatedAt: now}
-	_, ds, _, err := s.CreateEvent(context.Background(), ev, store.Audience{})
+	_, ds, _, err := s.Events.CreateEvent(context.Background(), ev, store.Audience{})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("CreateEvent = %d deliveries, %v", len(ds), err)
 	}
@@ -58,7 +58,7 @@ func finish(t *testing.T, s *store.Store, d store.Delivery, status store.Deliver
 	t.Helper()
 	ctx := context.Background()
 	now := time.Now()
-	l, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, d.AttemptCount+1, now, time.Minute)
+	l, err := s.Deliveries.LeaseDelivery(ctx, d.ID, d.CreatedAt, d.AttemptCount+1, now, time.Minute)
 	if err != nil {
 		t.Fatalf("lease of %s (sequence %v) = %v", d.ID, deref(d.Sequence), err)
 	}
@@ -71,7 +71,7 @@ func finish(t *testing.T, s *store.Store, d store.Delivery, status store.Deliver
 		next := now.Add(time.Second)
 		rec.NextAttemptAt = &next
 	}
-	if err := s.RecordAttempt(ctx, rec); err != nil {
+	if err := s.Deliveries.RecordAttempt(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -117,10 +117,10 @@ func TestOrderedLineTakesOneAtATime(t *testing.T) {
 
 	// The second of a key cannot be leased while the first is pending,
 	// and the sweeper does not see it.
-	if _, err := s.LeaseDelivery(ctx, a2.ID, a2.CreatedAt, 1, time.Now(), time.Minute); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Deliveries.LeaseDelivery(ctx, a2.ID, a2.CreatedAt, 1, time.Now(), time.Minute); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("lease behind the head = %v, want ErrNotFound", err)
 	}
-	due, err := s.DueDeliveries(ctx, time.Now().Add(time.Hour), time.Now(), nil, 100)
+	due, err := s.Deliveries.DueDeliveries(ctx, time.Now().Add(time.Hour), time.Now(), nil, 100)
 	if err != nil || len(due) != 5 {
 		t.Fatalf("due = %d, %v; want a1, b1 and the three unordered ones", len(due), err)
 	}
@@ -128,28 +128,28 @@ func TestOrderedLineTakesOneAtATime(t *testing.T) {
 	// A failed attempt with a retry keeps the key; the end of the head
 	// hands it to the next, due now.
 	finish(t, s, a1, store.DeliveryPending)
-	if _, err := s.LineHead(ctx, sub.ID, "acct_a"); err != nil {
+	if _, err := s.Deliveries.LineHead(ctx, sub.ID, "acct_a"); err != nil {
 		t.Fatalf("head while a1 retries = %v", err)
 	}
 	a1.AttemptCount = 1
 	finish(t, s, a1, store.DeliverySucceeded)
-	head, err := s.LineHead(ctx, sub.ID, "acct_a")
+	head, err := s.Deliveries.LineHead(ctx, sub.ID, "acct_a")
 	if err != nil || head.ID != a2.ID || head.NextAttemptAt == nil || head.RateLimit != 5 {
 		t.Fatalf("head after a1 = %v (%v), want a2 due", head.ID, err)
 	}
 	// Due in Postgres: if its enqueue is lost, the sweeper finds it.
-	due, err = s.DueDeliveries(ctx, time.Now().Add(time.Hour), time.Now(), nil, 100)
+	due, err = s.Deliveries.DueDeliveries(ctx, time.Now().Add(time.Hour), time.Now(), nil, 100)
 	if err != nil || !slices.ContainsFunc(due, func(d store.Delivery) bool { return d.ID == a2.ID }) ||
 		slices.ContainsFunc(due, func(d store.Delivery) bool { return d.ID == a3.ID }) {
 		t.Fatalf("due after a1 ended: %d, %v; want a2 and not a3", len(due), err)
 	}
 	// A head that fails for good releases its key too.
 	finish(t, s, a2, store.DeliveryFailed)
-	if head, err = s.LineHead(ctx, sub.ID, "acct_a"); err != nil || head.ID != a3.ID {
+	if head, err = s.Deliveries.LineHead(ctx, sub.ID, "acct_a"); err != nil || head.ID != a3.ID {
 		t.Fatalf("head after a2 failed = %v (%v), want a3", head.ID, err)
 	}
 	finish(t, s, a3, store.DeliverySucceeded)
-	if _, err = s.LineHead(ctx, sub.ID, "acct_a"); !errors.Is(err, store.ErrNotFound) {
+	if _, err = s.Deliveries.LineHead(ctx, sub.ID, "acct_a"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("head of an idle key = %v, want ErrNotFound", err)
 	}
 	// An idle key's next event is due at once, its sequence going on.
@@ -167,13 +167,13 @@ func TestOrderedLineSkipsDeliveriesEndedOutOfTurn(t *testing.T) {
 	a1, a2, a3 := publishFor(t, s, "k"), publishFor(t, s, "k"), publishFor(t, s, "k")
 	// a2 ends out of turn (as a manual attempt, outside the line, may):
 	// the end of a1 moves the head past it.
-	if err := s.AbandonDelivery(ctx, a2, time.Now()); err != nil {
+	if err := s.Deliveries.AbandonDelivery(ctx, a2, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AbandonDelivery(ctx, a1, time.Now()); err != nil {
+	if err := s.Deliveries.AbandonDelivery(ctx, a1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	head, err := s.LineHead(ctx, sub.ID, "k")
+	head, err := s.Deliveries.LineHead(ctx, sub.ID, "k")
 	if err != nil || head.ID != a3.ID {
 		t.Fatalf("head = %v (%v), want a3", head.ID, err)
 	}
@@ -197,7 +197,7 @@ func TestOrderedFanOutRacesHeadEnd(t *testing.T) {
 			now := time.Now().UTC().Truncate(time.Millisecond)
 			ev := store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01",
 				Body: []byte(`{"payload":{"account":"k"}}`), CreatedAt: now}
-			if _, _, _, err := s.CreateEvent(ctx, ev, store.Audience{}); err != nil {
+			if _, _, _, err := s.Events.CreateEvent(ctx, ev, store.Audience{}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -205,7 +205,7 @@ func TestOrderedFanOutRacesHeadEnd(t *testing.T) {
 		}
 	})
 	for finished := 0; finished < events && !t.Failed(); {
-		head, err := s.LineHead(ctx, sub.ID, "k")
+		head, err := s.Deliveries.LineHead(ctx, sub.ID, "k")
 		if errors.Is(err, store.ErrNotFound) {
 			// Idle until the next publish commits. Once every publish
 			// has, and all were read, a key with deliveries left and no
@@ -239,7 +239,7 @@ func TestOrderedSkippedTakesNoSequence(t *testing.T) {
 	a1 := publishFor(t, s, "acct_a")
 	setStatus := func(status store.SubscriptionStatus) {
 		t.Helper()
-		if _, err := s.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &status}); err != nil {
+		if _, err := s.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &status}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -255,7 +255,7 @@ func TestOrderedSkippedTakesNoSequence(t *testing.T) {
 		t.Fatalf("a2 = sequence %v, due %v; want 2 behind a1", a2.Sequence, a2.NextAttemptAt)
 	}
 	finish(t, s, a1, store.DeliverySucceeded)
-	head, err := s.LineHead(ctx, sub.ID, "acct_a")
+	head, err := s.Deliveries.LineHead(ctx, sub.ID, "acct_a")
 	if err != nil || head.ID != a2.ID || head.NextAttemptAt == nil {
 		t.Fatalf("head after a1 = %v (%v), want a2 due", head.ID, err)
 	}

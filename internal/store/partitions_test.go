@@ -18,7 +18,7 @@ func TestPartitionsFollowTheClock(t *testing.T) {
 	// Shift the clock 40 days ahead: the job must create that week's
 	// partitions and drop every one that ended more than 30 days before.
 	later := time.Now().Add(40 * 24 * time.Hour)
-	created, err := s.EnsurePartitions(ctx, later, store.PartitionsAhead)
+	created, err := s.Maintenance.EnsurePartitions(ctx, later, store.PartitionsAhead)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,12 +26,12 @@ func TestPartitionsFollowTheClock(t *testing.T) {
 	if !slices.Contains(created, want) {
 		t.Fatalf("EnsurePartitions(now+40d) created %v, want it to include %s", created, want)
 	}
-	again, err := s.EnsurePartitions(ctx, later, store.PartitionsAhead)
+	again, err := s.Maintenance.EnsurePartitions(ctx, later, store.PartitionsAhead)
 	if err != nil || len(again) != 0 {
 		t.Fatalf("second EnsurePartitions = %v, %v; want nothing new", again, err)
 	}
 
-	dropped, err := s.DropExpiredPartitions(ctx, later)
+	dropped, err := s.Maintenance.DropExpiredPartitions(ctx, later)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestIdempotencyKeysExpireAfterRetention(t *testing.T) {
 		VALUES ('m', 'old', '\x00', now() - interval '31 days'), ('m', 'new', '\x00', now() - interval '29 days')`); err != nil {
 		t.Fatal(err)
 	}
-	n, err := s.ExpireIdempotencyKeys(ctx, time.Now())
+	n, err := s.Maintenance.ExpireIdempotencyKeys(ctx, time.Now())
 	if err != nil || n != 1 {
 		t.Fatalf("ExpireIdempotencyKeys = %d, %v; want 1 deleted", n, err)
 	}

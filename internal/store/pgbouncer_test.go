@@ -51,7 +51,7 @@ func TestPoolRecoversFromPgBouncerRestart(t *testing.T) {
 	}
 	t.Cleanup(s.Close)
 	lookUp := func() error {
-		_, _, err := s.MerchantWithFilters(ctx, "m_unknown", "payout.paid")
+		_, _, err := s.Events.MerchantWithFilters(ctx, "m_unknown", "payout.paid")
 		return err
 	}
 	// A restart slower than the pool's one second of trust would have the

@@ -72,7 +72,7 @@ const keyUsableAt = `(k.id IS NULL OR k.revoked_at IS NULL AND (k.expires_at IS 
 // sooner (a rolled key). An unknown merchant is ErrNotFound: a session of
 // a merchant webhookd never saw would show an empty portal.
 func (s *PortalSessions) CreatePortalSession(ctx context.Context, n NewPortalSession) (PortalSession, error) {
-	now := s.now()
+	now := s.Now()
 	id, err := uuid.NewV7()
 	if err != nil {
 		return PortalSession{}, fmt.Errorf("create portal session: %w", err)
@@ -126,7 +126,7 @@ func (s *PortalSessions) PortalSessionByHash(ctx context.Context, hash []byte, n
 // already ended changes nothing.
 func (s *PortalSessions) RevokePortalSession(ctx context.Context, merchantID string, id uuid.UUID) error {
 	if _, err := s.pool.Exec(ctx, `UPDATE portal_sessions SET revoked_at = $3
-		WHERE merchant_id = $1 AND id = $2 AND revoked_at IS NULL`, merchantID, id, s.now()); err != nil {
+		WHERE merchant_id = $1 AND id = $2 AND revoked_at IS NULL`, merchantID, id, s.Now()); err != nil {
 		return fmt.Errorf("revoke portal session %s: %w", id, err)
 	}
 	return nil
@@ -136,7 +136,7 @@ func (s *PortalSessions) RevokePortalSession(ctx context.Context, merchantID str
 // and says how many it ended.
 func (s *PortalSessions) RevokeMerchantPortalSessions(ctx context.Context, merchantID string) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE portal_sessions SET revoked_at = $2
-		WHERE merchant_id = $1 AND revoked_at IS NULL`, merchantID, s.now())
+		WHERE merchant_id = $1 AND revoked_at IS NULL`, merchantID, s.Now())
 	if err != nil {
 		return 0, fmt.Errorf("revoke portal sessions of %s: %w", merchantID, err)
 	}

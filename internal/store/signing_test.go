@@ -19,7 +19,7 @@ import (
 func TestSubscriptionSigningAndEncryption(t *testing.T) {
 	clock := newTestClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	st, ctx := newSubStore(t, store.WithClock(clock.Now))
-	plain, err := st.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/a",
+	plain, err := st.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/a",
 		Events: []string{"*"}}, []byte("sealed"))
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestSubscriptionSigningAndEncryption(t *testing.T) {
 
 	jwk := []byte(`{"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}`)
 	firstKey := "whpk_first"
-	sub, err := st.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/b", Events: []string{"*"},
+	sub, err := st.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/b", Events: []string{"*"},
 		SignatureScheme: store.SchemeEd25519, SigningPublicKey: &firstKey, EncryptionKey: jwk}, []byte("sealed-whsk"))
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestSubscriptionSigningAndEncryption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rotated, err := st.RotateSigningSecret(ctx, "m1", sub.ID, []byte("sealed-whsk-2"), &secondKey, subscriptions.Rotation(newSecret))
+	rotated, err := st.Subscriptions.RotateSigningSecret(ctx, "m1", sub.ID, []byte("sealed-whsk-2"), &secondKey, subscriptions.Rotation(newSecret))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,21 +68,21 @@ func TestSubscriptionSigningAndEncryption(t *testing.T) {
 	if rotated.SigningPublicKeys[0].ExpiresAt != nil || rotated.SigningPublicKeys[1].ExpiresAt == nil {
 		t.Fatalf("rotate: expiries %+v", rotated.SigningPublicKeys)
 	}
-	got, err := st.GetSubscription(ctx, "m1", sub.ID)
+	got, err := st.Subscriptions.GetSubscription(ctx, "m1", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys("read", got, secondKey, firstKey)
 
 	disabled := store.SubscriptionDisabled
-	upd, err := st.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &disabled})
+	upd, err := st.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &disabled})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !jsonEqual(t, upd.EncryptionKey, jwk) {
 		t.Fatalf("an update not naming it changed the encryption key: %s", upd.EncryptionKey)
 	}
-	upd, err = st.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{SetEncryptionKey: true})
+	upd, err = st.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{SetEncryptionKey: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestSubscriptionSigningAndEncryption(t *testing.T) {
 		t.Fatalf("removed encryption key still read: %s", upd.EncryptionKey)
 	}
 	keys("update", upd, secondKey, firstKey)
-	upd, err = st.UpdateSubscription(ctx, "m1", plain.ID, store.SubscriptionUpdate{SetEncryptionKey: true, EncryptionKey: jwk})
+	upd, err = st.Subscriptions.UpdateSubscription(ctx, "m1", plain.ID, store.SubscriptionUpdate{SetEncryptionKey: true, EncryptionKey: jwk})
 	if err != nil {
 		t.Fatal(err)
 	}

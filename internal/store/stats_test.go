@@ -21,7 +21,7 @@ func TestSubscriptionStatsFromRecordedAttempts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := storetest.NewStore(t)
-	if _, err := st.EnsureMerchant(ctx, "m_s", "2026-01-01"); err != nil {
+	if _, err := st.Merchants.EnsureMerchant(ctx, "m_s", "2026-01-01"); err != nil {
 		t.Fatal(err)
 	}
 	sub, other := newSubscription(t, st, "m_s"), newSubscription(t, st, "m_s")
@@ -47,7 +47,7 @@ func TestSubscriptionStatsFromRecordedAttempts(t *testing.T) {
 	var batch []store.AttemptRecord
 	for _, c := range cases {
 		ev := store.Event{ID: uuid.New(), MerchantID: "m_s", Type: "payout.paid", APIVersion: "2026-01-01", Body: []byte(`{}`), CreatedAt: st.Now()}
-		_, ds, _, err := st.CreateEvent(ctx, ev, store.Audience{SubscriptionID: &c.to})
+		_, ds, _, err := st.Events.CreateEvent(ctx, ev, store.Audience{SubscriptionID: &c.to})
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("CreateEvent: %v %v", ds, err)
 		}
@@ -60,7 +60,7 @@ func TestSubscriptionStatsFromRecordedAttempts(t *testing.T) {
 			Attempt: store.Attempt{Number: 1, Status: c.attempts, Trigger: store.TriggerScheduled, HTTPStatus: c.status,
 				DurationMS: c.ms, AttemptedAt: c.at, RequestHeaders: map[string]string{"webhook-id": ev.ID.String()}}})
 	}
-	errs, err := st.RecordAttempts(ctx, batch)
+	errs, err := st.Deliveries.RecordAttempts(ctx, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +69,12 @@ func TestSubscriptionStatsFromRecordedAttempts(t *testing.T) {
 			t.Fatalf("record %d: %v", i, err)
 		}
 	}
-	d, err := st.DeliveryByID(ctx, batch[0].Delivery.ID)
+	d, err := st.Deliveries.DeliveryByID(ctx, batch[0].Delivery.ID)
 	if err != nil || len(d.Attempts) != 1 || d.Attempts[0].RequestHeaders["webhook-id"] == "" {
 		t.Fatalf("the attempt's request headers did not come back: %+v %v", d.Attempts, err)
 	}
 
-	buckets, totals, err := st.SubscriptionStats(ctx, sub, w)
+	buckets, totals, err := st.Views.SubscriptionStats(ctx, sub, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestSubscriptionStatsAtAMillionAttempts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := storetest.NewStore(t)
-	if _, err := st.EnsureMerchant(ctx, "m_m", "2026-01-01"); err != nil {
+	if _, err := st.Merchants.EnsureMerchant(ctx, "m_m", "2026-01-01"); err != nil {
 		t.Fatal(err)
 	}
 	sub, other := newSubscription(t, st, "m_m"), newSubscription(t, st, "m_m")
@@ -158,7 +158,7 @@ func TestSubscriptionStatsAtAMillionAttempts(t *testing.T) {
 		"7d":  {From: now.Truncate(6 * time.Hour).Add(-27 * 6 * time.Hour), Step: 6 * time.Hour, Buckets: 28},
 	}
 	for name, w := range windows {
-		_, totals, err := st.SubscriptionStats(ctx, sub, w)
+		_, totals, err := st.Views.SubscriptionStats(ctx, sub, w)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,10 @@
 // Package store is webhookd's one place for SQL: every statement that reads
 // or writes Postgres lives here, behind methods named for what they mean.
-// The methods come in families, one type per part of the schema
+// The methods come in parts, one type per part of the schema
 // (Subscriptions, Listeners, Events, Deliveries, ManualAttempts, APIKeys,
 // PortalSessions, Merchants, IdempotencyKeys, EndpointHealth, Views,
-// Maintenance), each in its own files; Store composes them on one pool.
+// Maintenance, Polls), each in its own files; Store holds them on one
+// pool, one named field each.
 package store
 
 import (
@@ -29,25 +30,26 @@ import (
 // merchant: callers must not be able to tell the two apart.
 var ErrNotFound = errors.New("not found")
 
-// Store is every family of the store's methods on one pool, each family
-// promoted, so that a caller holding a Store reaches them all. It is safe
-// for concurrent use. A family owns one part of the schema; a caller that
-// needs only that part can be given the family alone.
+// Store is every part of the store on one pool, each a named field: a
+// part owns one part of the schema, and the wiring hands each consumer the
+// parts it uses, never the whole Store. The parts are not embedded, so
+// that no type gathers every method of the store (and a caller names the
+// part it reaches). It is safe for concurrent use.
 type Store struct {
 	db
-	*Merchants
-	*APIKeys
-	*PortalSessions
-	*IdempotencyKeys
-	*Subscriptions
-	*Listeners
-	*Events
-	*Deliveries
-	*ManualAttempts
-	*EndpointHealth
-	*Views
-	*Maintenance
-	*Polls
+	Merchants       *Merchants
+	APIKeys         *APIKeys
+	PortalSessions  *PortalSessions
+	IdempotencyKeys *IdempotencyKeys
+	Subscriptions   *Subscriptions
+	Listeners       *Listeners
+	Events          *Events
+	Deliveries      *Deliveries
+	ManualAttempts  *ManualAttempts
+	EndpointHealth  *EndpointHealth
+	Views           *Views
+	Maintenance     *Maintenance
+	Polls           *Polls
 }
 
 // Option configures a Store.
@@ -95,7 +97,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// assemble makes the families, once the options have set the clock they
+// assemble makes the parts, once the options have set the clock they
 // share.
 func (s *Store) assemble() {
 	d := s.db
@@ -119,10 +121,6 @@ func (s *Store) Close() { s.pool.Close() }
 
 // Pool exposes the pool for health checks and pool metrics.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
-// Now is the store's clock, in UTC and at microsecond precision (what
-// Postgres keeps), so that values read back compare equal to values written.
-func (s *Store) Now() time.Time { return s.now() }
 
 // Ping checks that Postgres answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
@@ -164,7 +162,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if _, err := provider.Up(ctx); err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
-	if _, err := s.EnsurePartitions(ctx, s.Now(), PartitionsAhead); err != nil {
+	if _, err := s.Maintenance.EnsurePartitions(ctx, s.Now(), PartitionsAhead); err != nil {
 		return err
 	}
 	return nil

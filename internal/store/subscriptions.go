@@ -222,7 +222,7 @@ func nonNil(m map[string]string) map[string]string {
 // secret, already sealed, in one transaction: a subscription never exists
 // without a secret to sign its deliveries.
 func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscription, sealedSecret []byte) (Subscription, error) {
-	now := s.now()
+	now := s.Now()
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Subscription{}, fmt.Errorf("create subscription: %w", err)
@@ -383,7 +383,7 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 				THEN transformation_version + 1 ELSE transformation_version END
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
-		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.now(),
+		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.Now(),
 		u.SetRateLimit, u.RateLimit, u.SetOrderingKey, u.OrderingKey,
 		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary,
 		u.SetEncryptionKey, encryptionKeyArg(u.EncryptionKey), u.TraceContext,
@@ -399,7 +399,7 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 // it) and, in the same transaction, fails its pending deliveries with no
 // next attempt, so that nothing more is sent to it.
 func (s *Subscriptions) DeleteSubscription(ctx context.Context, merchantID string, id uuid.UUID) error {
-	now := s.now()
+	now := s.Now()
 	tag, err := s.pool.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, updated_at = $3
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'`, merchantID, id, now)
 	if err != nil {
@@ -462,7 +462,7 @@ func (s *Subscriptions) RotateSigningSecret(ctx context.Context, merchantID stri
 			WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint' FOR UPDATE`, merchantID, id).Scan(&locked); err != nil {
 			return notFound(err)
 		}
-		now := s.now()
+		now := s.Now()
 		rows, err := tx.Query(ctx, `SELECT id, created_at, expires_at FROM subscription_secrets
 			WHERE subscription_id = $1 AND (expires_at IS NULL OR expires_at > $2)`, id, now)
 		if err != nil {
@@ -510,7 +510,7 @@ func (s *Subscriptions) RotateSigningSecret(ctx context.Context, merchantID stri
 func (s *Subscriptions) SigningSecrets(ctx context.Context, subscriptionID uuid.UUID) ([]Secret, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, ciphertext, created_at, expires_at FROM subscription_secrets
 		WHERE subscription_id = $1 AND (expires_at IS NULL OR expires_at > $2)
-		ORDER BY created_at DESC, id DESC`, subscriptionID, s.now())
+		ORDER BY created_at DESC, id DESC`, subscriptionID, s.Now())
 	if err != nil {
 		return nil, fmt.Errorf("signing secrets of %s: %w", subscriptionID, err)
 	}

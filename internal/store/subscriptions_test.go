@@ -35,7 +35,7 @@ func newSubStore(t *testing.T, opts ...store.Option) (*store.Store, context.Cont
 	st := storetest.NewStore(t, opts...)
 	ctx := context.Background()
 	for _, m := range []string{"m1", "m2"} {
-		if _, err := st.EnsureMerchant(ctx, m, "2026-05-01"); err != nil {
+		if _, err := st.Merchants.EnsureMerchant(ctx, m, "2026-05-01"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -47,7 +47,7 @@ func createSub(t *testing.T, st *store.Store, merchant string, events ...string)
 	if len(events) == 0 {
 		events = []string{"*"}
 	}
-	sub, err := st.CreateSubscription(context.Background(), store.NewSubscription{
+	sub, err := st.Subscriptions.CreateSubscription(context.Background(), store.NewSubscription{
 		MerchantID: merchant, URL: "https://example.com/hook", Events: events,
 	}, []byte("sealed-0"))
 	if err != nil {
@@ -59,7 +59,7 @@ func createSub(t *testing.T, st *store.Store, merchant string, events ...string)
 func TestSubscriptionLifecycle(t *testing.T) {
 	st, ctx := newSubStore(t)
 	desc := "orders"
-	sub, err := st.CreateSubscription(ctx, store.NewSubscription{
+	sub, err := st.Subscriptions.CreateSubscription(ctx, store.NewSubscription{
 		MerchantID: "m1", URL: "https://example.com/a", Events: []string{"payout.paid", "payout.failed"},
 		Description: &desc, Metadata: map[string]string{"team": "ops"},
 	}, []byte("sealed"))
@@ -70,7 +70,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		sub.Metadata["team"] != "ops" || !slices.Equal(sub.Events, []string{"payout.paid", "payout.failed"}) {
 		t.Fatalf("created %+v", sub)
 	}
-	got, err := st.GetSubscription(ctx, "m1", sub.ID)
+	got, err := st.Subscriptions.GetSubscription(ctx, "m1", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 
 	// A partial update touches only what it names.
 	disabled := store.SubscriptionDisabled
-	upd, err := st.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &disabled})
+	upd, err := st.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &disabled})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		t.Fatalf("status-only update changed more: %+v", upd)
 	}
 	url := "https://example.com/b"
-	upd, err = st.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{
+	upd, err = st.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{
 		URL: &url, Events: []string{"*"}, SetDescription: true, Metadata: map[string]string{},
 	})
 	if err != nil {
@@ -100,16 +100,16 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		t.Fatalf("update %+v", upd)
 	}
 
-	if err := st.DeleteSubscription(ctx, "m1", sub.ID); err != nil {
+	if err := st.Subscriptions.DeleteSubscription(ctx, "m1", sub.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.GetSubscription(ctx, "m1", sub.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.Subscriptions.GetSubscription(ctx, "m1", sub.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("get after delete: %v", err)
 	}
-	if err := st.DeleteSubscription(ctx, "m1", sub.ID); !errors.Is(err, store.ErrNotFound) {
+	if err := st.Subscriptions.DeleteSubscription(ctx, "m1", sub.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
-	if _, err := st.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &disabled}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &disabled}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("update after delete: %v", err)
 	}
 }
@@ -120,18 +120,18 @@ func TestSubscriptionTenancy(t *testing.T) {
 	enabled := store.SubscriptionEnabled
 	secret, _ := signer.NewSecret()
 	checks := map[string]func() error{
-		"get": func() error { _, err := st.GetSubscription(ctx, "m2", sub.ID); return err },
+		"get": func() error { _, err := st.Subscriptions.GetSubscription(ctx, "m2", sub.ID); return err },
 		"update": func() error {
-			_, err := st.UpdateSubscription(ctx, "m2", sub.ID, store.SubscriptionUpdate{Status: &enabled})
+			_, err := st.Subscriptions.UpdateSubscription(ctx, "m2", sub.ID, store.SubscriptionUpdate{Status: &enabled})
 			return err
 		},
 		"rotate": func() error {
-			_, err := st.RotateSecret(ctx, "m2", sub.ID, []byte("x"), subscriptions.Rotation(secret))
+			_, err := st.Subscriptions.RotateSecret(ctx, "m2", sub.ID, []byte("x"), subscriptions.Rotation(secret))
 			return err
 		},
-		"delete": func() error { return st.DeleteSubscription(ctx, "m2", sub.ID) },
+		"delete": func() error { return st.Subscriptions.DeleteSubscription(ctx, "m2", sub.ID) },
 		"unknown id": func() error {
-			_, err := st.GetSubscription(ctx, "m1", uuid.Must(uuid.NewV7()))
+			_, err := st.Subscriptions.GetSubscription(ctx, "m1", uuid.Must(uuid.NewV7()))
 			return err
 		},
 	}
@@ -140,11 +140,11 @@ func TestSubscriptionTenancy(t *testing.T) {
 			t.Errorf("%s as another merchant: %v, want ErrNotFound", name, err)
 		}
 	}
-	list, err := st.ListSubscriptions(ctx, "m2", store.SubscriptionFilter{}, store.Page{Limit: 10})
+	list, err := st.Subscriptions.ListSubscriptions(ctx, "m2", store.SubscriptionFilter{}, store.Page{Limit: 10})
 	if err != nil || len(list) != 0 {
 		t.Errorf("m2 lists %d subscriptions (%v), want 0", len(list), err)
 	}
-	if _, err := st.GetSubscription(ctx, "m1", sub.ID); err != nil {
+	if _, err := st.Subscriptions.GetSubscription(ctx, "m1", sub.ID); err != nil {
 		t.Errorf("the owner lost its subscription: %v", err)
 	}
 }
@@ -157,7 +157,7 @@ func TestListSubscriptionsPages(t *testing.T) {
 	for i := range 7 {
 		sub := createSub(t, st, "m1")
 		if i%3 == 0 {
-			if _, err := st.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &disabled}); err != nil {
+			if _, err := st.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &disabled}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -185,7 +185,7 @@ func TestListSubscriptionsPages(t *testing.T) {
 				if n > 5 {
 					t.Fatal("pagination does not end")
 				}
-				rows, err := st.ListSubscriptions(ctx, "m1", store.SubscriptionFilter{Status: tc.status}, page)
+				rows, err := st.Subscriptions.ListSubscriptions(ctx, "m1", store.SubscriptionFilter{Status: tc.status}, page)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -227,7 +227,7 @@ func TestDeleteSubscriptionStopsPendingDeliveries(t *testing.T) {
 	succeeded := insert(doomed.ID, store.DeliverySucceeded)
 	other := insert(kept.ID, store.DeliveryPending)
 
-	if err := st.DeleteSubscription(ctx, "m1", doomed.ID); err != nil {
+	if err := st.Subscriptions.DeleteSubscription(ctx, "m1", doomed.ID); err != nil {
 		t.Fatal(err)
 	}
 	for id, want := range map[uuid.UUID]struct {
@@ -259,13 +259,13 @@ func TestRotateSecretOverlap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.RotateSecret(ctx, "m1", sub.ID, []byte(sealed), subscriptions.Rotation(secret)); err != nil {
+		if _, err := st.Subscriptions.RotateSecret(ctx, "m1", sub.ID, []byte(sealed), subscriptions.Rotation(secret)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	active := func() []string {
 		t.Helper()
-		stored, err := st.SigningSecrets(ctx, sub.ID)
+		stored, err := st.Subscriptions.SigningSecrets(ctx, sub.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +316,7 @@ func TestRotateSecretConcurrent(t *testing.T) {
 		wg.Go(func() {
 			secret, err := signer.NewSecret()
 			if err == nil {
-				_, err = st.RotateSecret(ctx, "m1", sub.ID, fmt.Appendf(nil, "sealed-%d", i), subscriptions.Rotation(secret))
+				_, err = st.Subscriptions.RotateSecret(ctx, "m1", sub.ID, fmt.Appendf(nil, "sealed-%d", i), subscriptions.Rotation(secret))
 			}
 			errs <- err
 		})
@@ -328,7 +328,7 @@ func TestRotateSecretConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stored, err := st.SigningSecrets(ctx, sub.ID)
+	stored, err := st.Subscriptions.SigningSecrets(ctx, sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,10 +340,10 @@ func TestRotateSecretConcurrent(t *testing.T) {
 func TestRotateSecretRefusesInvalidSecret(t *testing.T) {
 	st, ctx := newSubStore(t)
 	sub := createSub(t, st, "m1")
-	if _, err := st.RotateSecret(ctx, "m1", sub.ID, []byte("x"), subscriptions.Rotation("not-a-secret")); !errors.Is(err, signer.ErrInvalidSecret) {
+	if _, err := st.Subscriptions.RotateSecret(ctx, "m1", sub.ID, []byte("x"), subscriptions.Rotation("not-a-secret")); !errors.Is(err, signer.ErrInvalidSecret) {
 		t.Fatalf("rotate with a bad secret: %v", err)
 	}
-	stored, err := st.SigningSecrets(ctx, sub.ID)
+	stored, err := st.Subscriptions.SigningSecrets(ctx, sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestCreateSubscriptionLimit(t *testing.T) {
 	for i := range attempts {
 		wg.Go(func() {
 			<-start
-			_, errs[i] = st.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/hook",
+			_, errs[i] = st.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/hook",
 				Events: []string{"*"}, Limit: limit}, []byte("sealed"))
 		})
 	}
@@ -382,22 +382,22 @@ func TestCreateSubscriptionLimit(t *testing.T) {
 	if created != limit {
 		t.Fatalf("%d created, want %d", created, limit)
 	}
-	other, err := st.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m2", URL: "https://example.com/hook",
+	other, err := st.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m2", URL: "https://example.com/hook",
 		Events: []string{"*"}, Limit: limit}, []byte("sealed"))
 	if err != nil {
 		t.Fatalf("another merchant's create: %v", err)
 	}
-	if err := st.DeleteSubscription(ctx, "m2", other.ID); err != nil {
+	if err := st.Subscriptions.DeleteSubscription(ctx, "m2", other.ID); err != nil {
 		t.Fatal(err)
 	}
-	subs, err := st.ListSubscriptions(ctx, "m1", store.SubscriptionFilter{}, store.Page{Limit: 100})
+	subs, err := st.Subscriptions.ListSubscriptions(ctx, "m1", store.SubscriptionFilter{}, store.Page{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DeleteSubscription(ctx, "m1", subs[0].ID); err != nil {
+	if err := st.Subscriptions.DeleteSubscription(ctx, "m1", subs[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/hook",
+	if _, err := st.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/hook",
 		Events: []string{"*"}, Limit: limit}, []byte("sealed")); err != nil {
 		t.Fatalf("create after a delete: %v", err)
 	}

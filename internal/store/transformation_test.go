@@ -23,7 +23,7 @@ func TestTransformationVersions(t *testing.T) {
 	}
 	set := func(code string, enabled bool) *store.Transformation {
 		t.Helper()
-		got, err := s.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{SetTransformation: true,
+		got, err := s.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{SetTransformation: true,
 			Transformation: &store.Transformation{Code: code, Enabled: enabled}})
 		if err != nil {
 			t.Fatal(err)
@@ -48,25 +48,25 @@ func TestTransformationVersions(t *testing.T) {
 			t.Fatalf("%s: transformation = %+v, want version %d enabled %v", step.name, got, step.version, step.enabled)
 		}
 	}
-	read, err := s.TransformationOf(ctx, sub.ID)
+	read, err := s.Subscriptions.TransformationOf(ctx, sub.ID)
 	if err != nil || read == nil || read.Version != 2 || read.Code != v2 {
 		t.Fatalf("TransformationOf = %+v, %v", read, err)
 	}
 
 	now := time.Now()
-	l, err := s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute)
+	l, err := s.Deliveries.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute)
 	if err != nil || l.TransformationVersion == nil || *l.TransformationVersion != 2 {
 		t.Fatalf("lease of a subscription whose transformation is on = %v, %v; want version 2", l.TransformationVersion, err)
 	}
-	if err := s.ReleaseLease(ctx, l.Delivery, l.LeaseUntil); err != nil {
+	if err := s.Deliveries.ReleaseLease(ctx, l.Delivery, l.LeaseUntil); err != nil {
 		t.Fatal(err)
 	}
 	set(v2, false)
-	if l, err = s.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute); err != nil || l.TransformationVersion != nil {
+	if l, err = s.Deliveries.LeaseDelivery(ctx, d.ID, d.CreatedAt, 1, now, time.Minute); err != nil || l.TransformationVersion != nil {
 		t.Fatalf("lease with the transformation off = %v, %v; want none", l.TransformationVersion, err)
 	}
 
-	removed, err := s.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{SetTransformation: true})
+	removed, err := s.Subscriptions.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{SetTransformation: true})
 	if err != nil || removed.Transformation != nil {
 		t.Fatalf("removed transformation = %+v, %v", removed.Transformation, err)
 	}
@@ -87,10 +87,10 @@ func TestCancelledAttemptIsSkipped(t *testing.T) {
 	rec := store.AttemptRecord{Delivery: d, Status: store.DeliverySkipped,
 		Attempt: store.Attempt{Number: 1, Status: store.AttemptSkipped, Trigger: store.TriggerScheduled, Error: &code,
 			ResponseBody: "cancelled by the transformation", AttemptedAt: now, TransformationVersion: &version, RequestBody: &sent}}
-	if err := s.RecordAttempt(ctx, rec); err != nil {
+	if err := s.Deliveries.RecordAttempt(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.DeliveryByID(ctx, d.ID)
+	got, err := s.Deliveries.DeliveryByID(ctx, d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestCancelledAttemptIsSkipped(t *testing.T) {
 	if a.Status != store.AttemptSkipped || a.TransformationVersion == nil || *a.TransformationVersion != 3 || a.RequestBody == nil || *a.RequestBody != sent {
 		t.Fatalf("attempt = %+v, want skipped with transformation version 3", a)
 	}
-	after, err := s.GetSubscription(ctx, "m1", sub.ID)
+	after, err := s.Subscriptions.GetSubscription(ctx, "m1", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ type ExplainedList struct {
 
 // ExplainListEvents runs the statement of ListEvents under EXPLAIN ANALYZE.
 func (s *Store) ExplainListEvents(ctx context.Context, merchantID string, f EventFilter, p Page) (ExplainedList, error) {
-	q, err := s.eventList(merchantID, f, p)
+	q, err := s.Views.eventList(merchantID, f, p)
 	if err != nil {
 		return ExplainedList{}, err
 	}
@@ -31,7 +31,7 @@ func (s *Store) ExplainListEvents(ctx context.Context, merchantID string, f Even
 // ExplainListDeliveries runs the statement of ListDeliveries under EXPLAIN
 // ANALYZE.
 func (s *Store) ExplainListDeliveries(ctx context.Context, merchantID string, f DeliveryFilter, p Page) (ExplainedList, error) {
-	q, err := s.deliveryList(merchantID, f, p)
+	q, err := s.Views.deliveryList(merchantID, f, p)
 	if err != nil {
 		return ExplainedList{}, err
 	}

@@ -28,7 +28,7 @@ func newViewsStore(t *testing.T) (*store.Store, *viewsClock) {
 	clock.Set(time.Now())
 	st := storetest.NewStore(t, store.WithClock(clock.Now))
 	for _, m := range []string{"m1", "m2"} {
-		if _, err := st.EnsureMerchant(context.Background(), m, "2026-05-01"); err != nil {
+		if _, err := st.Merchants.EnsureMerchant(context.Background(), m, "2026-05-01"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -43,7 +43,7 @@ func storeEvent(t *testing.T, st *store.Store, merchant, typ string, at time.Tim
 	at = at.UTC().Truncate(time.Millisecond)
 	body := fmt.Sprintf(`{"id":%q,"type":%q,"api_version":"2026-05-01","payload":{"n": 1},"date":%q}`,
 		id, typ, at.Format(time.RFC3339Nano))
-	e, ds, created, err := st.CreateEvent(context.Background(), store.Event{
+	e, ds, created, err := st.Events.CreateEvent(context.Background(), store.Event{
 		ID: id, MerchantID: merchant, Type: typ, APIVersion: "2026-05-01", Body: []byte(body), CreatedAt: at,
 	}, store.Audience{})
 	if err != nil || !created {
@@ -54,7 +54,7 @@ func storeEvent(t *testing.T, st *store.Store, merchant, typ string, at time.Tim
 
 func newViewsSub(t *testing.T, st *store.Store, merchant string, events ...string) store.Subscription {
 	t.Helper()
-	sub, err := st.CreateSubscription(context.Background(), store.NewSubscription{
+	sub, err := st.Subscriptions.CreateSubscription(context.Background(), store.NewSubscription{
 		MerchantID: merchant, URL: "https://example.com/" + uuid.NewString(), Events: events,
 	}, []byte("sealed"))
 	if err != nil {
@@ -84,7 +84,7 @@ func TestListEventsFiltersAndPages(t *testing.T) {
 	failed, _ := storeEvent(t, st, "m1", "payout.failed", base.Add(30*time.Second))
 	other, _ := storeEvent(t, st, "m2", "payout.paid", base.Add(2*time.Minute))
 
-	all, _, err := st.ListEvents(ctx, "m1", store.EventFilter{}, store.Page{Limit: 100})
+	all, _, err := st.Views.ListEvents(ctx, "m1", store.EventFilter{}, store.Page{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestListEventsFiltersAndPages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := st.ListEvents(ctx, "m1", tt.filter, store.Page{Limit: 100})
+			got, _, err := st.Views.ListEvents(ctx, "m1", tt.filter, store.Page{Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestListEventsFiltersAndPages(t *testing.T) {
 	var walked []uuid.UUID
 	p := store.Page{Limit: 2}
 	for range 10 {
-		got, _, err := st.ListEvents(ctx, "m1", store.EventFilter{Type: "payout.paid"}, p)
+		got, _, err := st.Views.ListEvents(ctx, "m1", store.EventFilter{Type: "payout.paid"}, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,10 +142,10 @@ func TestListEventsFiltersAndPages(t *testing.T) {
 	}
 
 	// Another merchant's event is not found, exactly like a missing one.
-	if _, err := st.GetEvent(ctx, "m1", other.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.Views.GetEvent(ctx, "m1", other.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("cross-merchant get: %v", err)
 	}
-	got, err := st.GetEvent(ctx, "m2", other.ID)
+	got, err := st.Views.GetEvent(ctx, "m2", other.ID)
 	if err != nil || string(got.Body) != string(other.Body) {
 		t.Fatalf("get: %v, body %s", err, got.Body)
 	}
@@ -162,16 +162,16 @@ func TestViewsHideRowsPastRetention(t *testing.T) {
 	}
 	check := func(visible bool) {
 		t.Helper()
-		es, _, err := st.ListEvents(ctx, "m1", store.EventFilter{}, store.Page{Limit: 10})
+		es, _, err := st.Views.ListEvents(ctx, "m1", store.EventFilter{}, store.Page{Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
-		dl, _, err := st.ListDeliveries(ctx, "m1", store.DeliveryFilter{}, store.Page{Limit: 10})
+		dl, _, err := st.Views.ListDeliveries(ctx, "m1", store.DeliveryFilter{}, store.Page{Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, errE := st.GetEvent(ctx, "m1", e.ID)
-		_, errD := st.GetDelivery(ctx, "m1", ds[0].ID)
+		_, errE := st.Views.GetEvent(ctx, "m1", e.ID)
+		_, errD := st.Views.GetDelivery(ctx, "m1", ds[0].ID)
 		if visible != (len(es) == 1) || visible != (len(dl) == 1) || visible != (errE == nil) || visible != (errD == nil) {
 			t.Fatalf("visible=%v: events %d, deliveries %d, get event %v, get delivery %v", visible, len(es), len(dl), errE, errD)
 		}
@@ -206,7 +206,7 @@ func TestListDeliveriesFiltersWithAttempts(t *testing.T) {
 			status = store.DeliveryFailed
 		}
 		code := 500
-		if err := st.RecordAttempt(ctx, store.AttemptRecord{Delivery: failedD, Status: status,
+		if err := st.Deliveries.RecordAttempt(ctx, store.AttemptRecord{Delivery: failedD, Status: status,
 			Attempt: store.Attempt{Number: n, Status: store.AttemptFailed, Trigger: store.TriggerScheduled,
 				HTTPStatus: &code, DurationMS: 12, ResponseBody: "boom", AttemptedAt: st.Now()}}); err != nil {
 			t.Fatal(err)
@@ -214,7 +214,7 @@ func TestListDeliveriesFiltersWithAttempts(t *testing.T) {
 	}
 	okD := d1[0]
 	code := 200
-	if err := st.RecordAttempt(ctx, store.AttemptRecord{Delivery: okD, Status: store.DeliverySucceeded,
+	if err := st.Deliveries.RecordAttempt(ctx, store.AttemptRecord{Delivery: okD, Status: store.DeliverySucceeded,
 		Attempt: store.Attempt{Number: 1, Status: store.AttemptSucceeded, Trigger: store.TriggerScheduled,
 			HTTPStatus: &code, DurationMS: 3, AttemptedAt: st.Now()}}); err != nil {
 		t.Fatal(err)
@@ -237,7 +237,7 @@ func TestListDeliveriesFiltersWithAttempts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := st.ListDeliveries(ctx, "m1", tt.filter, store.Page{Limit: 100})
+			got, _, err := st.Views.ListDeliveries(ctx, "m1", tt.filter, store.Page{Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,18 +252,18 @@ func TestListDeliveriesFiltersWithAttempts(t *testing.T) {
 		})
 	}
 
-	got, _, err := st.ListDeliveries(ctx, "m1", store.DeliveryFilter{Status: store.DeliveryFailed}, store.Page{Limit: 10})
+	got, _, err := st.Views.ListDeliveries(ctx, "m1", store.DeliveryFilter{Status: store.DeliveryFailed}, store.Page{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a := got[0].Attempts; len(a) != 2 || a[0].Number != 1 || a[1].Number != 2 || a[1].ResponseBody != "boom" || *a[1].HTTPStatus != 500 {
 		t.Fatalf("attempts %+v", a)
 	}
-	one, err := st.GetDelivery(ctx, "m1", failedD.ID)
+	one, err := st.Views.GetDelivery(ctx, "m1", failedD.ID)
 	if err != nil || len(one.Attempts) != 2 || one.Status != store.DeliveryFailed {
 		t.Fatalf("get delivery: %v %+v", err, one)
 	}
-	if _, err := st.GetDelivery(ctx, "m2", failedD.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.Views.GetDelivery(ctx, "m2", failedD.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("cross-merchant get delivery: %v", err)
 	}
 }
@@ -273,7 +273,7 @@ func TestClaimFailureNotificationOncePerInterval(t *testing.T) {
 	st, clock := newViewsStore(t)
 	ctx := context.Background()
 	email := "ops@example.com"
-	if _, err := st.UpdateMerchant(ctx, "m1", "2026-05-01", store.MerchantSettings{NotificationEmail: &email}); err != nil {
+	if _, err := st.Merchants.UpdateMerchant(ctx, "m1", "2026-05-01", store.MerchantSettings{NotificationEmail: &email}); err != nil {
 		t.Fatal(err)
 	}
 	sub := newViewsSub(t, st, "m1", "*")
@@ -283,7 +283,7 @@ func TestClaimFailureNotificationOncePerInterval(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			n, err := st.ClaimFailureNotification(ctx, sub.ID, time.Hour)
+			n, err := st.EndpointHealth.ClaimFailureNotification(ctx, sub.ID, time.Hour)
 			switch {
 			case err == nil:
 				wins.Add(1)
@@ -300,11 +300,11 @@ func TestClaimFailureNotificationOncePerInterval(t *testing.T) {
 		t.Fatalf("%d claims won, want 1", wins.Load())
 	}
 	clock.Advance(59 * time.Minute)
-	if _, err := st.ClaimFailureNotification(ctx, sub.ID, time.Hour); !errors.Is(err, store.ErrConflict) {
+	if _, err := st.EndpointHealth.ClaimFailureNotification(ctx, sub.ID, time.Hour); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("claim within the hour: %v", err)
 	}
 	clock.Advance(2 * time.Minute)
-	if _, err := st.ClaimFailureNotification(ctx, sub.ID, time.Hour); err != nil {
+	if _, err := st.EndpointHealth.ClaimFailureNotification(ctx, sub.ID, time.Hour); err != nil {
 		t.Fatalf("claim after the hour: %v", err)
 	}
 }
@@ -319,19 +319,19 @@ func TestClaimFailureNotificationWaitsForAnAddress(t *testing.T) {
 	sub := newViewsSub(t, st, "m1", "*")
 	for _, email := range []string{"", "unset"} {
 		if email != "unset" {
-			if _, err := st.UpdateMerchant(ctx, "m1", "2026-05-01", store.MerchantSettings{NotificationEmail: &email}); err != nil {
+			if _, err := st.Merchants.UpdateMerchant(ctx, "m1", "2026-05-01", store.MerchantSettings{NotificationEmail: &email}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := st.ClaimFailureNotification(ctx, sub.ID, time.Hour); !errors.Is(err, store.ErrConflict) {
+		if _, err := st.EndpointHealth.ClaimFailureNotification(ctx, sub.ID, time.Hour); !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("claim with address %q: %v, want ErrConflict", email, err)
 		}
 	}
 	email := "ops@example.com"
-	if _, err := st.UpdateMerchant(ctx, "m1", "2026-05-01", store.MerchantSettings{NotificationEmail: &email}); err != nil {
+	if _, err := st.Merchants.UpdateMerchant(ctx, "m1", "2026-05-01", store.MerchantSettings{NotificationEmail: &email}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := st.ClaimFailureNotification(ctx, sub.ID, time.Hour)
+	n, err := st.EndpointHealth.ClaimFailureNotification(ctx, sub.ID, time.Hour)
 	if err != nil || n.Email == nil || *n.Email != email {
 		t.Fatalf("claim once the address is set = %+v, %v", n, err)
 	}
@@ -348,7 +348,7 @@ func loadBigMerchant(t *testing.T, st *store.Store) (subBig, subOfM2, fannedOut 
 	subBig, subOfM2, fannedOut = uuid.New(), uuid.New(), uuid.New()
 	ctx := context.Background()
 	// The partitions of the whole retention, as in production.
-	if _, err := st.EnsurePartitions(ctx, time.Now().Add(-store.Retention), 31); err != nil {
+	if _, err := st.Maintenance.EnsurePartitions(ctx, time.Now().Add(-store.Retention), 31); err != nil {
 		t.Fatal(err)
 	}
 	// Anchored at midnight, not at now: run just after midnight, today's
@@ -492,7 +492,7 @@ func TestListResumesAfterRowsExaminedCap(t *testing.T) {
 	short := 0
 	p := store.Page{Limit: 10}
 	for range 100 {
-		got, resume, err := st.ListDeliveries(ctx, "m1", f, p)
+		got, resume, err := st.Views.ListDeliveries(ctx, "m1", f, p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -171,7 +171,7 @@ func TestDestinationAllowList(t *testing.T) {
 func TestDestinationPlaintextRefused(t *testing.T) {
 	t.Parallel()
 	strict, st := registry(t, subscriptions.Rules{EventTypes: catalogue(), AllowPrivateTargets: true}, "m1")
-	lifted := subscriptions.NewRegistry(st, masterKey(), subscriptions.Rules{EventTypes: catalogue(), AllowHTTPTargets: true, AllowPrivateTargets: true,
+	lifted := subscriptions.NewRegistry(st.Subscriptions, st.Listeners, masterKey(), subscriptions.Rules{EventTypes: catalogue(), AllowHTTPTargets: true, AllowPrivateTargets: true,
 		Kinds: kindstest.Registry(t, nil)})
 	sqs := func(endpoint string) string {
 		return destJSON(t, map[string]any{"type": "sqs", "queue_url": "https://sqs.example.com/1/q", "region": "eu-west-1",

@@ -45,7 +45,7 @@ func (g *Registry) OpenListener(ctx context.Context, merchantID string, keyID uu
 	if err != nil {
 		return store.Listener{}, "", fmt.Errorf("signing secret: %w", err)
 	}
-	l, err := g.store.CreateListener(ctx, store.NewListener{MerchantID: merchantID, Events: events, ExpiresAt: expiresAt,
+	l, err := g.listeners.CreateListener(ctx, store.NewListener{MerchantID: merchantID, Events: events, ExpiresAt: expiresAt,
 		Limit: MaxListeners}, sealed)
 	if errors.Is(err, store.ErrListenerLimit) {
 		return store.Listener{}, "", invalid.Value("listener", "listeners_limit", fmt.Sprintf(

@@ -39,7 +39,7 @@ func TestListenerSecretIsTheKeys(t *testing.T) {
 	if theirs, _ := g.ListenerSecret(other); theirs == secret {
 		t.Error("two keys share a listener secret")
 	}
-	sealed, err := st.SigningSecrets(ctx, l.ID)
+	sealed, err := st.Subscriptions.SigningSecrets(ctx, l.ID)
 	if err != nil || len(sealed) != 1 {
 		t.Fatalf("stored secrets = %d, %v", len(sealed), err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/webhookd/webhookd/signer"
 )
 
-// Store is what the Registry needs of the database.
+// Store is what the Registry needs of the database's subscriptions.
 type Store interface {
 	// CreateSubscription stores a subscription and its first sealed secret,
 	// or fails with store.ErrSubscriptionLimit when the merchant already
@@ -34,6 +34,10 @@ type Store interface {
 	RotateSigningSecret(ctx context.Context, merchantID string, id uuid.UUID, sealedSecret []byte, publicKey *string, decide store.RotationRule) (store.Subscription, error)
 	// GetSubscription reads the merchant's subscription id.
 	GetSubscription(ctx context.Context, merchantID string, id uuid.UUID) (store.Subscription, error)
+}
+
+// ListenerStore is what the Registry needs of the database's listeners.
+type ListenerStore interface {
 	// CreateListener stores a listener subscription and its sealed secret,
 	// or fails with store.ErrListenerLimit.
 	CreateListener(ctx context.Context, n store.NewListener, sealedSecret []byte) (store.Listener, error)
@@ -130,6 +134,7 @@ type Change struct {
 // and seals their signing secrets.
 type Registry struct {
 	store     Store
+	listeners ListenerStore
 	check     checker
 	masterKey []byte
 	// filters compiles filter expressions; filtersErr says why it could
@@ -138,12 +143,13 @@ type Registry struct {
 	filtersErr error
 }
 
-// NewRegistry is a Registry over st. masterKey (32 bytes) seals the signing
-// secrets; a bad one fails each operation that makes a secret, not this
-// constructor, so that a server with a bad key still serves everything else.
-func NewRegistry(st Store, masterKey []byte, rules Rules) *Registry {
+// NewRegistry is a Registry over the subscriptions st and the listeners.
+// masterKey (32 bytes) seals the signing secrets; a bad one fails each
+// operation that makes a secret, not this constructor, so that a server
+// with a bad key still serves everything else.
+func NewRegistry(st Store, listeners ListenerStore, masterKey []byte, rules Rules) *Registry {
 	filters, err := filter.NewCompiler()
-	return &Registry{store: st, check: newChecker(rules), masterKey: masterKey,
+	return &Registry{store: st, listeners: listeners, check: newChecker(rules), masterKey: masterKey,
 		filters: filters, filtersErr: err}
 }
 

@@ -31,13 +31,13 @@ func catalogue() []string { return []string{"payout.created", "payout.paid", "de
 func registry(t *testing.T, rules subscriptions.Rules, merchant string) (*subscriptions.Registry, *store.Store) {
 	t.Helper()
 	st := storetest.NewStore(t)
-	if _, err := st.EnsureMerchant(context.Background(), merchant, "2026-01-01"); err != nil {
+	if _, err := st.Merchants.EnsureMerchant(context.Background(), merchant, "2026-01-01"); err != nil {
 		t.Fatal(err)
 	}
 	if rules.Kinds == nil {
 		rules.Kinds = kindstest.Registry(t, nil)
 	}
-	return subscriptions.NewRegistry(st, masterKey(), rules), st
+	return subscriptions.NewRegistry(st.Subscriptions, st.Listeners, masterKey(), rules), st
 }
 
 // stored is a destination as sealed: its JSON's members.
@@ -63,7 +63,7 @@ func ptr[T any](v T) *T { return &v }
 // count is how many subscriptions merchant has.
 func count(t *testing.T, st *store.Store, merchant string) int {
 	t.Helper()
-	subs, err := st.ListSubscriptions(context.Background(), merchant, store.SubscriptionFilter{}, store.Page{Limit: 100})
+	subs, err := st.Subscriptions.ListSubscriptions(context.Background(), merchant, store.SubscriptionFilter{}, store.Page{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestCreateRefusesBrokenRules(t *testing.T) {
 			invalid.Error{Param: "metadata[b]", Rule: "metadata_value_too_long", Message: "at most 500 characters"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reg := subscriptions.NewRegistry(st, masterKey(), tc.rules)
+			reg := subscriptions.NewRegistry(st.Subscriptions, st.Listeners, masterKey(), tc.rules)
 			_, secret, err := reg.Create(context.Background(), "m_rules", tc.draft)
 			wantBroken(t, err, tc.want)
 			if secret != "" {
@@ -196,7 +196,7 @@ func TestCreateStoresTheSubscriptionAndItsSealedSecret(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stored, err := st.GetSubscription(ctx, "m_create", sub.ID)
+			stored, err := st.Subscriptions.GetSubscription(ctx, "m_create", sub.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func openSecrets(t *testing.T, st *store.Store, id uuid.UUID) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := st.SigningSecrets(context.Background(), id)
+	sealed, err := st.Subscriptions.SigningSecrets(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,10 +243,10 @@ func TestCreateWithABadMasterKeyStoresNothing(t *testing.T) {
 	t.Parallel()
 	st := storetest.NewStore(t)
 	ctx := context.Background()
-	if _, err := st.EnsureMerchant(ctx, "m_key", "2026-01-01"); err != nil {
+	if _, err := st.Merchants.EnsureMerchant(ctx, "m_key", "2026-01-01"); err != nil {
 		t.Fatal(err)
 	}
-	reg := subscriptions.NewRegistry(st, []byte("short"), subscriptions.Rules{EventTypes: catalogue()})
+	reg := subscriptions.NewRegistry(st.Subscriptions, st.Listeners, []byte("short"), subscriptions.Rules{EventTypes: catalogue()})
 	_, _, err := reg.Create(ctx, "m_key", subscriptions.Draft{URL: ptr("https://example.com/"), Events: []string{"*"}})
 	if err == nil || invalid.As(err) != nil {
 		t.Fatalf("error %v, want a failure that is no broken rule of the merchant's", err)
@@ -302,7 +302,7 @@ func TestUpdate(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			stored, err := st.GetSubscription(ctx, "m_update", sub.ID)
+			stored, err := st.Subscriptions.GetSubscription(ctx, "m_update", sub.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,7 +326,7 @@ func TestUpdateOfAnotherMerchantsSubscriptionIsNotFound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	reg, st := registry(t, subscriptions.Rules{EventTypes: catalogue()}, "m_owner")
-	if _, err := st.EnsureMerchant(ctx, "m_other", "2026-01-01"); err != nil {
+	if _, err := st.Merchants.EnsureMerchant(ctx, "m_other", "2026-01-01"); err != nil {
 		t.Fatal(err)
 	}
 	sub, _, err := reg.Create(ctx, "m_owner", subscriptions.Draft{URL: ptr("https://example.com/"), Events: []string{"*"}})
@@ -398,7 +398,7 @@ func TestSubscriptionCap(t *testing.T) {
 			reg, st := registry(t, tc.rules, "m1")
 			// Stored directly, as another surface would, without a limit.
 			for range tc.wantLimit {
-				if _, err := st.CreateSubscription(context.Background(), store.NewSubscription{MerchantID: "m1",
+				if _, err := st.Subscriptions.CreateSubscription(context.Background(), store.NewSubscription{MerchantID: "m1",
 					URL: "https://example.com/hook", Events: []string{"*"}}, []byte("sealed")); err != nil {
 					t.Fatal(err)
 				}

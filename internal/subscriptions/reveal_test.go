@@ -21,7 +21,7 @@ func TestReveal(t *testing.T) {
 	}
 	at := time.Now()
 	reveal := func(merchant string) (subscriptions.Revealed, error) {
-		return subscriptions.NewSecretRevealer(st, masterKey(), func() time.Time { return at }).Reveal(ctx, merchant, sub.ID)
+		return subscriptions.NewSecretRevealer(st.Subscriptions, masterKey(), func() time.Time { return at }).Reveal(ctx, merchant, sub.ID)
 	}
 
 	got, err := reveal("m_reveal")

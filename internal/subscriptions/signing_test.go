@@ -34,7 +34,7 @@ func TestEd25519Subscription(t *testing.T) {
 		!slices.Equal(reg.SigningPublicKeys(sub), []string{first}) {
 		t.Fatalf("create: shown %.10s…, scheme %q, keys %v", first, sub.SignatureScheme, reg.SigningPublicKeys(sub))
 	}
-	stored, err := st.SigningSecrets(ctx, sub.ID)
+	stored, err := st.Subscriptions.SigningSecrets(ctx, sub.ID)
 	if err != nil || len(stored) != 1 {
 		t.Fatalf("stored secrets: %d, %v", len(stored), err)
 	}
@@ -61,7 +61,7 @@ func TestEd25519Subscription(t *testing.T) {
 	if got := subscriptions.SigningPublicKeys(rotated, now.Add(signer.RotationOverlap+time.Minute)); !slices.Equal(got, []string{second}) {
 		t.Fatalf("after the overlap: keys %v, want the new one alone", got)
 	}
-	revealed, err := subscriptions.NewSecretRevealer(st, masterKey(), time.Now).Reveal(ctx, "m_ed", sub.ID)
+	revealed, err := subscriptions.NewSecretRevealer(st.Subscriptions, masterKey(), time.Now).Reveal(ctx, "m_ed", sub.ID)
 	if err != nil || revealed.Secret != second || revealed.PreviousExpiresAt == nil {
 		t.Fatalf("reveal: %.10s…, %v", revealed.Secret, err)
 	}

@@ -19,7 +19,7 @@ func TestSQSEngineCredentials(t *testing.T) {
 	t.Parallel()
 	const prefix = "https://sqs.eu-west-1.amazonaws.com/123456789012/"
 	off, st := registry(t, subscriptions.Rules{EventTypes: catalogue()}, "m1")
-	on := subscriptions.NewRegistry(st, masterKey(), subscriptions.Rules{EventTypes: catalogue(),
+	on := subscriptions.NewRegistry(st.Subscriptions, st.Listeners, masterKey(), subscriptions.Rules{EventTypes: catalogue(),
 		Kinds: kindstest.Registry(t, []string{prefix, "https://sqs.us-east-1.amazonaws.com/210987654321/"})})
 	const key = `,"access_key_id":"AKIAMERCHANT","secret_access_key":"merchant-secret-key"`
 	sqs := func(queueURL, extra string) string {

@@ -84,7 +84,7 @@ func newEngine(t *testing.T) *engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := deliver.NewBatchRecorder(st, nil)
+	batch := deliver.NewBatchRecorder(st.Deliveries, nil)
 	t.Cleanup(batch.Close) // after the dispatcher's cleanups below: they run last first
 	records := newSignalingRecorder(batch)
 	d, err := dispatcher.New(dispatcher.Config{
@@ -107,7 +107,7 @@ func newEngine(t *testing.T) *engine {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	if _, err := st.EnsureMerchant(context.Background(), merchant, version); err != nil {
+	if _, err := st.Merchants.EnsureMerchant(context.Background(), merchant, version); err != nil {
 		t.Fatal(err)
 	}
 	return &engine{t: t, store: st, sealer: sealer, d: d, records: records}
@@ -125,7 +125,7 @@ func (e *engine) subscribe(url string) (store.Subscription, string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	sub, err := e.store.CreateSubscription(context.Background(),
+	sub, err := e.store.Subscriptions.CreateSubscription(context.Background(),
 		store.NewSubscription{MerchantID: merchant, URL: url, Events: []string{"*"}}, sealed)
 	if err != nil {
 		e.t.Fatal(err)
@@ -145,7 +145,7 @@ func (e *engine) rotate(sub store.Subscription) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.RotateSecret(context.Background(), merchant, sub.ID, sealed, subscriptions.Rotation(secret)); err != nil {
+	if _, err := e.store.Subscriptions.RotateSecret(context.Background(), merchant, sub.ID, sealed, subscriptions.Rotation(secret)); err != nil {
 		e.t.Fatal(err)
 	}
 	return secret
@@ -159,7 +159,7 @@ func (e *engine) publish(typ, payload string) (store.Event, store.Delivery) {
 	if err != nil || !created {
 		e.t.Fatalf("Publish = %v, created %v", err, created)
 	}
-	ds, _, err := e.store.ListDeliveries(ctx, merchant, store.DeliveryFilter{EventID: &ev.ID}, store.Page{Limit: 10})
+	ds, _, err := e.store.Views.ListDeliveries(ctx, merchant, store.DeliveryFilter{EventID: &ev.ID}, store.Page{Limit: 10})
 	if err != nil || len(ds) != 1 {
 		e.t.Fatalf("deliveries of %s: %d, %v; want 1", ev.ID, len(ds), err)
 	}
@@ -176,7 +176,7 @@ func (e *engine) settled(id uuid.UUID, attempts int) store.Delivery {
 		// Taken before the read, so that a record written meanwhile
 		// wakes this wait rather than the next one.
 		recorded := e.records.next()
-		del, err := e.store.DeliveryByID(context.Background(), id)
+		del, err := e.store.Deliveries.DeliveryByID(context.Background(), id)
 		if err != nil {
 			e.t.Fatal(err)
 		}

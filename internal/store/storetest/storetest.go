@@ -92,7 +92,7 @@ func NewDatabaseOn(t testing.TB, adminURL string) string {
 		t.Fatalf("storetest: %v", err)
 	}
 	defer s.Close()
-	if _, err := s.EnsurePartitions(ctx, time.Now(), store.PartitionsAhead); err != nil {
+	if _, err := s.Maintenance.EnsurePartitions(ctx, time.Now(), store.PartitionsAhead); err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
 	return u

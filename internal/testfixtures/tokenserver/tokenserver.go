@@ -24,7 +24,10 @@ import (
 // assertion checked against the client's public key, issues numbered
 // tokens that expire after expiresIn, and counts the requests.
 type Server struct {
-	*httptest.Server
+	// HTTP is the server it runs on: its URL, its client (which trusts
+	// it, on https), Close. A field, not embedded, so that the fixture's
+	// own methods are not lost among httptest's.
+	HTTP     *httptest.Server
 	clientID string
 	// PublicKey checks private_key_jwt assertions; nil: secrets only.
 	PublicKey crypto.PublicKey
@@ -49,26 +52,26 @@ type Server struct {
 // when t ends; now is the test's clock, which judges assertions.
 func New(t testing.TB, clientID string, now func() time.Time) *Server {
 	s := unstarted(t, clientID, now)
-	s.Start()
+	s.HTTP.Start()
 	return s
 }
 
 // NewTLS is New on https.
 func NewTLS(t testing.TB, clientID string, now func() time.Time) *Server {
 	s := unstarted(t, clientID, now)
-	s.StartTLS()
+	s.HTTP.StartTLS()
 	return s
 }
 
 func unstarted(t testing.TB, clientID string, now func() time.Time) *Server {
 	s := &Server{clientID: clientID, now: now, expiresIn: 3600, jtis: map[string]bool{}, issued: map[string]bool{}}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
+	s.HTTP = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.HTTP.Close)
 	return s
 }
 
 // TokenURL is its token endpoint.
-func (s *Server) TokenURL() string { return s.URL + "/oauth/token" }
+func (s *Server) TokenURL() string { return s.HTTP.URL + "/oauth/token" }
 
 // Accept makes it take secret too.
 func (s *Server) Accept(secret string) {
