@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,4 +186,64 @@ func containsAll(s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestTransformationInABatch: a batched subscription's transformation
+// reshapes each member of the batch; the batch of the transformed bodies
+// is signed as one request, which the receiver verifies with the
+// published Standard Webhooks library; a member the transformation
+// cancels leaves the batch and ends skipped.
+func TestTransformationInABatch(t *testing.T) {
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
+	e := newEngine(t)
+	e.start()
+	key := e.keysCreate("m_shape_batch")
+	r := newReceiver(t)
+	status, sub := e.call("POST", "http://"+e.public+"/v1/webhook_subscriptions", key, map[string]any{
+		"url": r.URL + "/batch", "events": []string{"*"}, "batch": map[string]any{"max_size": 3, "max_wait_ms": 2000},
+		"transformation": map[string]any{"code": `function handler(webhook) {
+  if (webhook.payload.id === 'po_skip') { webhook.cancel = true; return webhook; }
+  webhook.payload = { payout: webhook.payload.id };
+  return webhook;
+}`}})
+	if status != 201 {
+		t.Fatalf("create: %d %v", status, sub)
+	}
+	r.mu.Lock()
+	r.secret = sub["secret"].(string)
+	r.mu.Unlock()
+	var ids []string
+	for _, payout := range []string{"po_a", "po_skip", "po_b"} {
+		status, ev := e.call("POST", "http://"+e.internal+"/internal/v1/events", e2eToken,
+			map[string]any{"merchant_id": "m_shape_batch", "type": "payout.paid", "payload": map[string]any{"id": payout}})
+		if status != 202 {
+			t.Fatalf("publish: %d %v", status, ev)
+		}
+		ids = append(ids, ev["id"].(string))
+	}
+	if !eventually(20*time.Second, func() bool { b, _, _ := r.received(); return len(b) >= 1 }) {
+		t.Fatalf("no batch arrived verified\nlogs:\n%s", tail(e.logs))
+	}
+	if !eventually(10*time.Second, func() bool { return e.deliveryOf(key, ids[1])["status"] == "skipped" }) {
+		t.Fatalf("the cancelled member = %v, want skipped", e.deliveryOf(key, ids[1]))
+	}
+	bodies, _, bad := r.received()
+	var got []string
+	for _, b := range bodies {
+		var batch struct {
+			Data []struct {
+				Payout string `json:"payout"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(b), &batch); err != nil {
+			t.Fatalf("a batch %q: %v", b, err)
+		}
+		for _, d := range batch.Data {
+			got = append(got, d.Payout)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"po_a", "po_b"}) || bad != 0 {
+		t.Fatalf("the batches carried %v (%d bad signatures), want po_a and po_b transformed", got, bad)
+	}
 }
