@@ -7,6 +7,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/retry"
 )
 
@@ -25,7 +26,7 @@ func TestNoAttemptStartsBeforeItsDueTime(t *testing.T) {
 		// due is how long after an attempt ends the next one is due.
 		due time.Duration
 	}{
-		{"on the schedule", answer(http.StatusInternalServerError), delay},
+		{"on the schedule", dispatchertest.Answer(http.StatusInternalServerError), delay},
 		{"pushed back by Retry-After", func(_ int, w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusTooManyRequests)
@@ -34,23 +35,23 @@ func TestNoAttemptStartsBeforeItsDueTime(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			rcv := newReceiver(t, tc.respond)
+			e := dispatchertest.New(t)
+			rcv := dispatchertest.NewReceiver(t, tc.respond)
 			for range 3 {
-				e.subscribe("m1", rcv.URL, "*")
+				e.Subscribe("m1", rcv.URL, "*")
 			}
 			schedule := retry.Schedule{Delays: make([]time.Duration, 7)}
 			for i := range schedule.Delays {
 				schedule.Delays[i] = delay
 			}
-			d, _ := e.dispatcher(func(c *dispatcher.Config) {
+			d, _ := e.Dispatcher(func(c *dispatcher.Config) {
 				c.Schedule = schedule
 				c.Jitter = func() float64 { return 0 }
 			})
-			e.run(d)
-			ev := e.publish(d, "m1", "payout.paid")
-			for _, del := range e.deliveries(ev.ID) {
-				got := e.waitSettled(del.ID, 30*time.Second)
+			e.Run(d)
+			ev := e.Publish(d, "m1", "payout.paid")
+			for _, del := range e.Deliveries(ev.ID) {
+				got := e.WaitSettled(del.ID, 30*time.Second)
 				if got.Status != store.DeliveryFailed || len(got.Attempts) != schedule.Attempts() {
 					t.Fatalf("delivery %s after %d attempts, want failed after %d", got.Status, len(got.Attempts), schedule.Attempts())
 				}

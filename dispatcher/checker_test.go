@@ -14,6 +14,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	webhookreceiver "github.com/webhookd/webhookd/receiver"
 )
 
@@ -22,10 +23,10 @@ import (
 // webhookd's verifier), are recorded as final test deliveries with one
 // attempt, and are never sent again, by a worker or the sweeper.
 func TestCheckEndpoint(t *testing.T) {
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	var secret atomic.Pointer[string]
-	var verifying *receiver
-	verifying = newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	var verifying *dispatchertest.Receiver
+	verifying = dispatchertest.NewReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		wh, err := standardwebhooks.NewWebhook(*secret.Load())
 		if err != nil {
 			w.WriteHeader(http.StatusInternalServerError)
@@ -33,16 +34,16 @@ func TestCheckEndpoint(t *testing.T) {
 		}
 		// The receiver read the body already; it keeps it in its n-th
 		// request.
-		if wh.Verify(verifying.got()[n-1].Body, r.Header) != nil {
+		if wh.Verify(verifying.Got()[n-1].Body, r.Header) != nil {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	sub, s := e.subscribe("m_check", verifying.URL, "*")
+	sub, s := e.Subscribe("m_check", verifying.URL, "*")
 	secret.Store(&s)
-	d, reg := e.dispatcher()
-	e.run(d)
+	d, reg := e.Dispatcher()
+	e.Run(d)
 
 	rep, err := d.Checker.CheckEndpoint(context.Background(), "m_check", sub.ID)
 	if err != nil {
@@ -51,7 +52,7 @@ func TestCheckEndpoint(t *testing.T) {
 	if !rep.VerifiesSignatures || len(rep.Results) != 3 {
 		t.Fatalf("report %+v, want an endpoint that verifies", rep)
 	}
-	got := verifying.got()
+	got := verifying.Got()
 	if len(got) != 3 {
 		t.Fatalf("the endpoint got %d requests, want 3", len(got))
 	}
@@ -67,7 +68,7 @@ func TestCheckEndpoint(t *testing.T) {
 		if res.Case != want.name || res.HTTPStatus == nil || *res.HTTPStatus != want.status || res.Accepted != (want.status == 200) {
 			t.Errorf("result %d: %+v, want %s answered %d", i, res, want.name, want.status)
 		}
-		stored := e.delivery(res.Delivery.ID)
+		stored := e.Delivery(res.Delivery.ID)
 		wantStatus := store.DeliveryFailed
 		if res.Accepted {
 			wantStatus = store.DeliverySucceeded
@@ -93,22 +94,22 @@ func TestCheckEndpoint(t *testing.T) {
 		}
 	}
 	// The sweeper has its turn: it finds nothing to send again.
-	e.waitSwept(reg)
-	if n := len(verifying.got()); n != 3 {
+	e.WaitSwept(reg)
+	if n := len(verifying.Got()); n != 3 {
 		t.Errorf("the endpoint got %d requests after a sweep, want still 3", n)
 	}
-	if h, err := e.store.GetSubscription(context.Background(), "m_check", sub.ID); err != nil || h.Health.ConsecutiveFailures != 0 || h.Health.LastFailureAt != nil {
+	if h, err := e.Store.GetSubscription(context.Background(), "m_check", sub.ID); err != nil || h.Health.ConsecutiveFailures != 0 || h.Health.LastFailureAt != nil {
 		t.Errorf("the check changed the subscription's health: %+v, %v", h.Health, err)
 	}
 }
 
 func TestCheckEndpointRefusals(t *testing.T) {
-	e := newEnv(t)
-	lax := newReceiver(t, answer(http.StatusOK))
-	sub, _ := e.subscribe("m_check", lax.URL, "*")
+	e := dispatchertest.New(t)
+	lax := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+	sub, _ := e.Subscribe("m_check", lax.URL, "*")
 
 	t.Run("an endpoint accepting everything does not verify", func(t *testing.T) {
-		d, _ := e.dispatcher()
+		d, _ := e.Dispatcher()
 		rep, err := d.Checker.CheckEndpoint(context.Background(), "m_check", sub.ID)
 		if err != nil || rep.VerifiesSignatures {
 			t.Fatalf("report %+v, %v; want verifies_signatures false", rep, err)
@@ -120,18 +121,18 @@ func TestCheckEndpointRefusals(t *testing.T) {
 		}
 	})
 	t.Run("another merchant's subscription", func(t *testing.T) {
-		d, _ := e.dispatcher()
-		before := len(lax.got())
+		d, _ := e.Dispatcher()
+		before := len(lax.Got())
 		if _, err := d.Checker.CheckEndpoint(context.Background(), "m_stranger", sub.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("check of a stranger's subscription: %v, want ErrNotFound", err)
 		}
-		if len(lax.got()) != before {
+		if len(lax.Got()) != before {
 			t.Error("a stranger's check reached the endpoint")
 		}
 	})
 	t.Run("the SSRF guard", func(t *testing.T) {
-		d, _ := e.dispatcher(func(c *dispatcher.Config) { c.AllowPrivateTargets = false })
-		before := len(lax.got())
+		d, _ := e.Dispatcher(func(c *dispatcher.Config) { c.AllowPrivateTargets = false })
+		before := len(lax.Got())
 		rep, err := d.Checker.CheckEndpoint(context.Background(), "m_check", sub.ID)
 		if err != nil || rep.VerifiesSignatures {
 			t.Fatalf("report %+v, %v", rep, err)
@@ -141,7 +142,7 @@ func TestCheckEndpointRefusals(t *testing.T) {
 				t.Errorf("%s: %+v, want target_blocked", res.Case, res)
 			}
 		}
-		if len(lax.got()) != before {
+		if len(lax.Got()) != before {
 			t.Error("a blocked check reached the endpoint")
 		}
 	})

@@ -15,9 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/store"
-	"github.com/webhookd/webhookd/producer"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 )
 
 // newKafka starts an in-process Kafka cluster (franz-go's kfake) with
@@ -68,20 +67,6 @@ func recordHeaders(r *kgo.Record) map[string]string {
 	return out
 }
 
-// publishPayload publishes a payout.paid event of merchant with payload.
-func (e *env) publishPayload(d *dispatcher.Dispatcher, merchant string, payload any) store.Event {
-	e.t.Helper()
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ev, _, err := d.Publisher.Publish(context.Background(), producer.Event{MerchantID: merchant, Type: "payout.paid", Payload: raw})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return ev
-}
-
 // TestKafkaDestination: a delivery is one record, keyed by the event id,
 // its headers verified by package receiver; produce requests cut off for a
 // while (the broker closing each connection) fail the attempts until they
@@ -97,15 +82,15 @@ func TestKafkaDestination(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	e := newEnv(t)
-	e.cfg.Schedule, e.cfg.DeliveryTimeout = slowSchedule, 2*time.Second
-	_, secret := e.subscribeTo("m1", map[string]any{"type": "kafka", "brokers": cluster.ListenAddrs(), "topic": "payouts"}, "", "payout.paid")
-	d, _ := e.dispatcher()
-	e.run(d)
-	v := verifier(t, secret)
+	e := dispatchertest.New(t)
+	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
+	_, secret := e.SubscribeTo("m1", map[string]any{"type": "kafka", "brokers": cluster.ListenAddrs(), "topic": "payouts"}, "", "payout.paid")
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	v := dispatchertest.Verifier(t, secret)
 	consumer := kafkaRecords(t, cluster, "payouts")
 
-	ev := e.publish(d, "m1", "payout.paid")
+	ev := e.Publish(d, "m1", "payout.paid")
 	r := pollRecords(t, consumer, 1, 10*time.Second)[0]
 	if err := v.VerifyMessage(recordHeaders(r), r.Value); err != nil {
 		t.Errorf("VerifyMessage: %v", err)
@@ -113,19 +98,19 @@ func TestKafkaDestination(t *testing.T) {
 	if string(r.Key) != ev.ID.String() || string(r.Value) != string(ev.Body) {
 		t.Errorf("record key %q, value %s; want the event id and the envelope", r.Key, r.Value)
 	}
-	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second)
+	del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 10*time.Second)
 	if del.Status != store.DeliverySucceeded || del.Attempts[0].ResponseBody != "confirmed by broker" {
 		t.Fatalf("delivery %s, attempts %+v", del.Status, del.Attempts)
 	}
 
 	down.Store(true)
-	ev = e.publish(d, "m1", "payout.paid")
-	id := e.deliveries(ev.ID)[0].ID
-	e.waitFor("two failed attempts", 20*time.Second, func() bool { return len(e.delivery(id).Attempts) >= 2 })
+	ev = e.Publish(d, "m1", "payout.paid")
+	id := e.Deliveries(ev.ID)[0].ID
+	e.WaitFor("two failed attempts", 20*time.Second, func() bool { return len(e.Delivery(id).Attempts) >= 2 })
 	down.Store(false)
-	del = e.waitSettled(id, 30*time.Second)
+	del = e.WaitSettled(id, 30*time.Second)
 	if del.Status != store.DeliverySucceeded {
-		t.Fatalf("delivery after the outage: %s %v", del.Status, attemptErrors(del))
+		t.Fatalf("delivery after the outage: %s %v", del.Status, dispatchertest.AttemptErrors(del))
 	}
 	for _, a := range del.Attempts[:len(del.Attempts)-1] {
 		if a.Error == nil || (*a.Error != "broker_unreachable" && *a.Error != "not_confirmed") {
@@ -145,17 +130,17 @@ func TestKafkaDestination(t *testing.T) {
 func TestKafkaDestinationOrdered(t *testing.T) {
 	t.Parallel()
 	cluster := newKafka(t, "payouts")
-	e := newEnv(t)
-	e.cfg.Schedule, e.cfg.DeliveryTimeout = slowSchedule, 2*time.Second
-	e.subscribeTo("m1", map[string]any{"type": "kafka", "brokers": cluster.ListenAddrs(), "topic": "payouts"}, "payload.account", "payout.paid")
-	d, _ := e.dispatcher()
-	e.run(d)
+	e := dispatchertest.New(t)
+	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
+	e.SubscribeTo("m1", map[string]any{"type": "kafka", "brokers": cluster.ListenAddrs(), "topic": "payouts"}, "payload.account", "payout.paid")
+	d, _ := e.Dispatcher()
+	e.Run(d)
 	consumer := kafkaRecords(t, cluster, "payouts")
 	const perKey = 10
 	keys := []string{"acct_a", "acct_b", "acct_c"}
 	for i := range perKey {
 		for _, k := range keys {
-			e.publishPayload(d, "m1", map[string]any{"account": k, "n": i})
+			e.PublishPayload(d, "m1", map[string]any{"account": k, "n": i})
 		}
 	}
 	next := map[string]int{}
@@ -203,18 +188,18 @@ func TestKafkaDestinationAuthFailed(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	e := newEnv(t)
-	e.cfg.Schedule, e.cfg.DeliveryTimeout = slowSchedule, 2*time.Second
+	e := dispatchertest.New(t)
+	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
 	for i, password := range []string{"wrong-password", "right-password"} {
-		e.subscribeTo(fmt.Sprint("m", i), map[string]any{"type": "kafka", "brokers": cluster.ListenAddrs(), "topic": "payouts",
+		e.SubscribeTo(fmt.Sprint("m", i), map[string]any{"type": "kafka", "brokers": cluster.ListenAddrs(), "topic": "payouts",
 			"sasl": map[string]any{"mechanism": "plain", "username": "webhookd", "password": password}}, "", "payout.paid")
 	}
-	d, _ := e.dispatcher()
-	e.run(d)
-	ev := e.publish(d, "m0", "payout.paid")
-	id := e.deliveries(ev.ID)[0].ID
-	e.waitFor("two attempts", 20*time.Second, func() bool { return len(e.delivery(id).Attempts) >= 2 })
-	del := e.delivery(id)
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	ev := e.Publish(d, "m0", "payout.paid")
+	id := e.Deliveries(ev.ID)[0].ID
+	e.WaitFor("two attempts", 20*time.Second, func() bool { return len(e.Delivery(id).Attempts) >= 2 })
+	del := e.Delivery(id)
 	for _, a := range del.Attempts {
 		if a.Error == nil || *a.Error != "auth_failed" {
 			t.Errorf("attempt %d: %v %q, want auth_failed", a.Number, a.Error, a.ResponseBody)
@@ -223,8 +208,8 @@ func TestKafkaDestinationAuthFailed(t *testing.T) {
 	if del.Status != store.DeliveryPending {
 		t.Errorf("delivery %s, want pending (retried)", del.Status)
 	}
-	ev = e.publish(d, "m1", "payout.paid")
-	if del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second); del.Status != store.DeliverySucceeded {
-		t.Errorf("with the right password: %s %v", del.Status, attemptErrors(del))
+	ev = e.Publish(d, "m1", "payout.paid")
+	if del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 10*time.Second); del.Status != store.DeliverySucceeded {
+		t.Errorf("with the right password: %s %v", del.Status, dispatchertest.AttemptErrors(del))
 	}
 }

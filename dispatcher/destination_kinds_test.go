@@ -1,10 +1,7 @@
 package dispatcher_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"net"
 	"net/http/httptest"
@@ -22,18 +19,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/eclipse/paho.golang/paho"
-	"github.com/google/uuid"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/webhookd/webhookd/internal/destination/desttest"
-	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/internal/testfixtures/eventbridgetest"
 	"github.com/webhookd/webhookd/internal/testfixtures/kinesistest"
-	"github.com/webhookd/webhookd/internal/testfixtures/tcpproxy"
 )
 
 // The machine's brokers (.ci/services.sh starts them), shared with other
@@ -51,26 +46,6 @@ const (
 	awsRegion  = "eu-west-1"
 	awsAccount = "123456789012"
 )
-
-// kindTarget is a row's target, reached: the destination the API is
-// given, and the consumer's side of it.
-type kindTarget struct {
-	// destination is the destination object, as the API takes it.
-	destination map[string]any
-	// answer is what an attempt the target confirmed records.
-	answer *regexp.Regexp
-	// receive waits for the next message at the target and returns it as
-	// a consumer reads it; it fails t when none comes before ctx ends.
-	receive func(ctx context.Context, t testing.TB) desttest.Arrived
-	// unread is how many messages are at the target that receive has not
-	// returned. Once the engine has nothing left to send the count is
-	// final: it is read from the target's state, with no wait.
-	unread func(t testing.TB) int
-	// down makes the target unreachable (its proxy closed, every
-	// connection through it cut); up brings it back on the same address.
-	down func()
-	up   func(t testing.TB)
-}
 
 // TestEveryNewKindThroughTheEngine: for each kind added as a plug-in, a
 // subscription made through the API's rules (the subscriptions registry,
@@ -101,7 +76,7 @@ func TestEveryNewKindThroughTheEngine(t *testing.T) {
 
 	rows := []struct {
 		kind  string
-		reach func(t *testing.T) kindTarget
+		reach func(t *testing.T) dispatchertest.KindTarget
 	}{
 		{"nats", reachNATS},
 		{"mqtt", reachMQTT},
@@ -114,150 +89,15 @@ func TestEveryNewKindThroughTheEngine(t *testing.T) {
 		t.Run(row.kind, func(t *testing.T) {
 			t.Parallel()
 			target := row.reach(t)
-			throughTheEngine(t, row.kind, target)
+			dispatchertest.ThroughTheEngine(t, row.kind, target)
 		})
 	}
 }
 
-// throughTheEngine runs the four checks of TestEveryNewKindThroughTheEngine
-// on one kind's target.
-func throughTheEngine(t *testing.T, kind string, target kindTarget) {
-	e := newEnv(t)
-	e.cfg.Schedule, e.cfg.DeliveryTimeout = slowSchedule, 2*time.Second
-	sub, secret := e.subscribeTo("m1", target.destination, "", "payout.paid")
-	if sub.Destination.Type() != kind {
-		t.Fatalf("subscription's destination %v, want a %s one", sub.Destination.Summary, kind)
-	}
-	d, _ := e.dispatcher()
-	e.run(d)
-	v := verifier(t, secret)
-
-	// expect takes the target's next message and wants it to be event
-	// eventID's (its body when body is not nil), signed with the secret.
-	expect := func(what string, eventID uuid.UUID, body []byte) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		got := target.receive(ctx, t)
-		if id := got.Headers["webhook-id"]; id != eventID.String() {
-			t.Fatalf("%s: the message that arrived is event %q's, want %s's (headers %v)", what, id, eventID, got.Headers)
-		}
-		if body != nil && !bytes.Equal(got.Body, body) {
-			t.Errorf("%s: body arrived as %q, want the envelope %q", what, got.Body, body)
-		}
-		if err := v.VerifyMessage(got.Headers, got.Body); err != nil {
-			t.Errorf("%s: VerifyMessage: %v (headers %v)", what, err, got.Headers)
-		}
-		if err := v.VerifyValues(got.Headers["webhook-id"], got.Headers["webhook-timestamp"], got.Headers["webhook-signature"], got.Body); err != nil {
-			t.Errorf("%s: VerifyValues: %v", what, err)
-		}
-	}
-	// nothingElse waits until the engine has nothing left to send, then
-	// wants no message at the target beyond those taken.
-	nothingElse := func(what string) {
-		t.Helper()
-		e.waitIdle()
-		if n := target.unread(t); n != 0 {
-			t.Errorf("%s: %d more messages at the target, want none", what, n)
-		}
-	}
-	confirmed := func(what string, a store.Attempt) {
-		t.Helper()
-		if a.Error != nil || a.HTTPStatus != nil || !target.answer.MatchString(a.ResponseBody) {
-			t.Errorf("%s: attempt %d: error %v, status %v, body %q; want the target's confirmation (%s)",
-				what, a.Number, a.Error, a.HTTPStatus, a.ResponseBody, target.answer)
-		}
-	}
-
-	// 1. An event arrives once, verified; one attempt, confirmed.
-	ev := e.publish(d, "m1", "payout.paid")
-	dels := e.deliveries(ev.ID)
-	if len(dels) != 1 {
-		t.Fatalf("%d deliveries of the event, want 1", len(dels))
-	}
-	expect("the event published", ev.ID, ev.Body)
-	del := e.waitSettled(dels[0].ID, 20*time.Second)
-	if del.Status != store.DeliverySucceeded || len(del.Attempts) != 1 {
-		t.Fatalf("delivery %s after %d attempts %v; want succeeded on one", del.Status, len(del.Attempts), attemptErrors(del))
-	}
-	confirmed("the event published", del.Attempts[0])
-	nothingElse("the event published")
-
-	// 2. An event of another type: no delivery. That nothing of it
-	// arrives is proved below: the next message is the next event's, and
-	// nothing else is left at the target once the engine is idle.
-	other := e.publish(d, "m1", "payout.failed")
-	if dels := e.deliveries(other.ID); len(dels) != 0 {
-		t.Errorf("an event of a type the subscription does not take made %d deliveries", len(dels))
-	}
-
-	// 3. The target down: failed attempts, in a merchant's words; back:
-	// delivered, nothing lost.
-	target.down()
-	ev = e.publish(d, "m1", "payout.paid")
-	id := e.deliveries(ev.ID)[0].ID
-	e.waitFor("two failed attempts", 20*time.Second, func() bool { return len(e.delivery(id).Attempts) >= 2 })
-	target.up(t)
-	del = e.waitSettled(id, 30*time.Second)
-	if del.Status != store.DeliverySucceeded || len(del.Attempts) < 2 {
-		t.Fatalf("delivery %s after %d attempts %v; want succeeded after failures", del.Status, len(del.Attempts), attemptErrors(del))
-	}
-	for _, a := range del.Attempts[:len(del.Attempts)-1] {
-		if a.Error == nil || (*a.Error != "broker_unreachable" && *a.Error != "not_confirmed") || a.HTTPStatus != nil {
-			t.Errorf("attempt %d while down: error %v, status %v, body %q; want broker_unreachable or not_confirmed",
-				a.Number, a.Error, a.HTTPStatus, a.ResponseBody)
-		}
-		desttest.CheckMerchantWords(t, a.ResponseBody)
-	}
-	confirmed("the attempt after the outage", del.Attempts[len(del.Attempts)-1])
-	t.Logf("while down: %d attempts failed as %v, the first saying %q", len(del.Attempts)-1, attemptErrors(del)[:len(del.Attempts)-1], del.Attempts[0].ResponseBody)
-	expect("the event published while down", ev.ID, ev.Body)
-	nothingElse("the outage")
-
-	// 4. send_test_event.
-	test, err := d.Publisher.SendTestEvent(context.Background(), "m1", sub.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expect("send_test_event", test.EventID, nil)
-	del = e.waitSettled(test.ID, 20*time.Second)
-	if del.Status != store.DeliverySucceeded || len(del.Attempts) != 1 {
-		t.Fatalf("test delivery %s after %d attempts %v; want succeeded on one", del.Status, len(del.Attempts), attemptErrors(del))
-	}
-	confirmed("send_test_event", del.Attempts[0])
-	nothingElse("send_test_event")
-}
-
-// needService fails t, saying how to start it, when nothing listens on
-// addr: a missing service fails the test, never skips it.
-func needService(t *testing.T, name, addr string) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		t.Fatalf("%s on %s: %v (`bash .ci/services.sh` starts it)", name, addr, err)
-	}
-	_ = c.Close()
-}
-
-// proxied is a tcpproxy to addr as a target's down and up.
-func proxied(t *testing.T, addr string) (*tcpproxy.Proxy, func(), func(testing.TB)) {
-	p := tcpproxy.New(t, addr)
-	return p, p.Down, p.Up
-}
-
-// randomName is 12 hex digits.
-func randomName(t testing.TB) string {
-	b := make([]byte, 6)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
 // reachNATS: a JetStream stream of the row's own on the machine's NATS,
 // read by a durable consumer from its start.
-func reachNATS(t *testing.T) kindTarget {
-	needService(t, "NATS", natsAddr)
+func reachNATS(t *testing.T) dispatchertest.KindTarget {
+	dispatchertest.NeedService(t, "NATS", natsAddr)
 	nc, err := natsgo.Connect("nats://" + natsAddr)
 	if err != nil {
 		t.Fatalf("NATS on %s: %v (`bash .ci/services.sh` starts it)", natsAddr, err)
@@ -266,7 +106,7 @@ func reachNATS(t *testing.T) kindTarget {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := randomName(t)
+	id := dispatchertest.RandomName(t)
 	name, subject := "WEBHOOKD_ENGINE_"+strings.ToUpper(id), "webhookd.engine."+id+".events"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -287,11 +127,11 @@ func reachNATS(t *testing.T) kindTarget {
 	if err != nil {
 		t.Fatalf("create consumer: %v", err)
 	}
-	proxy, down, up := proxied(t, natsAddr)
-	return kindTarget{
-		destination: map[string]any{"type": "nats", "servers": []string{proxy.Addr}, "subject": subject},
-		answer:      regexp.MustCompile(`^acknowledged by JetStream stream ` + name + `, sequence [0-9]+$`),
-		receive: func(ctx context.Context, t testing.TB) desttest.Arrived {
+	proxy, down, up := dispatchertest.Proxied(t, natsAddr)
+	return dispatchertest.KindTarget{
+		Destination: map[string]any{"type": "nats", "servers": []string{proxy.Addr}, "subject": subject},
+		Answer:      regexp.MustCompile(`^acknowledged by JetStream stream ` + name + `, sequence [0-9]+$`),
+		Receive: func(ctx context.Context, t testing.TB) desttest.Arrived {
 			t.Helper()
 			msg, err := cons.Next(jetstream.FetchContext(ctx))
 			if err != nil {
@@ -306,7 +146,7 @@ func reachNATS(t *testing.T) kindTarget {
 			}
 			return desttest.Arrived{Body: msg.Data(), Headers: headers, Key: msg.Subject()}
 		},
-		unread: func(t testing.TB) int {
+		Unread: func(t testing.TB) int {
 			t.Helper()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -316,23 +156,23 @@ func reachNATS(t *testing.T) kindTarget {
 			}
 			return int(info.NumPending) + info.NumAckPending
 		},
-		down: down, up: up,
+		Down: down, Up: up,
 	}
 }
 
 // reachMQTT: a topic of the row's own on the machine's Mosquitto, with a
 // subscriber at QoS 1 from before anything is sent.
-func reachMQTT(t *testing.T) kindTarget {
-	needService(t, "Mosquitto", mosquittoAddr)
-	topic := "webhookd/engine/" + randomName(t)
+func reachMQTT(t *testing.T) dispatchertest.KindTarget {
+	dispatchertest.NeedService(t, "Mosquitto", mosquittoAddr)
+	topic := "webhookd/engine/" + dispatchertest.RandomName(t)
 	sub := subscribeMQTT(t, topic)
-	proxy, down, up := proxied(t, mosquittoAddr)
-	return kindTarget{
-		destination: map[string]any{"type": "mqtt", "broker": proxy.Addr, "topic": topic, "tls": false},
-		answer:      regexp.MustCompile(`^confirmed by the broker \(PUBACK [^)]+\)$`),
-		receive:     sub.receive,
-		unread:      sub.unread,
-		down:        down, up: up,
+	proxy, down, up := dispatchertest.Proxied(t, mosquittoAddr)
+	return dispatchertest.KindTarget{
+		Destination: map[string]any{"type": "mqtt", "broker": proxy.Addr, "topic": topic, "tls": false},
+		Answer:      regexp.MustCompile(`^confirmed by the broker \(PUBACK [^)]+\)$`),
+		Receive:     sub.receive,
+		Unread:      sub.unread,
+		Down:        down, Up: up,
 	}
 }
 
@@ -363,7 +203,7 @@ func subscribeMQTT(t *testing.T, topic string) *mqttSubscriber {
 			return true, nil
 		},
 	}})
-	if _, err := s.client.Connect(ctx, &paho.Connect{ClientID: "engine-sub-" + randomName(t), CleanStart: true, KeepAlive: 30}); err != nil {
+	if _, err := s.client.Connect(ctx, &paho.Connect{ClientID: "engine-sub-" + dispatchertest.RandomName(t), CleanStart: true, KeepAlive: 30}); err != nil {
 		t.Fatalf("subscriber: connect: %v", err)
 	}
 	t.Cleanup(func() { _ = s.client.Disconnect(&paho.Disconnect{}) })
@@ -401,7 +241,7 @@ func (s *mqttSubscriber) unread(t testing.TB) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	marker := "marker-" + randomName(t)
+	marker := "marker-" + dispatchertest.RandomName(t)
 	if _, err := s.client.Publish(ctx, &paho.Publish{Topic: s.topic, QoS: 1, Payload: []byte(marker)}); err != nil {
 		t.Fatalf("publish the marker: %v", err)
 	}
@@ -416,25 +256,25 @@ func (s *mqttSubscriber) unread(t testing.TB) int {
 
 // reachKinesis: kinesalite (kinesistest) with a stream of one shard, so
 // that its records come back in the order put.
-func reachKinesis(t *testing.T) kindTarget {
+func reachKinesis(t *testing.T) dispatchertest.KindTarget {
 	k := kinesistest.Start(t)
 	const stream = "webhookd-engine"
 	k.CreateStream(t, stream, 1)
 	r := kinesistest.NewReader(k, stream)
-	proxy, down, up := proxied(t, strings.TrimPrefix(k.URL, "http://"))
-	return kindTarget{
+	proxy, down, up := dispatchertest.Proxied(t, strings.TrimPrefix(k.URL, "http://"))
+	return dispatchertest.KindTarget{
 		// kinesalite checks no credentials.
-		destination: map[string]any{"type": "kinesis", "stream_name": stream, "region": awsRegion,
+		Destination: map[string]any{"type": "kinesis", "stream_name": stream, "region": awsRegion,
 			"access_key_id": "AKIDEXAMPLE", "secret_access_key": "kinesalite-checks-no-secret", "endpoint": "http://" + proxy.Addr},
-		answer:  regexp.MustCompile(`^confirmed by Kinesis \(sequence number [0-9]+, shard shardId-000000000000\)$`),
-		receive: r.Receive,
-		unread: func(t testing.TB) int {
+		Answer:  regexp.MustCompile(`^confirmed by Kinesis \(sequence number [0-9]+, shard shardId-000000000000\)$`),
+		Receive: r.Receive,
+		Unread: func(t testing.TB) int {
 			t.Helper()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			return r.Unread(ctx, t)
 		},
-		down: down, up: up,
+		Down: down, Up: up,
 	}
 }
 
@@ -442,13 +282,13 @@ func reachKinesis(t *testing.T) kindTarget {
 // protocol beside SQS's JSON one) with a queue subscribed to it by raw
 // delivery, which keeps the Publish's message attributes on the queue's
 // message.
-func reachSNS(t *testing.T) kindTarget {
+func reachSNS(t *testing.T) dispatchertest.KindTarget {
 	srv := newSQSServer(t)
 	ctx := context.Background()
 	creds := credentials.NewStaticCredentialsProvider(sqsAccessKey, "secret", "")
 	snsClient := sns.New(sns.Options{Region: awsRegion, BaseEndpoint: aws.String(srv.endpoint()), Credentials: creds})
 	sqsClient := srv.client()
-	name := "webhookd-engine-" + randomName(t)
+	name := "webhookd-engine-" + dispatchertest.RandomName(t)
 	created, err := snsClient.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(name)})
 	if err != nil {
 		t.Fatal(err)
@@ -488,12 +328,12 @@ func reachSNS(t *testing.T) kindTarget {
 	}
 	var mu sync.Mutex
 	var pending []desttest.Arrived
-	proxy, down, up := proxied(t, srv.addr)
-	return kindTarget{
-		destination: map[string]any{"type": "sns", "topic_arn": topicARN, "region": awsRegion,
+	proxy, down, up := dispatchertest.Proxied(t, srv.addr)
+	return dispatchertest.KindTarget{
+		Destination: map[string]any{"type": "sns", "topic_arn": topicARN, "region": awsRegion,
 			"access_key_id": sqsAccessKey, "secret_access_key": "secret", "endpoint": "http://" + proxy.Addr},
-		answer: regexp.MustCompile(`^confirmed by SNS \(message id [^)]+\)$`),
-		receive: func(ctx context.Context, t testing.TB) desttest.Arrived {
+		Answer: regexp.MustCompile(`^confirmed by SNS \(message id [^)]+\)$`),
+		Receive: func(ctx context.Context, t testing.TB) desttest.Arrived {
 			t.Helper()
 			mu.Lock()
 			defer mu.Unlock()
@@ -507,7 +347,7 @@ func reachSNS(t *testing.T) kindTarget {
 			pending = pending[1:]
 			return got
 		},
-		unread: func(t testing.TB) int {
+		Unread: func(t testing.TB) int {
 			t.Helper()
 			mu.Lock()
 			defer mu.Unlock()
@@ -515,28 +355,28 @@ func reachSNS(t *testing.T) kindTarget {
 			// it answers the Publish.
 			return len(pending) + len(take(context.Background(), t, 0))
 		},
-		down: down, up: up,
+		Down: down, Up: up,
 	}
 }
 
 // reachEventBridge: the PutEvents stand-in (eventbridgetest); no
 // EventBridge emulator is packaged where the project installs from.
-func reachEventBridge(t *testing.T) kindTarget {
+func reachEventBridge(t *testing.T) dispatchertest.KindTarget {
 	s := eventbridgetest.New(t)
-	proxy, down, up := proxied(t, strings.TrimPrefix(s.URL(), "http://"))
-	return kindTarget{
-		destination: map[string]any{"type": "eventbridge", "event_bus": eventbridgetest.Bus, "region": eventbridgetest.Region,
+	proxy, down, up := dispatchertest.Proxied(t, strings.TrimPrefix(s.URL(), "http://"))
+	return dispatchertest.KindTarget{
+		Destination: map[string]any{"type": "eventbridge", "event_bus": eventbridgetest.Bus, "region": eventbridgetest.Region,
 			"access_key_id": eventbridgetest.Key, "secret_access_key": eventbridgetest.Secret, "endpoint": "http://" + proxy.Addr},
-		answer:  regexp.MustCompile(`^confirmed by EventBridge \(event id [0-9a-f-]+\)$`),
-		receive: s.Receive,
-		unread:  func(testing.TB) int { return s.Waiting() },
-		down:    down, up: up,
+		Answer:  regexp.MustCompile(`^confirmed by EventBridge \(event id [0-9a-f-]+\)$`),
+		Receive: s.Receive,
+		Unread:  func(testing.TB) int { return s.Waiting() },
+		Down:    down, Up: up,
 	}
 }
 
 // reachS3: gofakes3 (its in-memory backend) in process, a bucket read by
 // a consumer that lists it and reads each object it has not read yet.
-func reachS3(t *testing.T) kindTarget {
+func reachS3(t *testing.T) dispatchertest.KindTarget {
 	const bucket = "webhookd-engine"
 	backend := s3mem.New()
 	if err := backend.CreateBucket(bucket); err != nil {
@@ -567,12 +407,12 @@ func reachS3(t *testing.T) kindTarget {
 		slices.Sort(keys)
 		return keys
 	}
-	proxy, down, up := proxied(t, srv.Listener.Addr().String())
-	return kindTarget{
-		destination: map[string]any{"type": "s3", "bucket": bucket, "region": awsRegion,
+	proxy, down, up := dispatchertest.Proxied(t, srv.Listener.Addr().String())
+	return dispatchertest.KindTarget{
+		Destination: map[string]any{"type": "s3", "bucket": bucket, "region": awsRegion,
 			"access_key_id": "AKIAWEBHOOKDS3TEST", "secret_access_key": "s3-test-secret", "endpoint": "http://" + proxy.Addr},
-		answer: regexp.MustCompile(`^stored by S3 \(key [^,]+, ETag [0-9a-f]+\)$`),
-		receive: func(ctx context.Context, t testing.TB) desttest.Arrived {
+		Answer: regexp.MustCompile(`^stored by S3 \(key [^,]+, ETag [0-9a-f]+\)$`),
+		Receive: func(ctx context.Context, t testing.TB) desttest.Arrived {
 			t.Helper()
 			mu.Lock()
 			defer mu.Unlock()
@@ -601,7 +441,7 @@ func reachS3(t *testing.T) kindTarget {
 				}
 			}
 		},
-		unread: func(t testing.TB) int {
+		Unread: func(t testing.TB) int {
 			t.Helper()
 			mu.Lock()
 			defer mu.Unlock()
@@ -609,6 +449,6 @@ func reachS3(t *testing.T) kindTarget {
 			defer cancel()
 			return len(unseen(ctx, t))
 		},
-		down: down, up: up,
+		Down: down, Up: up,
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/internal/testfixtures/tcpproxy"
 )
 
@@ -45,17 +46,17 @@ func TestPubSubDestination(t *testing.T) {
 	t.Parallel()
 	srv := newPubSub(t)
 	proxy := tcpproxy.New(t, srv.Addr)
-	e := newEnv(t)
-	e.cfg.Schedule, e.cfg.DeliveryTimeout = slowSchedule, 2*time.Second
-	_, secret := e.subscribeTo("m1", pubSubDestination(proxy.Addr), "", "payout.paid")
-	d, _ := e.dispatcher()
-	e.run(d)
-	v := verifier(t, secret)
+	e := dispatchertest.New(t)
+	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
+	_, secret := e.SubscribeTo("m1", pubSubDestination(proxy.Addr), "", "payout.paid")
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	v := dispatchertest.Verifier(t, secret)
 
-	ev := e.publish(d, "m1", "payout.paid")
-	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 20*time.Second)
+	ev := e.Publish(d, "m1", "payout.paid")
+	del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 20*time.Second)
 	if del.Status != store.DeliverySucceeded {
-		t.Fatalf("delivery %s %v", del.Status, attemptErrors(del))
+		t.Fatalf("delivery %s %v", del.Status, dispatchertest.AttemptErrors(del))
 	}
 	msgs := srv.Messages()
 	if len(msgs) != 1 || string(msgs[0].Data) != string(ev.Body) {
@@ -66,13 +67,13 @@ func TestPubSubDestination(t *testing.T) {
 	}
 
 	proxy.Down()
-	ev = e.publish(d, "m1", "payout.paid")
-	id := e.deliveries(ev.ID)[0].ID
-	e.waitFor("two failed attempts", 30*time.Second, func() bool { return len(e.delivery(id).Attempts) >= 2 })
+	ev = e.Publish(d, "m1", "payout.paid")
+	id := e.Deliveries(ev.ID)[0].ID
+	e.WaitFor("two failed attempts", 30*time.Second, func() bool { return len(e.Delivery(id).Attempts) >= 2 })
 	proxy.Up(t)
-	del = e.waitSettled(id, 30*time.Second)
+	del = e.WaitSettled(id, 30*time.Second)
 	if del.Status != store.DeliverySucceeded {
-		t.Fatalf("delivery after the outage: %s %v", del.Status, attemptErrors(del))
+		t.Fatalf("delivery after the outage: %s %v", del.Status, dispatchertest.AttemptErrors(del))
 	}
 	for _, a := range del.Attempts[:len(del.Attempts)-1] {
 		if a.Error == nil || (*a.Error != "broker_unreachable" && *a.Error != "not_confirmed") {
@@ -89,19 +90,19 @@ func TestPubSubDestination(t *testing.T) {
 func TestPubSubDestinationOrdered(t *testing.T) {
 	t.Parallel()
 	srv := newPubSub(t)
-	e := newEnv(t)
-	e.cfg.DeliveryTimeout = 2 * time.Second
-	e.subscribeTo("m1", pubSubDestination(srv.Addr), "payload.account", "payout.paid")
-	d, _ := e.dispatcher()
-	e.run(d)
+	e := dispatchertest.New(t)
+	e.Cfg.DeliveryTimeout = 2 * time.Second
+	e.SubscribeTo("m1", pubSubDestination(srv.Addr), "payload.account", "payout.paid")
+	d, _ := e.Dispatcher()
+	e.Run(d)
 	const perKey = 5
 	keys := []string{"acct_a", "acct_b"}
 	for i := range perKey {
 		for _, k := range keys {
-			e.publishPayload(d, "m1", map[string]any{"account": k, "n": i})
+			e.PublishPayload(d, "m1", map[string]any{"account": k, "n": i})
 		}
 	}
-	e.waitFor("every message", 30*time.Second, func() bool { return len(srv.Messages()) >= perKey*len(keys) })
+	e.WaitFor("every message", 30*time.Second, func() bool { return len(srv.Messages()) >= perKey*len(keys) })
 	next := map[string]int{}
 	for _, m := range srv.Messages() {
 		var env struct {
@@ -126,15 +127,15 @@ func TestPubSubDestinationOrdered(t *testing.T) {
 func TestPubSubDestinationAuthFailed(t *testing.T) {
 	t.Parallel()
 	srv := newPubSub(t, pstest.WithErrorInjection("Publish", codes.Unauthenticated, "Request had invalid authentication credentials."))
-	e := newEnv(t)
-	e.cfg.Schedule, e.cfg.DeliveryTimeout = slowSchedule, 2*time.Second
-	e.subscribeTo("m1", pubSubDestination(srv.Addr), "", "payout.paid")
-	d, _ := e.dispatcher()
-	e.run(d)
-	ev := e.publish(d, "m1", "payout.paid")
-	id := e.deliveries(ev.ID)[0].ID
-	e.waitFor("two attempts", 30*time.Second, func() bool { return len(e.delivery(id).Attempts) >= 2 })
-	del := e.delivery(id)
+	e := dispatchertest.New(t)
+	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
+	e.SubscribeTo("m1", pubSubDestination(srv.Addr), "", "payout.paid")
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	ev := e.Publish(d, "m1", "payout.paid")
+	id := e.Deliveries(ev.ID)[0].ID
+	e.WaitFor("two attempts", 30*time.Second, func() bool { return len(e.Delivery(id).Attempts) >= 2 })
+	del := e.Delivery(id)
 	for _, a := range del.Attempts {
 		if a.Error == nil || *a.Error != "auth_failed" {
 			t.Errorf("attempt %d: %v %q, want auth_failed", a.Number, a.Error, a.ResponseBody)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/internal/testfixtures/tcpproxy"
 )
 
@@ -86,17 +87,17 @@ func TestRabbitMQDestination(t *testing.T) {
 	t.Parallel()
 	q := newRabbitQueue(t)
 	proxy := tcpproxy.New(t, rabbitMQAddr)
-	e := newEnv(t)
-	e.cfg.Schedule = slowSchedule
-	sub, secret := e.subscribeTo("m1", rabbitDestination(proxy.Addr, "guest", "", q.name), "", "payout.paid")
+	e := dispatchertest.New(t)
+	e.Cfg.Schedule = dispatchertest.SlowSchedule
+	sub, secret := e.SubscribeTo("m1", rabbitDestination(proxy.Addr, "guest", "", q.name), "", "payout.paid")
 	if sub.Destination.Type() != "rabbitmq" || sub.URL != "amqp://guest:xxxxx@"+proxy.Addr+"/" {
 		t.Fatalf("subscription: destination %v, url %q; want rabbitmq, the redacted url", sub.Destination.Summary, sub.URL)
 	}
-	d, _ := e.dispatcher()
-	e.run(d)
-	v := verifier(t, secret)
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	v := dispatchertest.Verifier(t, secret)
 
-	ev := e.publish(d, "m1", "payout.paid")
+	ev := e.Publish(d, "m1", "payout.paid")
 	m := q.next(t, 10*time.Second)
 	if err := v.VerifyMessage(stringHeaders(m.Headers), m.Body); err != nil {
 		t.Errorf("VerifyMessage: %v (headers %v)", err, m.Headers)
@@ -104,7 +105,7 @@ func TestRabbitMQDestination(t *testing.T) {
 	if string(m.Body) != string(ev.Body) || m.DeliveryMode != amqp.Persistent || m.ContentType != "application/json" {
 		t.Errorf("message: body %s, mode %d, type %q; want the envelope, persistent, JSON", m.Body, m.DeliveryMode, m.ContentType)
 	}
-	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second)
+	del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 10*time.Second)
 	if m.MessageId != del.ID.String() || m.Headers["webhook-id"] != ev.ID.String() {
 		t.Errorf("message id %q, webhook-id %v; want the delivery's and the event's ids", m.MessageId, m.Headers["webhook-id"])
 	}
@@ -114,12 +115,12 @@ func TestRabbitMQDestination(t *testing.T) {
 
 	// The broker goes away: attempts fail until it is back.
 	proxy.Down()
-	ev = e.publish(d, "m1", "payout.paid")
-	id := e.deliveries(ev.ID)[0].ID
-	e.waitFor("two failed attempts", 20*time.Second, func() bool { return len(e.delivery(id).Attempts) >= 2 })
+	ev = e.Publish(d, "m1", "payout.paid")
+	id := e.Deliveries(ev.ID)[0].ID
+	e.WaitFor("two failed attempts", 20*time.Second, func() bool { return len(e.Delivery(id).Attempts) >= 2 })
 	proxy.Up(t)
-	del = e.waitSettled(id, 30*time.Second)
-	checkBrokerAttempts(t, del, "broker_unreachable")
+	del = e.WaitSettled(id, 30*time.Second)
+	dispatchertest.CheckBrokerAttempts(t, del, "broker_unreachable")
 	m = q.next(t, 10*time.Second)
 	if err := v.VerifyMessage(stringHeaders(m.Headers), m.Body); err != nil || m.MessageId != id.String() {
 		t.Errorf("message after the outage: %s, %v; want delivery %s verified", m.MessageId, err, id)
@@ -131,8 +132,8 @@ func TestRabbitMQDestination(t *testing.T) {
 func TestRabbitMQDestinationFailures(t *testing.T) {
 	t.Parallel()
 	q := newRabbitQueue(t)
-	e := newEnv(t)
-	e.cfg.Schedule = slowSchedule
+	e := dispatchertest.New(t)
+	e.Cfg.Schedule = dispatchertest.SlowSchedule
 	cases := []struct {
 		name, password, exchange, code, merchant string
 	}{
@@ -140,15 +141,15 @@ func TestRabbitMQDestinationFailures(t *testing.T) {
 		{"no such exchange", "guest", "webhookd-test-missing-" + uuid.NewString(), "broker_refused", "m2"},
 	}
 	for _, c := range cases {
-		e.subscribeTo(c.merchant, rabbitDestination(rabbitMQAddr, c.password, c.exchange, q.name), "", "payout.paid")
+		e.SubscribeTo(c.merchant, rabbitDestination(rabbitMQAddr, c.password, c.exchange, q.name), "", "payout.paid")
 	}
-	d, _ := e.dispatcher()
-	e.run(d)
+	d, _ := e.Dispatcher()
+	e.Run(d)
 	for _, c := range cases {
-		ev := e.publish(d, c.merchant, "payout.paid")
-		id := e.deliveries(ev.ID)[0].ID
-		e.waitFor(c.name+": two attempts", 20*time.Second, func() bool { return len(e.delivery(id).Attempts) >= 2 })
-		del := e.delivery(id)
+		ev := e.Publish(d, c.merchant, "payout.paid")
+		id := e.Deliveries(ev.ID)[0].ID
+		e.WaitFor(c.name+": two attempts", 20*time.Second, func() bool { return len(e.Delivery(id).Attempts) >= 2 })
+		del := e.Delivery(id)
 		for _, a := range del.Attempts {
 			if a.Error == nil || *a.Error != c.code {
 				t.Errorf("%s: attempt %d error %v (%q), want %s", c.name, a.Number, a.Error, a.ResponseBody, c.code)
@@ -170,15 +171,15 @@ func TestRabbitMQDestinationUnroutable(t *testing.T) {
 	} else {
 		c.Close()
 	}
-	e := newEnv(t)
-	e.cfg.Schedule = slowSchedule
-	e.subscribeTo("m1", rabbitDestination(rabbitMQAddr, "guest", "", "webhookd-test-no-queue-"+uuid.NewString()), "", "payout.paid")
-	d, _ := e.dispatcher()
-	e.run(d)
-	ev := e.publish(d, "m1", "payout.paid")
-	id := e.deliveries(ev.ID)[0].ID
-	e.waitFor("an attempt", 20*time.Second, func() bool { return len(e.delivery(id).Attempts) >= 1 })
-	if a := e.delivery(id).Attempts[0]; a.Error == nil || *a.Error != "broker_refused" {
+	e := dispatchertest.New(t)
+	e.Cfg.Schedule = dispatchertest.SlowSchedule
+	e.SubscribeTo("m1", rabbitDestination(rabbitMQAddr, "guest", "", "webhookd-test-no-queue-"+uuid.NewString()), "", "payout.paid")
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	ev := e.Publish(d, "m1", "payout.paid")
+	id := e.Deliveries(ev.ID)[0].ID
+	e.WaitFor("an attempt", 20*time.Second, func() bool { return len(e.Delivery(id).Attempts) >= 1 })
+	if a := e.Delivery(id).Attempts[0]; a.Error == nil || *a.Error != "broker_refused" {
 		t.Errorf("attempt: %v (%q), want broker_refused", a.Error, a.ResponseBody)
 	}
 }
@@ -189,12 +190,12 @@ func TestRabbitMQDestinationUnroutable(t *testing.T) {
 func TestRabbitMQDestinationFeatures(t *testing.T) {
 	t.Parallel()
 	q := newRabbitQueue(t)
-	e := newEnv(t)
-	sub, secret := e.subscribeTo("m1", rabbitDestination(rabbitMQAddr, "guest", "", q.name), "", "payout.paid")
-	d, _ := e.dispatcher()
-	e.run(d)
+	e := dispatchertest.New(t)
+	sub, secret := e.SubscribeTo("m1", rabbitDestination(rabbitMQAddr, "guest", "", q.name), "", "payout.paid")
+	d, _ := e.Dispatcher()
+	e.Run(d)
 	ctx := context.Background()
-	v := verifier(t, secret)
+	v := dispatchertest.Verifier(t, secret)
 	expect := func(what string, deliveryID uuid.UUID) {
 		t.Helper()
 		m := q.next(t, 10*time.Second)
@@ -209,8 +210,8 @@ func TestRabbitMQDestinationFeatures(t *testing.T) {
 	}
 	expect("send_test_event", test.ID)
 
-	ev := e.publish(d, "m1", "payout.paid")
-	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second)
+	ev := e.Publish(d, "m1", "payout.paid")
+	del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 10*time.Second)
 	expect("publish", del.ID)
 	if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); err != nil {
 		t.Fatal(err)
@@ -222,16 +223,16 @@ func TestRabbitMQDestinationFeatures(t *testing.T) {
 	}
 
 	off, on := store.SubscriptionDisabled, store.SubscriptionEnabled
-	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+	if _, err := e.Store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
 		t.Fatal(err)
 	}
 	since := time.Now().Add(-time.Minute)
-	ev = e.publish(d, "m1", "payout.paid")
-	skipped := e.deliveries(ev.ID)[0]
+	ev = e.Publish(d, "m1", "payout.paid")
+	skipped := e.Deliveries(ev.ID)[0]
 	if skipped.Status != store.DeliverySkipped {
 		t.Fatalf("delivery while disabled: %s, want skipped", skipped.Status)
 	}
-	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &on}); err != nil {
+	if _, err := e.Store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &on}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := d.Redeliverer.Recover(ctx, "m1", sub.ID, since); err != nil || n < 1 {
@@ -249,13 +250,13 @@ func TestRabbitMQDestinationFaults(t *testing.T) {
 	t.Parallel()
 	q := newRabbitQueue(t)
 	proxy := tcpproxy.New(t, rabbitMQAddr)
-	e := newEnv(t)
-	e.cfg.Schedule, e.cfg.DeliveryTimeout = slowSchedule, 2*time.Second
-	e.subscribeTo("m1", rabbitDestination(proxy.Addr, "guest", "", q.name), "", "payout.paid")
-	d1, _ := e.dispatcher()
-	stop1 := e.run(d1)
-	d2, _ := e.dispatcher()
-	e.run(d2)
+	e := dispatchertest.New(t)
+	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
+	e.SubscribeTo("m1", rabbitDestination(proxy.Addr, "guest", "", q.name), "", "payout.paid")
+	d1, _ := e.Dispatcher()
+	stop1 := e.Run(d1)
+	d2, _ := e.Dispatcher()
+	e.Run(d2)
 
 	const events = 2000
 	got := map[string]int{}
@@ -274,7 +275,7 @@ func TestRabbitMQDestinationFaults(t *testing.T) {
 	}()
 	var ids []uuid.UUID
 	for i := range events {
-		ev := e.publishPayload(d2, "m1", map[string]any{"n": i})
+		ev := e.PublishPayload(d2, "m1", map[string]any{"n": i})
 		switch i {
 		case 500, 1500:
 			proxy.Down()
@@ -283,7 +284,7 @@ func TestRabbitMQDestinationFaults(t *testing.T) {
 		case 1000:
 			stop1()
 		}
-		ids = append(ids, e.deliveries(ev.ID)[0].ID)
+		ids = append(ids, e.Deliveries(ev.ID)[0].ID)
 	}
 	<-received
 	duplicates, missing := 0, 0
@@ -297,7 +298,7 @@ func TestRabbitMQDestinationFaults(t *testing.T) {
 		}
 	}
 	var failedAttempts int
-	if err := e.store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM attempts
+	if err := e.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM attempts
 		WHERE error IN ('broker_unreachable', 'not_confirmed')`).Scan(&failedAttempts); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 )
 
 // sqsAccessKey is the access key the test's SQS server takes; any other
@@ -229,20 +230,20 @@ func TestSQSDestination(t *testing.T) {
 	t.Parallel()
 	srv := newSQSServer(t)
 	queueURL := srv.queue(t, false)
-	e := newEnv(t)
-	e.cfg.Schedule, e.cfg.DeliveryTimeout = slowSchedule, 2*time.Second
-	sub, secret := e.subscribeTo("m1", sqsDestination(srv, queueURL, sqsAccessKey), "", "payout.paid")
+	e := dispatchertest.New(t)
+	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
+	sub, secret := e.SubscribeTo("m1", sqsDestination(srv, queueURL, sqsAccessKey), "", "payout.paid")
 	if sub.Destination.Type() != "sqs" || sub.URL != queueURL {
 		t.Fatalf("subscription: destination %v, url %q; want sqs, the queue URL", sub.Destination.Summary, sub.URL)
 	}
-	d, _ := e.dispatcher()
-	e.run(d)
-	v := verifier(t, secret)
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	v := dispatchertest.Verifier(t, secret)
 
-	ev := e.publish(d, "m1", "payout.paid")
-	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 20*time.Second)
+	ev := e.Publish(d, "m1", "payout.paid")
+	del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 20*time.Second)
 	if del.Status != store.DeliverySucceeded || len(del.Attempts) != 1 || !strings.HasPrefix(del.Attempts[0].ResponseBody, "confirmed by broker (message id ") {
-		t.Fatalf("delivery %s %v %+v; want one confirmed attempt", del.Status, attemptErrors(del), del.Attempts)
+		t.Fatalf("delivery %s %v %+v; want one confirmed attempt", del.Status, dispatchertest.AttemptErrors(del), del.Attempts)
 	}
 	msgs := srv.receive(t, queueURL, 1, 10*time.Second)
 	if len(msgs) != 1 || aws.ToString(msgs[0].Body) != string(ev.Body) {
@@ -261,14 +262,14 @@ func TestSQSDestination(t *testing.T) {
 	addr := srv.addr
 	srv.stop()
 	down := time.Now()
-	ev = e.publish(d, "m1", "payout.paid")
-	id := e.deliveries(ev.ID)[0].ID
-	e.waitFor("ten seconds of failed attempts", 40*time.Second, func() bool {
-		return time.Since(down) >= 10*time.Second && len(e.delivery(id).Attempts) >= 2
+	ev = e.Publish(d, "m1", "payout.paid")
+	id := e.Deliveries(ev.ID)[0].ID
+	e.WaitFor("ten seconds of failed attempts", 40*time.Second, func() bool {
+		return time.Since(down) >= 10*time.Second && len(e.Delivery(id).Attempts) >= 2
 	})
 	srv.start(t, addr)
-	del = e.waitSettled(id, 30*time.Second)
-	checkBrokerAttempts(t, del, "broker_unreachable")
+	del = e.WaitSettled(id, 30*time.Second)
+	dispatchertest.CheckBrokerAttempts(t, del, "broker_unreachable")
 	msgs = srv.receive(t, queueURL, 1, 10*time.Second)
 	if attrs := sqsAttributes(msgs[0]); attrs["webhook-id"] != ev.ID.String() || v.VerifyMessage(attrs, []byte(aws.ToString(msgs[0].Body))) != nil {
 		t.Errorf("message after the outage: %v; want event %s verified", attrs, ev.ID)
@@ -282,17 +283,17 @@ func TestSQSDestinationFailures(t *testing.T) {
 	t.Parallel()
 	srv := newSQSServer(t)
 	queueURL := srv.queue(t, false)
-	e := newEnv(t)
-	e.cfg.Schedule, e.cfg.DeliveryTimeout = slowSchedule, 2*time.Second
-	e.subscribeTo("m1", sqsDestination(srv, queueURL, "AKIAUNKNOWN"), "", "payout.paid")
-	e.subscribeTo("m2", sqsDestination(srv, srv.endpoint()+"/000000000000/no-such-queue", sqsAccessKey), "", "payout.paid")
-	d, _ := e.dispatcher()
-	e.run(d)
+	e := dispatchertest.New(t)
+	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
+	e.SubscribeTo("m1", sqsDestination(srv, queueURL, "AKIAUNKNOWN"), "", "payout.paid")
+	e.SubscribeTo("m2", sqsDestination(srv, srv.endpoint()+"/000000000000/no-such-queue", sqsAccessKey), "", "payout.paid")
+	d, _ := e.Dispatcher()
+	e.Run(d)
 	for merchant, code := range map[string]string{"m1": "auth_failed", "m2": "broker_refused"} {
-		ev := e.publish(d, merchant, "payout.paid")
-		id := e.deliveries(ev.ID)[0].ID
-		e.waitFor(merchant+" two attempts", 30*time.Second, func() bool { return len(e.delivery(id).Attempts) >= 2 })
-		del := e.delivery(id)
+		ev := e.Publish(d, merchant, "payout.paid")
+		id := e.Deliveries(ev.ID)[0].ID
+		e.WaitFor(merchant+" two attempts", 30*time.Second, func() bool { return len(e.Delivery(id).Attempts) >= 2 })
+		del := e.Delivery(id)
 		for _, a := range del.Attempts {
 			if a.Error == nil || *a.Error != code {
 				t.Errorf("%s attempt %d: %v %q, want %s", merchant, a.Number, a.Error, a.ResponseBody, code)
@@ -310,17 +311,17 @@ func TestSQSDestinationFIFO(t *testing.T) {
 	t.Parallel()
 	srv := newSQSServer(t)
 	queueURL := srv.queue(t, true)
-	e := newEnv(t)
-	e.cfg.DeliveryTimeout = 2 * time.Second
-	_, secret := e.subscribeTo("m1", sqsDestination(srv, queueURL, sqsAccessKey), "payload.account", "payout.paid")
-	d, _ := e.dispatcher()
-	e.run(d)
-	v := verifier(t, secret)
+	e := dispatchertest.New(t)
+	e.Cfg.DeliveryTimeout = 2 * time.Second
+	_, secret := e.SubscribeTo("m1", sqsDestination(srv, queueURL, sqsAccessKey), "payload.account", "payout.paid")
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	v := dispatchertest.Verifier(t, secret)
 	const perKey = 5
 	keys := []string{"acct_a", "acct_b"}
 	for i := range perKey {
 		for _, k := range keys {
-			e.publishPayload(d, "m1", map[string]any{"account": k, "n": i})
+			e.PublishPayload(d, "m1", map[string]any{"account": k, "n": i})
 		}
 	}
 	next := map[string]int{}
@@ -358,14 +359,14 @@ func TestSQSDestinationLostAnswer(t *testing.T) {
 	srv.mu.Lock()
 	srv.loseAnswers = 1
 	srv.mu.Unlock()
-	e := newEnv(t)
-	e.cfg.Schedule, e.cfg.DeliveryTimeout = slowSchedule, 2*time.Second
-	e.subscribeTo("m1", sqsDestination(srv, queueURL, sqsAccessKey), "", "payout.paid")
-	d, _ := e.dispatcher()
-	e.run(d)
-	ev := e.publish(d, "m1", "payout.paid")
-	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 20*time.Second)
-	checkBrokerAttempts(t, del, "broker_unreachable")
+	e := dispatchertest.New(t)
+	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
+	e.SubscribeTo("m1", sqsDestination(srv, queueURL, sqsAccessKey), "", "payout.paid")
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	ev := e.Publish(d, "m1", "payout.paid")
+	del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 20*time.Second)
+	dispatchertest.CheckBrokerAttempts(t, del, "broker_unreachable")
 	sends := srv.sends(queueURL)
 	if len(sends) != len(del.Attempts) {
 		t.Fatalf("%d SendMessage requests for %d attempts", len(sends), len(del.Attempts))

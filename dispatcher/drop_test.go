@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 )
 
 // TestWorkThatCanNeverRunIsDropped: a rate-limited subscription (1/s) with
@@ -21,38 +21,38 @@ func TestWorkThatCanNeverRunIsDropped(t *testing.T) {
 	const backlog = 20
 	for _, tc := range []struct {
 		name string
-		end  func(ctx context.Context, e *env, sub store.Subscription) error
+		end  func(ctx context.Context, e *dispatchertest.Env, sub store.Subscription) error
 		// api: the API drops the work; else the worker's first attempt.
 		api bool
 	}{
-		{"deleted, the API drops it", func(ctx context.Context, e *env, sub store.Subscription) error {
-			return e.store.DeleteSubscription(ctx, "m1", sub.ID)
+		{"deleted, the API drops it", func(ctx context.Context, e *dispatchertest.Env, sub store.Subscription) error {
+			return e.Store.DeleteSubscription(ctx, "m1", sub.ID)
 		}, true},
-		{"disabled, the API drops it", func(ctx context.Context, e *env, sub store.Subscription) error {
+		{"disabled, the API drops it", func(ctx context.Context, e *dispatchertest.Env, sub store.Subscription) error {
 			off := store.SubscriptionDisabled
-			_, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off})
+			_, err := e.Store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off})
 			return err
 		}, true},
-		{"deleted, the first attempt finds out", func(ctx context.Context, e *env, sub store.Subscription) error {
-			return e.store.DeleteSubscription(ctx, "m1", sub.ID)
+		{"deleted, the first attempt finds out", func(ctx context.Context, e *dispatchertest.Env, sub store.Subscription) error {
+			return e.Store.DeleteSubscription(ctx, "m1", sub.ID)
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
+			e := dispatchertest.New(t)
 			ctx := context.Background()
-			rcv := newReceiver(t, answer(http.StatusOK))
-			sub, _ := e.subscribe("m1", rcv.URL, "*")
+			rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+			sub, _ := e.Subscribe("m1", rcv.URL, "*")
 			one := 1
-			if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{RateLimit: &one}); err != nil {
+			if _, err := e.Store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{RateLimit: &one}); err != nil {
 				t.Fatal(err)
 			}
-			d, reg := e.dispatcher()
+			d, reg := e.Dispatcher()
 			var events []store.Event
 			for range backlog {
-				events = append(events, e.publish(d, "m1", "payout.paid"))
+				events = append(events, e.Publish(d, "m1", "payout.paid"))
 			}
-			if n, err := dispatcher.ScheduleParked(ctx, e.rc); err != nil || n != backlog {
+			if n, err := dispatchertest.ScheduleParked(ctx, e.RC); err != nil || n != backlog {
 				t.Fatalf("%d attempts parked (%v), want %d", n, err, backlog)
 			}
 			if err := tc.end(ctx, e, sub); err != nil {
@@ -62,21 +62,21 @@ func TestWorkThatCanNeverRunIsDropped(t *testing.T) {
 				if err := d.Dropper.DropSubscription(ctx, "m1", sub.ID); err != nil {
 					t.Fatal(err)
 				}
-				if n, err := dispatcher.ScheduleParked(ctx, e.rc); err != nil || n != 0 {
+				if n, err := dispatchertest.ScheduleParked(ctx, e.RC); err != nil || n != 0 {
 					t.Fatalf("%d attempts parked after the drop (%v), want none", n, err)
 				}
 			}
-			e.run(d)
+			e.Run(d)
 			for _, ev := range events {
-				if got := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second); got.Status != store.DeliveryFailed {
+				if got := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 10*time.Second); got.Status != store.DeliveryFailed {
 					t.Fatalf("delivery %s: %s, want failed", got.ID, got.Status)
 				}
 			}
-			e.waitSwept(reg) // what the sweeper would find has been found
-			if n := len(rcv.got()); n != 0 {
+			e.WaitSwept(reg) // what the sweeper would find has been found
+			if n := len(rcv.Got()); n != 0 {
 				t.Errorf("the receiver got %d deliveries of a subscription gone", n)
 			}
-			if n := counterWith(t, reg, "webhookd_attempts_deferred_total", "", ""); n != 0 {
+			if n := dispatchertest.CounterWith(t, reg, "webhookd_attempts_deferred_total", "", ""); n != 0 {
 				t.Errorf("%v attempts were deferred: dropped work cycled through the schedule", n)
 			}
 		})

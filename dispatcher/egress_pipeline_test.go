@@ -13,6 +13,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/testfixtures/connectproxy"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 )
 
 // TestDeliveriesGoThroughTheEgressProxy runs the whole pipeline with an
@@ -24,21 +25,21 @@ func TestDeliveriesGoThroughTheEgressProxy(t *testing.T) {
 	t.Parallel()
 	t.Run("delivered", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		rcv := newReceiver(t, answer(http.StatusOK))
+		e := dispatchertest.New(t)
+		rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
 		proxy := connectproxy.New(t, nil)
-		sub, _ := e.subscribe("m1", rcv.URL+"/hook", "*")
-		d, _ := e.dispatcher(func(c *dispatcher.Config) { c.EgressProxy = proxy.URL })
-		e.run(d)
-		ev := e.publish(d, "m1", "payout.paid")
-		ds := e.deliveries(ev.ID)
+		sub, _ := e.Subscribe("m1", rcv.URL+"/hook", "*")
+		d, _ := e.Dispatcher(func(c *dispatcher.Config) { c.EgressProxy = proxy.URL })
+		e.Run(d)
+		ev := e.Publish(d, "m1", "payout.paid")
+		ds := e.Deliveries(ev.ID)
 		if len(ds) != 1 || ds[0].SubscriptionID != sub.ID {
 			t.Fatalf("deliveries = %+v, want one to the subscription", ds)
 		}
-		if del := e.waitSettled(ds[0].ID, 10*time.Second); del.Status != store.DeliverySucceeded {
+		if del := e.WaitSettled(ds[0].ID, 10*time.Second); del.Status != store.DeliverySucceeded {
 			t.Fatalf("delivery %s, want succeeded", del.Status)
 		}
-		if n := len(rcv.got()); n != 1 {
+		if n := len(rcv.Got()); n != 1 {
 			t.Errorf("receiver got %d requests, want 1", n)
 		}
 		if got := proxy.Connects(); len(got) != 1 || got[0] != rcv.Listener.Addr().String() {
@@ -47,8 +48,8 @@ func TestDeliveriesGoThroughTheEgressProxy(t *testing.T) {
 	})
 	t.Run("blocked", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		rcv := newReceiver(t, answer(http.StatusOK))
+		e := dispatchertest.New(t)
+		rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
 		port := strconv.Itoa(rcv.Listener.Addr().(*net.TCPAddr).Port)
 		proxy := connectproxy.New(t, nil)
 		names := map[string][]netip.Addr{
@@ -60,17 +61,17 @@ func TestDeliveriesGoThroughTheEgressProxy(t *testing.T) {
 		want := map[uuid.UUID]expectation{}
 		for _, host := range []string{"localhost", "127.0.0.1", "private.merchant.test", "metadata.merchant.test",
 			"loopback.merchant.test", "rebound.merchant.test"} {
-			sub, _ := e.subscribe("m1", "http://"+net.JoinHostPort(host, port)+"/hook", "*")
+			sub, _ := e.Subscribe("m1", "http://"+net.JoinHostPort(host, port)+"/hook", "*")
 			want[sub.ID] = expectation{host, "failed, target_blocked, no status"}
 		}
-		d, _ := e.dispatcher(func(c *dispatcher.Config) {
+		d, _ := e.Dispatcher(func(c *dispatcher.Config) {
 			c.AllowPrivateTargets = false
 			c.EgressProxy = proxy.URL
-		}, dispatcher.DialThrough(t, fakeResolver(t, names)))
-		e.run(d)
-		ev := e.publish(d, "m1", "payout.paid")
+		}, dispatchertest.DialThrough(t, fakeResolver(t, names)))
+		e.Run(d)
+		ev := e.Publish(d, "m1", "payout.paid")
 		everyAttemptFails(t, e, ev, want)
-		if n := len(rcv.got()); n != 0 {
+		if n := len(rcv.Got()); n != 0 {
 			t.Errorf("the receiver behind the blocked names got %d requests", n)
 		}
 		if got := proxy.Connects(); len(got) != 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/internal/testfixtures/sockets"
 )
 
@@ -101,21 +102,21 @@ func (g *concurrencyGauge) watchConns(t *testing.T) {
 // configured concurrency; every delivery still arrives.
 func TestFanOutStaysWithinTheWorkerPool(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	g := newConcurrencyGauge(t, 50*time.Millisecond)
 	g.watchConns(t)
 	const subscriptions, concurrency = 200, 8
 	for i := range subscriptions {
-		e.subscribe("m1", g.url(i), "*")
+		e.Subscribe("m1", g.url(i), "*")
 	}
-	d, _ := e.dispatcher(func(c *dispatcher.Config) {
+	d, _ := e.Dispatcher(func(c *dispatcher.Config) {
 		c.Concurrency = concurrency
 		c.MerchantShare = 1 // one merchant here: the pool is the bound under test
 		c.DeliveryTimeout = 5 * time.Second
 	})
-	e.run(d)
-	e.publish(d, "m1", "payout.paid")
-	e.waitFor("every delivery", 60*time.Second, func() bool { return g.served.Load() >= subscriptions })
+	e.Run(d)
+	e.Publish(d, "m1", "payout.paid")
+	e.WaitFor("every delivery", 60*time.Second, func() bool { return g.served.Load() >= subscriptions })
 	requests, conns := g.peaks()
 	t.Logf("%d deliveries with concurrency %d: at most %d requests and %d connections at once", subscriptions, concurrency, requests, conns)
 	if requests > concurrency || conns > concurrency {
@@ -129,32 +130,32 @@ func TestFanOutStaysWithinTheWorkerPool(t *testing.T) {
 // deliveries go through in the reserve meanwhile.
 func TestOneMerchantLeavesOthersTheReserve(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	hang := newConcurrencyGauge(t, 3*time.Second)
-	fast := newReceiver(t, answer(http.StatusOK))
+	fast := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
 	for i := range 5 {
-		e.subscribe("hostile", hang.url(i), "*")
+		e.Subscribe("hostile", hang.url(i), "*")
 	}
-	e.subscribe("m2", fast.URL, "*")
+	e.Subscribe("m2", fast.URL, "*")
 	const concurrency, reserve = 8, 1
-	d, _ := e.dispatcher(func(c *dispatcher.Config) {
+	d, _ := e.Dispatcher(func(c *dispatcher.Config) {
 		c.Concurrency = concurrency
 		c.MerchantShare = 0.25
 		c.DeliveryTimeout = 5 * time.Second
 	})
-	e.run(d)
+	e.Run(d)
 	for range 4 {
-		e.publish(d, "hostile", "payout.paid") // 20 attempts that hang
+		e.Publish(d, "hostile", "payout.paid") // 20 attempts that hang
 	}
-	e.waitFor("the hostile merchant to hold every slot but the reserve", 10*time.Second, func() bool {
+	e.WaitFor("the hostile merchant to hold every slot but the reserve", 10*time.Second, func() bool {
 		r, _ := hang.peaks()
 		return r >= concurrency-reserve
 	})
 	start := time.Now()
 	for range 5 {
-		e.publish(d, "m2", "payout.paid")
+		e.Publish(d, "m2", "payout.paid")
 	}
-	e.waitFor("the other merchant's deliveries", 10*time.Second, func() bool { return len(fast.got()) >= 5 })
+	e.WaitFor("the other merchant's deliveries", 10*time.Second, func() bool { return len(fast.Got()) >= 5 })
 	took := time.Since(start)
 	hanging, _ := hang.peaks()
 	t.Logf("hostile merchant: at most %d attempts at once (pool %d, reserve %d); the other merchant's 5 deliveries took %v",
@@ -174,20 +175,20 @@ func TestSenderBoundsItsConnections(t *testing.T) {
 	t.Parallel()
 	g := newConcurrencyGauge(t, 20*time.Millisecond)
 	g.watchConns(t)
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	const hosts, concurrency = 40, 4
 	for i := range hosts {
-		e.subscribe("m1", g.url(i), "*")
+		e.Subscribe("m1", g.url(i), "*")
 	}
-	d, _ := e.dispatcher(func(c *dispatcher.Config) {
+	d, _ := e.Dispatcher(func(c *dispatcher.Config) {
 		c.Concurrency = concurrency
 		c.MerchantShare = 1
 	})
-	e.run(d)
+	e.Run(d)
 	for range 3 {
-		e.publish(d, "m1", "payout.paid")
+		e.Publish(d, "m1", "payout.paid")
 	}
-	e.waitFor("every delivery", 30*time.Second, func() bool { return g.served.Load() >= 3*hosts })
+	e.WaitFor("every delivery", 30*time.Second, func() bool { return g.served.Load() >= 3*hosts })
 	if _, conns := g.peaks(); conns > concurrency {
 		t.Errorf("%d connections open at once, over the bound of %d", conns, concurrency)
 	}

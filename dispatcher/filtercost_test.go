@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/producer"
 )
 
@@ -21,23 +21,23 @@ import (
 // in their order, and delivered to the subscriptions they passed only.
 func TestCostlyFiltersDelayOnlyTheirMerchant(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	ctx := context.Background()
-	rcv := newReceiver(t, answer(http.StatusOK))
-	passed, _ := e.subscribe("slow", rcv.URL, "*")
-	refused, _ := e.subscribe("slow", rcv.URL, "*")
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+	passed, _ := e.Subscribe("slow", rcv.URL, "*")
+	refused, _ := e.Subscribe("slow", rcv.URL, "*")
 	for _, f := range []struct {
 		sub  store.Subscription
 		expr string
 	}{{passed, `payload.amount == "10"`}, {refused, `payload.amount == "99"`}} {
-		if _, err := e.store.UpdateSubscription(ctx, "slow", f.sub.ID, store.SubscriptionUpdate{SetFilter: true, Filter: &f.expr}); err != nil {
+		if _, err := e.Store.UpdateSubscription(ctx, "slow", f.sub.ID, store.SubscriptionUpdate{SetFilter: true, Filter: &f.expr}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.subscribe("quick", rcv.URL, "*")
+	e.Subscribe("quick", rcv.URL, "*")
 	release := make(chan struct{})
-	d, reg := e.dispatcher(dispatcher.HoldFilters("slow", release))
-	e.run(d)
+	d, reg := e.Dispatcher(dispatchertest.HoldFilters("slow", release))
+	e.Run(d)
 
 	payload := json.RawMessage(`{"amount": "10"}`)
 	slow := make(chan []error, 1)
@@ -48,8 +48,8 @@ func TestCostlyFiltersDelayOnlyTheirMerchant(t *testing.T) {
 		})
 		slow <- errs
 	}()
-	e.waitFor("the slow merchant's publish to be judged outside its group", 10*time.Second, func() bool {
-		return counter(t, reg, "webhookd_publish_filters_deferred_total") >= 1
+	e.WaitFor("the slow merchant's publish to be judged outside its group", 10*time.Second, func() bool {
+		return dispatchertest.Counter(t, reg, "webhookd_publish_filters_deferred_total") >= 1
 	})
 	var wg sync.WaitGroup
 	for range 5 {
@@ -60,8 +60,8 @@ func TestCostlyFiltersDelayOnlyTheirMerchant(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	e.waitFor("the quick merchant's deliveries while the slow filters judge", 10*time.Second, func() bool {
-		return len(rcv.got()) == 5
+	e.WaitFor("the quick merchant's deliveries while the slow filters judge", 10*time.Second, func() bool {
+		return len(rcv.Got()) == 5
 	})
 	select {
 	case <-slow:
@@ -73,9 +73,9 @@ func TestCostlyFiltersDelayOnlyTheirMerchant(t *testing.T) {
 	if errs := <-slow; errs[0] != nil || errs[1] != nil {
 		t.Fatalf("slow merchant's publish: %v", errs)
 	}
-	e.waitFor("the slow merchant's deliveries", 10*time.Second, func() bool { return len(rcv.got()) == 7 })
+	e.WaitFor("the slow merchant's deliveries", 10*time.Second, func() bool { return len(rcv.Got()) == 7 })
 	var types []string
-	for _, r := range rcv.got()[5:] {
+	for _, r := range rcv.Got()[5:] {
 		if r.Header.Get("webhook-id") == "" {
 			t.Error("a delivery without its webhook-id")
 		}
@@ -91,7 +91,7 @@ func TestCostlyFiltersDelayOnlyTheirMerchant(t *testing.T) {
 		t.Errorf("the slow merchant's events arrived as %v, want payout.paid and payout.failed once each", types)
 	}
 	var n int
-	if err := e.store.Pool().QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE subscription_id = $1`, refused.ID).Scan(&n); err != nil {
+	if err := e.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE subscription_id = $1`, refused.ID).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 0 {

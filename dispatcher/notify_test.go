@@ -14,6 +14,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/dispatcher/notify"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/internal/testfixtures/smtpsink"
 )
 
@@ -34,46 +35,46 @@ func (c *countingNotifier) DeliveryFailed(ctx context.Context, d store.Delivery)
 // one e-mail; a failing test delivery sends none.
 func TestFailureEmailOncePerSubscriptionPerHour(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	ctx := context.Background()
 	sink := smtpsink.New(t)
-	rcv := newReceiver(t, answer(http.StatusInternalServerError))
-	failing, _ := e.subscribe("m1", rcv.URL+"/a", "*")
-	testOnly, _ := e.subscribe("m1", rcv.URL+"/b", "payout.created")
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusInternalServerError))
+	failing, _ := e.Subscribe("m1", rcv.URL+"/a", "*")
+	testOnly, _ := e.Subscribe("m1", rcv.URL+"/b", "payout.created")
 	email := "ops@merchant.example"
-	if _, err := e.store.UpdateMerchant(ctx, "m1", testVersion, store.MerchantSettings{NotificationEmail: &email}); err != nil {
+	if _, err := e.Store.UpdateMerchant(ctx, "m1", dispatchertest.TestVersion, store.MerchantSettings{NotificationEmail: &email}); err != nil {
 		t.Fatal(err)
 	}
-	mailer, err := notify.NewMailer(sink.URL(), "webhookd@example.com", e.store, e.cfg.Logger)
+	mailer, err := notify.NewMailer(sink.URL(), "webhookd@example.com", e.Store, e.Cfg.Logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	counter := &countingNotifier{inner: mailer}
-	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.Notifier = counter })
-	e.run(d)
+	d, _ := e.Dispatcher(func(c *dispatcher.Config) { c.Notifier = counter })
+	e.Run(d)
 
 	// A test delivery to the other subscription fails for good first.
 	td, err := d.Publisher.SendTestEvent(ctx, "m1", testOnly.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := e.waitSettled(td.ID, 5*time.Second); got.Status != store.DeliveryFailed {
+	if got := e.WaitSettled(td.ID, 5*time.Second); got.Status != store.DeliveryFailed {
 		t.Fatalf("test delivery %s, want failed", got.Status)
 	}
 
 	// Then two real events to the failing one.
 	for range 2 {
-		ev := e.publish(d, "m1", "payout.paid")
-		for _, del := range e.deliveries(ev.ID) {
+		ev := e.Publish(d, "m1", "payout.paid")
+		for _, del := range e.Deliveries(ev.ID) {
 			if del.SubscriptionID != failing.ID {
 				t.Fatalf("event delivered to %s", del.SubscriptionID)
 			}
-			if got := e.waitSettled(del.ID, 5*time.Second); got.Status != store.DeliveryFailed {
+			if got := e.WaitSettled(del.ID, 5*time.Second); got.Status != store.DeliveryFailed {
 				t.Fatalf("delivery %s, want failed", got.Status)
 			}
 		}
 	}
-	e.waitFor("the notifier to hear of both failures", 5*time.Second, func() bool { return counter.calls.Load() >= 2 })
+	e.WaitFor("the notifier to hear of both failures", 5*time.Second, func() bool { return counter.calls.Load() >= 2 })
 	if n := counter.calls.Load(); n != 2 {
 		t.Fatalf("notifier called %d times, want 2 (never for the test delivery)", n)
 	}
@@ -105,7 +106,7 @@ func TestFailureEmailOncePerSubscriptionPerHour(t *testing.T) {
 	if n := len(sink.Messages()); n != 1 {
 		t.Fatalf("%d e-mails after a test delivery, want still 1", n)
 	}
-	if _, err := e.store.ClaimFailureNotification(ctx, testOnly.ID, notify.NotifyInterval); err != nil {
+	if _, err := e.Store.ClaimFailureNotification(ctx, testOnly.ID, notify.NotifyInterval); err != nil {
 		t.Fatalf("the test delivery took the e-mail claim: %v", err)
 	}
 }

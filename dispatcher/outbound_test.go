@@ -18,6 +18,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 )
 
 // TestNamesResolvingToForbiddenAddressesAreBlocked delivers to host names
@@ -27,8 +28,8 @@ import (
 // on 127.0.0.1, which some of the names resolve to, never gets a request.
 func TestNamesResolvingToForbiddenAddressesAreBlocked(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	rcv := newReceiver(t, answer(http.StatusOK))
+	e := dispatchertest.New(t)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
 	port := strconv.Itoa(rcv.Listener.Addr().(*net.TCPAddr).Port)
 	names := map[string][]netip.Addr{
 		"private.merchant.test":  {netip.MustParseAddr("10.0.0.1")},
@@ -46,18 +47,18 @@ func TestNamesResolvingToForbiddenAddressesAreBlocked(t *testing.T) {
 	}
 	want := map[uuid.UUID]expectation{}
 	for _, host := range hosts {
-		sub, _ := e.subscribe("m1", "http://"+net.JoinHostPort(host, port)+"/hook", "*")
+		sub, _ := e.Subscribe("m1", "http://"+net.JoinHostPort(host, port)+"/hook", "*")
 		want[sub.ID] = expectation{host, "failed, target_blocked, no status"}
 	}
-	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.AllowPrivateTargets = false }, dispatcher.DialThrough(t, fakeResolver(t, names)))
-	e.run(d)
-	ev := e.publish(d, "m1", "payout.paid")
+	d, reg := e.Dispatcher(func(c *dispatcher.Config) { c.AllowPrivateTargets = false }, dispatchertest.DialThrough(t, fakeResolver(t, names)))
+	e.Run(d)
+	ev := e.Publish(d, "m1", "payout.paid")
 
 	attempts := everyAttemptFails(t, e, ev, want)
-	if n := len(rcv.got()); n != 0 {
+	if n := len(rcv.Got()); n != 0 {
 		t.Errorf("the receiver behind the blocked names got %d requests", n)
 	}
-	if got := counterWith(t, reg, "webhookd_delivery_attempts_total", "outcome", "blocked"); got != float64(attempts) {
+	if got := dispatchertest.CounterWith(t, reg, "webhookd_delivery_attempts_total", "outcome", "blocked"); got != float64(attempts) {
 		t.Errorf("blocked outcomes = %v, want %d", got, attempts)
 	}
 }
@@ -69,19 +70,19 @@ type expectation struct{ name, outcome string }
 // everyAttemptFails waits for ev's deliveries, one per subscription of
 // want, to fail after every attempt of the schedule, each attempt with its
 // subscription's outcome; it returns the number of attempts.
-func everyAttemptFails(t *testing.T, e *env, ev store.Event, want map[uuid.UUID]expectation) int {
+func everyAttemptFails(t *testing.T, e *dispatchertest.Env, ev store.Event, want map[uuid.UUID]expectation) int {
 	t.Helper()
-	ds := e.deliveries(ev.ID)
+	ds := e.Deliveries(ev.ID)
 	if len(ds) != len(want) {
 		t.Fatalf("%d deliveries, want %d", len(ds), len(want))
 	}
 	attempts := 0
 	for _, del := range ds {
 		w := want[del.SubscriptionID]
-		del = e.waitSettled(del.ID, 10*time.Second)
-		if del.Status != store.DeliveryFailed || len(del.Attempts) != fastSchedule.Attempts() {
+		del = e.WaitSettled(del.ID, 10*time.Second)
+		if del.Status != store.DeliveryFailed || len(del.Attempts) != dispatchertest.FastSchedule.Attempts() {
 			t.Errorf("%s: status %s after %d attempts, want failed after %d", w.name, del.Status, len(del.Attempts),
-				fastSchedule.Attempts())
+				dispatchertest.FastSchedule.Attempts())
 		}
 		for _, a := range del.Attempts {
 			if got := outcome(a); got != w.outcome {
@@ -180,26 +181,26 @@ func dnsReply(query []byte, names map[string][]netip.Addr) []byte {
 // and the redirect's status, and the target never gets a request.
 func TestRedirectsAreNotFollowed(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	target := newReceiver(t, answer(http.StatusOK))
+	e := dispatchertest.New(t)
+	target := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
 	codes := []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect,
 		http.StatusPermanentRedirect}
-	redirector := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+	redirector := dispatchertest.NewReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		code, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
 		http.Redirect(w, r, target.URL+"/after-"+strconv.Itoa(code), code)
 	})
 	want := map[uuid.UUID]expectation{}
 	for _, code := range codes {
-		sub, _ := e.subscribe("m1", redirector.URL+"/"+strconv.Itoa(code), "*")
+		sub, _ := e.Subscribe("m1", redirector.URL+"/"+strconv.Itoa(code), "*")
 		want[sub.ID] = expectation{strconv.Itoa(code), fmt.Sprintf("failed, redirect, status %d", code)}
 	}
-	d, _ := e.dispatcher()
-	e.run(d)
-	everyAttemptFails(t, e, e.publish(d, "m1", "payout.paid"), want)
-	if n := len(redirector.got()); n != len(codes)*fastSchedule.Attempts() {
-		t.Errorf("the redirecting receiver got %d requests, want %d", n, len(codes)*fastSchedule.Attempts())
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	everyAttemptFails(t, e, e.Publish(d, "m1", "payout.paid"), want)
+	if n := len(redirector.Got()); n != len(codes)*dispatchertest.FastSchedule.Attempts() {
+		t.Errorf("the redirecting receiver got %d requests, want %d", n, len(codes)*dispatchertest.FastSchedule.Attempts())
 	}
-	if got := target.got(); len(got) != 0 {
+	if got := target.Got(); len(got) != 0 {
 		t.Errorf("the redirect target got %d requests (first %s)", len(got), got[0].Path)
 	}
 }
@@ -214,7 +215,7 @@ const endlessCap = 64 << 20
 // connection closed after writing a small fraction of what it would.
 func TestEndlessAnswerIsCut(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	chunk := bytes.Repeat([]byte("0123456789abcdef"), 1024) // 16 KiB
 	written := make(chan int, 1)
 	rcv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -234,13 +235,13 @@ func TestEndlessAnswerIsCut(t *testing.T) {
 	rcv.Listener = smallSendBuffer{rcv.Listener}
 	rcv.Start()
 	t.Cleanup(rcv.Close)
-	e.subscribe("m1", rcv.URL, "*")
+	e.Subscribe("m1", rcv.URL, "*")
 	// A timeout far longer than reading 1 KiB takes: success shows that the
 	// engine did not wait for the end of the body.
-	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = 20 * time.Second })
-	e.run(d)
-	ev := e.publish(d, "m1", "payout.paid")
-	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 30*time.Second)
+	d, _ := e.Dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = 20 * time.Second })
+	e.Run(d)
+	ev := e.Publish(d, "m1", "payout.paid")
+	del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 30*time.Second)
 
 	if del.Status != store.DeliverySucceeded || len(del.Attempts) != 1 {
 		t.Fatalf("status %s after %d attempts, want succeeded after 1", del.Status, len(del.Attempts))
@@ -294,9 +295,9 @@ func TestSuccessAfterTheTimeoutIsATimeout(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
+			e := dispatchertest.New(t)
 			const timeout = time.Second
-			rcv := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+			rcv := dispatchertest.NewReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
 				if n == 1 {
 					// Deaf to the engine leaving, the answer comes late, but
 					// before the attempt task's own deadline (the timeout
@@ -307,11 +308,11 @@ func TestSuccessAfterTheTimeoutIsATimeout(t *testing.T) {
 				}
 				w.WriteHeader(http.StatusOK)
 			})
-			e.subscribe("m1", rcv.URL, "*")
-			d, _ := e.dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = timeout })
-			e.run(d)
-			ev := e.publish(d, "m1", "payout.paid")
-			del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second)
+			e.Subscribe("m1", rcv.URL, "*")
+			d, _ := e.Dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = timeout })
+			e.Run(d)
+			ev := e.Publish(d, "m1", "payout.paid")
+			del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 10*time.Second)
 			if del.Status != store.DeliverySucceeded || len(del.Attempts) != 2 {
 				t.Fatalf("status %s after %d attempts, want succeeded after 2", del.Status, len(del.Attempts))
 			}

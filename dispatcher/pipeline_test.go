@@ -15,6 +15,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/producer"
 )
 
@@ -25,28 +26,28 @@ import (
 // skipped delivery, never attempted.
 func TestFanOutMatchesSubscriptions(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	ctx := context.Background()
-	rcv := newReceiver(t, answer(http.StatusNoContent))
-	exact, exactSecret := e.subscribe("m1", rcv.URL+"/exact", "payout.paid", "payout.failed")
-	star, starSecret := e.subscribe("m1", rcv.URL+"/star", "*")
-	other, _ := e.subscribe("m1", rcv.URL+"/other", "payout.created")
-	disabled, _ := e.subscribe("m1", rcv.URL+"/disabled", "payout.paid")
-	deleted, _ := e.subscribe("m1", rcv.URL+"/deleted", "*")
-	foreign, _ := e.subscribe("m2", rcv.URL+"/foreign", "*")
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusNoContent))
+	exact, exactSecret := e.Subscribe("m1", rcv.URL+"/exact", "payout.paid", "payout.failed")
+	star, starSecret := e.Subscribe("m1", rcv.URL+"/star", "*")
+	other, _ := e.Subscribe("m1", rcv.URL+"/other", "payout.created")
+	disabled, _ := e.Subscribe("m1", rcv.URL+"/disabled", "payout.paid")
+	deleted, _ := e.Subscribe("m1", rcv.URL+"/deleted", "*")
+	foreign, _ := e.Subscribe("m2", rcv.URL+"/foreign", "*")
 	off := store.SubscriptionDisabled
-	if _, err := e.store.UpdateSubscription(ctx, "m1", disabled.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+	if _, err := e.Store.UpdateSubscription(ctx, "m1", disabled.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.DeleteSubscription(ctx, "m1", deleted.ID); err != nil {
+	if err := e.Store.DeleteSubscription(ctx, "m1", deleted.ID); err != nil {
 		t.Fatal(err)
 	}
 
-	d, _ := e.dispatcher()
-	e.run(d)
-	ev := e.publish(d, "m1", "payout.paid")
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	ev := e.Publish(d, "m1", "payout.paid")
 
-	ds := e.deliveries(ev.ID)
+	ds := e.Deliveries(ev.ID)
 	ds = slices.DeleteFunc(ds, func(del store.Delivery) bool {
 		if del.SubscriptionID != disabled.ID {
 			return false
@@ -78,12 +79,12 @@ func TestFanOutMatchesSubscriptions(t *testing.T) {
 			got, want, other.ID, disabled.ID, deleted.ID, foreign.ID)
 	}
 	for _, del := range ds {
-		if s := e.waitSettled(del.ID, 5*time.Second); s.Status != store.DeliverySucceeded || s.AttemptCount != 1 {
+		if s := e.WaitSettled(del.ID, 5*time.Second); s.Status != store.DeliverySucceeded || s.AttemptCount != 1 {
 			t.Fatalf("delivery %s: status %s after %d attempts, want succeeded after 1", del.ID, s.Status, s.AttemptCount)
 		}
 	}
 
-	reqs := rcv.got()
+	reqs := rcv.Got()
 	if len(reqs) != 2 {
 		t.Fatalf("receiver got %d requests, want 2", len(reqs))
 	}
@@ -101,7 +102,7 @@ func TestFanOutMatchesSubscriptions(t *testing.T) {
 }
 
 // checkDelivery checks the headers and envelope of spec 6.2 and 6.3.
-func checkDelivery(t *testing.T, r received, ev store.Event, wantPayload string) {
+func checkDelivery(t *testing.T, r dispatchertest.Received, ev store.Event, wantPayload string) {
 	t.Helper()
 	h := r.Header
 	if h.Get("Content-Type") != "application/json" {
@@ -137,7 +138,7 @@ func checkDelivery(t *testing.T, r received, ev store.Event, wantPayload string)
 	if dt, err := time.Parse(time.RFC3339Nano, date); err != nil || !dt.Equal(ev.CreatedAt) || date[len(date)-1] != 'Z' {
 		t.Errorf("date %q, want %s in UTC", date, ev.CreatedAt)
 	}
-	if string(env["api_version"]) != `"`+testVersion+`"` || string(env["payload"]) != wantPayload {
+	if string(env["api_version"]) != `"`+dispatchertest.TestVersion+`"` || string(env["payload"]) != wantPayload {
 		t.Errorf("api_version %s payload %s", env["api_version"], env["payload"])
 	}
 }
@@ -145,10 +146,10 @@ func checkDelivery(t *testing.T, r received, ev store.Event, wantPayload string)
 // TestDuplicatePublishMakesOneEvent publishes the same id twice.
 func TestDuplicatePublishMakesOneEvent(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	rcv := newReceiver(t, answer(http.StatusOK))
-	e.subscribe("m1", rcv.URL, "*")
-	d, reg := e.dispatcher()
+	e := dispatchertest.New(t)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+	e.Subscribe("m1", rcv.URL, "*")
+	d, reg := e.Dispatcher()
 	id := uuid.New()
 	ne := producer.Event{ID: id.String(), MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{"a":1}`)}
 	first, created, err := d.Publisher.Publish(context.Background(), ne)
@@ -163,10 +164,10 @@ func TestDuplicatePublishMakesOneEvent(t *testing.T) {
 	if string(second.Body) != string(first.Body) || !second.CreatedAt.Equal(first.CreatedAt) {
 		t.Errorf("second Publish returned %s, want the stored %s", second.Body, first.Body)
 	}
-	if n := len(e.deliveries(id)); n != 1 {
+	if n := len(e.Deliveries(id)); n != 1 {
 		t.Fatalf("%d deliveries after a duplicate publish, want 1", n)
 	}
-	if got := counter(t, reg, "webhookd_events_ingested_total"); got != 1 {
+	if got := dispatchertest.Counter(t, reg, "webhookd_events_ingested_total"); got != 1 {
 		t.Errorf("webhookd_events_ingested_total = %v, want 1", got)
 	}
 	// The same id from another merchant is a conflict, not a silent success.
@@ -230,7 +231,7 @@ func TestRetryOutcomes(t *testing.T) {
 		},
 		{
 			name:       "410 gone ends the delivery",
-			respond:    answer(http.StatusGone),
+			respond:    dispatchertest.Answer(http.StatusGone),
 			wantStatus: store.DeliveryFailed,
 			wantErrors: []string{"http_status"},
 			wantHTTP:   []int{410},
@@ -239,16 +240,16 @@ func TestRetryOutcomes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			rcv := newReceiver(t, tc.respond)
-			sub, _ := e.subscribe("m1", rcv.URL, "*")
+			e := dispatchertest.New(t)
+			rcv := dispatchertest.NewReceiver(t, tc.respond)
+			sub, _ := e.Subscribe("m1", rcv.URL, "*")
 			// The sweeper's grace is a second, so that a loaded machine's
 			// slow enqueue of the next attempt is not taken for a lost one
 			// (webhookd_sweeper_requeued_total must stay 0).
-			d, reg := e.dispatcher(func(c *dispatcher.Config) { c.SweepGrace = time.Second })
-			e.run(d)
-			ev := e.publish(d, "m1", "payout.paid")
-			del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 10*time.Second)
+			d, reg := e.Dispatcher(func(c *dispatcher.Config) { c.SweepGrace = time.Second })
+			e.Run(d)
+			ev := e.Publish(d, "m1", "payout.paid")
+			del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 10*time.Second)
 			defer func() {
 				attempts := float64(len(tc.wantErrors))
 				failed := 0.0
@@ -262,7 +263,7 @@ func TestRetryOutcomes(t *testing.T) {
 					"webhookd_events_ingested_total":   1,
 					"webhookd_sweeper_requeued_total":  0,
 				} {
-					if got := counter(t, reg, name); got != want {
+					if got := dispatchertest.Counter(t, reg, name); got != want {
 						t.Errorf("%s = %v, want %v", name, got, want)
 					}
 				}
@@ -293,11 +294,11 @@ func TestRetryOutcomes(t *testing.T) {
 			if del.NextAttemptAt != nil {
 				t.Errorf("settled delivery still has next_attempt_at %v", del.NextAttemptAt)
 			}
-			e.waitIdle() // no task left to make a stray extra attempt
-			if n := len(rcv.got()); n != len(tc.wantErrors) {
+			e.WaitIdle() // no task left to make a stray extra attempt
+			if n := len(rcv.Got()); n != len(tc.wantErrors) {
 				t.Errorf("receiver got %d requests, want %d", n, len(tc.wantErrors))
 			}
-			s, err := e.store.GetSubscription(context.Background(), "m1", sub.ID)
+			s, err := e.Store.GetSubscription(context.Background(), "m1", sub.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -322,12 +323,12 @@ func TestRetryOutcomes(t *testing.T) {
 // (asynq) and expects the event stored once and delivered.
 func TestProducerPublishIsDelivered(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	rcv := newReceiver(t, answer(http.StatusOK))
-	e.subscribe("m1", rcv.URL, "payout.created")
-	d, _ := e.dispatcher()
-	e.run(d)
-	p := producer.New(e.cfg.Redis)
+	e := dispatchertest.New(t)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+	e.Subscribe("m1", rcv.URL, "payout.created")
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	p := producer.New(e.Cfg.Redis)
 	defer p.Close()
 	id := uuid.NewString()
 	ev := producer.Event{ID: id, MerchantID: "m1", Type: "payout.created", Payload: json.RawMessage(`{"id": "po_9"}`)}
@@ -336,24 +337,24 @@ func TestProducerPublishIsDelivered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.waitFor("the event to be delivered", 10*time.Second, func() bool { return len(rcv.got()) >= 1 })
-	stored, err := e.store.EventByID(context.Background(), uuid.MustParse(id))
+	e.WaitFor("the event to be delivered", 10*time.Second, func() bool { return len(rcv.Got()) >= 1 })
+	stored, err := e.Store.EventByID(context.Background(), uuid.MustParse(id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.APIVersion != testVersion || stored.MerchantID != "m1" {
+	if stored.APIVersion != dispatchertest.TestVersion || stored.MerchantID != "m1" {
 		t.Errorf("stored event %+v", stored)
 	}
 	// A third publish after the first was processed still makes nothing new.
 	if err := p.Publish(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
-	e.waitIdle() // the third publish's task has run
-	if n := len(e.deliveries(stored.ID)); n != 1 {
+	e.WaitIdle() // the third publish's task has run
+	if n := len(e.Deliveries(stored.ID)); n != 1 {
 		t.Errorf("%d deliveries, want 1", n)
 	}
-	if n := len(rcv.got()); n != 1 {
+	if n := len(rcv.Got()); n != 1 {
 		t.Errorf("receiver got %d requests, want 1", n)
 	}
-	checkDelivery(t, rcv.got()[0], stored, `{"id":"po_9"}`)
+	checkDelivery(t, rcv.Got()[0], stored, `{"id":"po_9"}`)
 }

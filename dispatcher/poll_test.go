@@ -17,38 +17,28 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/poll"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/signer"
 )
 
 // subscribePoll creates a poll subscription (destination {"type": "poll"})
 // as the registry stores one; each option changes the subscription
 // created.
-func (e *env) subscribePoll(merchant string, options ...func(*store.NewSubscription)) store.Subscription {
-	e.t.Helper()
-	ctx := context.Background()
-	if _, err := e.store.EnsureMerchant(ctx, merchant, testVersion); err != nil {
-		e.t.Fatal(err)
-	}
-	secret, err := signer.NewSecret()
+func subscribePoll(e *dispatchertest.Env, merchant string, options ...func(*store.NewSubscription)) store.Subscription {
+	e.T.Helper()
+	_, sealedSecret := e.MerchantSecret(merchant)
+	sealedDest, err := e.Sealer.Seal(`{"type":"poll"}`)
 	if err != nil {
-		e.t.Fatal(err)
-	}
-	sealedSecret, err := e.sealer.Seal(secret)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	sealedDest, err := e.sealer.Seal(`{"type":"poll"}`)
-	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	n := store.NewSubscription{MerchantID: merchant, URL: "poll", Events: []string{"*"},
 		Destination: &store.Destination{Sealed: sealedDest, Summary: map[string]any{"type": store.DestinationPoll}}}
 	for _, o := range options {
 		o(&n)
 	}
-	sub, err := e.store.CreateSubscription(ctx, n, sealedSecret)
+	sub, err := e.Store.CreateSubscription(context.Background(), n, sealedSecret)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return sub
 }
@@ -60,20 +50,20 @@ func (e *env) subscribePoll(merchant string, options ...func(*store.NewSubscript
 // no attempt is ever recorded and the subscription's health is untouched.
 func TestPollSubscriptionIsNeverDialled(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	var offset atomic.Int64
 	clk := clock.Func(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 	var hits atomic.Int32
-	rcv := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+	rcv := dispatchertest.NewReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)
 		w.WriteHeader(http.StatusOK)
 	})
-	web, _ := e.subscribe("m1", rcv.URL, "*")
-	sub := e.subscribePoll("m1")
-	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.Clock = clk })
+	web, _ := e.Subscribe("m1", rcv.URL, "*")
+	sub := subscribePoll(e, "m1")
+	d, reg := e.Dispatcher(func(c *dispatcher.Config) { c.Clock = clk })
 	var polled []store.Delivery
 	for range 5 {
-		for _, del := range e.deliveries(e.publish(d, "m1", "payout.paid").ID) {
+		for _, del := range e.Deliveries(e.Publish(d, "m1", "payout.paid").ID) {
 			if del.SubscriptionID == sub.ID {
 				polled = append(polled, del)
 			}
@@ -87,8 +77,8 @@ func TestPollSubscriptionIsNeverDialled(t *testing.T) {
 			t.Fatalf("poll delivery %s is %s due at %v, want pending with no due time", del.ID, del.Status, del.NextAttemptAt)
 		}
 	}
-	stop := e.run(d)
-	e.waitFor("the HTTP subscription's requests", 10*time.Second, func() bool { return hits.Load() == 5 })
+	stop := e.Run(d)
+	e.WaitFor("the HTTP subscription's requests", 10*time.Second, func() bool { return hits.Load() == 5 })
 	stop()
 
 	offset.Store(int64(60 * 24 * time.Hour)) // past every retry and the sweeper's grace
@@ -99,19 +89,19 @@ func TestPollSubscriptionIsNeverDialled(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("the sweeper parked %d attempts, want none", n)
 	}
-	if got := counter(t, reg, "webhookd_sweeper_requeued_total"); got != 0 {
+	if got := dispatchertest.Counter(t, reg, "webhookd_sweeper_requeued_total"); got != 0 {
 		t.Fatalf("sweeper requeued %v", got)
 	}
 	for _, del := range polled {
-		got := e.delivery(del.ID)
+		got := e.Delivery(del.ID)
 		if got.Status != store.DeliveryPending || got.AttemptCount != 0 || len(got.Attempts) != 0 {
 			t.Fatalf("poll delivery %s: %s after %d attempts, want pending and never attempted", del.ID, got.Status, got.AttemptCount)
 		}
-		if parked, err := dispatcher.Parked(context.Background(), d, del, 1); err != nil || parked {
+		if parked, err := dispatchertest.Parked(context.Background(), e.RC, del, 1); err != nil || parked {
 			t.Fatalf("poll delivery %s parked %v (%v)", del.ID, parked, err)
 		}
 	}
-	after, err := e.store.GetSubscription(context.Background(), "m1", sub.ID)
+	after, err := e.Store.GetSubscription(context.Background(), "m1", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +117,11 @@ func TestPollSubscriptionIsNeverDialled(t *testing.T) {
 // (it signs the iterators); with one there is.
 func TestPollerNeedsTheMasterKey(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	if d, _ := e.dispatcher(); d.Poller != nil {
+	e := dispatchertest.New(t)
+	if d, _ := e.Dispatcher(); d.Poller != nil {
 		t.Fatal("a Poller without a master key")
 	}
-	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.MasterKey = make([]byte, 32) })
+	d, _ := e.Dispatcher(func(c *dispatcher.Config) { c.MasterKey = make([]byte, 32) })
 	var _ *poll.Poller = d.Poller
 	if d.Poller == nil {
 		t.Fatal("no Poller with a master key")
@@ -168,14 +158,14 @@ func TestPollReadSignsOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
+			e := dispatchertest.New(t)
 			var offset atomic.Int64
 			clk := clock.Func(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
-			sub := e.subscribePoll("m1", tc.options...)
-			d, reg := e.dispatcher(func(c *dispatcher.Config) { c.Clock = clk; c.MasterKey = make([]byte, 32) })
+			sub := subscribePoll(e, "m1", tc.options...)
+			d, reg := e.Dispatcher(func(c *dispatcher.Config) { c.Clock = clk; c.MasterKey = make([]byte, 32) })
 			started := clk.Now().Add(-time.Second)
 			for range 5 {
-				e.publish(d, "m1", "payout.paid")
+				e.Publish(d, "m1", "payout.paid")
 			}
 			read := func(r poll.Request) poll.Page {
 				t.Helper()
@@ -188,7 +178,9 @@ func TestPollReadSignsOnce(t *testing.T) {
 				}
 				return p
 			}
-			signed := func() float64 { return counterWith(t, reg, "webhookd_poll_items_total", "source", "signed") }
+			signed := func() float64 {
+				return dispatchertest.CounterWith(t, reg, "webhookd_poll_items_total", "source", "signed")
+			}
 			first := read(poll.Request{})
 			offset.Store(int64(10 * time.Second))
 			again := read(poll.Request{})
@@ -222,12 +214,12 @@ func TestPollReadSignsOnce(t *testing.T) {
 // every item is read once.
 func TestPollCostlySigningsBoundedPerRead(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	sub := e.subscribePoll("m1", encryptedTo(t))
-	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.MasterKey = make([]byte, 32) })
+	e := dispatchertest.New(t)
+	sub := subscribePoll(e, "m1", encryptedTo(t))
+	d, _ := e.Dispatcher(func(c *dispatcher.Config) { c.MasterKey = make([]byte, 32) })
 	const n = poll.MaxCostlySignings + 10
 	for range n {
-		e.publish(d, "m1", "payout.paid")
+		e.Publish(d, "m1", "payout.paid")
 	}
 	p, err := d.Poller.Poll(t.Context(), "m1", sub.ID, poll.Request{Limit: poll.MaxLimit})
 	if err != nil {

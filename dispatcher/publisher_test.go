@@ -16,6 +16,7 @@ import (
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/producer"
 )
 
@@ -23,10 +24,10 @@ import (
 // path (HTTP ingest, producer tasks, send_test_event) applies it.
 func TestPublisherRules(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	d, _ := e.dispatcher(func(c *dispatcher.Config) {
+	e := dispatchertest.New(t)
+	d, _ := e.Dispatcher(func(c *dispatcher.Config) {
 		c.MaxPayloadBytes = 64
-		c.VersionUsable = func(v string, _ time.Time) bool { return v == testVersion }
+		c.VersionUsable = func(v string, _ time.Time) bool { return v == dispatchertest.TestVersion }
 	})
 	good := producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(` {"id": "po_1"} `)}
 	cases := []struct {
@@ -37,7 +38,7 @@ func TestPublisherRules(t *testing.T) {
 	}{
 		{"a good event", func(*producer.Event) {}, "", ""},
 		{"with its own id", func(e *producer.Event) { e.ID = uuid.NewString() }, "", ""},
-		{"at a usable version", func(e *producer.Event) { e.APIVersion = testVersion }, "", ""},
+		{"at a usable version", func(e *producer.Event) { e.APIVersion = dispatchertest.TestVersion }, "", ""},
 		{"no merchant", func(e *producer.Event) { e.MerchantID = "" }, "merchant_id", "missing"},
 		{"a merchant id with a NUL", func(e *producer.Event) { e.MerchantID = "m\x001" }, "merchant_id", "merchant_id_malformed"},
 		{"a merchant id not UTF-8", func(e *producer.Event) { e.MerchantID = "m\xff" }, "merchant_id", "merchant_id_malformed"},
@@ -83,12 +84,12 @@ func TestPublisherRules(t *testing.T) {
 // producer reads, and never reaches a receiver, even a ["*"] one.
 func TestProducerEventsFollowThePublishersRules(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	rcv := newReceiver(t, answer(http.StatusOK))
-	e.subscribe("m1", rcv.URL, "*")
-	d, reg := e.dispatcher()
-	e.run(d)
-	p := producer.New(e.cfg.Redis)
+	e := dispatchertest.New(t)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+	e.Subscribe("m1", rcv.URL, "*")
+	d, reg := e.Dispatcher()
+	e.Run(d)
+	p := producer.New(e.Cfg.Redis)
 	t.Cleanup(func() { p.Close() })
 	ctx := context.Background()
 
@@ -123,7 +124,7 @@ func TestProducerEventsFollowThePublishersRules(t *testing.T) {
 
 	for _, b := range bad {
 		var refused *producer.Refused
-		e.waitFor("the refusal of "+b.event.Type, 10*time.Second, func() bool {
+		e.WaitFor("the refusal of "+b.event.Type, 10*time.Second, func() bool {
 			var err error
 			refused, err = p.Refusal(ctx, b.event.ID)
 			return err == nil && refused != nil
@@ -131,17 +132,17 @@ func TestProducerEventsFollowThePublishersRules(t *testing.T) {
 		if refused.Rule != b.rule {
 			t.Errorf("%s refused for %s, want %s", b.event.Type, refused.Rule, b.rule)
 		}
-		if _, err := e.store.GetEvent(ctx, "m1", uuid.MustParse(b.event.ID)); !errors.Is(err, store.ErrNotFound) {
+		if _, err := e.Store.GetEvent(ctx, "m1", uuid.MustParse(b.event.ID)); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("refused event %s was stored (%v)", b.event.Type, err)
 		}
-		if got := counterWith(t, reg, "webhookd_events_refused_total", "rule", b.rule); got < 1 {
+		if got := dispatchertest.CounterWith(t, reg, "webhookd_events_refused_total", "rule", b.rule); got < 1 {
 			t.Errorf("webhookd_events_refused_total{rule=%q} = %v", b.rule, got)
 		}
 	}
-	e.waitFor("the good event's delivery", 10*time.Second, func() bool { return len(rcv.got()) >= 1 })
+	e.WaitFor("the good event's delivery", 10*time.Second, func() bool { return len(rcv.Got()) >= 1 })
 	// Every task has run (the refusals are written before their tasks
 	// end, the good one delivered): the receiver's log is final.
-	for _, r := range rcv.got() {
+	for _, r := range rcv.Got() {
 		if id := r.Header.Get("webhook-id"); id != good.ID {
 			t.Errorf("the receiver got event %s, a refused one", id)
 		}
@@ -154,8 +155,8 @@ func TestProducerEventsFollowThePublishersRules(t *testing.T) {
 	if err := p.Publish(ctx, fixed); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("the corrected event's delivery", 10*time.Second, func() bool { return len(rcv.got()) >= 2 })
-	e.waitFor("its refusal to be cleared", 10*time.Second, func() bool {
+	e.WaitFor("the corrected event's delivery", 10*time.Second, func() bool { return len(rcv.Got()) >= 2 })
+	e.WaitFor("its refusal to be cleared", 10*time.Second, func() bool {
 		r, err := p.Refusal(ctx, fixed.ID)
 		return err == nil && r == nil
 	})
@@ -173,44 +174,44 @@ func TestIngestOutlivesPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	e := newEnvOn(t, st)
-	rcv := newReceiver(t, answer(http.StatusOK))
-	e.subscribe("m1", rcv.URL, "*")
-	d, reg := e.dispatcher(func(c *dispatcher.Config) { c.TaskRetryCap = 100 * time.Millisecond })
-	e.run(d)
+	e := dispatchertest.NewOn(t, st)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+	e.Subscribe("m1", rcv.URL, "*")
+	d, reg := e.Dispatcher(func(c *dispatcher.Config) { c.TaskRetryCap = 100 * time.Millisecond })
+	e.Run(d)
 	pg.Stop()
 
 	// The producer's task, with a budget of one retry: what 25 retries are
 	// to a long outage.
 	ev := producer.Event{ID: uuid.NewString(), MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{"id":"po_1"}`)}
 	payload, _ := json.Marshal(ev)
-	client := asynq.NewClient(e.cfg.Redis)
+	client := asynq.NewClient(e.Cfg.Redis)
 	defer client.Close()
 	if _, err := client.Enqueue(asynq.NewTask(producer.TaskIngest, payload), asynq.Queue(producer.Queue),
 		asynq.TaskID("e:"+ev.ID), asynq.MaxRetry(1)); err != nil {
 		t.Fatal(err)
 	}
-	insp := asynq.NewInspector(e.cfg.Redis)
+	insp := asynq.NewInspector(e.Cfg.Redis)
 	defer insp.Close()
-	e.waitFor("the task to use up its retries", 30*time.Second, func() bool {
+	e.WaitFor("the task to use up its retries", 30*time.Second, func() bool {
 		info, err := insp.GetTaskInfo(producer.Queue, "e:"+ev.ID)
 		return errors.Is(err, asynq.ErrTaskNotFound) || (err == nil && info.State == asynq.TaskStateArchived)
 	})
-	if got := counterWith(t, reg, "webhookd_tasks_total", "result", "renewed"); got < 1 {
+	if got := dispatchertest.CounterWith(t, reg, "webhookd_tasks_total", "result", "renewed"); got < 1 {
 		t.Errorf("webhookd_tasks_total{result=renewed} = %v, want the task enqueued afresh", got)
 	}
 	// The core API, unsure, publishes the event again.
-	p := producer.New(e.cfg.Redis)
+	p := producer.New(e.Cfg.Redis)
 	t.Cleanup(func() { p.Close() })
 	if err := p.Publish(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
 	pg.Start()
 
-	e.waitFor("the event's delivery once Postgres is back", 60*time.Second, func() bool { return len(rcv.got()) >= 1 })
+	e.WaitFor("the event's delivery once Postgres is back", 60*time.Second, func() bool { return len(rcv.Got()) >= 1 })
 	var dels []store.Delivery
-	e.waitFor("the delivery to be recorded", 10*time.Second, func() bool {
-		dels = e.deliveries(uuid.MustParse(ev.ID))
+	e.WaitFor("the delivery to be recorded", 10*time.Second, func() bool {
+		dels = e.Deliveries(uuid.MustParse(ev.ID))
 		return len(dels) == 1 && dels[0].Status == store.DeliverySucceeded
 	})
 	if dels[0].AttemptCount != 1 {

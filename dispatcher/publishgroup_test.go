@@ -16,6 +16,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/producer"
 )
 
@@ -34,17 +35,17 @@ type publishOutcome struct {
 // wait), queues every event behind it, checks that none is answered while
 // the writer waits, then lets the writer go. The events' group is the next
 // one. Each answer records whether its event was already committed.
-func (e *env) publishTogether(d *dispatcher.Dispatcher, reg *prometheus.Registry, events []producer.Event) []publishOutcome {
-	e.t.Helper()
+func publishTogether(e *dispatchertest.Env, d *dispatcher.Dispatcher, reg *prometheus.Registry, events []producer.Event) []publishOutcome {
+	e.T.Helper()
 	ctx := context.Background()
 	held := uuid.New()
-	tx, err := e.store.Pool().Begin(ctx)
+	tx, err := e.Store.Pool().Begin(ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, `INSERT INTO event_ids (id, created_at) VALUES ($1, now())`, held); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	blocked := make(chan error, 1)
 	go func() {
@@ -52,9 +53,9 @@ func (e *env) publishTogether(d *dispatcher.Dispatcher, reg *prometheus.Registry
 			Payload: json.RawMessage(`{}`)})
 		blocked <- err
 	}()
-	e.waitFor("the group writer to wait on the held id", 10*time.Second, func() bool {
+	e.WaitFor("the group writer to wait on the held id", 10*time.Second, func() bool {
 		var waiting bool
-		err := e.store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+		err := e.Store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO event_ids%')`).Scan(&waiting)
 		return err == nil && waiting
 	})
@@ -66,23 +67,23 @@ func (e *env) publishTogether(d *dispatcher.Dispatcher, reg *prometheus.Registry
 			stored, created, err := d.Publisher.Publish(ctx, ev)
 			out[i] = publishOutcome{event: stored, created: created, err: err}
 			if err == nil {
-				_, gerr := e.store.EventByID(ctx, stored.ID)
+				_, gerr := e.Store.EventByID(ctx, stored.ID)
 				out[i].visible = gerr == nil
 			}
 			answered <- i
 		}()
 	}
-	e.waitFor("every publish to queue behind the writer", 10*time.Second, func() bool {
-		return gauge(e.t, reg, "webhookd_publishes_waiting") == float64(len(events)+1)
+	e.WaitFor("every publish to queue behind the writer", 10*time.Second, func() bool {
+		return gauge(e.T, reg, "webhookd_publishes_waiting") == float64(len(events)+1)
 	})
 	if n := len(answered); n > 0 {
-		e.t.Fatalf("%d publishes answered while their group could not be written", n)
+		e.T.Fatalf("%d publishes answered while their group could not be written", n)
 	}
 	if err := tx.Rollback(ctx); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	if err := <-blocked; err != nil {
-		e.t.Fatalf("the held publish: %v", err)
+		e.T.Fatalf("the held publish: %v", err)
 	}
 	for range events {
 		<-answered
@@ -107,16 +108,16 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 }
 
 // transactions counts the transactions that wrote the events.
-func (e *env) transactions(events []store.Event) int {
-	e.t.Helper()
+func transactions(e *dispatchertest.Env, events []store.Event) int {
+	e.T.Helper()
 	ids := make([]uuid.UUID, len(events))
 	for i, ev := range events {
 		ids[i] = ev.ID
 	}
 	var n int
-	if err := e.store.Pool().QueryRow(context.Background(),
+	if err := e.Store.Pool().QueryRow(context.Background(),
 		`SELECT count(DISTINCT xmin::text) FROM event_ids WHERE id = ANY($1)`, ids).Scan(&n); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return n
 }
@@ -128,10 +129,10 @@ func (e *env) transactions(events []store.Event) int {
 // merchant, and are all made.
 func TestConcurrentPublishesShareOneCommit(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	rcv := newReceiver(t, answer(http.StatusOK))
-	e.subscribe("m1", rcv.URL, "payout.paid")
-	d, reg := e.dispatcher()
+	e := dispatchertest.New(t)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+	e.Subscribe("m1", rcv.URL, "payout.paid")
+	d, reg := e.Dispatcher()
 	events := make([]producer.Event, 20)
 	for i := range events {
 		// Two merchants, one new to webhookd: a group reads (or creates)
@@ -139,7 +140,7 @@ func TestConcurrentPublishesShareOneCommit(t *testing.T) {
 		events[i] = producer.Event{MerchantID: fmt.Sprintf("m%d", 1+i%2), Type: "payout.paid",
 			Payload: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}
 	}
-	out := e.publishTogether(d, reg, events)
+	out := publishTogether(e, d, reg, events)
 	stored := make([]store.Event, len(out))
 	var deliveries []store.Delivery
 	for i, o := range out {
@@ -150,28 +151,28 @@ func TestConcurrentPublishesShareOneCommit(t *testing.T) {
 			t.Errorf("publish %d was answered before its event was committed", i)
 		}
 		stored[i] = o.event
-		dels := e.deliveries(o.event.ID)
+		dels := e.Deliveries(o.event.ID)
 		if want := 1 - i%2; len(dels) != want {
 			t.Errorf("event of merchant %s has %d deliveries, want %d", events[i].MerchantID, len(dels), want)
 		}
 		deliveries = append(deliveries, dels...)
 	}
-	if n := e.transactions(stored); n != 1 {
+	if n := transactions(e, stored); n != 1 {
 		t.Errorf("%d publishes committed in %d transactions, want 1", len(stored), n)
 	}
 
 	// Each first attempt is parked on its own, under its merchant: no
 	// task carries attempts of two merchants.
 	for _, del := range deliveries {
-		if ok, err := dispatcher.Parked(context.Background(), d, del, 1); err != nil || !ok {
+		if ok, err := dispatchertest.Parked(context.Background(), e.RC, del, 1); err != nil || !ok {
 			t.Errorf("delivery %s: first attempt not parked (%v)", del.ID, err)
 		}
 	}
 
-	e.run(d)
-	e.waitFor("every delivery", 10*time.Second, func() bool { return len(rcv.got()) == len(deliveries) })
-	e.waitIdle()
-	if got := len(rcv.got()); got != len(deliveries) {
+	e.Run(d)
+	e.WaitFor("every delivery", 10*time.Second, func() bool { return len(rcv.Got()) == len(deliveries) })
+	e.WaitIdle()
+	if got := len(rcv.Got()); got != len(deliveries) {
 		t.Errorf("the receiver got %d deliveries, want %d", got, len(deliveries))
 	}
 }
@@ -183,17 +184,17 @@ func TestConcurrentPublishesShareOneCommit(t *testing.T) {
 // a group: Check refuses it, TestPublisherRules.)
 func TestPublishGroupKeepsEachPublishsAnswer(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	sub, _ := e.subscribe("m1", "http://127.0.0.1:9/", "payout.paid")
+	e := dispatchertest.New(t)
+	sub, _ := e.Subscribe("m1", "http://127.0.0.1:9/", "payout.paid")
 	// Ordered on "k": the fan-out reads the key with Postgres's jsonb,
 	// which refuses a \u0000 that JSON allows.
 	key := "k"
-	if _, err := e.store.UpdateSubscription(context.Background(), "m1", sub.ID,
+	if _, err := e.Store.UpdateSubscription(context.Background(), "m1", sub.ID,
 		store.SubscriptionUpdate{SetOrderingKey: true, OrderingKey: &key}); err != nil {
 		t.Fatal(err)
 	}
-	d, reg := e.dispatcher()
-	others := e.publish(d, "m2", "payout.paid")
+	d, reg := e.Dispatcher()
+	others := e.Publish(d, "m2", "payout.paid")
 
 	twice := uuid.NewString()
 	event := func(id, merchant, payload string) producer.Event {
@@ -214,7 +215,7 @@ func TestPublishGroupKeepsEachPublishsAnswer(t *testing.T) {
 	for i, tc := range cases {
 		events[i] = tc.event
 	}
-	out := e.publishTogether(d, reg, events)
+	out := publishTogether(e, d, reg, events)
 	for i, tc := range cases {
 		o := out[i]
 		switch {
@@ -239,7 +240,7 @@ func TestPublishGroupKeepsEachPublishsAnswer(t *testing.T) {
 	if err != nil || created || string(again.Body) != string(out[0].event.Body) {
 		t.Errorf("re-publish in a later group = %v, created %v, body %s; want the stored event", err, created, again.Body)
 	}
-	if n := len(e.deliveries(uuid.MustParse(twice))); n != 1 {
+	if n := len(e.Deliveries(uuid.MustParse(twice))); n != 1 {
 		t.Errorf("the id published three times has %d deliveries, want 1", n)
 	}
 }
@@ -251,10 +252,10 @@ func TestPublishGroupKeepsEachPublishsAnswer(t *testing.T) {
 // one refused (an id another merchant holds) fails alone.
 func TestPublishAllWritesTogetherInOrder(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	rcv := newReceiver(t, answer(http.StatusOK))
-	e.subscribe("m1", rcv.URL, "payout.paid")
-	d, _ := e.dispatcher()
+	e := dispatchertest.New(t)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+	e.Subscribe("m1", rcv.URL, "payout.paid")
+	d, _ := e.Dispatcher()
 	ctx := context.Background()
 	taken, _, err := d.Publisher.Publish(ctx, producer.Event{MerchantID: "m2", Type: "payout.paid", Payload: json.RawMessage(`{}`)})
 	if err != nil {
@@ -278,7 +279,7 @@ func TestPublishAllWritesTogetherInOrder(t *testing.T) {
 		}
 	}
 	for i, ev := range bad {
-		if _, err := e.store.EventByID(ctx, uuid.MustParse(ev.ID)); err == nil && i != refused {
+		if _, err := e.Store.EventByID(ctx, uuid.MustParse(ev.ID)); err == nil && i != refused {
 			t.Fatalf("event %s of a refused batch was stored", ev.ID)
 		}
 	}
@@ -297,9 +298,9 @@ func TestPublishAllWritesTogetherInOrder(t *testing.T) {
 		}
 		written = append(written, stored[i])
 	}
-	if n := e.transactions(written); n > 3 {
+	if n := transactions(e, written); n > 3 {
 		t.Errorf("a batch of %d events committed in %d transactions, want one (or a few)", len(written), n)
 	}
-	e.run(d)
-	e.waitFor("every delivery", 10*time.Second, func() bool { return len(rcv.got()) == len(written) })
+	e.Run(d)
+	e.WaitFor("every delivery", 10*time.Second, func() bool { return len(rcv.Got()) == len(written) })
 }

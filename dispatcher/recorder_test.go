@@ -8,6 +8,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 )
 
 // TestRecorders: both implementations of Recorder write an attempt and the
@@ -16,20 +17,20 @@ import (
 // store.ErrConflict.
 func TestRecorders(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.subscribe("m1", "http://127.0.0.1:9/hook", "*")
-	d, _ := e.dispatcher() // never run: nothing attempts the deliveries but the test
-	batch := deliver.NewBatchRecorder(e.store, nil)
+	e := dispatchertest.New(t)
+	e.Subscribe("m1", "http://127.0.0.1:9/hook", "*")
+	d, _ := e.Dispatcher() // never run: nothing attempts the deliveries but the test
+	batch := deliver.NewBatchRecorder(e.Store, nil)
 	t.Cleanup(batch.Close)
 	for _, tc := range []struct {
 		name     string
 		recorder deliver.Recorder
 	}{
-		{"inline", deliver.InlineRecorder{Store: e.store}},
+		{"inline", deliver.InlineRecorder{Store: e.Store}},
 		{"group commit", batch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			del := e.deliveries(e.publish(d, "m1", "payout.paid").ID)[0]
+			del := e.Deliveries(e.Publish(d, "m1", "payout.paid").ID)[0]
 			status := 204
 			rec := store.AttemptRecord{Delivery: del, Status: store.DeliverySucceeded,
 				Attempt: store.Attempt{DeliveryID: del.ID, Number: 1, Status: store.AttemptSucceeded,
@@ -41,7 +42,7 @@ func TestRecorders(t *testing.T) {
 			if err := tc.recorder.Record(ctx, rec); !errors.Is(err, store.ErrConflict) {
 				t.Fatalf("second record of attempt 1: %v, want ErrConflict", err)
 			}
-			got := e.delivery(del.ID)
+			got := e.Delivery(del.ID)
 			if got.Status != store.DeliverySucceeded || got.AttemptCount != 1 || len(got.Attempts) != 1 ||
 				got.Attempts[0].HTTPStatus == nil || *got.Attempts[0].HTTPStatus != status {
 				t.Errorf("delivery after the record: %+v", got)

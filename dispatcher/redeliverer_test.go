@@ -18,6 +18,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/retry"
 )
 
@@ -50,15 +51,15 @@ func TestRedeliverOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
+			e := dispatchertest.New(t)
 			ctx := context.Background()
 			var status atomic.Int32
 			status.Store(500)
 			if tt.before == store.DeliverySucceeded {
 				status.Store(200)
 			}
-			rcv := newReceiver(t, switchable(&status))
-			_, secret := e.subscribe("m1", rcv.URL, "*")
+			rcv := dispatchertest.NewReceiver(t, switchable(&status))
+			_, secret := e.Subscribe("m1", rcv.URL, "*")
 			// failed: one retry 50 ms later; pending: the retry is an hour
 			// away, so the delivery stays pending during the test.
 			schedule := retry.Schedule{Delays: []time.Duration{50 * time.Millisecond}}
@@ -70,16 +71,16 @@ func TestRedeliverOutcomes(t *testing.T) {
 			// The dispatcher's clock jumps a minute ahead before the manual
 			// attempt, so that its webhook-timestamp is visibly fresh.
 			var offset atomic.Int64
-			d, _ := e.dispatcher(func(c *dispatcher.Config) {
+			d, _ := e.Dispatcher(func(c *dispatcher.Config) {
 				c.Schedule = schedule
 				c.Clock = clock.Func(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 			})
-			e.run(d)
-			ev := e.publish(d, "m1", "payout.paid")
-			del := e.deliveries(ev.ID)[0]
+			e.Run(d)
+			ev := e.Publish(d, "m1", "payout.paid")
+			del := e.Deliveries(ev.ID)[0]
 			want := tt.before
-			e.waitFor("the delivery to become "+string(want), 5*time.Second, func() bool {
-				del = e.delivery(del.ID)
+			e.WaitFor("the delivery to become "+string(want), 5*time.Second, func() bool {
+				del = e.Delivery(del.ID)
 				return del.Status == want && del.AttemptCount >= 1
 			})
 			before := del
@@ -95,7 +96,7 @@ func TestRedeliverOutcomes(t *testing.T) {
 				t.Fatalf("redeliver answered %s with %d attempts; want the delivery as it was (%s, %d)",
 					accepted.Status, accepted.AttemptCount, before.Status, before.AttemptCount)
 			}
-			got := e.waitAttempts("m1", del.ID, before.AttemptCount+1)
+			got := waitAttempts(e, "m1", del.ID, before.AttemptCount+1)
 			if got.Status != tt.after || got.AttemptCount != before.AttemptCount+1 || len(got.Attempts) != got.AttemptCount {
 				t.Fatalf("after redeliver: status %s, %d attempts (%d rows); want %s, %d", got.Status, got.AttemptCount,
 					len(got.Attempts), tt.after, before.AttemptCount+1)
@@ -117,7 +118,7 @@ func TestRedeliverOutcomes(t *testing.T) {
 
 			// The receiver saw the same webhook-id and body bytes, with a
 			// fresh timestamp, signed by the subscription's secret.
-			reqs := rcv.got()
+			reqs := rcv.Got()
 			first, manual := reqs[0], reqs[len(reqs)-1]
 			if manual.Header.Get("webhook-id") != first.Header.Get("webhook-id") || string(manual.Body) != string(first.Body) {
 				t.Fatalf("manual attempt sent id %q body %s; first sent %q %s", manual.Header.Get("webhook-id"), manual.Body,
@@ -140,19 +141,19 @@ func TestRedeliverOutcomes(t *testing.T) {
 				// The stale scheduled attempt of that number finds nothing
 				// to do when it comes: the clock jumps past it, a worker
 				// takes it from the schedule, and no request follows.
-				n := len(rcv.got())
-				if parked, err := dispatcher.Parked(ctx, d, before, before.AttemptCount+1); err != nil || !parked {
+				n := len(rcv.Got())
+				if parked, err := dispatchertest.Parked(ctx, e.RC, before, before.AttemptCount+1); err != nil || !parked {
 					t.Fatalf("the scheduled attempt is not parked before its time (%v)", err)
 				}
 				offset.Store(int64(2 * time.Hour))
-				e.waitFor("a worker to take the scheduled attempt", 10*time.Second, func() bool {
-					parked, err := dispatcher.Parked(ctx, d, before, before.AttemptCount+1)
+				e.WaitFor("a worker to take the scheduled attempt", 10*time.Second, func() bool {
+					parked, err := dispatchertest.Parked(ctx, e.RC, before, before.AttemptCount+1)
 					if err != nil {
 						t.Fatal(err)
 					}
 					return !parked
 				})
-				if len(rcv.got()) != n || e.delivery(del.ID).Status != store.DeliverySucceeded {
+				if len(rcv.Got()) != n || e.Delivery(del.ID).Status != store.DeliverySucceeded {
 					t.Fatal("an attempt ran after a manual success ended the schedule")
 				}
 			}
@@ -162,13 +163,13 @@ func TestRedeliverOutcomes(t *testing.T) {
 
 // waitAttempts polls the merchant's delivery (as the API reads it) until it
 // has n attempts recorded, and returns it.
-func (e *env) waitAttempts(merchant string, id uuid.UUID, n int) store.Delivery {
-	e.t.Helper()
+func waitAttempts(e *dispatchertest.Env, merchant string, id uuid.UUID, n int) store.Delivery {
+	e.T.Helper()
 	var d store.Delivery
-	e.waitFor(fmt.Sprintf("delivery %s to hold %d attempts", id, n), 5*time.Second, func() bool {
+	e.WaitFor(fmt.Sprintf("delivery %s to hold %d attempts", id, n), 5*time.Second, func() bool {
 		var err error
-		if d, err = e.store.GetDelivery(context.Background(), merchant, id); err != nil {
-			e.t.Fatal(err)
+		if d, err = e.Store.GetDelivery(context.Background(), merchant, id); err != nil {
+			e.T.Fatal(err)
 		}
 		// The count first: GetDelivery reads the row before its attempts.
 		return d.AttemptCount >= n && len(d.Attempts) >= n
@@ -179,17 +180,17 @@ func (e *env) waitAttempts(merchant string, id uuid.UUID, n int) store.Delivery 
 // TestRedeliverTwice: each call appends a manual attempt of its own.
 func TestRedeliverTwice(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	ctx := context.Background()
-	rcv := newReceiver(t, answer(200))
-	d, _, del := e.settledDelivery(rcv)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(200))
+	d, _, del := settledDelivery(e, rcv)
 
 	for range 2 {
 		if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := e.waitAttempts("m1", del.ID, 3)
+	got := waitAttempts(e, "m1", del.ID, 3)
 	for i, a := range got.Attempts {
 		want := store.TriggerManual
 		if i == 0 {
@@ -199,7 +200,7 @@ func TestRedeliverTwice(t *testing.T) {
 			t.Fatalf("attempt %d: %+v, want number %d %s succeeded", i, a, i+1, want)
 		}
 	}
-	if n := len(rcv.got()); n != 3 {
+	if n := len(rcv.Got()); n != 3 {
 		t.Fatalf("receiver got %d requests, want 3", n)
 	}
 }
@@ -207,13 +208,13 @@ func TestRedeliverTwice(t *testing.T) {
 // settledDelivery subscribes rcv to every event of m1, runs a dispatcher,
 // publishes one event and waits until its delivery settles. It returns the
 // dispatcher, the function that stops it, and the delivery.
-func (e *env) settledDelivery(rcv *receiver) (*dispatcher.Dispatcher, func(), store.Delivery) {
-	e.t.Helper()
-	e.subscribe("m1", rcv.URL, "*")
-	d, _ := e.dispatcher()
-	stop := e.run(d)
-	ev := e.publish(d, "m1", "payout.paid")
-	return d, stop, e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
+func settledDelivery(e *dispatchertest.Env, rcv *dispatchertest.Receiver) (*dispatcher.Dispatcher, func(), store.Delivery) {
+	e.T.Helper()
+	e.Subscribe("m1", rcv.URL, "*")
+	d, _ := e.Dispatcher()
+	stop := e.Run(d)
+	ev := e.Publish(d, "m1", "payout.paid")
+	return d, stop, e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 5*time.Second)
 }
 
 // TestRedeliverSurvivesRedisFlush: two redeliver calls are answered, then
@@ -221,10 +222,10 @@ func (e *env) settledDelivery(rcv *receiver) (*dispatcher.Dispatcher, func(), st
 // Postgres: the sweeper makes exactly the two attempts asked for.
 func TestRedeliverSurvivesRedisFlush(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	ctx := context.Background()
-	rcv := newReceiver(t, answer(200))
-	d, stop, del := e.settledDelivery(rcv)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(200))
+	d, stop, del := settledDelivery(e, rcv)
 	stop() // no worker runs while the requests wait
 
 	for range 2 {
@@ -232,14 +233,14 @@ func TestRedeliverSurvivesRedisFlush(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := e.rc.FlushDB(ctx).Err(); err != nil {
+	if err := e.RC.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	d2, reg := e.dispatcher()
-	e.run(d2)
-	got := e.waitAttempts("m1", del.ID, 3)
-	e.waitSwept(reg) // a third manual attempt, if any, would have come from the sweeper
-	if n := len(rcv.got()); n != 3 {
+	d2, reg := e.Dispatcher()
+	e.Run(d2)
+	got := waitAttempts(e, "m1", del.ID, 3)
+	e.WaitSwept(reg) // a third manual attempt, if any, would have come from the sweeper
+	if n := len(rcv.Got()); n != 3 {
 		t.Fatalf("receiver got %d requests, want 3 (the first attempt and the two asked for)", n)
 	}
 	for i, a := range got.Attempts[1:] {
@@ -253,11 +254,11 @@ func TestRedeliverSurvivesRedisFlush(t *testing.T) {
 // delivery is in flight is not lost nor run alongside it: it runs after.
 func TestRedeliverDuringRunningAttempt(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	ctx := context.Background()
 	release := make(chan struct{})
 	var released atomic.Int64
-	rcv := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	rcv := dispatchertest.NewReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n == 1 {
 			select {
 			case <-release:
@@ -266,21 +267,21 @@ func TestRedeliverDuringRunningAttempt(t *testing.T) {
 		}
 		w.WriteHeader(200)
 	})
-	e.subscribe("m1", rcv.URL, "*")
+	e.Subscribe("m1", rcv.URL, "*")
 	// A subscription cap above one: the manual attempt is taken while the
 	// first runs, and the delivery's lease is what holds it back.
-	d, reg := e.dispatcher(func(c *dispatcher.Config) {
+	d, reg := e.Dispatcher(func(c *dispatcher.Config) {
 		c.DeliveryTimeout, c.MerchantShare, c.SubscriptionConcurrency = 5*time.Second, 1, 4
 	})
-	e.run(d)
-	ev := e.publish(d, "m1", "payout.paid")
-	del := e.deliveries(ev.ID)[0]
-	e.waitFor("the first attempt to reach the receiver", 5*time.Second, func() bool { return len(rcv.got()) == 1 })
+	e.Run(d)
+	ev := e.Publish(d, "m1", "payout.paid")
+	del := e.Deliveries(ev.ID)[0]
+	e.WaitFor("the first attempt to reach the receiver", 5*time.Second, func() bool { return len(rcv.Got()) == 1 })
 
 	// Put back on the queue, whether for its endpoint's concurrency cap or
 	// for the running attempt's lease.
 	deferred := func() float64 {
-		return counterWith(t, reg, "webhookd_attempts_deferred_total", "", "")
+		return dispatchertest.CounterWith(t, reg, "webhookd_attempts_deferred_total", "", "")
 	}
 	before := deferred()
 	accepted, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID)
@@ -291,19 +292,19 @@ func TestRedeliverDuringRunningAttempt(t *testing.T) {
 		t.Fatalf("redeliver answered %s with %d attempts; want pending with none yet", accepted.Status, accepted.AttemptCount)
 	}
 	// The manual task has been tried against the lease, and put back.
-	e.waitFor("the manual attempt to wait for the running one", 5*time.Second, func() bool { return deferred() > before })
-	if n := len(rcv.got()); n != 1 {
+	e.WaitFor("the manual attempt to wait for the running one", 5*time.Second, func() bool { return deferred() > before })
+	if n := len(rcv.Got()); n != 1 {
 		t.Fatalf("receiver got %d requests while the first attempt was running, want 1", n)
 	}
 	released.Store(time.Now().UnixNano())
 	close(release)
 
-	got := e.waitAttempts("m1", del.ID, 2)
+	got := waitAttempts(e, "m1", del.ID, 2)
 	if got.Status != store.DeliverySucceeded || got.Attempts[0].Trigger != store.TriggerScheduled ||
 		got.Attempts[1].Trigger != store.TriggerManual || got.Attempts[1].Number != 2 {
 		t.Fatalf("delivery %s with attempts %+v; want succeeded, scheduled 1 then manual 2", got.Status, got.Attempts)
 	}
-	if reqs := rcv.got(); len(reqs) != 2 || reqs[1].At.UnixNano() < released.Load() {
+	if reqs := rcv.Got(); len(reqs) != 2 || reqs[1].At.UnixNano() < released.Load() {
 		t.Fatalf("receiver got %d requests; the manual one must come after the first finished", len(reqs))
 	}
 }
@@ -313,55 +314,57 @@ func TestRedeliverDuringRunningAttempt(t *testing.T) {
 // and records nothing.
 func TestRedeliverDroppedWhenSubscriptionDisabled(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	ctx := context.Background()
-	rcv := newReceiver(t, answer(200))
-	sub, _ := e.subscribe("m1", rcv.URL, "*")
-	d, reg := e.dispatcher()
-	stop := e.run(d)
-	ev := e.publish(d, "m1", "payout.paid")
-	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(200))
+	sub, _ := e.Subscribe("m1", rcv.URL, "*")
+	d, reg := e.Dispatcher()
+	stop := e.Run(d)
+	ev := e.Publish(d, "m1", "payout.paid")
+	del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 5*time.Second)
 	stop()
-	worked := func() float64 { return counterWith(t, reg, "webhookd_tasks_total", "task", queue.TaskAttempt) }
+	worked := func() float64 {
+		return dispatchertest.CounterWith(t, reg, "webhookd_tasks_total", "task", queue.TaskAttempt)
+	}
 	before := worked()
 
 	if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); err != nil {
 		t.Fatal(err)
 	}
 	off := store.SubscriptionDisabled
-	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+	if _, err := e.Store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
 		t.Fatal(err)
 	}
-	e.run(d)
-	e.waitFor("the manual attempt to be worked", 5*time.Second, func() bool { return worked() > before })
-	got := e.delivery(del.ID)
-	if got.AttemptCount != 1 || got.Status != store.DeliverySucceeded || len(rcv.got()) != 1 {
+	e.Run(d)
+	e.WaitFor("the manual attempt to be worked", 5*time.Second, func() bool { return worked() > before })
+	got := e.Delivery(del.ID)
+	if got.AttemptCount != 1 || got.Status != store.DeliverySucceeded || len(rcv.Got()) != 1 {
 		t.Fatalf("after a dropped manual attempt: %s with %d attempts, receiver got %d; want it as it was",
-			got.Status, got.AttemptCount, len(rcv.got()))
+			got.Status, got.AttemptCount, len(rcv.Got()))
 	}
 	// The lease was given back: a redeliver once re-enabled runs at once.
 	on := store.SubscriptionEnabled
-	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &on}); err != nil {
+	if _, err := e.Store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &on}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.waitAttempts("m1", del.ID, 2); got.Attempts[1].Trigger != store.TriggerManual {
+	if got := waitAttempts(e, "m1", del.ID, 2); got.Attempts[1].Trigger != store.TriggerManual {
 		t.Fatalf("attempt 2 is %+v, want manual", got.Attempts[1])
 	}
 }
 
 func TestRedeliverRefuses(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	ctx := context.Background()
-	rcv := newReceiver(t, answer(200))
-	sub, _ := e.subscribe("m1", rcv.URL, "*")
-	d, _ := e.dispatcher()
-	e.run(d)
-	ev := e.publish(d, "m1", "payout.paid")
-	del := e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(200))
+	sub, _ := e.Subscribe("m1", rcv.URL, "*")
+	d, _ := e.Dispatcher()
+	e.Run(d)
+	ev := e.Publish(d, "m1", "payout.paid")
+	del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 5*time.Second)
 
 	if _, err := d.Redeliverer.Redeliver(ctx, "m2", del.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("another merchant's delivery: %v, want ErrNotFound", err)
@@ -373,13 +376,13 @@ func TestRedeliverRefuses(t *testing.T) {
 		t.Errorf("non-v7 id: %v, want ErrNotFound", err)
 	}
 	off := store.SubscriptionDisabled
-	if _, err := e.store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
+	if _, err := e.Store.UpdateSubscription(ctx, "m1", sub.ID, store.SubscriptionUpdate{Status: &off}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Redeliverer.Redeliver(ctx, "m1", del.ID); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("disabled subscription: %v, want ErrConflict", err)
 	}
-	if n := len(rcv.got()); n != 1 {
+	if n := len(rcv.Got()); n != 1 {
 		t.Errorf("receiver got %d requests, want only the first attempt", n)
 	}
 }
@@ -388,12 +391,12 @@ func TestRedeliverRefuses(t *testing.T) {
 // changes no health counter; a real one that fails does.
 func TestTestDeliveryLeavesHealthAlone(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	ctx := context.Background()
-	rcv := newReceiver(t, answer(500))
-	sub, _ := e.subscribe("m1", rcv.URL, "payout.paid")
-	d, _ := e.dispatcher()
-	e.run(d)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(500))
+	sub, _ := e.Subscribe("m1", rcv.URL, "payout.paid")
+	d, _ := e.Dispatcher()
+	e.Run(d)
 
 	td, err := d.Publisher.SendTestEvent(ctx, "m1", sub.ID)
 	if err != nil {
@@ -402,11 +405,11 @@ func TestTestDeliveryLeavesHealthAlone(t *testing.T) {
 	if !td.Test || td.EventType != publish.TestEventType || td.SubscriptionID != sub.ID {
 		t.Fatalf("test delivery %+v", td)
 	}
-	got := e.waitSettled(td.ID, 5*time.Second)
-	if got.Status != store.DeliveryFailed || got.AttemptCount != len(fastSchedule.Delays)+1 {
+	got := e.WaitSettled(td.ID, 5*time.Second)
+	if got.Status != store.DeliveryFailed || got.AttemptCount != len(dispatchertest.FastSchedule.Delays)+1 {
 		t.Fatalf("test delivery %s after %d attempts; want failed after the whole schedule", got.Status, got.AttemptCount)
 	}
-	s, err := e.store.GetSubscription(ctx, "m1", sub.ID)
+	s, err := e.Store.GetSubscription(ctx, "m1", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,13 +417,13 @@ func TestTestDeliveryLeavesHealthAlone(t *testing.T) {
 		t.Fatalf("health after a failing test delivery: %+v", s.Health)
 	}
 
-	ev := e.publish(d, "m1", "payout.paid")
-	e.waitSettled(e.deliveries(ev.ID)[0].ID, 5*time.Second)
-	s, err = e.store.GetSubscription(ctx, "m1", sub.ID)
+	ev := e.Publish(d, "m1", "payout.paid")
+	e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 5*time.Second)
+	s, err = e.Store.GetSubscription(ctx, "m1", sub.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Health.ConsecutiveFailures != len(fastSchedule.Delays)+1 || s.Health.LastFailureAt == nil {
+	if s.Health.ConsecutiveFailures != len(dispatchertest.FastSchedule.Delays)+1 || s.Health.LastFailureAt == nil {
 		t.Fatalf("health after a failing real delivery: %+v", s.Health)
 	}
 

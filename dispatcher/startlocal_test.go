@@ -7,6 +7,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 )
 
 // A process that both publishes and works starts a first attempt in its
@@ -16,22 +17,22 @@ import (
 // schedule as before.
 func TestFirstAttemptsStartInThePublishingProcess(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	release := make(chan struct{})
-	rcv := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+	rcv := dispatchertest.NewReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
 		if n == 2 {
 			<-release // holds the subscription's one slot
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	e.subscribe("m1", rcv.URL, "*")
-	d, reg := e.dispatcher(func(c *dispatcher.Config) {
+	e.Subscribe("m1", rcv.URL, "*")
+	d, reg := e.Dispatcher(func(c *dispatcher.Config) {
 		c.Concurrency, c.MerchantShare, c.SubscriptionConcurrency = 4, 0.5, 1
 		c.DeliveryTimeout = 10 * time.Second
 	})
-	started := func() float64 { return counter(t, reg, "webhookd_attempts_started_locally_total") }
+	started := func() float64 { return dispatchertest.Counter(t, reg, "webhookd_attempts_started_locally_total") }
 	parked := func() int64 {
-		n, err := dispatcher.ScheduleParked(t.Context(), e.rc)
+		n, err := dispatchertest.ScheduleParked(t.Context(), e.RC)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,38 +40,38 @@ func TestFirstAttemptsStartInThePublishingProcess(t *testing.T) {
 	}
 
 	// No worker runs yet: the attempt goes to the schedule.
-	beforeRun := e.publish(d, "m1", "payout.paid")
+	beforeRun := e.Publish(d, "m1", "payout.paid")
 	if got, n := started(), parked(); got != 0 || n != 1 {
 		t.Fatalf("with no pool running: %v started locally, %d parked; want 0 and 1", got, n)
 	}
-	e.run(d)
-	first := e.deliveries(beforeRun.ID)[0]
-	if s := e.waitSettled(first.ID, 10*time.Second); s.Status != store.DeliverySucceeded {
+	e.Run(d)
+	first := e.Deliveries(beforeRun.ID)[0]
+	if s := e.WaitSettled(first.ID, 10*time.Second); s.Status != store.DeliverySucceeded {
 		t.Fatalf("the parked attempt: %s, want succeeded", s.Status)
 	}
 
 	// The pool runs and has room: the attempt starts here, and is held
 	// by its receiver.
-	held := e.publish(d, "m1", "payout.paid")
+	held := e.Publish(d, "m1", "payout.paid")
 	if got, n := started(), parked(); got != 1 || n != 0 {
 		t.Fatalf("with room in the pool: %v started locally, %d parked; want 1 and 0", got, n)
 	}
-	e.waitFor("the held attempt to reach its receiver", 10*time.Second, func() bool { return len(rcv.got()) == 2 })
+	e.WaitFor("the held attempt to reach its receiver", 10*time.Second, func() bool { return len(rcv.Got()) == 2 })
 
 	// Its subscription is at its cap of 1: the next one is parked, as a
 	// take would leave it.
-	capped := e.publish(d, "m1", "payout.paid")
+	capped := e.Publish(d, "m1", "payout.paid")
 	if got, n := started(), parked(); got != 1 || n != 1 {
 		t.Fatalf("with the subscription at its cap: %v started locally, %d parked; want 1 and 1", got, n)
 	}
 	close(release)
 	for _, ev := range []store.Event{held, capped} {
-		del := e.deliveries(ev.ID)[0]
-		if s := e.waitSettled(del.ID, 10*time.Second); s.Status != store.DeliverySucceeded || s.AttemptCount != 1 {
+		del := e.Deliveries(ev.ID)[0]
+		if s := e.WaitSettled(del.ID, 10*time.Second); s.Status != store.DeliverySucceeded || s.AttemptCount != 1 {
 			t.Fatalf("delivery of %s: %s after %d attempts, want succeeded after 1", ev.ID, s.Status, s.AttemptCount)
 		}
 	}
-	if got := len(rcv.got()); got != 3 {
+	if got := len(rcv.Got()); got != 3 {
 		t.Fatalf("the receiver got %d requests, want 3 (one per event)", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/internal/tracing"
 	"github.com/webhookd/webhookd/producer"
 )
@@ -26,14 +27,14 @@ import (
 // receiver's traceparent a child of the attempt's exchange.
 func TestTracesOfABatch(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := dispatchertest.New(t)
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	rcv := newReceiver(t, answer(http.StatusOK))
-	e.subscribe("m1", rcv.URL, "payout.paid")
-	d, _ := e.dispatcher(func(c *dispatcher.Config) { c.TracerProvider = tp })
-	e.run(d)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+	e.Subscribe("m1", rcv.URL, "payout.paid")
+	d, _ := e.Dispatcher(func(c *dispatcher.Config) { c.TracerProvider = tp })
+	e.Run(d)
 
 	caller := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID(uuid.New()), SpanID: trace.SpanID{1, 1, 2, 3, 5, 8, 13, 21},
 		TraceFlags: trace.FlagsSampled, Remote: true})
@@ -46,13 +47,13 @@ func TestTracesOfABatch(t *testing.T) {
 	if _, _, errs := d.Publisher.PublishAll(ctx, events); errs[0] != nil {
 		t.Fatal(errs)
 	}
-	e.waitFor("every event delivered", 10*time.Second, func() bool { return len(rcv.got()) == n })
-	del := e.waitSettled(e.deliveries(uuid.MustParse(events[0].ID))[0].ID, 5*time.Second)
+	e.WaitFor("every event delivered", 10*time.Second, func() bool { return len(rcv.Got()) == n })
+	del := e.WaitSettled(e.Deliveries(uuid.MustParse(events[0].ID))[0].ID, 5*time.Second)
 	if _, err := d.Redeliverer.Redeliver(context.Background(), "m1", del.ID); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("the redelivery", 10*time.Second, func() bool { return len(rcv.got()) == n+1 })
-	e.waitFor("the redelivery's attempt span", 5*time.Second, func() bool {
+	e.WaitFor("the redelivery", 10*time.Second, func() bool { return len(rcv.Got()) == n+1 })
+	e.WaitFor("the redelivery's attempt span", 5*time.Second, func() bool {
 		count := 0
 		for _, s := range spans.GetSpans() {
 			if s.Name == "webhookd.deliver.attempt" {
@@ -104,7 +105,7 @@ func TestTracesOfABatch(t *testing.T) {
 			t.Errorf("event %s: %d commit spans, %d attempt spans; want 1 and %d", ev.ID, commits[ev.ID], attempts[ev.ID], want)
 		}
 	}
-	for _, r := range rcv.got() {
+	for _, r := range rcv.Got() {
 		sc := tracing.ParseTraceparent(r.Header.Get("traceparent"))
 		exchange, ok := byID[sc.SpanID()]
 		if !ok || exchange.Name != http.MethodPost || byID[exchange.Parent.SpanID()].Name != "webhookd.deliver.attempt" {

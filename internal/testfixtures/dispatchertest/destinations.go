@@ -1,4 +1,4 @@
-package dispatcher_test
+package dispatchertest
 
 import (
 	"bytes"
@@ -15,41 +15,41 @@ import (
 	"github.com/webhookd/webhookd/retry"
 )
 
-// slowSchedule keeps retrying long enough for a broker to come back.
-var slowSchedule = retry.Schedule{Delays: []time.Duration{
+// SlowSchedule keeps retrying long enough for a broker to come back.
+var SlowSchedule = retry.Schedule{Delays: []time.Duration{
 	100 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond,
 	500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond, time.Second, time.Second, time.Second, time.Second,
 	time.Second, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second}}
 
-// subscribeTo creates an enabled subscription of merchant to events
+// SubscribeTo creates an enabled subscription of merchant to events
 // delivered to destination (its JSON, as the API takes it) through the
 // registry, as the API would, and returns it with its secret.
-func (e *env) subscribeTo(merchant string, destination map[string]any, ordering string, events ...string) (store.Subscription, string) {
-	e.t.Helper()
+func (e *Env) SubscribeTo(merchant string, destination map[string]any, ordering string, events ...string) (store.Subscription, string) {
+	e.T.Helper()
 	ctx := context.Background()
-	if _, err := e.store.EnsureMerchant(ctx, merchant, testVersion); err != nil {
-		e.t.Fatal(err)
+	if _, err := e.Store.EnsureMerchant(ctx, merchant, TestVersion); err != nil {
+		e.T.Fatal(err)
 	}
 	raw, err := json.Marshal(destination)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	reg := subscriptions.NewRegistry(e.store, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{
+	reg := subscriptions.NewRegistry(e.Store, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{
 		AllowHTTPTargets: true, AllowPrivateTargets: true, EventTypes: append(dispatcher.DefaultEventTypes(), "payout.paid"),
-		Kinds: e.cfg.Kinds})
+		Kinds: e.Cfg.Kinds})
 	d := subscriptions.Draft{Events: events, Destination: raw}
 	if ordering != "" {
 		d.Ordering = []byte(`{"key": "` + ordering + `"}`)
 	}
 	sub, secret, err := reg.Create(ctx, merchant, d)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return sub, secret
 }
 
-// verifier checks messages signed with secret.
-func verifier(t *testing.T, secret string) *webhooks.Verifier {
+// Verifier checks messages signed with secret.
+func Verifier(t *testing.T, secret string) *webhooks.Verifier {
 	t.Helper()
 	v, err := webhooks.NewVerifier(webhooks.VerifierConfig{Secrets: []string{secret}})
 	if err != nil {
@@ -58,9 +58,9 @@ func verifier(t *testing.T, secret string) *webhooks.Verifier {
 	return v
 }
 
-// attemptErrors are the error codes of a delivery's attempts, "" for a
+// AttemptErrors are the error codes of a delivery's attempts, "" for a
 // success.
-func attemptErrors(d store.Delivery) []string {
+func AttemptErrors(d store.Delivery) []string {
 	out := make([]string, len(d.Attempts))
 	for i, a := range d.Attempts {
 		if a.Error != nil {
@@ -70,13 +70,13 @@ func attemptErrors(d store.Delivery) []string {
 	return out
 }
 
-// checkBrokerAttempts checks a delivery that succeeded after failing with
+// CheckBrokerAttempts checks a delivery that succeeded after failing with
 // code: every attempt but the last failed with it, the last one recorded
 // the broker's confirmation.
-func checkBrokerAttempts(t *testing.T, d store.Delivery, code string) {
+func CheckBrokerAttempts(t *testing.T, d store.Delivery, code string) {
 	t.Helper()
 	if d.Status != store.DeliverySucceeded || len(d.Attempts) < 2 {
-		t.Fatalf("delivery %s after %d attempts (%v), want succeeded after a failure", d.Status, len(d.Attempts), attemptErrors(d))
+		t.Fatalf("delivery %s after %d attempts (%v), want succeeded after a failure", d.Status, len(d.Attempts), AttemptErrors(d))
 	}
 	for _, a := range d.Attempts[:len(d.Attempts)-1] {
 		if a.Error == nil || *a.Error != code || a.HTTPStatus != nil || a.ResponseBody == "" {
