@@ -113,21 +113,6 @@ func TestPollSubscriptionIsNeverDialled(t *testing.T) {
 	}
 }
 
-// TestPollerNeedsTheMasterKey: without a master key there is no Poller
-// (it signs the iterators); with one there is.
-func TestPollerNeedsTheMasterKey(t *testing.T) {
-	t.Parallel()
-	e := dispatchertest.New(t)
-	if d, _ := e.Dispatcher(); d.Poller != nil {
-		t.Fatal("a Poller without a master key")
-	}
-	d, _ := e.Dispatcher(func(c *dispatcher.Config) { c.MasterKey = make([]byte, 32) })
-	var _ *poll.Poller = d.Poller
-	if d.Poller == nil {
-		t.Fatal("no Poller with a master key")
-	}
-}
-
 // encryptedTo gives a subscription an EC (P-256) encryption key: each
 // item it reads costs an ECDH.
 func encryptedTo(t *testing.T) func(*store.NewSubscription) {

@@ -1,4 +1,4 @@
-package dispatcher_test
+package deliver_test
 
 import (
 	"net/http"

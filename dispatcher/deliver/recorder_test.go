@@ -1,13 +1,16 @@
-package dispatcher_test
+package deliver_test
 
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
+	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 )
 
@@ -48,5 +51,54 @@ func TestRecorders(t *testing.T) {
 				t.Errorf("delivery after the record: %+v", got)
 			}
 		})
+	}
+}
+
+// TestOutcomeWaitsForPostgres: Postgres goes away while the receiver holds
+// the attempt, and comes back two seconds later, within the attempt's
+// lease. The outcome is recorded when it is back; the receiver is not asked
+// again.
+func TestOutcomeWaitsForPostgres(t *testing.T) {
+	t.Parallel()
+	pg := storetest.NewPostgres(t)
+	st, err := store.Open(context.Background(), storetest.NewDatabaseOn(t, pg.AdminURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	e := dispatchertest.NewOn(t, st)
+	known := make(chan struct{}) // the test has read the delivery's id
+	rcv := dispatchertest.NewReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			<-known
+			pg.Stop()
+			go func() {
+				time.Sleep(2 * time.Second)
+				pg.Start()
+			}()
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	e.Subscribe("m1", rcv.URL, "*")
+	// The outcome waits for Postgres while the attempt's lease holds (the
+	// delivery timeout plus a margin, 7.5 s here); an outage longer than
+	// the lease lets another worker make the attempt again, at least once
+	// being the guarantee past it. The outage below is 2 s plus a restart.
+	d, reg := e.Dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = 5 * time.Second })
+	e.Run(d)
+	ev := e.Publish(d, "m1", "payout.paid")
+	del := e.Deliveries(ev.ID)[0]
+	close(known)
+	var got store.Delivery
+	e.WaitFor("the delivery to settle once Postgres is back", 20*time.Second, func() bool {
+		got, err = st.DeliveryByID(context.Background(), del.ID)
+		return err == nil && got.Status != store.DeliveryPending
+	})
+	if got.Status != store.DeliverySucceeded || got.AttemptCount != 1 {
+		t.Fatalf("delivery: %s after %d attempts, want succeeded after 1", got.Status, got.AttemptCount)
+	}
+	e.WaitSwept(reg) // a duplicate attempt, if any, would have been made
+	if n := len(rcv.Got()); n != 1 {
+		t.Errorf("the receiver was asked %d times, want once", n)
 	}
 }
