@@ -1,4 +1,4 @@
-package dispatcher_test
+package poll_test
 
 import (
 	"context"

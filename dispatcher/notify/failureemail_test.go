@@ -1,4 +1,4 @@
-package dispatcher_test
+package notify_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package dispatcher_test
+package publish_test
 
 import (
 	"context"

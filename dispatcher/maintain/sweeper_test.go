@@ -1,4 +1,4 @@
-package dispatcher_test
+package maintain_test
 
 import (
 	"context"
