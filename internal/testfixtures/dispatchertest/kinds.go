@@ -3,8 +3,6 @@ package dispatchertest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net"
 	"regexp"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/webhookd/webhookd/internal/destination/desttest"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/internal/testfixtures/tcpproxy"
 )
 
@@ -54,8 +53,19 @@ type KindTarget struct {
 //  4. send_test_event arrives too, verified.
 //
 // What arrived is counted from the target's state once the engine is
-// idle: nothing is proved absent by waiting.
-func ThroughTheEngine(t *testing.T, kind string, target KindTarget) {
+// idle: nothing is proved absent by waiting. It runs in the full lane, as
+// the subtest kind of t, beside the package's other parallel tests, on
+// the target reach gives it.
+func ThroughTheEngine(t *testing.T, kind string, reach func(t *testing.T) KindTarget) {
+	storetest.FullLane(t, "a new kind through the engine")
+	t.Run(kind, func(t *testing.T) {
+		t.Parallel()
+		throughTheEngine(t, kind, reach(t))
+	})
+}
+
+// throughTheEngine makes ThroughTheEngine's checks on a kind's target.
+func throughTheEngine(t *testing.T, kind string, target KindTarget) {
 	e := New(t)
 	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = SlowSchedule, 2*time.Second
 	sub, secret := e.SubscribeTo("m1", target.Destination, "", "payout.paid")
@@ -177,13 +187,4 @@ func NeedService(t *testing.T, name, addr string) {
 func Proxied(t *testing.T, addr string) (*tcpproxy.Proxy, func(), func(testing.TB)) {
 	p := tcpproxy.New(t, addr)
 	return p, p.Down, p.Up
-}
-
-// RandomName is 12 hex digits.
-func RandomName(t testing.TB) string {
-	b := make([]byte, 6)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
 }

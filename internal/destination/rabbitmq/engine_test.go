@@ -1,8 +1,7 @@
-package dispatcher_test
+package rabbitmq_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -17,61 +16,22 @@ import (
 	"github.com/webhookd/webhookd/internal/testfixtures/tcpproxy"
 )
 
-// rabbitMQAddr is the machine's RabbitMQ (.ci/services.sh starts it),
-// shared with others: tests use queues of their own and reach it through
-// a tcpproxy they can take down, never stopping the server.
-const rabbitMQAddr = "127.0.0.1:5672"
-
-// rabbitQueue is a queue of the test's own on the machine's RabbitMQ
-// (exclusive: it goes when the test's connection closes) and what
-// reaches it.
-type rabbitQueue struct {
-	name     string
-	messages <-chan amqp.Delivery
-}
+// rabbitQueue is a queue of the test's own (newQueue) for the tests
+// through the engine, which run in the full lane, read with a timeout.
+type rabbitQueue struct{ queue }
 
 func newRabbitQueue(t *testing.T) rabbitQueue {
 	t.Helper()
 	storetest.FullLane(t, "needs RabbitMQ")
-	conn, err := amqp.Dial("amqp://guest:guest@" + rabbitMQAddr + "/")
-	if err != nil {
-		t.Fatalf("RabbitMQ on %s (bash .ci/services.sh starts it): %v", rabbitMQAddr, err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := ch.QueueDeclare("webhookd-test-"+uuid.NewString(), false, true, true, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := ch.Consume(q.Name, "", true, true, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rabbitQueue{name: q.Name, messages: msgs}
+	return rabbitQueue{newQueue(t)}
 }
 
 // next is the next message, within timeout.
 func (q rabbitQueue) next(t *testing.T, timeout time.Duration) amqp.Delivery {
 	t.Helper()
-	select {
-	case m := <-q.messages:
-		return m
-	case <-time.After(timeout):
-		t.Fatalf("no message on %s within %v", q.name, timeout)
-		return amqp.Delivery{}
-	}
-}
-
-// stringHeaders are a message's headers as strings.
-func stringHeaders(t amqp.Table) map[string]string {
-	out := make(map[string]string, len(t))
-	for k, v := range t {
-		out[k] = fmt.Sprint(v)
-	}
-	return out
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return q.queue.next(ctx, t)
 }
 
 func rabbitDestination(addr, password, exchange, queue string) map[string]any {
@@ -86,7 +46,7 @@ func rabbitDestination(addr, password, exchange, queue string) map[string]any {
 func TestRabbitMQDestination(t *testing.T) {
 	t.Parallel()
 	q := newRabbitQueue(t)
-	proxy := tcpproxy.New(t, rabbitMQAddr)
+	proxy := tcpproxy.New(t, broker)
 	e := dispatchertest.New(t)
 	e.Cfg.Schedule = dispatchertest.SlowSchedule
 	sub, secret := e.SubscribeTo("m1", rabbitDestination(proxy.Addr, "guest", "", q.name), "", "payout.paid")
@@ -99,7 +59,7 @@ func TestRabbitMQDestination(t *testing.T) {
 
 	ev := e.Publish(d, "m1", "payout.paid")
 	m := q.next(t, 10*time.Second)
-	if err := v.VerifyMessage(stringHeaders(m.Headers), m.Body); err != nil {
+	if err := v.VerifyMessage(arrived(m).Headers, m.Body); err != nil {
 		t.Errorf("VerifyMessage: %v (headers %v)", err, m.Headers)
 	}
 	if string(m.Body) != string(ev.Body) || m.DeliveryMode != amqp.Persistent || m.ContentType != "application/json" {
@@ -122,7 +82,7 @@ func TestRabbitMQDestination(t *testing.T) {
 	del = e.WaitSettled(id, 30*time.Second)
 	dispatchertest.CheckBrokerAttempts(t, del, "broker_unreachable")
 	m = q.next(t, 10*time.Second)
-	if err := v.VerifyMessage(stringHeaders(m.Headers), m.Body); err != nil || m.MessageId != id.String() {
+	if err := v.VerifyMessage(arrived(m).Headers, m.Body); err != nil || m.MessageId != id.String() {
 		t.Errorf("message after the outage: %s, %v; want delivery %s verified", m.MessageId, err, id)
 	}
 }
@@ -141,7 +101,7 @@ func TestRabbitMQDestinationFailures(t *testing.T) {
 		{"no such exchange", "guest", "webhookd-test-missing-" + uuid.NewString(), "broker_refused", "m2"},
 	}
 	for _, c := range cases {
-		e.SubscribeTo(c.merchant, rabbitDestination(rabbitMQAddr, c.password, c.exchange, q.name), "", "payout.paid")
+		e.SubscribeTo(c.merchant, rabbitDestination(broker, c.password, c.exchange, q.name), "", "payout.paid")
 	}
 	d, _ := e.Dispatcher()
 	e.Run(d)
@@ -166,14 +126,14 @@ func TestRabbitMQDestinationFailures(t *testing.T) {
 func TestRabbitMQDestinationUnroutable(t *testing.T) {
 	t.Parallel()
 	storetest.FullLane(t, "needs RabbitMQ")
-	if c, err := net.DialTimeout("tcp", rabbitMQAddr, time.Second); err != nil {
-		t.Fatalf("RabbitMQ on %s: %v", rabbitMQAddr, err)
+	if c, err := net.DialTimeout("tcp", broker, time.Second); err != nil {
+		t.Fatalf("RabbitMQ on %s: %v", broker, err)
 	} else {
 		c.Close()
 	}
 	e := dispatchertest.New(t)
 	e.Cfg.Schedule = dispatchertest.SlowSchedule
-	e.SubscribeTo("m1", rabbitDestination(rabbitMQAddr, "guest", "", "webhookd-test-no-queue-"+uuid.NewString()), "", "payout.paid")
+	e.SubscribeTo("m1", rabbitDestination(broker, "guest", "", "webhookd-test-no-queue-"+uuid.NewString()), "", "payout.paid")
 	d, _ := e.Dispatcher()
 	e.Run(d)
 	ev := e.Publish(d, "m1", "payout.paid")
@@ -191,7 +151,7 @@ func TestRabbitMQDestinationFeatures(t *testing.T) {
 	t.Parallel()
 	q := newRabbitQueue(t)
 	e := dispatchertest.New(t)
-	sub, secret := e.SubscribeTo("m1", rabbitDestination(rabbitMQAddr, "guest", "", q.name), "", "payout.paid")
+	sub, secret := e.SubscribeTo("m1", rabbitDestination(broker, "guest", "", q.name), "", "payout.paid")
 	d, _ := e.Dispatcher()
 	e.Run(d)
 	ctx := context.Background()
@@ -199,7 +159,7 @@ func TestRabbitMQDestinationFeatures(t *testing.T) {
 	expect := func(what string, deliveryID uuid.UUID) {
 		t.Helper()
 		m := q.next(t, 10*time.Second)
-		if err := v.VerifyMessage(stringHeaders(m.Headers), m.Body); err != nil || m.MessageId != deliveryID.String() {
+		if err := v.VerifyMessage(arrived(m).Headers, m.Body); err != nil || m.MessageId != deliveryID.String() {
 			t.Fatalf("%s: message %s (%v), want delivery %s verified", what, m.MessageId, err, deliveryID)
 		}
 	}
@@ -249,7 +209,7 @@ func TestRabbitMQDestinationFeatures(t *testing.T) {
 func TestRabbitMQDestinationFaults(t *testing.T) {
 	t.Parallel()
 	q := newRabbitQueue(t)
-	proxy := tcpproxy.New(t, rabbitMQAddr)
+	proxy := tcpproxy.New(t, broker)
 	e := dispatchertest.New(t)
 	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
 	e.SubscribeTo("m1", rabbitDestination(proxy.Addr, "guest", "", q.name), "", "payout.paid")

@@ -1,10 +1,9 @@
-package dispatcher_test
+package sqs_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,25 +17,6 @@ import (
 	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/internal/testfixtures/kindstest"
 )
-
-// engineAWS sets the process's own AWS environment for the standard
-// chain: the given access key (none when ""), no shared config file and
-// no instance metadata, so that nothing but the variables is found.
-func engineAWS(t *testing.T, accessKey string) {
-	t.Helper()
-	missing := filepath.Join(t.TempDir(), "none")
-	for name, value := range map[string]string{
-		"AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "",
-		"AWS_CONFIG_FILE": missing, "AWS_SHARED_CREDENTIALS_FILE": missing, "AWS_PROFILE": "",
-		"AWS_WEB_IDENTITY_TOKEN_FILE": "", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "",
-		"AWS_EC2_METADATA_DISABLED": "true",
-	} {
-		t.Setenv(name, value)
-	}
-	if accessKey == "" {
-		t.Setenv("AWS_SECRET_ACCESS_KEY", "")
-	}
-}
 
 // subscribeAllowing is subscribeTo through a registry that allows the
 // engine's credentials under queues.
@@ -72,7 +52,7 @@ func keyless(s *sqsServer, queueURL string) map[string]any {
 // now: nothing is sent) and a chain with no credentials auth_failed, each
 // saying why.
 func TestSQSDestinationEngineCredentials(t *testing.T) {
-	engineAWS(t, sqsAccessKey)
+	engineAWS(t, accessKey)
 	srv := newSQSServer(t)
 	queueURL := srv.queue(t, false)
 	allowed := []string{srv.endpoint() + "/000000000000/"}

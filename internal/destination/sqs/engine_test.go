@@ -1,187 +1,22 @@
-package dispatcher_test
+package sqs_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
-	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/Admiral-Piett/goaws/app/models"
-	"github.com/Admiral-Piett/goaws/app/router"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/uuid"
-	"github.com/sirupsen/logrus"
 
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 )
-
-// sqsAccessKey is the access key the test's SQS server takes; any other
-// is refused as SQS refuses an unknown key.
-const sqsAccessKey = "AKIAWEBHOOKDTEST"
-
-// setUpGoAWS configures goaws once per test binary, before any goaws
-// code runs: its logging turned down (a line per message), and FIFO
-// deduplication on, as SQS has it.
-var setUpGoAWS sync.Once
-
-// sqsServer is goaws, an SQS-compatible server speaking the AWS JSON
-// protocol, in process on 127.0.0.1. It can be stopped and started again
-// on the same address; its queues live on meanwhile, as a real queue's
-// messages outlive an outage. goaws checks no credentials: the server
-// refuses, as SQS does, a request signed with another access key.
-type sqsServer struct {
-	addr string
-	mu   sync.Mutex
-	srv  *http.Server
-	// sent are the SendMessage requests it got.
-	sent []sqsSend
-	// loseAnswers is how many SendMessage answers to lose: the message is
-	// taken, then the connection closed before the answer, as when the
-	// network fails after SQS stored a message.
-	loseAnswers int
-}
-
-// sqsSend is what a SendMessage request asked for.
-type sqsSend struct {
-	QueueURL               string `json:"QueueUrl"`
-	MessageGroupID         string `json:"MessageGroupId"`
-	MessageDeduplicationID string `json:"MessageDeduplicationId"`
-}
-
-func newSQSServer(t *testing.T) *sqsServer {
-	t.Helper()
-	setUpGoAWS.Do(func() {
-		logrus.SetLevel(logrus.WarnLevel)
-		models.CurrentEnvironment.EnableDuplicates = true
-	})
-	s := &sqsServer{}
-	s.start(t, "127.0.0.1:0")
-	t.Cleanup(s.stop)
-	return s
-}
-
-// start serves on addr.
-func (s *sqsServer) start(t *testing.T, addr string) {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	goaws := router.New()
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.Contains(r.Header.Get("Authorization"), "Credential="+sqsAccessKey+"/") {
-			// What SQS answers (AWS JSON 1.0, query-compatible) for an
-			// access key it does not know.
-			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-			w.Header().Set("x-amzn-query-error", "InvalidClientTokenId;Sender")
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = w.Write([]byte(`{"__type":"com.amazon.coral.service#UnrecognizedClientException",` +
-				`"message":"The security token included in the request is invalid."}`))
-			return
-		}
-		if r.Header.Get("X-Amz-Target") == "AmazonSQS.SendMessage" && s.sendMessage(w, r, goaws) {
-			return
-		}
-		goaws.ServeHTTP(w, r)
-	})}
-	go func() { _ = srv.Serve(l) }()
-	s.mu.Lock()
-	s.addr, s.srv = l.Addr().String(), srv
-	s.mu.Unlock()
-}
-
-// sendMessage notes a SendMessage request and, while answers are to be
-// lost, serves it and closes the connection instead of answering; it
-// reports whether it did.
-func (s *sqsServer) sendMessage(w http.ResponseWriter, r *http.Request, goaws http.Handler) bool {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return false
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	var sent sqsSend
-	_ = json.Unmarshal(body, &sent)
-	s.mu.Lock()
-	s.sent = append(s.sent, sent)
-	lose := s.loseAnswers > 0
-	if lose {
-		s.loseAnswers--
-	}
-	s.mu.Unlock()
-	if !lose {
-		return false
-	}
-	goaws.ServeHTTP(discard{}, r)
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err == nil {
-		_ = conn.Close()
-	}
-	return true
-}
-
-// discard is a ResponseWriter that keeps nothing.
-type discard struct{}
-
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
-func (discard) WriteHeader(int)             {}
-
-// sends are the SendMessage requests to queueURL so far.
-func (s *sqsServer) sends(queueURL string) []sqsSend {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []sqsSend
-	for _, m := range s.sent {
-		if m.QueueURL == queueURL {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// stop closes the listener and every connection.
-func (s *sqsServer) stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.srv != nil {
-		_ = s.srv.Close()
-		s.srv = nil
-	}
-}
-
-func (s *sqsServer) endpoint() string { return "http://" + s.addr }
-
-// client is an SQS client of the server, with the right key.
-func (s *sqsServer) client() *sqs.Client {
-	return sqs.New(sqs.Options{Region: "eu-west-1", BaseEndpoint: aws.String(s.endpoint()),
-		Credentials: credentials.NewStaticCredentialsProvider(sqsAccessKey, "secret", "")})
-}
-
-// queue creates a queue of the test's own (name a prefix; ".fifo" ends a
-// FIFO queue's) and returns its URL.
-func (s *sqsServer) queue(t *testing.T, fifo bool) string {
-	t.Helper()
-	name := "webhookd-" + uuid.NewString()
-	if fifo {
-		name += ".fifo"
-	}
-	if _, err := s.client().CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(name)}); err != nil {
-		t.Fatal(err)
-	}
-	return s.endpoint() + "/000000000000/" + name
-}
 
 // receive takes up to n messages off the queue (deleting them) within
 // timeout.
@@ -209,15 +44,8 @@ func (s *sqsServer) receive(t *testing.T, queueURL string, n int, timeout time.D
 	return out
 }
 
-// sqsAttributes are a message's attributes as strings.
-func sqsAttributes(m types.Message) map[string]string {
-	out := make(map[string]string, len(m.MessageAttributes))
-	for k, v := range m.MessageAttributes {
-		out[k] = aws.ToString(v.StringValue)
-	}
-	return out
-}
-
+// sqsDestination is an sqs destination of queueURL on s, signed with
+// accessKey.
 func sqsDestination(s *sqsServer, queueURL, accessKey string) map[string]any {
 	return map[string]any{"type": "sqs", "queue_url": queueURL, "region": "eu-west-1",
 		"access_key_id": accessKey, "secret_access_key": "secret", "endpoint": s.endpoint()}
@@ -232,7 +60,7 @@ func TestSQSDestination(t *testing.T) {
 	queueURL := srv.queue(t, false)
 	e := dispatchertest.New(t)
 	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
-	sub, secret := e.SubscribeTo("m1", sqsDestination(srv, queueURL, sqsAccessKey), "", "payout.paid")
+	sub, secret := e.SubscribeTo("m1", sqsDestination(srv, queueURL, accessKey), "", "payout.paid")
 	if sub.Destination.Type() != "sqs" || sub.URL != queueURL {
 		t.Fatalf("subscription: destination %v, url %q; want sqs, the queue URL", sub.Destination.Summary, sub.URL)
 	}
@@ -249,7 +77,7 @@ func TestSQSDestination(t *testing.T) {
 	if len(msgs) != 1 || aws.ToString(msgs[0].Body) != string(ev.Body) {
 		t.Fatalf("%d messages, want the envelope once", len(msgs))
 	}
-	attrs := sqsAttributes(msgs[0])
+	attrs := arrived(msgs[0]).Headers
 	if err := v.VerifyMessage(attrs, []byte(aws.ToString(msgs[0].Body))); err != nil {
 		t.Errorf("VerifyMessage: %v (attributes %v)", err, attrs)
 	}
@@ -271,7 +99,7 @@ func TestSQSDestination(t *testing.T) {
 	del = e.WaitSettled(id, 30*time.Second)
 	dispatchertest.CheckBrokerAttempts(t, del, "broker_unreachable")
 	msgs = srv.receive(t, queueURL, 1, 10*time.Second)
-	if attrs := sqsAttributes(msgs[0]); attrs["webhook-id"] != ev.ID.String() || v.VerifyMessage(attrs, []byte(aws.ToString(msgs[0].Body))) != nil {
+	if attrs := arrived(msgs[0]).Headers; attrs["webhook-id"] != ev.ID.String() || v.VerifyMessage(attrs, []byte(aws.ToString(msgs[0].Body))) != nil {
 		t.Errorf("message after the outage: %v; want event %s verified", attrs, ev.ID)
 	}
 }
@@ -286,7 +114,7 @@ func TestSQSDestinationFailures(t *testing.T) {
 	e := dispatchertest.New(t)
 	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
 	e.SubscribeTo("m1", sqsDestination(srv, queueURL, "AKIAUNKNOWN"), "", "payout.paid")
-	e.SubscribeTo("m2", sqsDestination(srv, srv.endpoint()+"/000000000000/no-such-queue", sqsAccessKey), "", "payout.paid")
+	e.SubscribeTo("m2", sqsDestination(srv, srv.endpoint()+"/000000000000/no-such-queue", accessKey), "", "payout.paid")
 	d, _ := e.Dispatcher()
 	e.Run(d)
 	for merchant, code := range map[string]string{"m1": "auth_failed", "m2": "broker_refused"} {
@@ -313,7 +141,7 @@ func TestSQSDestinationFIFO(t *testing.T) {
 	queueURL := srv.queue(t, true)
 	e := dispatchertest.New(t)
 	e.Cfg.DeliveryTimeout = 2 * time.Second
-	_, secret := e.SubscribeTo("m1", sqsDestination(srv, queueURL, sqsAccessKey), "payload.account", "payout.paid")
+	_, secret := e.SubscribeTo("m1", sqsDestination(srv, queueURL, accessKey), "payload.account", "payout.paid")
 	d, _ := e.Dispatcher()
 	e.Run(d)
 	v := dispatchertest.Verifier(t, secret)
@@ -326,7 +154,7 @@ func TestSQSDestinationFIFO(t *testing.T) {
 	}
 	next := map[string]int{}
 	for _, m := range srv.receive(t, queueURL, perKey*len(keys), 30*time.Second) {
-		attrs := sqsAttributes(m)
+		attrs := arrived(m).Headers
 		var env struct {
 			Payload struct {
 				Account string `json:"account"`
@@ -361,7 +189,7 @@ func TestSQSDestinationLostAnswer(t *testing.T) {
 	srv.mu.Unlock()
 	e := dispatchertest.New(t)
 	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
-	e.SubscribeTo("m1", sqsDestination(srv, queueURL, sqsAccessKey), "", "payout.paid")
+	e.SubscribeTo("m1", sqsDestination(srv, queueURL, accessKey), "", "payout.paid")
 	d, _ := e.Dispatcher()
 	e.Run(d)
 	ev := e.Publish(d, "m1", "payout.paid")

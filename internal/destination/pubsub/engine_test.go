@@ -1,42 +1,22 @@
-package dispatcher_test
+package pubsub_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
-	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/internal/testfixtures/tcpproxy"
 )
 
-// newPubSub starts Google's in-process Pub/Sub server (pstest) with the
-// topic projects/webhookd-test/topics/webhooks.
-func newPubSub(t *testing.T, opts ...pstest.ServerReactorOption) *pstest.Server {
-	t.Helper()
-	srv := pstest.NewServer(opts...)
-	t.Cleanup(func() { srv.Close() })
-	conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := pubsubpb.NewPublisherClient(conn).CreateTopic(context.Background(),
-		&pubsubpb.Topic{Name: "projects/webhookd-test/topics/webhooks"}); err != nil {
-		t.Fatal(err)
-	}
-	return srv
-}
-
+// pubSubDestination is a destination of the test topic (newPubSub) at
+// endpoint, as an emulator.
 func pubSubDestination(endpoint string) map[string]any {
-	return map[string]any{"type": "gcp_pubsub", "project_id": "webhookd-test", "topic_id": "webhooks", "endpoint": endpoint}
+	return map[string]any{"type": "gcp_pubsub", "project_id": project, "topic_id": topic, "endpoint": endpoint}
 }
 
 // TestPubSubDestination: a delivery is one message, its attributes

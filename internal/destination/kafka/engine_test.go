@@ -1,16 +1,14 @@
-package dispatcher_test
+package kafka_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,30 +16,6 @@ import (
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 )
-
-// newKafka starts an in-process Kafka cluster (franz-go's kfake) with
-// topic, of three partitions.
-func newKafka(t *testing.T, topic string, opts ...kfake.Opt) *kfake.Cluster {
-	t.Helper()
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(3, topic)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-// kafkaRecords consumes topic from the start.
-func kafkaRecords(t *testing.T, c *kfake.Cluster, topic string) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
 
 // pollRecords reads records until n came or timeout passed.
 func pollRecords(t *testing.T, cl *kgo.Client, n int, timeout time.Duration) []*kgo.Record {
@@ -59,21 +33,13 @@ func pollRecords(t *testing.T, cl *kgo.Client, n int, timeout time.Duration) []*
 	return out
 }
 
-func recordHeaders(r *kgo.Record) map[string]string {
-	out := make(map[string]string, len(r.Headers))
-	for _, h := range r.Headers {
-		out[h.Key] = string(h.Value)
-	}
-	return out
-}
-
 // TestKafkaDestination: a delivery is one record, keyed by the event id,
 // its headers verified by package receiver; produce requests cut off for a
 // while (the broker closing each connection) fail the attempts until they
 // go through again, nothing lost.
 func TestKafkaDestination(t *testing.T) {
 	t.Parallel()
-	cluster := newKafka(t, "payouts")
+	cluster := newCluster(t, "payouts")
 	var down atomic.Bool
 	cluster.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
 		cluster.KeepControl()
@@ -88,11 +54,11 @@ func TestKafkaDestination(t *testing.T) {
 	d, _ := e.Dispatcher()
 	e.Run(d)
 	v := dispatchertest.Verifier(t, secret)
-	consumer := kafkaRecords(t, cluster, "payouts")
+	consumer := newConsumer(t, cluster, "payouts").client
 
 	ev := e.Publish(d, "m1", "payout.paid")
 	r := pollRecords(t, consumer, 1, 10*time.Second)[0]
-	if err := v.VerifyMessage(recordHeaders(r), r.Value); err != nil {
+	if err := v.VerifyMessage(arrived(r).Headers, r.Value); err != nil {
 		t.Errorf("VerifyMessage: %v", err)
 	}
 	if string(r.Key) != ev.ID.String() || string(r.Value) != string(ev.Body) {
@@ -129,13 +95,13 @@ func TestKafkaDestination(t *testing.T) {
 // by the ordering key and keep each key's order.
 func TestKafkaDestinationOrdered(t *testing.T) {
 	t.Parallel()
-	cluster := newKafka(t, "payouts")
+	cluster := newCluster(t, "payouts")
 	e := dispatchertest.New(t)
 	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
 	e.SubscribeTo("m1", map[string]any{"type": "kafka", "brokers": cluster.ListenAddrs(), "topic": "payouts"}, "payload.account", "payout.paid")
 	d, _ := e.Dispatcher()
 	e.Run(d)
-	consumer := kafkaRecords(t, cluster, "payouts")
+	consumer := newConsumer(t, cluster, "payouts").client
 	const perKey = 10
 	keys := []string{"acct_a", "acct_b", "acct_c"}
 	for i := range perKey {
@@ -175,19 +141,8 @@ func TestKafkaDestinationOrdered(t *testing.T) {
 // answers as Kafka does.
 func TestKafkaDestinationAuthFailed(t *testing.T) {
 	t.Parallel()
-	cluster := newKafka(t, "payouts", kfake.EnableSASL(), kfake.Superuser("PLAIN", "webhookd", "right-password"))
-	cluster.ControlKey(int16(kmsg.SASLAuthenticate), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		cluster.KeepControl()
-		auth := req.(*kmsg.SASLAuthenticateRequest)
-		if parts := strings.Split(string(auth.SASLAuthBytes), "\x00"); len(parts) == 3 && parts[2] != "right-password" {
-			resp := auth.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-			msg := "Authentication failed: Invalid username or password"
-			resp.ErrorMessage = &msg
-			return resp, nil, true
-		}
-		return nil, nil, false
-	})
+	cluster := newCluster(t, "payouts", kfake.EnableSASL(), kfake.Superuser("PLAIN", user, password))
+	answerWrongPasswords(cluster)
 	e := dispatchertest.New(t)
 	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
 	for i, password := range []string{"wrong-password", "right-password"} {
