@@ -1,9 +1,11 @@
-package main
+package docs_test
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -17,22 +19,28 @@ var markdownLink = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)`
 // punctuation dropped, spaces as hyphens.
 var markdownHeading = regexp.MustCompile("(?m)^#{1,6} +(.+?) *#*$")
 
-// TestDocsLinksResolve: every relative link of README.md and docs/*.md
-// names a file or folder of the repository, and an anchor names a
-// heading of the page it points at; the README links only inside the
-// repository. A page moved or a heading reworded breaks the test, not a
-// reader's click.
+// markdownReference is a reference link's definition, [label]: target,
+// at the start of a line.
+var markdownReference = regexp.MustCompile(`(?m)^ {0,3}\[[^\]]+\]:[ \t]*<?([^\s>]+)>?`)
+
+// TestDocsLinksResolve: every relative link of README.md, docs/*.md and
+// the repository's other pages (BENCHMARKS.md, a package's README), inline
+// or by reference, names a file or folder of the repository, and an
+// anchor names a heading of the page it points at; the README links only
+// inside the repository. A page moved or a heading reworded breaks the
+// test, not a reader's click.
 func TestDocsLinksResolve(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
+	pages := markdownPages(t, root)
+	for _, want := range []string{"README.md", "docs/development.md"} {
+		if !slices.Contains(pages, filepath.Join(root, want)) {
+			t.Fatalf("%s is not among the pages found under %s", want, root)
+		}
 	}
-	pages = append(pages, filepath.Join(root, "README.md"))
 	for _, page := range pages {
 		b, err := os.ReadFile(page)
 		if err != nil {
@@ -40,8 +48,14 @@ func TestDocsLinksResolve(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, page)
 		text := inlineCode.ReplaceAllString(withoutFences(string(b)), "``")
+		var targets []string
 		for _, m := range markdownLink.FindAllStringSubmatch(text, -1) {
-			target := m[1]
+			targets = append(targets, m[1])
+		}
+		for _, m := range markdownReference.FindAllStringSubmatch(text, -1) {
+			targets = append(targets, m[1])
+		}
+		for _, target := range targets {
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				if rel == "README.md" && !strings.HasPrefix(target, "https://docs.webhookd.dev") {
 					t.Errorf("%s links outside the repository: %s", rel, target)
@@ -66,6 +80,30 @@ func TestDocsLinksResolve(t *testing.T) {
 			}
 		}
 	}
+}
+
+// markdownPages are the repository's Markdown pages, its hidden folders
+// and node_modules left out.
+func markdownPages(t *testing.T, root string) []string {
+	t.Helper()
+	var pages []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && path != root && (strings.HasPrefix(name, ".") || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(name, ".md") {
+			pages = append(pages, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages
 }
 
 // withoutFences is a page with its fenced code blocks blanked, where
