@@ -53,12 +53,7 @@ func TestStoppedWorkerMidAttempt(t *testing.T) {
 func TestIngestOutlivesPostgres(t *testing.T) {
 	t.Parallel()
 	pg := storetest.NewPostgres(t)
-	st, err := store.Open(context.Background(), storetest.NewDatabaseOn(t, pg.AdminURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	e := dispatchertest.NewOn(t, st)
+	e := dispatchertest.NewOnPostgres(t, pg)
 	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
 	e.Subscribe("m1", rcv.URL, "*")
 	d, reg := e.Dispatcher(func(c *dispatcher.Config) { c.TaskRetryCap = 100 * time.Millisecond })

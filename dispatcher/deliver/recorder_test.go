@@ -61,12 +61,7 @@ func TestRecorders(t *testing.T) {
 func TestOutcomeWaitsForPostgres(t *testing.T) {
 	t.Parallel()
 	pg := storetest.NewPostgres(t)
-	st, err := store.Open(context.Background(), storetest.NewDatabaseOn(t, pg.AdminURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	e := dispatchertest.NewOn(t, st)
+	e := dispatchertest.NewOnPostgres(t, pg)
 	known := make(chan struct{}) // the test has read the delivery's id
 	rcv := dispatchertest.NewReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
 		if n == 1 {
@@ -91,7 +86,8 @@ func TestOutcomeWaitsForPostgres(t *testing.T) {
 	close(known)
 	var got store.Delivery
 	e.WaitFor("the delivery to settle once Postgres is back", 20*time.Second, func() bool {
-		got, err = st.DeliveryByID(context.Background(), del.ID)
+		var err error
+		got, err = e.Store.DeliveryByID(context.Background(), del.ID)
 		return err == nil && got.Status != store.DeliveryPending
 	})
 	if got.Status != store.DeliverySucceeded || got.AttemptCount != 1 {

@@ -57,11 +57,23 @@ var FastSchedule = retry.Schedule{Delays: []time.Duration{50 * time.Millisecond,
 // New is an Env on a fresh database and a private Redis.
 func New(t *testing.T) *Env {
 	t.Helper()
-	return NewOn(t, storetest.NewStore(t))
+	return on(t, storetest.NewStore(t))
 }
 
-// NewOn is New on the given store.
-func NewOn(t *testing.T, st *store.Store) *Env {
+// NewOnPostgres is New on a fresh database of pg, a private Postgres
+// server the test may stop and start again.
+func NewOnPostgres(t *testing.T, pg *storetest.Postgres) *Env {
+	t.Helper()
+	st, err := store.Open(context.Background(), storetest.NewDatabaseOn(t, pg.AdminURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return on(t, st)
+}
+
+// on is New on the given store.
+func on(t *testing.T, st *store.Store) *Env {
 	t.Helper()
 	rd := storetest.NewRedis(t)
 	rc := redis.NewClient(&redis.Options{Network: "unix", Addr: rd.Socket})
