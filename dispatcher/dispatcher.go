@@ -282,6 +282,15 @@ func (c *Config) senderConfig() deliver.SenderConfig {
 		OAuth: deliver.OAuthConfig{Redis: c.Redis, MasterKey: c.MasterKey}, Kinds: c.Kinds}
 }
 
+// NewDialer is the address-checking dialer New and Run build from c (its
+// defaults filled) when c.Dialer is nil. A test that sets Config.Dialer
+// starts from it (a resolver of its own, confined to loopback) so that
+// the check it exercises is the one the engine would use.
+func (c Config) NewDialer() *net.Dialer {
+	c.setDefaults()
+	return deliver.NewDialer(c.senderConfig())
+}
+
 // Dispatcher is the pipeline assembled from one Config: the pieces the
 // API role calls, each used directly (New builds only these: the endpoint
 // check's HTTP client is built at the first check), and Run, the worker

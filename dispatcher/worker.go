@@ -194,6 +194,22 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return w.run(ctx)
 }
 
+// SweepOnce runs one sweep of d's sweeper, as Run's periodic task does,
+// and returns how many attempts it parked again. It is a hook for tests
+// (the sweeper's in dispatcher/maintain, poll's): they count what one
+// sweep does without waiting for the period, and without a running worker
+// that would take the attempts they arranged. It builds the worker role's
+// services for that sweep and releases them after; production sweeps are
+// Run's.
+func SweepOnce(ctx context.Context, d *Dispatcher) (int, error) {
+	w, err := newWorker(d)
+	if err != nil {
+		return 0, err
+	}
+	defer w.close()
+	return w.sweeper.Sweep(ctx)
+}
+
 // delayedTaskCheck is the longest that a scheduled or deferred task waits
 // past its time to move to its queue: one Redis script per queue per
 // interval per process.

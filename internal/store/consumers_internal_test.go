@@ -21,9 +21,10 @@ const moduleRoot = "../.."
 
 // storeFreeExempt are the directories, relative to the module's root and
 // each with those below it, whose code may hold a *Store: the one place the
-// Store is opened and assembled (cmd) and the store itself with its test
-// helpers.
-var storeFreeExempt = []string{"cmd", "internal/store"}
+// Store is opened and assembled (cmd), the store itself with its test
+// helpers, and the test fixtures, which are test code
+// (TestOnlyTestsImportFixtures).
+var storeFreeExempt = []string{"cmd", "internal/store", "internal/testfixtures"}
 
 // wiringInputs are the only struct fields and parameters outside
 // storeFreeExempt that may be a *Store, keyed "dir: Type.Field" (or

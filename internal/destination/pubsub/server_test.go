@@ -120,9 +120,11 @@ type pubSub struct {
 	next int // the next message Receive returns
 }
 
-func newPubSub(t *testing.T) *pubSub {
+// newPubSub starts it, each option reacting to the emulator's requests
+// (pstest.WithErrorInjection: a refusal of the test's choosing).
+func newPubSub(t *testing.T, opts ...pstest.ServerReactorOption) *pubSub {
 	t.Helper()
-	srv := pstest.NewServer()
+	srv := pstest.NewServer(opts...)
 	t.Cleanup(func() { srv.Close() })
 	conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -163,18 +163,10 @@ func (f *fakeS3) receive(ctx context.Context, t testing.TB) desttest.Arrived {
 
 func (f *fakeS3) next(ctx context.Context, t testing.TB, client *s3sdk.Client) (desttest.Arrived, bool) {
 	t.Helper()
-	var keys []string
-	pages := s3sdk.NewListObjectsV2Paginator(client, &s3sdk.ListObjectsV2Input{Bucket: aws.String(testBucket)})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return desttest.Arrived{}, false // the server may be down yet
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-		}
+	keys, err := f.keys(ctx, client)
+	if err != nil {
+		return desttest.Arrived{}, false // the server may be down yet
 	}
-	slices.Sort(keys)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, key := range keys {
@@ -198,6 +190,43 @@ func (f *fakeS3) next(ctx context.Context, t testing.TB, client *s3sdk.Client) (
 		return desttest.Arrived{Body: body, Headers: headers, Key: key}, true
 	}
 	return desttest.Arrived{}, false
+}
+
+// keys are the bucket's keys, in order.
+func (f *fakeS3) keys(ctx context.Context, client *s3sdk.Client) ([]string, error) {
+	var keys []string
+	pages := s3sdk.NewListObjectsV2Paginator(client, &s3sdk.ListObjectsV2Input{Bucket: aws.String(testBucket)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// unread is how many objects of the bucket receive has not read.
+func (f *fakeS3) unread(t testing.TB) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	keys, err := f.keys(ctx, f.consumer())
+	if err != nil {
+		t.Fatalf("list the bucket: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, key := range keys {
+		if !f.seen[key] {
+			n++
+		}
+	}
+	return n
 }
 
 func TestConformance(t *testing.T) {
