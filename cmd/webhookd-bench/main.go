@@ -54,9 +54,10 @@ var scenarios = []string{"raw", "throughput", "latency", "fanout", "ordered", "s
 // issue 27, which needs a RabbitMQ), read against single's figures; or poll
 // (issue 28), reading poll subscriptions instead of receiving; or the
 // scale curve of issue 30, which needs a shrunk retry schedule and runs
-// for as long as its points take.
+// for as long as its points take; or transform (issue 40), single's
+// workload through a transformation.
 var ownScenarios = []string{"retrystorm", "hostile", "spread", "burst", "solofanout", "backlog", "ratelimited",
-	"batched", "mtls", "jwe", "broker", "poll", "scale"}
+	"batched", "mtls", "jwe", "broker", "poll", "scale", "transform"}
 
 // main parses the flags, runs until done or interrupted, and exits 2 on a
 // bad command line, 1 when a scenario failed.
@@ -200,6 +201,8 @@ func runScenario(ctx context.Context, l *lab, name string) (*report, error) {
 		return broker(ctx, l)
 	case "poll":
 		return pollScenario(ctx, l)
+	case "transform":
+		return transformScenario(ctx, l)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

@@ -117,6 +117,14 @@ type floodResult struct {
 	retryAfter bool
 }
 
+// transformed is a subscription to the calm merchant's receiver whose
+// transformation is code: its deliveries never reach it when the code
+// fails.
+func transformed(s *hostileServers, code string) map[string]any {
+	return map[string]any{"url": s.calm.URL + "/shaped", "events": []string{"*"},
+		"transformation": map[string]any{"code": code}}
+}
+
 func hostileRows() []hostileRow {
 	amqps := func(s *hostileServers, query string) map[string]any {
 		return map[string]any{"events": []string{"*"}, "destination": map[string]any{"type": "rabbitmq",
@@ -214,6 +222,24 @@ func hostileRows() []hostileRow {
 			body: func(s *hostileServers) map[string]any {
 				return map[string]any{"events": []string{"*"}, "destination": map[string]any{"type": "kafka",
 					"brokers": []string{"127.0.0.1:" + s.closedPort}, "topic": "webhooks", "tls": true}}
+			}},
+		// Transformations (issue 40): a script that would run forever at
+		// its top level is refused when saved; one that spins, or
+		// allocates without end, in its handler is accepted (it shows
+		// itself only when it runs) and every attempt fails with
+		// transformation_error, its memory and CPU bounded, one core of
+		// a worker at most.
+		{kind: "webhook + transformation", shape: "a top level that never ends", refusedParam: "transformation.code",
+			body: func(s *hostileServers) map[string]any { return transformed(s, "for (;;) {}\nfunction handler(w) { return w }") }},
+		{kind: "webhook + transformation", shape: "a handler that never ends", failsWith: []string{"transformation_error"},
+			body: func(s *hostileServers) map[string]any { return transformed(s, "function handler(w) { for (;;) {} }") }},
+		{kind: "webhook + transformation", shape: "'x'.repeat(2**30)", failsWith: []string{"transformation_error"},
+			body: func(s *hostileServers) map[string]any {
+				return transformed(s, "function handler(w) { w.payload = {x: 'x'.repeat(2**30)}; return w }")
+			}},
+		{kind: "webhook + transformation", shape: "arrays grown in a loop", failsWith: []string{"transformation_error"},
+			body: func(s *hostileServers) map[string]any {
+				return transformed(s, "function handler(w) { const a = []; for (;;) { a.push(new Array(1e5).fill(1)) } }")
 			}},
 		// Many long polls, listeners and sessions: each bounded per merchant.
 		{kind: "poll", shape: "many concurrent long polls", flood: floodLongPolls},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -41,6 +42,8 @@ type transforming struct {
 	// transformer is nil on a worker given no sandbox.
 	transformer Transformer
 	clock       clock.Clock
+	// turns holds each merchant to one transformation at a time.
+	turns *merchantTurns
 }
 
 // shaped is what an attempt sends once its transformation ran.
@@ -75,7 +78,12 @@ func (r transforming) transformed(ctx context.Context, leased store.LeasedDelive
 	if r.transformer == nil {
 		return shaped{}, nil, errors.New("transformation: no transformer configured")
 	}
+	release, err := r.turns.take(ctx, leased.MerchantID)
+	if err != nil {
+		return shaped{}, nil, err
+	}
 	got, err := r.transformer.Transform(ctx, leased.SubscriptionID, version, in)
+	release()
 	var failed *transform.Error
 	if err != nil && !errors.As(err, &failed) {
 		return shaped{}, nil, err
@@ -128,4 +136,51 @@ func envelopePayload(body []byte) (json.RawMessage, error) {
 		env.Payload = json.RawMessage("null")
 	}
 	return env.Payload, nil
+}
+
+// merchantTurns lets each merchant run one transformation at a time in
+// this process: a script spinning at its CPU limit then takes at most one
+// core from the others, whatever share of the worker's slots its
+// merchant holds. The wait counts in the attempt's time, against its own
+// merchant's share.
+type merchantTurns struct {
+	mu   sync.Mutex
+	held map[string]*merchantTurn
+}
+
+// merchantTurn is one merchant's turn: its token, and how many attempts
+// hold or wait for it (the entry goes when none does).
+type merchantTurn struct {
+	token chan struct{}
+	users int
+}
+
+// take waits for merchant's turn, as long as ctx allows; release gives it
+// back.
+func (m *merchantTurns) take(ctx context.Context, merchant string) (release func(), err error) {
+	m.mu.Lock()
+	if m.held == nil {
+		m.held = map[string]*merchantTurn{}
+	}
+	t := m.held[merchant]
+	if t == nil {
+		t = &merchantTurn{token: make(chan struct{}, 1)}
+		m.held[merchant] = t
+	}
+	t.users++
+	m.mu.Unlock()
+	leave := func() {
+		m.mu.Lock()
+		if t.users--; t.users == 0 {
+			delete(m.held, merchant)
+		}
+		m.mu.Unlock()
+	}
+	select {
+	case t.token <- struct{}{}:
+		return func() { <-t.token; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
+	}
 }

@@ -140,7 +140,7 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 	w.closers = append(w.closers, dests.closeAll)
 	w.Runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel, destinations: dests,
 		secrets: NewSecretCache(cfg.Subscriptions, cfg.Sealer), tasks: cfg.Tasks, metrics: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger,
-		tracer: snd.tracer, transforms: transforming{transformer: cfg.Transformer, clock: cfg.Clock}}
+		tracer: snd.tracer, transforms: transforming{transformer: cfg.Transformer, clock: cfg.Clock, turns: &merchantTurns{}}}
 	w.Scheduler, err = NewScheduler(cfg.Scheduler, SchedulerDeps{Lanes: cfg.Tasks.Lanes, Redis: cfg.Tasks.Redis,
 		Attempt: w.Runner.runUnit, Metrics: cfg.Metrics, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {
