@@ -55,9 +55,10 @@ var scenarios = []string{"raw", "throughput", "latency", "fanout", "ordered", "s
 // (issue 28), reading poll subscriptions instead of receiving; or the
 // scale curve of issue 30, which needs a shrunk retry schedule and runs
 // for as long as its points take; or transform (issue 40), single's
-// workload through a transformation.
+// workload through a transformation, and spinning, hostile's shape with
+// scripts spinning at their CPU limit.
 var ownScenarios = []string{"retrystorm", "hostile", "spread", "burst", "solofanout", "backlog", "ratelimited",
-	"batched", "mtls", "jwe", "broker", "poll", "scale", "transform"}
+	"batched", "mtls", "jwe", "broker", "poll", "scale", "transform", "spinning"}
 
 // main parses the flags, runs until done or interrupted, and exits 2 on a
 // bad command line, 1 when a scenario failed.
@@ -203,6 +204,8 @@ func runScenario(ctx context.Context, l *lab, name string) (*report, error) {
 		return pollScenario(ctx, l)
 	case "transform":
 		return transformScenario(ctx, l)
+	case "spinning":
+		return spinningScenario(ctx, l)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

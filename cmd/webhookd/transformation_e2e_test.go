@@ -45,6 +45,7 @@ func (r *receiver) received() (bodies, shaped []string, bad int) {
 // retry is delivered; the simulate route answers each outcome.
 func TestTransformationEndToEnd(t *testing.T) {
 	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
+	t.Parallel() // it measures no latency
 	e := newEngine(t, "WEBHOOKD_RETRY_SCHEDULE=300ms,300ms,300ms,300ms,300ms,300ms")
 	e.start()
 	key := e.keysCreate("m_shape")
@@ -195,6 +196,7 @@ func containsAll(s string, parts ...string) bool {
 // cancels leaves the batch and ends skipped.
 func TestTransformationInABatch(t *testing.T) {
 	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
+	t.Parallel() // it measures no latency
 	e := newEngine(t)
 	e.start()
 	key := e.keysCreate("m_shape_batch")
