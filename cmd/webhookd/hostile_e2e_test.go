@@ -230,7 +230,9 @@ func hostileRows() []hostileRow {
 		// transformation_error, its memory and CPU bounded, one core of
 		// a worker at most.
 		{kind: "webhook + transformation", shape: "a top level that never ends", refusedParam: "transformation.code",
-			body: func(s *hostileServers) map[string]any { return transformed(s, "for (;;) {}\nfunction handler(w) { return w }") }},
+			body: func(s *hostileServers) map[string]any {
+				return transformed(s, "for (;;) {}\nfunction handler(w) { return w }")
+			}},
 		{kind: "webhook + transformation", shape: "a handler that never ends", failsWith: []string{"transformation_error"},
 			body: func(s *hostileServers) map[string]any { return transformed(s, "function handler(w) { for (;;) {} }") }},
 		{kind: "webhook + transformation", shape: "'x'.repeat(2**30)", failsWith: []string{"transformation_error"},
