@@ -217,18 +217,27 @@ func hostile(ctx context.Context, l *lab) (*report, error) {
 		return r, err
 	}
 	defer l.fleets.tearDown(f)
+	load := soloThenBeside(ctx, l, f, r, "hostile-load", hostileM, calm, loadRate, rate)
+	r.add("hostile_events_published", load.published, "events")
+	r.add("hanging_requests", int64(len(f.rcv.latencies(true)))+f.rcv.counts().HangRetries, "requests")
+	r.add("peak_connections", f.rcv.peakInFlight.Load(), "connections")
+	return r, ctx.Err()
+}
+
+// soloThenBeside measures calm's probe alone, then beside loadMerchant
+// publishing loadRate events/s in the background (name), a warm-up ahead
+// of the beside phase; it reports and judges both phases and returns
+// what the load published.
+func soloThenBeside(ctx context.Context, l *lab, f *fleet, r *report, name, loadMerchant, calm string, loadRate, rate float64) publishStats {
 	solo := probePhase(ctx, l, f, "solo", []string{calm}, rate, l.cfg.phase)
-	stop := background(ctx, l, f, "hostile-load", hostileM, int(loadRate*(l.cfg.warmup+l.cfg.phase+2*l.cfg.duration).Seconds()), loadRate)
+	stop := background(ctx, l, f, name, loadMerchant, int(loadRate*(l.cfg.warmup+l.cfg.phase+2*l.cfg.duration).Seconds()), loadRate)
 	sleepCtx(ctx, l.cfg.warmup)
 	beside := probePhase(ctx, l, f, "beside", []string{calm}, rate, l.cfg.phase)
 	load := stop()
 	reportPhase(r, solo)
 	reportPhase(r, beside)
 	judgeBeside(r, solo, beside)
-	r.add("hostile_events_published", load.published, "events")
-	r.add("hanging_requests", int64(len(f.rcv.latencies(true)))+f.rcv.counts().HangRetries, "requests")
-	r.add("peak_connections", f.rcv.peakInFlight.Load(), "connections")
-	return r, ctx.Err()
+	return load
 }
 
 // burst (issue 24, shape 3): one merchant publishes -events to its fast

@@ -63,14 +63,7 @@ func spinningScenario(ctx context.Context, l *lab) (*report, error) {
 		return r, err
 	}
 	defer l.fleets.tearDown(f)
-	solo := probePhase(ctx, l, f, "solo", []string{calm}, rate, l.cfg.phase)
-	stop := background(ctx, l, f, "spinning-load", spinner, int(loadRate*(l.cfg.warmup+l.cfg.phase+2*l.cfg.duration).Seconds()), loadRate)
-	sleepCtx(ctx, l.cfg.warmup)
-	beside := probePhase(ctx, l, f, "beside", []string{calm}, rate, l.cfg.phase)
-	load := stop()
-	reportPhase(r, solo)
-	reportPhase(r, beside)
-	judgeBeside(r, solo, beside)
+	load := soloThenBeside(ctx, l, f, r, "spinning-load", spinner, calm, loadRate, rate)
 	r.add("spinning_events_published", load.published, "events")
 	return r, ctx.Err()
 }
