@@ -66,17 +66,49 @@ const (
 	e2eMasterKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 )
 
+// theBinary is the engine, built once for every test of the package
+// that runs it: each build links a binary of about 95 MB (five seconds of
+// CPU), which forty-odd tests paid one after another.
+var theBinary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// TestMain removes the binary the tests shared once they are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if theBinary.dir != "" {
+		_ = os.RemoveAll(theBinary.dir)
+	}
+	os.Exit(code)
+}
+
+// buildBinary is the path of the engine's binary, built at its first use.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	// Each test that runs the binary skips under -short itself; this
 	// catches one that forgot.
 	storetest.FullLane(t, "builds and runs the real binary")
-	bin := filepath.Join(t.TempDir(), "webhookd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	theBinary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "webhookd-e2e-")
+		if err != nil {
+			theBinary.err = err
+			return
+		}
+		theBinary.dir = dir
+		bin := filepath.Join(dir, "webhookd")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			theBinary.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		theBinary.path = bin
+	})
+	if theBinary.err != nil {
+		t.Fatal(theBinary.err)
 	}
-	return bin
+	return theBinary.path
 }
 
 // freeAddr is a free 127.0.0.1 address for a process of the test to
