@@ -466,7 +466,14 @@ func TestCrashedWorkerLosesNoDelivery(t *testing.T) {
 	}
 	e.kill()
 	e.start()
-	r.wait(t, id, 90*time.Second)
+	if !eventually(90*time.Second, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return slices.Contains(r.got, id)
+	}) {
+		fatalWithLogs(t, fmt.Sprintf("event %s not delivered within 90s of the restart; its delivery: %v", id, e.deliveryOf(key, id)),
+			"logs of the restarted engine:\n"+tail(e.logs))
+	}
 }
 
 // scrape reads a Prometheus text exposition: the last line of each metric
