@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of the repository for FUZZTIME each (100 inputs by
 # default: 42 targets at 300 took 163 s of a 15 min 45 s CI run on a
-# machine running the benches 40 % slower than the session before; run longer
+# machine running the benches 40 % slower than the day before; run longer
 # with FUZZTIME=300x or 60s when a parser changes) and fails if any crashes: an input that breaks the target's
 # property, a 5xx answer among them. A failing input is kept under its
 # package's testdata/fuzz, where plain `go test` replays it from then on.
