@@ -55,6 +55,10 @@ type engine struct {
 	runtime  wazero.Runtime
 	compiled wazero.CompiledModule
 	limits   Limits
+	// clock is the engine's one clock: what the script's clocks read, and
+	// the wall time a call is charged where the thread's CPU clock cannot
+	// be read.
+	clock clock.Clock
 }
 
 // newEngine compiles the module once (about half a second).
@@ -72,7 +76,7 @@ func newEngine(ctx context.Context, l Limits, clk clock.Clock) (*engine, error) 
 		r.Close(ctx)
 		return nil, fmt.Errorf("transform: compile the engine: %w", err)
 	}
-	return &engine{runtime: r, compiled: compiled, limits: l}, nil
+	return &engine{runtime: r, compiled: compiled, limits: l, clock: clk}, nil
 }
 
 // close releases the compiled module.
@@ -86,7 +90,7 @@ const errnoBadf = 8
 // and files that do not exist. There is no file system, no socket, no
 // environment behind them.
 func instantiateHost(ctx context.Context, r wazero.Runtime, clk clock.Clock) error {
-	started := time.Now()
+	started := clk.Now()
 	badf := api.GoModuleFunc(func(_ context.Context, _ api.Module, stack []uint64) {
 		stack[0] = errnoBadf
 	})
@@ -97,7 +101,7 @@ func instantiateHost(ctx context.Context, r wazero.Runtime, clk clock.Clock) err
 		if api.DecodeU32(stack[0]) == 0 { // CLOCK_REALTIME
 			now = uint64(clk.Now().UnixNano())
 		} else { // the monotonic and CPU clocks
-			now = uint64(time.Since(started))
+			now = uint64(clk.Now().Sub(started))
 		}
 		var b [8]byte
 		binary.LittleEndian.PutUint64(b[:], now)
@@ -134,7 +138,7 @@ func (e *engine) call(ctx context.Context, fn string, inputs [][]byte, extra []u
 	defer runtime.UnlockOSThread()
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	dog := watch(currentThread(), e.limits, cancel)
+	dog := watch(currentThread(e.clock), e.limits, cancel)
 	res, err := e.callPinned(callCtx, fn, inputs, extra, maxOut)
 	res.cpu = dog.stop()
 	if err == nil {

@@ -4,21 +4,26 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/webhookd/webhookd/internal/clock"
 )
 
 // threadClock reads the CPU time of one OS thread, from any thread: the
 // kernel's per-thread CPU clock (clock_gettime on the clock id
 // MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) of linux/posix-timers.h).
 type threadClock struct {
-	id    int32
-	start time.Time // for the fallback, should the clock not be read
+	id int32
+	// clock and start are the fallback, should the kernel's clock not be
+	// read: wall time on the engine's clock.
+	clock clock.Clock
+	start time.Time
 }
 
 // currentThread is the clock of the calling goroutine's thread, which the
 // caller has locked (runtime.LockOSThread).
-func currentThread() threadClock {
+func currentThread(clk clock.Clock) threadClock {
 	tid := int32(unix.Gettid())
-	return threadClock{id: (^tid)<<3 | 6, start: time.Now()}
+	return threadClock{id: (^tid)<<3 | 6, clock: clk, start: clk.Now()}
 }
 
 // used is the thread's CPU time; the wall time since currentThread when
@@ -26,7 +31,7 @@ func currentThread() threadClock {
 func (c threadClock) used() time.Duration {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(c.id, &ts); err != nil {
-		return time.Since(c.start)
+		return c.clock.Now().Sub(c.start)
 	}
 	return time.Duration(ts.Nano())
 }
