@@ -5,18 +5,12 @@ import (
 	"net/http"
 	"slices"
 	"testing"
-	"time"
-
-	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/asyncapi"
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/payloadschema"
-	"github.com/webhookd/webhookd/retry"
-	"github.com/webhookd/webhookd/signer"
 )
 
 // GET /v1/event_types/{name} shows one type with its schema, ping.test
@@ -108,29 +102,14 @@ func TestAsyncAPIDocumentServedPublicly(t *testing.T) {
 // withValidation makes the real dispatcher, judging payloads in mode, the
 // harness's Publisher.
 func withValidation(t *testing.T, mode payloadschema.Mode) func(*admin.Config) {
-	return func(cfg *admin.Config) {
-		sealer, err := signer.NewSealer(cfg.MasterKey)
-		if err != nil {
-			t.Fatal(err)
-		}
+	return withIngestPipeline(t, func(cfg *admin.Config, dc *dispatcher.Config) {
 		payloads, err := payloadschema.New(payloadschema.Config{Mode: mode, Types: catalogue.New(cfg.EventTypes).Entries(),
 			Registerer: cfg.Registerer})
 		if err != nil {
 			t.Fatal(err)
 		}
-		opt := cfg.Redis.(*redis.Client).Options()
-		d, err := dispatcher.New(dispatcher.Config{
-			Store: cfg.Store, Redis: asynq.RedisClientOpt{Network: opt.Network, Addr: opt.Addr},
-			Schedule: retry.Schedule{Delays: []time.Duration{time.Second}}, Sealer: sealer,
-			DefaultAPIVersion: admin.DefaultVersion, EventTypes: cfg.EventTypes, MaxPayloadBytes: 64 << 10,
-			VersionUsable: cfg.Versions.Usable, Payloads: payloads,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		usePipeline(cfg, d)
-	}
+		dc.Payloads, dc.MaxPayloadBytes = payloads, 64<<10
+	})
 }
 
 // payoutPaid is the catalogue's payout.paid example, amount set to amount.
