@@ -54,7 +54,7 @@ func Build(cfg Config) ([]byte, error) {
 		"address": nil,
 		"title":   "HTTPS endpoint",
 		"description": "One POST of the envelope to the subscription's url per delivery attempt, signed with the subscription's " +
-			"secret (the webhook-signature header). Answer 2xx within 25 seconds; anything else is retried.",
+			"secret (the webhook-signature header). Answer 2xx within the delivery timeout (25 seconds by default); anything else is retried.",
 		"messages": refs,
 		"bindings": map[string]any{"http": map[string]any{"bindingVersion": "0.3.0"}},
 	}}
