@@ -152,8 +152,8 @@ func (r *Runner) sendBatch(ctx context.Context, members []batchMember, held *hel
 	batchID := batchIDPrefix + id.String()
 	size := http.Header{}
 	size.Set(receiver.HeaderBatchSize, strconv.Itoa(len(members)))
-	res, err := r.sender.Send(ctx, Request{Target: target, EventID: batchID, Body: body.Bytes(), Signing: sig,
-		Headers: extra, Ordering: size, TLS: r.secrets.EndpointTLS(first), OAuth: r.secrets.EndpointOAuth(first)})
+	res, err := r.destinations.send(ctx, outgoing{leased: &first, id: batchID, body: body.Bytes(), url: target, custom: extra,
+		ordering: size, size: len(members)}, sig, r.secrets.credentials(&first))
 	held.exchanged(err == nil && res.outcome == metrics.OutcomeTimeout)
 	if err != nil {
 		return err

@@ -15,6 +15,15 @@ type Metadata struct {
 	Fields []Field `json:"fields"`
 	// Ordered: the kind keeps the order of an ordering key's deliveries.
 	Ordered bool `json:"ordered"`
+	// Builtin: a kind of the engine's own (the HTTP endpoint, the
+	// listener, poll), added to the registry by the worker
+	// (Registry.WithBuiltin). No merchant writes its type as a
+	// destination's: Types, Kind, Metadata and Parse leave it out.
+	Builtin bool `json:"-"`
+	// ChosenBy, for a built-in kind, is the subscription kind
+	// (Subject.Kind) that chooses it when no destination is stored;
+	// "" for a kind chosen by its stored type alone.
+	ChosenBy string `json:"-"`
 }
 
 // FieldType is how a field's value is written.
