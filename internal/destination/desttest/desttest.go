@@ -154,8 +154,8 @@ func failed(res destination.Result, err error) (code, said string, ok bool) {
 
 // builtinReason is why the checks of a destination object do not apply
 // to a built-in kind.
-const builtinReason = "a built-in kind has no destination object: its settings are the subscription's (url, authentication), " +
-	"read by internal/subscriptions' rules and tested there"
+const builtinReason = "a built-in kind has no destination object: its settings are the subscription's (a url and its authentication, " +
+	"a listener, a poll line), read by internal/subscriptions' rules and tested there"
 
 // Run runs the suite.
 func Run(t *testing.T, c Case) {
