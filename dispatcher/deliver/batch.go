@@ -69,9 +69,9 @@ func (r *Runner) runBatch(ctx context.Context, unit queue.LaneItem, held *heldSl
 		case errs[i] != nil:
 			// Already attempted, finished, or running elsewhere: stale.
 		case l.SubscriptionDeleted || l.SubscriptionStatus != store.SubscriptionEnabled || l.Test ||
-			l.Batch == nil || l.Kind != store.KindEndpoint || l.SealedDestination != nil:
+			l.Batch == nil || !r.destinations.pool.Batches(subjectOf(&l)):
 			// (A broker destination takes one message per delivery: a
-			// batch is an HTTP request's shape.)
+			// batch is an HTTP request's shape, Metadata.Batches.)
 			r.releaseLease(ctx, l, log)
 			alone = append(alone, it)
 		default:

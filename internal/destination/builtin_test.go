@@ -32,7 +32,8 @@ func TestForChoosesTheKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	endpoint := destination.Builtin(destination.Metadata{Type: "webhook", Label: "HTTP", Short: "HTTP", Delivers: "a POST", ChosenBy: "endpoint"}, named("http"))
+	endpoint := destination.Builtin(destination.Metadata{Type: "webhook", Label: "HTTP", Short: "HTTP", Delivers: "a POST", ChosenBy: "endpoint",
+		Batches: true}, named("http"))
 	listener := destination.Builtin(destination.Metadata{Type: "listener", Label: "L", Short: "L", Delivers: "relayed", ChosenBy: "listener"}, named("relay"))
 	poll := destination.Builtin(destination.Metadata{Type: "poll", Label: "Poll", Short: "Poll", Delivers: "nothing"}, nil)
 	r, err := base.WithBuiltin(endpoint, listener, poll)
@@ -58,6 +59,10 @@ func TestForChoosesTheKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
+	if !p.Batches(destination.Subject{Kind: "endpoint"}) || p.Batches(destination.Subject{Kind: "listener"}) ||
+		p.Batches(destination.Subject{Kind: "endpoint", Sealed: []byte(`{"type": "echo", "host": "a.example.com:7"}`)}) {
+		t.Error("batches: want the endpoint's kind alone")
+	}
 	for _, tc := range []struct {
 		name    string
 		subject destination.Subject

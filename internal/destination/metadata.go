@@ -24,6 +24,10 @@ type Metadata struct {
 	// (Subject.Kind) that chooses it when no destination is stored;
 	// "" for a kind chosen by its stored type alone.
 	ChosenBy string `json:"-"`
+	// Batches: the kind sends a batch of deliveries as one message (the
+	// HTTP endpoint's {"data": […]}); the others take one message per
+	// delivery.
+	Batches bool `json:"-"`
 }
 
 // FieldType is how a field's value is written.

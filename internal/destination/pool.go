@@ -112,6 +112,17 @@ func (p *Pool) For(s Subject) (Publisher, error) {
 	return pub, err
 }
 
+// Batches tells whether the kind For chooses for s sends a batch of
+// deliveries as one message (Metadata.Batches): only a built-in kind
+// chosen by the subscription's kind may.
+func (p *Pool) Batches(s Subject) bool {
+	if s.Sealed != nil {
+		return false
+	}
+	_, k, ok := p.cfg.Registry.chosenBy(s.Kind)
+	return ok && k.Metadata().Batches
+}
+
 // attempted is a kind's publisher as the Pool keeps it: each send given
 // the message's lowercase headers, bounded by the delivery timeout, and
 // its failure made the attempt's Result (finished).

@@ -21,7 +21,7 @@ const ChosenBy = "endpoint"
 func Metadata() destination.Metadata {
 	return destination.Metadata{Type: Type, Label: "HTTP endpoint", Short: "HTTP",
 		Delivers: "one signed POST per delivery (or per batch) to the subscription's url; its answer is the attempt's",
-		Ordered:  true, Builtin: true, ChosenBy: ChosenBy}
+		Ordered:  true, Builtin: true, ChosenBy: ChosenBy, Batches: true}
 }
 
 // New is the kind, sending with the engine's HTTP sender s.
