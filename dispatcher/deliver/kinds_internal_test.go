@@ -3,9 +3,7 @@ package deliver
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -51,7 +49,7 @@ func TestWebhookConformance(t *testing.T) {
 	snd.http.Transport.(*http.Transport).TLSClientConfig.RootCAs = serverCA.Pool()
 
 	arrived := make(chan desttest.Arrived, 100)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := testpki.ServeMTLS(t, serverCA, clientCA, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		headers := map[string]string{}
 		for name := range r.Header {
@@ -60,11 +58,6 @@ func TestWebhookConformance(t *testing.T) {
 		arrived <- desttest.Arrived{Body: body, Headers: headers}
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCA.Pool(),
-		Certificates: []tls.Certificate{serverCA.Server(t).TLS(t)}}
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
 	mtls := endpointCredentials{tls: endpointTLSOf(t, sealer, clientCA.ValidClient(t, "webhookd"), serverCA.PEM)}
 
 	tokens := tokenserver.New(t, "webhookd", time.Now)
