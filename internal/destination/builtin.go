@@ -35,12 +35,22 @@ type builtinKind struct {
 // subscription holds the rest: its url, its authentication).
 type builtinConfig struct{ typ string }
 
-func (c builtinConfig) Summary() map[string]any      { return map[string]any{} }
-func (c builtinConfig) Target() string               { return c.typ }
-func (c builtinConfig) Addresses() []Address         { return nil }
-func (c builtinConfig) Plaintext() string            { return "" }
+// Summary implements Config: nothing to show.
+func (c builtinConfig) Summary() map[string]any { return map[string]any{} }
+
+// Target implements Config: the type.
+func (c builtinConfig) Target() string { return c.typ }
+
+// Addresses implements Config: the subscription's url is checked by its own rules.
+func (c builtinConfig) Addresses() []Address { return nil }
+
+// Plaintext implements Config.
+func (c builtinConfig) Plaintext() string { return "" }
+
+// MarshalJSON is the stored form's fields besides the type: none.
 func (c builtinConfig) MarshalJSON() ([]byte, error) { return []byte("{}"), nil }
 
+// Metadata implements Kind.
 func (k builtinKind) Metadata() Metadata { return k.md }
 
 // Parse reads the stored form, {"type": …} alone.
