@@ -118,8 +118,6 @@ type Runner struct {
 	cfg      RunnerConfig
 	leaser   *leaser
 	recorder Recorder
-	sender   *Sender
-	relay    *relay
 	secrets  *SecretCache
 	tasks    *queue.Enqueuer
 	metrics  *metrics.Set
@@ -128,7 +126,8 @@ type Runner struct {
 	// tracer traces attempts (tracing.go); nil when tracing is off.
 	tracer trace.Tracer
 
-	// destinations sends the attempts of broker destinations.
+	// destinations sends every attempt, by the kind the registry
+	// chooses for its subscription.
 	destinations *destinations
 	// transforms runs subscriptions' transformations (transform.go).
 	transforms transforming

@@ -69,9 +69,9 @@ func (r *Runner) runBatch(ctx context.Context, unit queue.LaneItem, held *heldSl
 		case errs[i] != nil:
 			// Already attempted, finished, or running elsewhere: stale.
 		case l.SubscriptionDeleted || l.SubscriptionStatus != store.SubscriptionEnabled || l.Test ||
-			l.Batch == nil || l.Kind != store.KindEndpoint || l.SealedDestination != nil:
+			l.Batch == nil || !r.destinations.pool.Batches(subjectOf(&l)):
 			// (A broker destination takes one message per delivery: a
-			// batch is an HTTP request's shape.)
+			// batch is an HTTP request's shape, Metadata.Batches.)
 			r.releaseLease(ctx, l, log)
 			alone = append(alone, it)
 		default:
@@ -152,8 +152,8 @@ func (r *Runner) sendBatch(ctx context.Context, members []batchMember, held *hel
 	batchID := batchIDPrefix + id.String()
 	size := http.Header{}
 	size.Set(receiver.HeaderBatchSize, strconv.Itoa(len(members)))
-	res, err := r.sender.Send(ctx, Request{Target: target, EventID: batchID, Body: body.Bytes(), Signing: sig,
-		Headers: extra, Ordering: size, TLS: r.secrets.EndpointTLS(first), OAuth: r.secrets.EndpointOAuth(first)})
+	res, err := r.destinations.send(ctx, outgoing{leased: &first, id: batchID, body: body.Bytes(), url: target, custom: extra,
+		ordering: size, size: len(members)}, sig, r.secrets.credentials(&first))
 	held.exchanged(err == nil && res.outcome == metrics.OutcomeTimeout)
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -15,9 +14,9 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/listener"
 	"github.com/webhookd/webhookd/internal/store"
-	"github.com/webhookd/webhookd/signer"
 )
 
 // errListenerClosed is the attempt error of a delivery whose listener
@@ -82,18 +81,15 @@ func newRelay(cfg relayConfig, clock clock.Clock) (*relay, error) {
 	return &relay{cfg: cfg, clock: clock}, nil
 }
 
-// exchange makes the attempt's exchange the way its subscription's kind
-// says: relayed to a listener, or dialled. A subscription with a
-// transformation turned on sends what the transformation returns.
+// exchange makes the attempt's exchange: the message of its delivery
+// (as its transformation, when one is turned on, shaped it), sent by the
+// kind the registry chooses for its subscription.
 func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, sig Signing) (Result, error) {
 	body, err := BodyFor(leased)
 	if err != nil {
 		return Result{}, err
 	}
 	leased.Body = body // thin.go: the body as sent, which is signed
-	if leased.Kind == store.KindListener {
-		return r.relay.send(ctx, leased, sig)
-	}
 	extra, err := r.secrets.Headers(leased)
 	if err != nil {
 		return Result{}, err
@@ -107,14 +103,7 @@ func (r *Runner) exchange(ctx context.Context, leased store.LeasedDelivery, sig 
 		leased.Body, leased.URL, extra = out.body, out.target, out.headers
 		transformed = &out
 	}
-	var res Result
-	if leased.SealedDestination != nil {
-		res, err = r.destinations.send(ctx, leased, sig, extra)
-	} else {
-		res, err = r.sender.Send(ctx, Request{Target: leased.URL, EventID: leased.EventID.String(), Body: leased.Body, Signing: sig,
-			Headers: extra, Ordering: orderingHeaders(leased.Delivery), TLS: r.secrets.EndpointTLS(leased),
-			OAuth: r.secrets.EndpointOAuth(leased)})
-	}
+	res, err := r.destinations.send(ctx, outgoingOf(&leased, extra), sig, r.secrets.credentials(&leased))
 	if transformed != nil {
 		sent := printable(transformed.body)
 		res.transformation, res.sentBody = &transformed.version, &sent
@@ -130,10 +119,19 @@ func deref(res *Result) Result {
 	return *res
 }
 
+// Send relays one attempt's message (the listener kind's send,
+// internal/destination/listen) and returns the command's answer as its
+// result. An error is internal (Postgres or Redis unreachable): the
+// attempt is made again later.
+func (r *relay) Send(ctx context.Context, m destination.Message) (destination.Result, error) {
+	res, err := r.send(ctx, m)
+	return toKind(res), err
+}
+
 // send relays one attempt and returns the command's answer as its result.
 // An error is internal (Postgres or Redis unreachable): the attempt is made
 // again later.
-func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, sig Signing) (Result, error) {
+func (r *relay) send(ctx context.Context, m destination.Message) (Result, error) {
 	started := r.clock.Now()
 	res := Result{Started: started}
 	finish := func(outcome, code string) (Result, error) {
@@ -147,41 +145,34 @@ func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, sig Signi
 		}
 		return res, nil
 	}
-	expiresAt, ended, err := r.cfg.Store.ListenerExpiry(ctx, leased.SubscriptionID)
+	sub := m.Subject
+	expiresAt, ended, err := r.cfg.Store.ListenerExpiry(ctx, sub.ID)
 	if err != nil {
 		return Result{}, err
 	}
 	if ended || !expiresAt.After(started) {
 		// Its connection is gone for longer than the grace: end it, so
 		// that its other deliveries stop too, and send nothing.
-		if _, err := r.cfg.Store.EndListener(ctx, leased.MerchantID, leased.SubscriptionID, started, errListenerClosed); err != nil {
+		if _, err := r.cfg.Store.EndListener(ctx, sub.MerchantID, sub.ID, started, errListenerClosed); err != nil {
 			return Result{}, err
 		}
 		res.final = true
 		return finish(metrics.OutcomeBlocked, errListenerClosed)
 	}
 
-	// Signed as a dialled attempt is: the body as relayed, of either
-	// scheme.
-	body, contentType, err := sig.payload(leased.Body)
-	if err != nil {
-		return Result{}, err
+	// Signed as a dialled attempt is, the body as relayed, of either
+	// scheme (destinations.message).
+	headers := make(map[string]string, len(m.Header))
+	for k := range m.Header {
+		headers[strings.ToLower(k)] = m.Header.Get(k)
 	}
-	h := http.Header{}
-	h.Set("Content-Type", contentType)
-	h.Set("User-Agent", "webhookd/"+r.cfg.Version)
-	signer.SetHeadersWith(h, leased.EventID.String(), started, body, sig.Keys...)
-	headers := make(map[string]string, len(h))
-	for k := range h {
-		headers[strings.ToLower(k)] = h.Get(k)
-	}
-	d := listener.Delivery{Type: listener.TypeDelivery, ID: uuid.NewString(), EventID: leased.EventID.String(),
-		EventType: leased.EventType, Headers: headers, Body: string(body), Deadline: started.Add(r.cfg.Timeout)}
+	d := listener.Delivery{Type: listener.TypeDelivery, ID: uuid.NewString(), EventID: m.EventID,
+		EventType: m.EventType, Headers: headers, Body: string(m.Body), Deadline: started.Add(r.cfg.Timeout)}
 	msg, err := json.Marshal(d)
 	if err != nil {
 		return Result{}, fmt.Errorf("relay: encode delivery: %w", err)
 	}
-	key := listener.DeliveriesKey(leased.SubscriptionID)
+	key := listener.DeliveriesKey(sub.ID)
 	pipe := r.cfg.Redis.TxPipeline()
 	pipe.RPush(ctx, key, msg)
 	// A list nobody takes from (its connection gone) expires on its own.
@@ -189,7 +180,7 @@ func (r *relay) send(ctx context.Context, leased store.LeasedDelivery, sig Signi
 	// Wakes the connection, which waits on the process's shared pub/sub
 	// connection rather than on the list; after the push, in the same
 	// transaction, so that it finds the delivery there.
-	pipe.Publish(ctx, listener.DeliveriesChannel(leased.SubscriptionID), "1")
+	pipe.Publish(ctx, listener.DeliveriesChannel(sub.ID), "1")
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Result{}, fmt.Errorf("relay: push delivery: %w", err)
 	}

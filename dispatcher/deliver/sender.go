@@ -24,13 +24,14 @@ import (
 	"github.com/webhookd/webhookd/internal/failtext"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/keybounds"
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/signer"
 )
 
 // maxResponseBody is how much of a receiver's answer is kept in the
 // attempt record (DESIGN.md: the first 1 KiB).
-const maxResponseBody = 1024
+const maxResponseBody = destination.MaxAnswer
 
 // Attempt error codes (DESIGN.md, webhook delivery attempts).
 const (
@@ -360,6 +361,9 @@ type Request struct {
 type prepared struct {
 	Request
 	contentType string
+	// signed, when set, are the request's headers as the message was
+	// built and signed (destination.Message.Header): sent as they are.
+	signed http.Header
 }
 
 // Send makes req's exchange, the whole of it bounded by the delivery
@@ -372,19 +376,59 @@ func (s *Sender) Send(ctx context.Context, req Request) (Result, error) {
 	}
 	p := prepared{Request: req, contentType: contentType}
 	p.Body = body
+	return s.send(ctx, p)
+}
+
+// send makes p's exchange on the client of its certificate, with its
+// bearer token when it has OAuth2 credentials.
+func (s *Sender) send(ctx context.Context, p prepared) (Result, error) {
 	client := s.http
-	if req.TLS != nil {
-		if client, err = s.endpoints.client(req.TLS); err != nil {
+	if p.TLS != nil {
+		var err error
+		if client, err = s.endpoints.client(p.TLS); err != nil {
 			if errors.Is(err, subscriptions.ErrAuthenticationInvalid) {
 				return s.refusedAuthentication(s.clock.Now(), err), nil
 			}
 			return Result{}, err
 		}
 	}
-	if req.OAuth != nil {
+	if p.OAuth != nil {
 		return s.exchangeBearer(ctx, client, p)
 	}
 	return s.exchange(ctx, client, p), nil
+}
+
+// endpointCredentials are an HTTP endpoint's credentials, as a message
+// carries them (destination.Message.Credentials).
+type endpointCredentials struct {
+	tls   *EndpointTLS
+	oauth *EndpointOAuth
+}
+
+// credentials are leased's endpoint credentials for its message; nil
+// when it has none (every subscription but an mTLS or OAuth2 endpoint).
+func (c *SecretCache) credentials(leased *store.LeasedDelivery) any {
+	tls, oauth := c.EndpointTLS(*leased), c.EndpointOAuth(*leased)
+	if tls == nil && oauth == nil {
+		return nil
+	}
+	return endpointCredentials{tls: tls, oauth: oauth}
+}
+
+// httpKind is the sender as the HTTP endpoint's kind sends
+// (internal/destination/webhook): a message the engine built and signed,
+// to its URL, with the subscription's credentials.
+type httpKind struct{ s *Sender }
+
+// Send implements destination.Sender.
+func (k httpKind) Send(ctx context.Context, m destination.Message) (destination.Result, error) {
+	p := prepared{Request: Request{Target: m.URL, EventID: m.EventID, Body: m.Body, Headers: m.Custom},
+		contentType: m.ContentType, signed: m.Header}
+	if c, ok := m.Credentials.(endpointCredentials); ok {
+		p.TLS, p.OAuth = c.tls, c.oauth
+	}
+	res, err := k.s.send(ctx, p)
+	return toKind(res), err
 }
 
 // SendSignedAt is Send for an attempt a person asked for, the endpoint
@@ -425,14 +469,18 @@ func (s *Sender) exchange(ctx context.Context, client *http.Client, p prepared) 
 	if err != nil {
 		return finish(metrics.OutcomeBlocked, errTargetBlocked)
 	}
-	// The subscription's headers first, so that ours win whatever they
-	// say (the rules refuse our names anyway).
-	for name, value := range p.Headers {
-		req.Header.Set(name, value)
+	if p.signed != nil {
+		req.Header = p.signed
+	} else {
+		// The subscription's headers first, so that ours win whatever
+		// they say (the rules refuse our names anyway).
+		for name, value := range p.Headers {
+			req.Header.Set(name, value)
+		}
+		req.Header.Set("Content-Type", p.contentType)
+		req.Header.Set("User-Agent", "webhookd/"+s.cfg.Version)
+		signer.SetHeadersWith(req.Header, p.EventID, signedAt, p.Body, p.Signing.Keys...)
 	}
-	req.Header.Set("Content-Type", p.contentType)
-	req.Header.Set("User-Agent", "webhookd/"+s.cfg.Version)
-	signer.SetHeadersWith(req.Header, p.EventID, signedAt, p.Body, p.Signing.Keys...)
 	for name, values := range p.Ordering {
 		req.Header[name] = values
 	}
@@ -515,7 +563,4 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 
 // printable makes a response body storable as Postgres text: valid UTF-8
 // (a 1 KiB cut may split a character) without NUL bytes.
-func printable(b []byte) string {
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	return strings.ReplaceAll(s, "\x00", "\uFFFD")
-}
+func printable(b []byte) string { return destination.Printable(b) }

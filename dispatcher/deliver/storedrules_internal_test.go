@@ -67,8 +67,9 @@ func TestStoredDestinationBreakingARuleIsNeverOpened(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ds.closeAll()
-			res, err := ds.send(context.Background(), store.LeasedDelivery{Delivery: store.Delivery{ID: uuid.New(), EventID: uuid.New(),
-				SubscriptionID: uuid.New()}, Body: []byte(`{}`), SealedDestination: sealed}, Signing{}, nil)
+			leased := store.LeasedDelivery{Delivery: store.Delivery{ID: uuid.New(), EventID: uuid.New(),
+				SubscriptionID: uuid.New()}, Body: []byte(`{}`), SealedDestination: sealed}
+			res, err := ds.send(context.Background(), outgoingOf(&leased, nil), Signing{}, nil)
 			if err != nil {
 				t.Fatalf("send: internal error %v, want an attempt", err)
 			}

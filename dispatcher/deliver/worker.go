@@ -13,6 +13,9 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
+	"github.com/webhookd/webhookd/internal/destination/listen"
+	"github.com/webhookd/webhookd/internal/destination/poll"
+	"github.com/webhookd/webhookd/internal/destination/webhook"
 	"github.com/webhookd/webhookd/internal/tracing"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
@@ -133,12 +136,13 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dests, err := newDestinations(cfg.Sender, cfg.Dialer, cfg.Sealer, cfg.Clock)
+	dests, err := newDestinations(cfg.Sender, cfg.Dialer, cfg.Sealer, cfg.Clock,
+		webhook.New(httpKind{snd}), listen.New(rel), poll.New())
 	if err != nil {
 		return nil, err
 	}
 	w.closers = append(w.closers, dests.closeAll)
-	w.Runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, sender: snd, relay: rel, destinations: dests,
+	w.Runner = &Runner{cfg: runnerCfg, leaser: leases, recorder: recorder, destinations: dests,
 		secrets: NewSecretCache(cfg.Subscriptions, cfg.Sealer), tasks: cfg.Tasks, metrics: cfg.Metrics, clock: cfg.Clock, logger: cfg.Logger,
 		tracer: snd.tracer, transforms: transforming{transformer: cfg.Transformer, clock: cfg.Clock, turns: &merchantTurns{}}}
 	w.Scheduler, err = NewScheduler(cfg.Scheduler, SchedulerDeps{Lanes: cfg.Tasks.Lanes, Redis: cfg.Tasks.Redis,

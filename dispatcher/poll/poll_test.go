@@ -26,7 +26,15 @@ import (
 // created.
 func subscribePoll(e *dispatchertest.Env, merchant string, options ...func(*store.NewSubscription)) store.Subscription {
 	e.T.Helper()
-	_, sealedSecret := e.MerchantSecret(merchant)
+	sub, _ := subscribePollSigned(e, merchant, options...)
+	return sub
+}
+
+// subscribePollSigned is subscribePoll, with the subscription's signing
+// secret.
+func subscribePollSigned(e *dispatchertest.Env, merchant string, options ...func(*store.NewSubscription)) (store.Subscription, string) {
+	e.T.Helper()
+	secret, sealedSecret := e.MerchantSecret(merchant)
 	sealedDest, err := e.Sealer.Seal(`{"type":"poll"}`)
 	if err != nil {
 		e.T.Fatal(err)
@@ -40,7 +48,7 @@ func subscribePoll(e *dispatchertest.Env, merchant string, options ...func(*stor
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	return sub
+	return sub, secret
 }
 
 // TestPollSubscriptionIsNeverDialled: a poll subscription's deliveries are

@@ -101,9 +101,48 @@ type Env struct {
 	Version string
 }
 
-// Result is a message the target took.
+// Result is what one send gave: the attempt as it is recorded. A kind of
+// the registry sets Answer alone and reports a failure as an error; the
+// Pool fills the rest (Pool.For). A built-in kind (the HTTP endpoint,
+// the listener) fills it whole and returns an error only when nothing
+// could be sent for an internal reason.
 type Result struct {
 	// Answer is the target's answer in a few words, recorded as the
-	// attempt's response body ("confirmed by broker", "message id …").
+	// attempt's response body ("confirmed by broker", "message id …", an
+	// HTTP answer's start).
 	Answer string
+	// Status is the HTTP status answered; nil when none came back (every
+	// kind that does not speak HTTP to the merchant).
+	Status *int
+	// Code is the attempt's error code; nil when the target took the
+	// message.
+	Code *string
+	// Outcome is the attempt's outcome as metrics count it (Outcome…).
+	Outcome string
+	// RetryAfter is how long the target asked to be left alone (an HTTP
+	// 429 or 503's Retry-After); 0 when it did not ask.
+	RetryAfter time.Duration
+	// Final ends the delivery whatever the schedule says: nothing can
+	// receive it any more (a listener that ended).
+	Final bool
+	// Sent are the request's headers as recorded, credentials masked;
+	// nil when the kind records none.
+	Sent map[string]string
+	// Started and Finished bound the send on the engine's clock;
+	// Duration is its length (the target's own measure when it gives
+	// one).
+	Started, Finished time.Time
+	Duration          time.Duration
+	// Cause is the error behind a failure, in its own words: for the
+	// operator's log alone (the merchant reads Code and Answer).
+	Cause error
 }
+
+// Attempt outcomes, as the metrics count them.
+const (
+	OutcomeSuccess      = "success"
+	OutcomeHTTPError    = "http_error"
+	OutcomeTimeout      = "timeout"
+	OutcomeNetworkError = "network_error"
+	OutcomeBlocked      = "blocked"
+)

@@ -15,6 +15,19 @@ type Metadata struct {
 	Fields []Field `json:"fields"`
 	// Ordered: the kind keeps the order of an ordering key's deliveries.
 	Ordered bool `json:"ordered"`
+	// Builtin: a kind of the engine's own (the HTTP endpoint, the
+	// listener, poll), added to the registry by the worker
+	// (Registry.WithBuiltin). No merchant writes its type as a
+	// destination's: Types, Kind, Metadata and Parse leave it out.
+	Builtin bool `json:"-"`
+	// ChosenBy, for a built-in kind, is the subscription kind
+	// (Subject.Kind) that chooses it when no destination is stored;
+	// "" for a kind chosen by its stored type alone.
+	ChosenBy string `json:"-"`
+	// Batches: the kind sends a batch of deliveries as one message (the
+	// HTTP endpoint's {"data": […]}); the others take one message per
+	// delivery.
+	Batches bool `json:"-"`
 }
 
 // FieldType is how a field's value is written.

@@ -1,14 +1,18 @@
 package destination
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/webhookd/webhookd/internal/clock"
 )
 
 // Pool limits.
@@ -44,6 +48,9 @@ type PoolConfig struct {
 // used least recently past the bound.
 type Pool struct {
 	cfg PoolConfig
+	// builtin are the publishers of the built-in kinds chosen by a
+	// subscription's kind, opened once and shared by every subscription.
+	builtin map[string]Publisher
 
 	mu   sync.Mutex
 	kept map[uuid.UUID]*keptPublisher
@@ -63,7 +70,133 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	if cfg.Max <= 0 {
 		cfg.Max = maxPublishers
 	}
-	return &Pool{cfg: cfg, kept: make(map[uuid.UUID]*keptPublisher)}, nil
+	p := &Pool{cfg: cfg, kept: make(map[uuid.UUID]*keptPublisher), builtin: map[string]Publisher{}}
+	for typ, k := range cfg.Registry.builtin {
+		md := k.Metadata()
+		if md.ChosenBy == "" {
+			continue // opened per subscription, from its stored form
+		}
+		pub, err := k.Open(nil, cfg.Env)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("destination pool: open built-in kind %s: %w", typ, err)
+		}
+		p.builtin[md.ChosenBy] = pub
+	}
+	return p, nil
+}
+
+// For is the publisher a subscription's attempt is sent by: its stored
+// destination's kind (opened and kept per subscription version, as
+// Publisher), else the built-in kind its own kind chooses (the HTTP
+// endpoint, the listener). The choice is made here and nowhere else.
+//
+// The publisher of a stored destination answers every send with a
+// whole Result and no error: a failure is a Result of its code
+// (Classify), bounded by Env.Timeout; so is a stored value this build
+// refuses (destination_invalid, destination_plaintext_refused), which is
+// never handed to a kind. An error is internal (the destination could
+// not be unsealed): nothing was sent.
+func (p *Pool) For(s Subject) (Publisher, error) {
+	if s.Sealed == nil {
+		if pub, ok := p.builtin[s.Kind]; ok {
+			return pub, nil
+		}
+		return refused{fail: Fail(CodeInvalid, "this server delivers no subscription of this kind", nil), clock: p.cfg.Env.Clock}, nil
+	}
+	pub, err := p.Publisher(s.ID, s.Sealed)
+	var f *Failure
+	if errors.As(err, &f) {
+		return refused{fail: err, clock: p.cfg.Env.Clock}, nil
+	}
+	return pub, err
+}
+
+// Batches tells whether the kind For chooses for s sends a batch of
+// deliveries as one message (Metadata.Batches): only a built-in kind
+// chosen by the subscription's kind may.
+func (p *Pool) Batches(s Subject) bool {
+	if s.Sealed != nil {
+		return false
+	}
+	_, k, ok := p.cfg.Registry.chosenBy(s.Kind)
+	return ok && k.Metadata().Batches
+}
+
+// attempted is a kind's publisher as the Pool keeps it: each send given
+// the message's lowercase headers, bounded by the delivery timeout, and
+// its failure made the attempt's Result (finished).
+type attempted struct {
+	Publisher
+	env Env
+}
+
+// Send implements Publisher; its error is always nil.
+func (a attempted) Send(ctx context.Context, m Message) (Result, error) {
+	m.lowerHeaders()
+	started := a.env.Clock.Now()
+	sctx, cancel := context.WithTimeout(ctx, a.env.Timeout)
+	sent, err := a.Publisher.Send(sctx, m)
+	cancel()
+	return finished(sent, err, started, a.env.Clock), nil
+}
+
+// Unwrap is the kind's own publisher.
+func (a attempted) Unwrap() Publisher { return a.Publisher }
+
+// refused is the publisher of a destination that cannot be opened for a
+// reason the merchant is told (fail): every send fails so, sending
+// nothing.
+type refused struct {
+	fail  error
+	clock clock.Clock
+}
+
+// Send implements Publisher.
+func (r refused) Send(context.Context, Message) (Result, error) {
+	return finished(Result{}, r.fail, r.clock.Now(), r.clock), nil
+}
+
+// Close implements Publisher.
+func (refused) Close() error { return nil }
+
+// finished is the attempt's Result of a send that began at started and
+// ended with err: a success, or the failure's code (Classify) and
+// outcome (a deadline is a timeout, anything else a network error),
+// the code and its words as the recorded answer.
+func finished(res Result, err error, started time.Time, clk clock.Clock) Result {
+	res.Started, res.Finished = started, clk.Now()
+	res.Duration = res.Finished.Sub(started)
+	if err == nil {
+		res.Outcome, res.Answer = OutcomeSuccess, Printable([]byte(cut(res.Answer, MaxAnswer)))
+		return res
+	}
+	code, said := Classify(err)
+	res.Outcome = OutcomeNetworkError
+	if errors.Is(err, context.DeadlineExceeded) {
+		res.Outcome = OutcomeTimeout
+	}
+	res.Code, res.Cause, res.Answer = &code, err, Printable([]byte(cut(code+": "+said, MaxAnswer)))
+	return res
+}
+
+// MaxAnswer bounds what an attempt records of an answer (DESIGN.md: the
+// first 1 KiB).
+const MaxAnswer = 1024
+
+// cut is s cut to at most n bytes.
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// Printable makes an answer storable as Postgres text: valid UTF-8 (a
+// 1 KiB cut may split a character) without NUL bytes.
+func Printable(b []byte) string {
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
 // Open reads a stored destination again by this build's rules: a value
@@ -104,10 +237,11 @@ func (p *Pool) Publisher(subscriptionID uuid.UUID, sealed []byte) (Publisher, er
 	if err != nil {
 		return nil, err
 	}
-	pub, err := p.cfg.Registry.Open(typ, cfg, p.cfg.Env)
+	opened, err := p.cfg.Registry.Open(typ, cfg, p.cfg.Env)
 	if err != nil {
 		return nil, err
 	}
+	var pub Publisher = attempted{Publisher: opened, env: p.cfg.Env}
 	var stale []Publisher
 	p.mu.Lock()
 	if k, ok := p.kept[subscriptionID]; ok {
@@ -179,5 +313,8 @@ func (p *Pool) Close() {
 	p.mu.Unlock()
 	for _, k := range kept {
 		_ = k.publisher.Close()
+	}
+	for _, pub := range p.builtin {
+		_ = pub.Close()
 	}
 }

@@ -49,7 +49,7 @@ func publisher(t *testing.T, p *destination.Pool, id uuid.UUID, raw string) *ech
 	if err != nil {
 		t.Fatalf("publisher: %v", err)
 	}
-	return pub.(*echoPublisher)
+	return pub.(interface{ Unwrap() destination.Publisher }).Unwrap().(*echoPublisher)
 }
 
 func TestPoolKeepsOnePublisherPerDestinationVersion(t *testing.T) {

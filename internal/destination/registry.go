@@ -16,6 +16,10 @@ import (
 type Registry struct {
 	kinds map[string]Kind
 	order []string
+	// builtin are the engine's own kinds by type, chosen by the
+	// subscription's kind (chosen) or by their stored type.
+	builtin map[string]Kind
+	chosen  map[string]string
 }
 
 // NewRegistry returns a registry of kinds, in the order the
@@ -31,10 +35,55 @@ func NewRegistry(kinds ...Kind) (*Registry, error) {
 		if _, dup := r.kinds[typ]; dup {
 			return nil, fmt.Errorf("destination registry: type %q registered twice", typ)
 		}
+		if k.Metadata().Builtin {
+			return nil, fmt.Errorf("destination registry: %q is a built-in kind (WithBuiltin)", typ)
+		}
 		r.kinds[typ] = k
 		r.order = append(r.order, typ)
 	}
 	return r, nil
+}
+
+// WithBuiltin is r with the engine's own kinds added (the HTTP endpoint,
+// the listener, poll: Metadata.Builtin), which the worker builds on its
+// sender and relay. No merchant writes their types: they are chosen by
+// the subscription (For), and a read of r's types, metadata or a
+// destination object knows only r's own kinds. r is left as it was.
+func (r *Registry) WithBuiltin(kinds ...Kind) (*Registry, error) {
+	out := &Registry{kinds: r.kinds, order: r.order, builtin: maps.Clone(r.builtin), chosen: maps.Clone(r.chosen)}
+	if out.builtin == nil {
+		out.builtin, out.chosen = map[string]Kind{}, map[string]string{}
+	}
+	for _, k := range kinds {
+		md := k.Metadata()
+		_, dup := r.kinds[md.Type]
+		_, dupBuiltin := out.builtin[md.Type]
+		_, dupChosen := out.chosen[md.ChosenBy]
+		switch {
+		case !md.Builtin || md.Type == "":
+			return nil, fmt.Errorf("destination registry: %q is not a built-in kind", md.Type)
+		case dup || dupBuiltin || (md.ChosenBy != "" && dupChosen):
+			return nil, fmt.Errorf("destination registry: type %q or its subscription kind %q registered twice", md.Type, md.ChosenBy)
+		}
+		out.builtin[md.Type] = k
+		if md.ChosenBy != "" {
+			out.chosen[md.ChosenBy] = md.Type
+		}
+	}
+	return out, nil
+}
+
+// Builtin are the built-in kinds, by type.
+func (r *Registry) Builtin() map[string]Kind { return maps.Clone(r.builtin) }
+
+// chosenBy is the built-in kind a subscription of kind subscriptionKind
+// without a stored destination is sent by.
+func (r *Registry) chosenBy(subscriptionKind string) (string, Kind, bool) {
+	typ, ok := r.chosen[subscriptionKind]
+	if !ok {
+		return "", nil, false
+	}
+	return typ, r.builtin[typ], true
 }
 
 // Types are the registered types, in order.
@@ -83,6 +132,12 @@ func (r *Registry) Parse(param string, raw json.RawMessage) (string, Config, err
 	}
 	k, ok := r.kinds[typ]
 	if !ok {
+		// A built-in kind with a stored form ({"type": "poll"}): read
+		// back from storage, never from a merchant (the subscription's
+		// rules refuse every type that is not r's own before this).
+		k, ok = r.builtin[typ]
+	}
+	if !ok {
 		return "", nil, invalid.Value(param+".type", "destination_type_unknown", fmt.Sprintf("%s.type must be one of %s; %s is not a destination type.",
 			param, strings.Join(r.order, ", "), invalid.Quote(typ)))
 	}
@@ -118,6 +173,9 @@ func Encode(typ string, cfg Config) ([]byte, error) {
 // Open makes the publisher of a destination Parse returned.
 func (r *Registry) Open(typ string, cfg Config, env Env) (Publisher, error) {
 	k, ok := r.kinds[typ]
+	if !ok {
+		k, ok = r.builtin[typ]
+	}
 	if !ok {
 		return nil, Fail(CodeInvalid, "the destination's type is not delivered by this server", nil)
 	}

@@ -7,15 +7,17 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/webhookd/webhookd/internal/destination"
 )
 
 // Attempt outcomes, the values of the outcome label (DESIGN.md "Metrics").
 const (
-	OutcomeSuccess      = "success"
-	OutcomeHTTPError    = "http_error"
-	OutcomeTimeout      = "timeout"
-	OutcomeNetworkError = "network_error"
-	OutcomeBlocked      = "blocked"
+	OutcomeSuccess      = destination.OutcomeSuccess
+	OutcomeHTTPError    = destination.OutcomeHTTPError
+	OutcomeTimeout      = destination.OutcomeTimeout
+	OutcomeNetworkError = destination.OutcomeNetworkError
+	OutcomeBlocked      = destination.OutcomeBlocked
 )
 
 // Task results, the values of webhookd_tasks_total's result label.

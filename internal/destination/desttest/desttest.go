@@ -18,6 +18,12 @@
 //   - every field Parse accepts is in the kind's Metadata, and the stored
 //     form reads back to the same summary;
 //   - a closed publisher sends nothing.
+//
+// A built-in kind (the HTTP endpoint, the listener, poll) runs it too:
+// its case opens its publisher itself (Case.Open) since its settings are
+// the subscription's, names its own error codes (Case.Codes), and says
+// of each check it has no notion of why (Case.NotApplicable), which the
+// run reports as a skip with that reason.
 package desttest
 
 import (
@@ -96,7 +102,60 @@ type Case struct {
 	Oversized func(url string) string
 	// Env replaces the default Env (a plain dialer, 5 s, the real clock).
 	Env *destination.Env
+
+	// Open, for a built-in kind (Metadata.Builtin: the HTTP endpoint,
+	// the listener, poll), opens the publisher of config, one of the
+	// case's own strings (Config, WrongCredentials, Unreachable) which
+	// it reads as it likes (an endpoint's URL, its credentials): a
+	// built-in kind's settings are the subscription's, not a destination
+	// object. nil: the registry opens the parsed destination object.
+	Open func(t testing.TB, config string) destination.Publisher
+	// Codes are the attempt error codes the kind fails with, where they
+	// are not the brokers' (an HTTP endpoint's connection_refused,
+	// oauth_token); a nil list keeps the suite's.
+	Codes Codes
+	// Fetched, for a kind the engine never sends to (poll), replaces
+	// sending: it makes a delivery available the way the engine does and
+	// returns what the merchant fetches of it, with the subscription's
+	// signing secret. The suite verifies it with package receiver.
+	Fetched func(t testing.TB) (secret string, got Arrived)
+	// NotApplicable names the suite's checks (by their subtest name)
+	// that the kind has no notion of, each with the reason, which the
+	// run reports: no check is left out in silence.
+	NotApplicable map[string]string
 }
+
+// Codes are the error codes a kind's failures take.
+type Codes struct {
+	// Unreachable: a target that is down (default broker_unreachable or
+	// not_confirmed).
+	Unreachable []string
+	// Auth: wrong credentials (default auth_failed).
+	Auth []string
+}
+
+// failed is the code and the merchant's words of a send's failure: its
+// error's (Classify) or, from a built-in kind, its Result's; ok when it
+// succeeded.
+func failed(res destination.Result, err error) (code, said string, ok bool) {
+	switch {
+	case err != nil:
+		code, said = destination.Classify(err)
+		return code, said, false
+	case res.Code != nil && res.Answer == "":
+		// No answer: the code is all the merchant reads (an HTTP
+		// endpoint's connection_refused).
+		return *res.Code, *res.Code, false
+	case res.Code != nil:
+		return *res.Code, res.Answer, false
+	}
+	return "", "", true
+}
+
+// builtinReason is why the checks of a destination object do not apply
+// to a built-in kind.
+const builtinReason = "a built-in kind has no destination object: its settings are the subscription's (a url and its authentication, " +
+	"a listener, a poll line), read by internal/subscriptions' rules and tested there"
 
 // Run runs the suite.
 func Run(t *testing.T, c Case) {
@@ -107,8 +166,33 @@ func Run(t *testing.T, c Case) {
 	}
 	md := c.Kind.Metadata()
 	registry, err := destination.NewRegistry(c.Kind)
+	if md.Builtin {
+		registry, err = destination.NewRegistry()
+		if err == nil {
+			registry, err = registry.WithBuiltin(c.Kind)
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	notApplicable := func(t *testing.T, name string) bool {
+		t.Helper()
+		if why, ok := c.NotApplicable[name]; ok {
+			t.Skipf("not applicable to %s: %s", md.Type, why)
+			return true
+		}
+		if md.Builtin && c.Open == nil && c.Fetched == nil {
+			t.Fatal("a built-in kind's case gives Open or Fetched")
+		}
+		return false
+	}
+	unreachableCodes := []string{destination.CodeUnreachable, destination.CodeNotConfirmed}
+	if c.Codes.Unreachable != nil {
+		unreachableCodes = c.Codes.Unreachable
+	}
+	authCodes := []string{destination.CodeAuthFailed}
+	if c.Codes.Auth != nil {
+		authCodes = c.Codes.Auth
 	}
 	parse := func(t *testing.T, raw string) destination.Config {
 		t.Helper()
@@ -120,6 +204,9 @@ func Run(t *testing.T, c Case) {
 	}
 	open := func(t *testing.T, raw string) destination.Publisher {
 		t.Helper()
+		if c.Open != nil {
+			return c.Open(t, raw)
+		}
 		p, err := registry.Open(md.Type, parse(t, raw), env)
 		if err != nil {
 			t.Fatalf("open %s destination: %v", md.Type, err)
@@ -128,8 +215,28 @@ func Run(t *testing.T, c Case) {
 		return p
 	}
 
-	t.Run("metadata", func(t *testing.T) { checkMetadata(t, md, parse(t, c.Config)) })
+	objectChecks := func(t *testing.T, name string) bool {
+		t.Helper()
+		if notApplicable(t, name) {
+			return true
+		}
+		if md.Builtin {
+			t.Skipf("not applicable to %s: %s", md.Type, builtinReason)
+			return true
+		}
+		return false
+	}
+	t.Run("metadata", func(t *testing.T) {
+		if md.Builtin {
+			checkBuiltinMetadata(t, md)
+			return
+		}
+		checkMetadata(t, md, parse(t, c.Config))
+	})
 	t.Run("stored form reads back", func(t *testing.T) {
+		if objectChecks(t, "stored form reads back") {
+			return
+		}
 		cfg := parse(t, c.Config)
 		stored, err := destination.Encode(md.Type, cfg)
 		if err != nil {
@@ -142,10 +249,28 @@ func Run(t *testing.T, c Case) {
 			t.Errorf("summary of the stored form %s, want %s", b, a)
 		}
 	})
-	t.Run("summary masks secrets", func(t *testing.T) { checkMasked(t, md, c.Config, parse(t, c.Config)) })
-	t.Run("hostile values refused", func(t *testing.T) { checkHostile(t, registry, md, c) })
+	t.Run("summary masks secrets", func(t *testing.T) {
+		if objectChecks(t, "summary masks secrets") {
+			return
+		}
+		checkMasked(t, md, c.Config, parse(t, c.Config))
+	})
+	t.Run("hostile values refused", func(t *testing.T) {
+		if objectChecks(t, "hostile values refused") {
+			return
+		}
+		checkHostile(t, registry, md, c)
+	})
 
 	t.Run("delivers a verifiable message", func(t *testing.T) {
+		if notApplicable(t, "delivers a verifiable message") {
+			return
+		}
+		if c.Fetched != nil {
+			secret, got := c.Fetched(t)
+			verifySigned(t, secret, got)
+			return
+		}
 		p := open(t, c.Config)
 		secret, m := signedMessage(t, "evt_conformance_1", "", env.Clock.Now())
 		sendOK(t, p, m)
@@ -153,11 +278,14 @@ func Run(t *testing.T, c Case) {
 		verify(t, secret, m, got)
 	})
 	t.Run("target down, then back", func(t *testing.T) {
+		if notApplicable(t, "target down, then back") {
+			return
+		}
 		if c.Down != nil {
 			p := open(t, c.Config)
 			up := c.Down(t)
 			_, m := signedMessage(t, "evt_conformance_down", "", env.Clock.Now())
-			sendFails(t, p, m, destination.CodeUnreachable, destination.CodeNotConfirmed)
+			sendFails(t, p, m, unreachableCodes...)
 			up()
 			secret, m := signedMessage(t, "evt_conformance_back", "", env.Clock.Now())
 			eventuallySent(t, p, m)
@@ -169,17 +297,23 @@ func Run(t *testing.T, c Case) {
 		}
 		p := open(t, c.Unreachable)
 		_, m := signedMessage(t, "evt_conformance_down", "", env.Clock.Now())
-		sendFails(t, p, m, destination.CodeUnreachable)
+		sendFails(t, p, m, unreachableCodes[0])
 	})
 	t.Run("wrong credentials", func(t *testing.T) {
+		if notApplicable(t, "wrong credentials") {
+			return
+		}
 		if c.WrongCredentials == "" {
 			t.Skip("the kind's test server checks no credentials (see the kind's test)")
 		}
 		p := open(t, c.WrongCredentials)
 		_, m := signedMessage(t, "evt_conformance_creds", "", env.Clock.Now())
-		sendFails(t, p, m, destination.CodeAuthFailed)
+		sendFails(t, p, m, authCodes...)
 	})
 	t.Run("ordered", func(t *testing.T) {
+		if notApplicable(t, "ordered") {
+			return
+		}
 		if !md.Ordered {
 			t.Skip("the kind does not keep order (Metadata.Ordered)")
 		}
@@ -199,6 +333,9 @@ func Run(t *testing.T, c Case) {
 		}
 	})
 	t.Run("answer past the read bound", func(t *testing.T) {
+		if notApplicable(t, "answer past the read bound") {
+			return
+		}
 		if c.Oversized == nil {
 			t.Skip("the kind's protocol bounds its own frames (see the kind's test)")
 		}
@@ -211,6 +348,9 @@ func Run(t *testing.T, c Case) {
 		}
 	})
 	t.Run("closed publisher sends nothing", func(t *testing.T) {
+		if notApplicable(t, "closed publisher sends nothing") {
+			return
+		}
 		p, err := registry.Open(md.Type, parse(t, c.Config), env)
 		if err != nil {
 			t.Fatal(err)
@@ -221,7 +361,7 @@ func Run(t *testing.T, c Case) {
 		_, m := signedMessage(t, "evt_conformance_closed", "", env.Clock.Now())
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := p.Send(ctx, m); err == nil {
+		if _, _, ok := failed(p.Send(ctx, m)); ok {
 			t.Fatal("a closed publisher sent a message")
 		}
 	})
@@ -280,16 +420,16 @@ func signedMessage(t testing.TB, eventID, orderingKey string, now time.Time) (st
 		headers[strings.ToLower(name)] = h.Get(name)
 	}
 	return secret, destination.Message{DeliveryID: "dlv_" + eventID, EventID: eventID, EventType: "payout.paid", Body: body,
-		ContentType: "application/json", Headers: headers, OrderingKey: orderingKey, SignedAt: now, Size: 1}
+		ContentType: "application/json", Headers: headers, OrderingKey: orderingKey, SignedAt: now, Size: 1,
+		Header: h, Custom: map[string]string{"X-Merchant-Header": "kept"}}
 }
 
 func sendOK(t testing.TB, p destination.Publisher, m destination.Message) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := p.Send(ctx, m); err != nil {
-		code, said := destination.Classify(err)
-		t.Fatalf("send: %s: %s (%v)", code, said, err)
+	if code, said, ok := failed(p.Send(ctx, m)); !ok {
+		t.Fatalf("send: %s: %s", code, said)
 	}
 }
 
@@ -300,13 +440,13 @@ func eventuallySent(t testing.TB, p destination.Publisher, m destination.Message
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := p.Send(ctx, m)
+		code, said, ok := failed(p.Send(ctx, m))
 		cancel()
-		if err == nil {
+		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the target came back but a send still fails after 30 s: %v", err)
+			t.Fatalf("the target came back but a send still fails after 30 s: %s: %s", code, said)
 		}
 		time.Sleep(200 * time.Millisecond) // kept: the pace of the retries
 	}
@@ -318,11 +458,11 @@ func sendFails(t testing.TB, p destination.Publisher, m destination.Message, cod
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := p.Send(ctx, m)
-	if err == nil {
+	res, err := p.Send(ctx, m)
+	code, said, sent := failed(res, err)
+	if sent {
 		t.Fatalf("send succeeded, want one of %v", codes)
 	}
-	code, said := destination.Classify(err)
 	ok := false
 	for _, c := range codes {
 		ok = ok || c == code
@@ -376,6 +516,16 @@ func verify(t testing.TB, secret string, m destination.Message, got Arrived) {
 	if string(got.Body) != string(m.Body) {
 		t.Fatalf("body arrived as %q, want %q", got.Body, m.Body)
 	}
+	verifySigned(t, secret, got)
+	if got.Headers["x-merchant-header"] != "kept" {
+		t.Errorf("the subscription's own header arrived as %q, want %q", got.Headers["x-merchant-header"], "kept")
+	}
+}
+
+// verifySigned checks with package receiver that got is signed with
+// secret.
+func verifySigned(t testing.TB, secret string, got Arrived) {
+	t.Helper()
 	v, err := receiver.NewVerifier(receiver.VerifierConfig{Secrets: []string{secret}})
 	if err != nil {
 		t.Fatal(err)
@@ -383,8 +533,13 @@ func verify(t testing.TB, secret string, m destination.Message, got Arrived) {
 	if err := v.VerifyValues(got.Headers["webhook-id"], got.Headers["webhook-timestamp"], got.Headers["webhook-signature"], got.Body); err != nil {
 		t.Fatalf("the message that arrived does not verify: %v (headers %v)", err, got.Headers)
 	}
-	if got.Headers["x-merchant-header"] != "kept" {
-		t.Errorf("the subscription's own header arrived as %q, want %q", got.Headers["x-merchant-header"], "kept")
+}
+
+// checkBuiltinMetadata: a built-in kind's type and labels, and no field
+// (its settings are the subscription's).
+func checkBuiltinMetadata(t *testing.T, md destination.Metadata) {
+	if md.Type == "" || md.Label == "" || md.Short == "" || md.Delivers == "" || len(md.Fields) != 0 {
+		t.Errorf("metadata %+v lacks its type, label, short label or what a delivery becomes, or lists fields", md)
 	}
 }
 

@@ -13,8 +13,9 @@ import (
 )
 
 // TestDefaultRegistersEveryKind: the thirteen ways of delivering less
-// the three the engine keeps itself (the HTTP endpoint, the listener,
-// poll), in the documentation's order, each described well enough for
+// the three built-in kinds the worker adds on its own sender and relay
+// (webhook, listener, poll: Registry.WithBuiltin), in the documentation's
+// order, each described well enough for
 // the portal to draw its form: labels, field types, and a label no other
 // field of the kind shares.
 func TestDefaultRegistersEveryKind(t *testing.T) {
