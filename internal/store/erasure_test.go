@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
@@ -75,37 +74,10 @@ func newErasureFixture(t *testing.T, s *store.Store, clock *movableClock, secret
 	return erasureFixture{event: ev, tried: ds[0], fresh: ds[1]}
 }
 
-// contentHolding lists every text, bytea and json column of the schema's
-// tables (partitions are read through their parents) that holds needle.
+// contentHolding lists the columns that hold needle.
 func contentHolding(t *testing.T, s *store.Store, needle string) []string {
 	t.Helper()
-	ctx := context.Background()
-	rows, err := s.Pool().Query(ctx, `
-		SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c
-		JOIN pg_class k ON k.relname = c.table_name AND NOT k.relispartition
-		WHERE c.table_schema = 'public' AND c.data_type IN ('text', 'bytea', 'jsonb', 'json', 'ARRAY', 'character varying')`)
-	mustNil(t, "columns", err)
-	type column struct{ table, name, typ string }
-	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (column, error) {
-		var c column
-		return c, r.Scan(&c.table, &c.name, &c.typ)
-	})
-	mustNil(t, "columns", err)
-	var found []string
-	for _, c := range cols {
-		expr := pgx.Identifier{c.name}.Sanitize() + "::text"
-		arg := any(needle)
-		if c.typ == "bytea" {
-			expr, arg = pgx.Identifier{c.name}.Sanitize(), []byte(needle)
-		}
-		var n int
-		q := fmt.Sprintf(`SELECT count(*) FROM %s WHERE position($1 IN %s) > 0`, pgx.Identifier{c.table}.Sanitize(), expr)
-		mustNil(t, "scan "+c.table+"."+c.name, s.Pool().QueryRow(ctx, q, arg).Scan(&n))
-		if n > 0 {
-			found = append(found, c.table+"."+c.name)
-		}
-	}
-	return found
+	return storetest.ColumnsHolding(t, s.Pool(), needle)
 }
 
 func TestEraseEventLeavesNoContent(t *testing.T) {
