@@ -57,7 +57,7 @@ type StatsBucket struct {
 // whatever the number of attempts. The caller checks the subscription is
 // the merchant's.
 func (s *Views) SubscriptionStats(ctx context.Context, subscriptionID uuid.UUID, w StatsWindow) ([]StatsBucket, StatsBucket, error) {
-	rows, err := s.pool.Query(ctx, subscriptionStatsSQL, append(w.args(subscriptionID), s.Now())...)
+	rows, err := s.pool.Query(ctx, subscriptionStatsSQL, w.args(subscriptionID, s.Now())...)
 	if err != nil {
 		return nil, StatsBucket{}, fmt.Errorf("stats of subscription %s: %w", subscriptionID, err)
 	}
@@ -76,9 +76,10 @@ func (s *Views) SubscriptionStats(ctx context.Context, subscriptionID uuid.UUID,
 	return all[:w.Buckets], all[w.Buckets], nil
 }
 
-// args are subscriptionStatsSQL's arguments for the subscription over w.
-func (w StatsWindow) args(subscriptionID uuid.UUID) []any {
-	return []any{subscriptionID, w.From, w.From.Add(time.Duration(w.Buckets-1) * w.Step), int64(w.Step / time.Second)}
+// args are subscriptionStatsSQL's arguments for the subscription over w,
+// read at now (the merchant's retention counts back from it).
+func (w StatsWindow) args(subscriptionID uuid.UUID, now time.Time) []any {
+	return []any{subscriptionID, w.From, w.From.Add(time.Duration(w.Buckets-1) * w.Step), int64(w.Step / time.Second), now}
 }
 
 // subscriptionStatsSQL is SubscriptionStats' statement: $1 the
