@@ -115,6 +115,8 @@ func TestBadInput(t *testing.T) {
 		keyRevoke  = "DELETE /internal/v1/merchants/{id}/api_keys/{key_id}"
 		keyRoll    = "POST /internal/v1/merchants/{id}/api_keys/{key_id}/roll"
 		merchant   = "PUT /internal/v1/merchants/{id}"
+		erase      = "POST /internal/v1/events/{id}/erase"
+		audit      = "GET /internal/v1/audit"
 		mint       = "POST /v1/portal_sessions"
 		current    = "GET /v1/portal_sessions/current"
 		signOut    = "DELETE /v1/portal_sessions/current"
@@ -383,6 +385,13 @@ func TestBadInput(t *testing.T) {
 		{"GET /healthz", "junk query is ignored", request{Method: "GET", Path: "/healthz?%ff=%fe"}, true, 200, "", nil},
 		{"GET /readyz", "junk query is ignored", request{Method: "GET", Path: "/readyz?%ff=%fe"}, true, 200, "", nil},
 		{"* /metrics", "junk query is ignored", request{Method: "GET", Path: "/metrics?%ff=%fe"}, true, 200, "", nil},
+		{erase, "merchant_id of the wrong type", request{Method: "POST", Path: "/internal/v1/events/" + missing + "/erase", Body: `{"merchant_id":1}`}, true, 400, "parameter_invalid", "merchant_id"},
+		{erase, "bad actor", request{Method: "POST", Path: "/internal/v1/events/" + missing + "/erase", Header: map[string]string{"Webhookd-Actor": "a b"}}, true, 400, "parameter_invalid", "Webhookd-Actor"},
+		{erase, "unknown event", request{Method: "POST", Path: "/internal/v1/events/" + missing + "/erase"}, true, 404, "resource_not_found", nil},
+		{audit, "no merchant_id", request{Method: "GET", Path: "/internal/v1/audit"}, true, 400, "parameter_missing", "merchant_id"},
+		{audit, "limit 0", request{Method: "GET", Path: "/internal/v1/audit?merchant_id=m_bad&limit=0"}, true, 400, "parameter_invalid", "limit"},
+		{audit, "unknown filter", request{Method: "GET", Path: "/internal/v1/audit?merchant_id=m_bad&kind=x"}, true, 400, "parameter_invalid", "kind"},
+		{merchant, "retention_days out of range", request{Method: "PUT", Path: "/internal/v1/merchants/m_bad", Body: `{"retention_days":31}`}, true, 400, "parameter_invalid", "retention_days"},
 		{"GET /internal/v1/openapi.json", "junk query is ignored", request{Method: "GET", Path: "/internal/v1/openapi.json?%ff=%fe&limit=-1"}, true, 200, "", nil},
 	}
 	for _, c := range []struct {
@@ -397,6 +406,7 @@ func TestBadInput(t *testing.T) {
 		{apiKeys, "/internal/v1/merchants/m_bad/api_keys", true, nil}, {merchant, "/internal/v1/merchants/m_bad", true, nil},
 		{mint, "/v1/portal_sessions", false, auth}, {mintIn, "/internal/v1/merchants/m_bad/portal_sessions", true, nil},
 		{keyRoll, "/internal/v1/merchants/m_bad/api_keys/" + missing + "/roll", true, nil},
+		{erase, "/internal/v1/events/" + missing + "/erase", true, nil},
 	} {
 		cases = append(cases, bodyCases(c.route, c.internal, c.path, c.hdr)...)
 	}

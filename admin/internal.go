@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -53,6 +54,7 @@ type merchantJSON struct {
 	APIVersion        string    `json:"api_version"`
 	PortalAccentColor *string   `json:"portal_accent_color"`
 	PortalLogoURL     *string   `json:"portal_logo_url"`
+	RetentionDays     int       `json:"retention_days"`
 	CreatedAt         time.Time `json:"created_at"`
 	UpdatedAt         time.Time `json:"updated_at"`
 }
@@ -64,18 +66,33 @@ func (h internalHandlers) putMerchant(w http.ResponseWriter, r *http.Request) er
 		APIVersion        *string `json:"api_version"`
 		PortalAccentColor *string `json:"portal_accent_color"`
 		PortalLogoURL     *string `json:"portal_logo_url"`
+		// RetentionDays is decoded as JSON text and judged by the
+		// settings' rule, so that 2.5, "7" or 1e1 are refused by name.
+		RetentionDays json.RawMessage `json:"retention_days"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	m, err := h.settings.Update(r.Context(), pathParam(r, "id"),
-		store.MerchantSettings{NotificationEmail: req.NotificationEmail, APIVersion: req.APIVersion,
-			PortalAccentColor: req.PortalAccentColor, PortalLogoURL: req.PortalLogoURL})
+	set := store.MerchantSettings{NotificationEmail: req.NotificationEmail, APIVersion: req.APIVersion,
+		PortalAccentColor: req.PortalAccentColor, PortalLogoURL: req.PortalLogoURL}
+	if req.RetentionDays != nil {
+		days, err := merchants.ParseRetentionDays(req.RetentionDays)
+		if err != nil {
+			return err
+		}
+		set.RetentionDays = &days
+	}
+	actor, err := internalActor(r)
+	if err != nil {
+		return err
+	}
+	set.Actor = actor
+	m, err := h.settings.Update(r.Context(), pathParam(r, "id"), set)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, merchantJSON{ID: m.ID, NotificationEmail: m.NotificationEmail, APIVersion: m.APIVersion,
-		PortalAccentColor: m.PortalAccentColor, PortalLogoURL: m.PortalLogoURL,
+		PortalAccentColor: m.PortalAccentColor, PortalLogoURL: m.PortalLogoURL, RetentionDays: m.RetentionDays,
 		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()})
 	return nil
 }

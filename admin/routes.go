@@ -136,6 +136,9 @@ func (s *Server) Internal() http.Handler {
 
 			{http.MethodPost, "/events", nil, s.ingest.publish},
 			{http.MethodPost, "/events/batch", nil, s.ingest.publishBatch},
+
+			{http.MethodPost, "/events/{id}/erase", nil, s.erasure.erase},
+			{http.MethodGet, "/audit", nil, s.erasure.listAudit},
 		})
 	})
 	return r

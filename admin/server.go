@@ -180,6 +180,7 @@ type Server struct {
 	// The internal listener's groups (portalSessions serves there too).
 	internal internalHandlers
 	ingest   ingestHandlers
+	erasure  erasureHandlers
 	apiKeys  apiKeyHandlers
 	gatherer prometheus.Gatherer
 }
@@ -279,7 +280,8 @@ func New(cfg Config) (*Server, error) {
 
 		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis,
 			settings: merchants.NewSettingsUpdater(st.Merchants, cfg.Versions, clk.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets))},
-		ingest: ingestHandlers{publisher: cfg.Publisher},
+		ingest:  ingestHandlers{publisher: cfg.Publisher},
+		erasure: erasureHandlers{eraser: st.Erasures, audit: st.Audit, pages: pages},
 		apiKeys: apiKeyHandlers{issuer: merchants.NewKeyIssuer(st.APIKeys, cfg.Environment, cfg.Versions.Latest()),
 			ring: merchants.NewKeyRing(st.APIKeys), store: st.APIKeys, redis: cfg.Redis, pages: pages, logger: cfg.Logger},
 		gatherer: cfg.Gatherer,

@@ -128,6 +128,7 @@ func TestTextPostgresCannotStore(t *testing.T) {
 		textCase{"PUT /internal/v1/merchants/{id}", "/internal/v1/merchants/m_text", true, `{"api_version":"BAD"}`, pi, "api_version"},
 		textCase{"PUT /internal/v1/merchants/{id}", "/internal/v1/merchants/m_text", true, `{"portal_accent_color":"BAD"}`, pi, "portal_accent_color"},
 		textCase{"PUT /internal/v1/merchants/{id}", "/internal/v1/merchants/m_text", true, `{"portal_logo_url":"https://example.com/BAD"}`, pi, "portal_logo_url"},
+		textCase{"POST /internal/v1/events/{id}/erase", "/internal/v1/events/0193a1b2-0000-7000-8000-000000000000/erase", true, `{"merchant_id":"m_textBAD"}`, pi, "merchant_id"},
 	)
 	// The routes that take no field refuse any, so a bad text can only be
 	// in the name of one they do not know.

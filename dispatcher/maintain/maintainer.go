@@ -24,7 +24,16 @@ type maintainerStore interface {
 	DropExpiredPartitions(ctx context.Context, now time.Time) ([]string, error)
 	// ExpireIdempotencyKeys deletes the expired idempotency keys.
 	ExpireIdempotencyKeys(ctx context.Context, now time.Time) (int64, error)
+	// ExpireMerchantRetention deletes, within budget, the rows of merchants
+	// with a retention shorter than the engine's.
+	ExpireMerchantRetention(ctx context.Context, now time.Time, budget store.RetentionBudget) (store.RetentionExpiry, error)
 }
+
+// DefaultRetentionBudget bounds a round's deletions for merchants with a
+// short retention: statements of 1,000 rows (each a short transaction),
+// at most 200 of them per round; a backlog larger than that (a merchant
+// that just shortened its retention) is worked off over the next rounds.
+var DefaultRetentionBudget = store.RetentionBudget{Batch: 1000, Statements: 200}
 
 // MaintainerConfig is what the maintainer needs.
 type MaintainerConfig struct {
@@ -33,6 +42,9 @@ type MaintainerConfig struct {
 	// PartitionsAhead is how many day partitions are kept ready beyond
 	// today (required).
 	PartitionsAhead int
+	// RetentionBudget bounds each round's deletions for merchants with a
+	// short retention; zero: DefaultRetentionBudget.
+	RetentionBudget store.RetentionBudget
 	// Runtime is the clock and the logger.
 	Runtime
 }
@@ -43,13 +55,16 @@ func (c MaintainerConfig) validate() error {
 		return errors.New("maintainer: Store is required")
 	case c.PartitionsAhead < 1:
 		return errors.New("maintainer: PartitionsAhead must be at least 1")
+	case c.RetentionBudget != (store.RetentionBudget{}) && (c.RetentionBudget.Batch < 1 || c.RetentionBudget.Statements < 1):
+		return errors.New("maintainer: RetentionBudget needs a Batch and Statements of at least 1")
 	}
 	return nil
 }
 
 // Maintainer keeps the tables' shape over time: it creates the day
-// partitions ahead, drops those past the 30-day retention and expires old
-// idempotency keys. It runs as TaskMaintenance.
+// partitions ahead, drops those past the 30-day retention, expires old
+// idempotency keys and deletes, in bounded batches, the rows of merchants
+// whose own retention is shorter. It runs as TaskMaintenance.
 type Maintainer struct {
 	cfg    MaintainerConfig
 	clock  clock.Clock
@@ -60,6 +75,9 @@ type Maintainer struct {
 func NewMaintainer(cfg MaintainerConfig) (*Maintainer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if cfg.RetentionBudget == (store.RetentionBudget{}) {
+		cfg.RetentionBudget = DefaultRetentionBudget
 	}
 	return &Maintainer{cfg: cfg, clock: cfg.clock(), logger: cfg.logger()}, nil
 }
@@ -92,6 +110,15 @@ func (m *Maintainer) Maintain(ctx context.Context) error {
 		if len(created)+len(dropped) > 0 || expired > 0 {
 			m.logger.InfoContext(ctx, "maintenance", "partitions_created", created, "partitions_dropped", dropped,
 				"idempotency_keys_expired", expired)
+		}
+		short, err := m.cfg.Store.ExpireMerchantRetention(ctx, now, m.cfg.RetentionBudget)
+		if err != nil {
+			return err
+		}
+		if short.Deliveries+short.Events+short.Stats > 0 || short.Exhausted {
+			m.logger.InfoContext(ctx, "maintenance: merchant retention", "merchants", short.Merchants,
+				"deliveries", short.Deliveries, "attempts", short.Attempts, "events", short.Events,
+				"attempt_stats", short.Stats, "more_left", short.Exhausted)
 		}
 		return nil
 	})

@@ -472,7 +472,11 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 				duration_ms, response_body, attempted_at, request_headers, batch_id, transformation_version, request_body)
 			SELECT id, created_at, number, status, trigger, http_status, error, duration_ms, response_body, attempted_at,
 				request_headers, batch_id, transformation_version, request_body
-			FROM i ORDER BY id
+			FROM i
+			-- An attempt of a delivery erased meanwhile (erasure.go) is
+			-- not kept: its bodies are the erased content.
+			WHERE NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.id = i.id AND x.created_at = i.created_at AND x.status = 'erased')
+			ORDER BY id
 			ON CONFLICT DO NOTHING RETURNING delivery_id, number
 		), d AS (
 			UPDATE deliveries d SET attempt_count = GREATEST(d.attempt_count, i.number), status = i.dstatus,
@@ -480,7 +484,7 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 				manual_requested = CASE WHEN i.trigger = 'manual' THEN GREATEST(d.manual_requested - 1, 0)
 					ELSE d.manual_requested END
 			FROM i JOIN a ON a.delivery_id = i.id AND a.number = i.number
-			WHERE d.id = i.id AND d.created_at = i.created_at
+			WHERE d.id = i.id AND d.created_at = i.created_at AND d.status <> 'erased'
 			RETURNING d.id, d.subscription_id, d.test, i.status = 'succeeded' AS ok, i.status = 'skipped' AS skipped,
 				i.attempted_at, i.disable
 		), h AS (

@@ -82,7 +82,7 @@ func (s *Events) MerchantsWithFilters(ctx context.Context, keys []MerchantEventT
 			exprs     []string
 		)
 		if err := rows.Scan(&eventType, &m.ID, &m.APIVersion, &m.NotificationEmail, &m.PortalAccentColor, &m.PortalLogoURL,
-			&m.CreatedAt, &m.UpdatedAt, &subs, &versions, &exprs); err != nil {
+			&m.CreatedAt, &m.UpdatedAt, &m.RetentionDays, &subs, &versions, &exprs); err != nil {
 			return nil, fmt.Errorf("get %d merchants with filters: %w", len(keys), err)
 		}
 		filters := make([]FilteredSubscription, len(subs))

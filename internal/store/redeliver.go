@@ -31,7 +31,8 @@ func (s *ManualAttempts) RequestManualAttempts(ctx context.Context, merchantID s
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE deliveries d SET manual_requested = manual_requested + 1, manual_requested_at = $4
 		FROM unnest($2::uuid[], $3::timestamptz[]) AS r(id, created_at)
-		WHERE d.id = r.id AND d.created_at = r.created_at AND d.merchant_id = $1`,
+		WHERE d.id = r.id AND d.created_at = r.created_at AND d.merchant_id = $1
+		  AND NOT EXISTS (SELECT 1 FROM erasures x WHERE x.event_id = d.event_id)`,
 		merchantID, ids, created, now)
 	if err != nil {
 		return 0, fmt.Errorf("request %d manual attempts: %w", len(ds), err)
@@ -91,7 +92,7 @@ func (s *ManualAttempts) LeaseManualAttempt(ctx context.Context, merchantID stri
 		UPDATE deliveries d SET lease_until = $5
 		FROM subscriptions s, events e
 		WHERE d.id = $1 AND d.created_at >= $2 AND d.created_at < $3 AND d.merchant_id = $4
-		  AND d.created_at >= $7 AND d.manual_requested > 0
+		  AND d.created_at >= $7 AND d.manual_requested > 0 AND d.status <> 'erased'
 		  AND (d.lease_until IS NULL OR d.lease_until < $6)
 		  AND s.id = d.subscription_id
 		  AND e.id = d.event_id AND e.created_at = d.event_created_at
@@ -138,6 +139,7 @@ func (s *ManualAttempts) FailedDeliveries(ctx context.Context, merchantID string
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries
 		WHERE merchant_id = $1 AND subscription_id = $2 AND status IN ('failed', 'skipped') AND NOT test AND created_at >= $3
+		  AND NOT EXISTS (SELECT 1 FROM erasures x WHERE x.event_id = deliveries.event_id)
 		ORDER BY created_at, id LIMIT $4`, merchantID, subscriptionID, since, limit)
 	if err != nil {
 		return nil, fmt.Errorf("failed deliveries of subscription %s: %w", subscriptionID, err)

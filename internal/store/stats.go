@@ -57,7 +57,7 @@ type StatsBucket struct {
 // whatever the number of attempts. The caller checks the subscription is
 // the merchant's.
 func (s *Views) SubscriptionStats(ctx context.Context, subscriptionID uuid.UUID, w StatsWindow) ([]StatsBucket, StatsBucket, error) {
-	rows, err := s.pool.Query(ctx, subscriptionStatsSQL, w.args(subscriptionID)...)
+	rows, err := s.pool.Query(ctx, subscriptionStatsSQL, w.args(subscriptionID, s.Now())...)
 	if err != nil {
 		return nil, StatsBucket{}, fmt.Errorf("stats of subscription %s: %w", subscriptionID, err)
 	}
@@ -76,14 +76,18 @@ func (s *Views) SubscriptionStats(ctx context.Context, subscriptionID uuid.UUID,
 	return all[:w.Buckets], all[w.Buckets], nil
 }
 
-// args are subscriptionStatsSQL's arguments for the subscription over w.
-func (w StatsWindow) args(subscriptionID uuid.UUID) []any {
-	return []any{subscriptionID, w.From, w.From.Add(time.Duration(w.Buckets-1) * w.Step), int64(w.Step / time.Second)}
+// args are subscriptionStatsSQL's arguments for the subscription over w,
+// read at now (the merchant's retention counts back from it).
+func (w StatsWindow) args(subscriptionID uuid.UUID, now time.Time) []any {
+	return []any{subscriptionID, w.From, w.From.Add(time.Duration(w.Buckets-1) * w.Step), int64(w.Step / time.Second), now}
 }
 
 // subscriptionStatsSQL is SubscriptionStats' statement: $1 the
 // subscription, $2 the first bucket's start, $3 the last one's, $4 the
-// step in seconds. Each bucket sums its hours; the percentiles come from
+// step in seconds, $5 now: hours that began before the subscription's
+// merchant's retention at $5 are left out (an hour that straddles it too),
+// so that a merchant with a shorter retention is never shown older
+// attempts, even before the maintenance job deleted them. Each bucket sums its hours; the percentiles come from
 // the slots' counts summed per bucket (and over the window, the GROUPING
 // SETS row with no start): the first slot whose running count reaches the
 // percentile, interpolated linearly between its bounds.
@@ -94,6 +98,8 @@ const subscriptionStatsSQL = `
 		SELECT b.start, s.slot, s.succeeded, s.retrying, s.failed
 		FROM attempt_stats s JOIN buckets b ON s.hour >= b.start AND s.hour < b.start + $4::int8 * interval '1 second'
 		WHERE s.subscription_id = $1 AND s.hour >= $2::timestamptz AND s.hour < $3::timestamptz + $4::int8 * interval '1 second'
+		  AND s.hour >= $5::timestamptz - (SELECT m.retention_days FROM subscriptions sub JOIN merchants m ON m.id = sub.merchant_id
+		                                    WHERE sub.id = $1) * interval '1 day'
 	), slots AS (
 		SELECT start, slot, sum(succeeded + retrying + failed)::float8 AS n
 		FROM hours WHERE slot > 0

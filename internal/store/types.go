@@ -17,6 +17,9 @@ type Merchant struct {
 	PortalLogoURL     *string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
+	// RetentionDays is how many days its events and deliveries are kept
+	// (RetentionDays, the engine's, unless set shorter).
+	RetentionDays int
 }
 
 // APIKey is a stored key: only its hash is kept.

@@ -753,7 +753,7 @@ function deliveriesBrowser(fixed, { filters, showEndpoint }) {
 
   if (filters) {
     const status = h('select', { id: 'delivery-status' },
-      h('option', { value: '' }, 'Any'), ['pending', 'succeeded', 'failed', 'skipped'].map((s) => h('option', { value: s }, s)));
+      h('option', { value: '' }, 'Any'), ['pending', 'succeeded', 'failed', 'skipped', 'erased'].map((s) => h('option', { value: s }, s)));
     const since = h('input', { id: 'delivery-since', type: 'datetime-local', step: '1' });
     const form = h('form', { class: 'inline', 'aria-label': 'Filter deliveries' },
       h('label', { for: 'delivery-status' }, 'Status', status),
@@ -972,6 +972,7 @@ async function eventDetail(view, id) {
     h('section', { class: 'card', 'aria-label': 'Event' },
       facts([['Event', h('code', null, ev.id)], ['API version', ev.api_version], ['Created', time(ev.created_at)]]),
       h('h2', null, 'Payload'),
+      ev.payload && ev.payload.erased === true && h('p', { class: 'muted' }, 'This event\'s content was erased at ', time(ev.payload.erased_at), '.'),
       h('pre', { tabindex: '0', 'aria-label': 'Payload' }, payload === null ? JSON.stringify(ev.payload, null, 2) : indent(payload))),
     h('h2', null, 'Deliveries'), deliveries);
   await deliveries.reload();
