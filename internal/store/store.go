@@ -3,7 +3,7 @@
 // The methods come in parts, one type per part of the schema
 // (Subscriptions, Listeners, Events, Deliveries, ManualAttempts, APIKeys,
 // PortalSessions, Merchants, IdempotencyKeys, EndpointHealth, Views,
-// Maintenance, Polls), each in its own files; Store holds them on one
+// Maintenance, Polls, Replays), each in its own files; Store holds them on one
 // pool, one named field each.
 package store
 
@@ -50,6 +50,7 @@ type Store struct {
 	Views           *Views
 	Maintenance     *Maintenance
 	Polls           *Polls
+	Replays         *Replays
 }
 
 // Option configures a Store.
@@ -114,6 +115,7 @@ func (s *Store) assemble() {
 	s.Views = &Views{db: d}
 	s.Maintenance = &Maintenance{db: d}
 	s.Polls = &Polls{db: d}
+	s.Replays = &Replays{db: d}
 }
 
 // Close releases the pool.
