@@ -34,6 +34,7 @@ CREATE TABLE replays (
 -- by this index (409).
 CREATE UNIQUE INDEX replays_running_idx ON replays (merchant_id) WHERE completed_at IS NULL;
 CREATE INDEX replays_created_idx ON replays (created_at);
+CREATE INDEX replays_running_updated_idx ON replays (updated_at) WHERE completed_at IS NULL;
 
 -- The deliveries a replay requested, one row each (the primary key makes
 -- a delivery requested at most once per replay). after_number is the

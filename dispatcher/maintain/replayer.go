@@ -17,8 +17,8 @@ import (
 
 // Bounds of one round of the replay job.
 const (
-	// replaysPerRound bounds the replays one round moves on; the oldest
-	// go first, the rest in the next round.
+	// replaysPerRound bounds the replays one round moves on; the least
+	// recently moved go first, the rest in the next round.
 	replaysPerRound = 50
 	// replayScan bounds the deliveries one page of a replay looks at,
 	// however few of them its filters select.
@@ -29,7 +29,8 @@ const (
 
 // replayerStore is what the Replayer needs of the database.
 type replayerStore interface {
-	// RunningReplays lists the replays not complete, oldest first.
+	// RunningReplays lists the replays not complete, the least
+	// recently moved on first.
 	RunningReplays(ctx context.Context, limit int) ([]store.Replay, error)
 	// SettleReplay counts the attempts made for a replay's requests.
 	SettleReplay(ctx context.Context, id uuid.UUID, now time.Time) (store.Replay, error)

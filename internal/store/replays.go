@@ -233,11 +233,12 @@ func (s *Replays) GetReplay(ctx context.Context, merchantID string, id uuid.UUID
 	return r, nil
 }
 
-// RunningReplays lists the replays not yet complete, oldest first, at
-// most limit: the work of the replay job.
+// RunningReplays lists the replays not yet complete, the one moved on
+// least recently first, at most limit: the work of the replay job, which
+// thus comes to every replay in turn even when a round cannot finish.
 func (s *Replays) RunningReplays(ctx context.Context, limit int) ([]Replay, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+replayColumns+` FROM replays WHERE completed_at IS NULL
-		ORDER BY created_at LIMIT $1`, limit)
+		ORDER BY updated_at LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list running replays: %w", err)
 	}
@@ -290,9 +291,7 @@ func (s *Replays) NextReplayPage(ctx context.Context, r Replay, room, scan int) 
 	}
 	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
 		var c candidate
-		d := &c.Delivery
-		err := row.Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
-			&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt, &c.match)
+		err := row.Scan(append(deliveryTargets(&c.Delivery), &c.match)...)
 		return c, err
 	})
 	if err != nil {
