@@ -207,10 +207,12 @@ func (s *Replays) CreateReplay(ctx context.Context, merchantID string, f ReplayF
 		RETURNING `+replayColumns,
 		id, merchantID, f.Since, f.Until, f.SubscriptionID, f.EventType, string(f.Status), f.HTTPStatusClass,
 		matched, completed, now)
-	if err != nil {
-		return Replay{}, fmt.Errorf("create replay: %w", err)
+	var r Replay
+	if err == nil {
+		// The refusal comes here, or already from Query under the
+		// simple protocol (through PgBouncer).
+		r, err = pgx.CollectExactlyOneRow(rows, scanReplay)
 	}
-	r, err := pgx.CollectExactlyOneRow(rows, scanReplay)
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" {
 		return Replay{}, fmt.Errorf("create replay: %w", ErrReplayRunning)
 	}
