@@ -61,7 +61,7 @@ type replayEstimateJSON struct {
 	Capped bool `json:"capped"`
 }
 
-func optional(s string) *string {
+func replayOptional(s string) *string {
 	if s == "" {
 		return nil
 	}
@@ -70,7 +70,7 @@ func optional(s string) *string {
 
 func replayFilters(f store.ReplayFilter) replayFiltersJSON {
 	return replayFiltersJSON{Since: f.Since.UTC(), Until: f.Until.UTC(), SubscriptionID: f.SubscriptionID,
-		EventType: optional(f.EventType), Status: optional(string(f.Status)), HTTPStatusClass: optional(f.HTTPStatusClass)}
+		EventType: replayOptional(f.EventType), Status: replayOptional(string(f.Status)), HTTPStatusClass: replayOptional(f.HTTPStatusClass)}
 }
 
 func replayView(r store.Replay) replayJSON {

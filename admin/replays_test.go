@@ -34,8 +34,8 @@ type replay struct {
 
 const replayPath = "/v1/webhook_deliveries/replay"
 
-// window is a replay body over the last hour, with extra fields.
-func window(extra map[string]any) map[string]any {
+// replayWindow is a replay body over the last hour, with extra fields.
+func replayWindow(extra map[string]any) map[string]any {
 	now := time.Now().UTC()
 	b := map[string]any{"since": now.Add(-time.Hour).Format(time.RFC3339), "until": now.Format(time.RFC3339Nano)}
 	for k, v := range extra {
@@ -60,21 +60,21 @@ func TestReplayRefusesBadInput(t *testing.T) {
 	}{
 		{"no since", map[string]any{"until": at(0)}, "parameter_missing", "since"},
 		{"no until", map[string]any{"since": at(-time.Hour)}, "parameter_missing", "until"},
-		{"since not a time", window(map[string]any{"since": "yesterday"}), "parameter_invalid", "since"},
-		{"until a date only", window(map[string]any{"until": "2026-11-27"}), "parameter_invalid", "until"},
+		{"since not a time", replayWindow(map[string]any{"since": "yesterday"}), "parameter_invalid", "since"},
+		{"until a date only", replayWindow(map[string]any{"until": "2026-11-27"}), "parameter_invalid", "until"},
 		{"until before since", map[string]any{"since": at(-time.Hour), "until": at(-2 * time.Hour)}, "parameter_invalid", "until"},
 		{"until equal to since", map[string]any{"since": at(-time.Hour), "until": at(-time.Hour)}, "parameter_invalid", "until"},
 		{"until in the future", map[string]any{"since": at(-time.Hour), "until": at(time.Hour)}, "parameter_invalid", "until"},
 		{"since past the retention", map[string]any{"since": at(-31 * 24 * time.Hour), "until": at(-30 * 24 * time.Hour)}, "parameter_invalid", "since"},
 		{"window over 7 days", map[string]any{"since": at(-8 * 24 * time.Hour), "until": at(0)}, "parameter_invalid", "until"},
-		{"subscription not a uuid", window(map[string]any{"subscription_id": "sub_1"}), "parameter_invalid", "subscription_id"},
-		{"another merchant's subscription", window(map[string]any{"subscription_id": otherSub.ID}), "parameter_invalid", "subscription_id"},
-		{"unknown event type", window(map[string]any{"event_type": "payout.exploded"}), "parameter_invalid", "event_type"},
-		{"status pending", window(map[string]any{"status": "pending"}), "parameter_invalid", "status"},
-		{"status in capitals", window(map[string]any{"status": "FAILED"}), "parameter_invalid", "status"},
-		{"class 3xx", window(map[string]any{"http_status_class": "3xx"}), "parameter_invalid", "http_status_class"},
-		{"class a number", window(map[string]any{"http_status_class": 500}), "parameter_invalid", "http_status_class"},
-		{"unknown field", window(map[string]any{"statuses": []string{"failed"}}), "validation_error", "statuses"},
+		{"subscription not a uuid", replayWindow(map[string]any{"subscription_id": "sub_1"}), "parameter_invalid", "subscription_id"},
+		{"another merchant's subscription", replayWindow(map[string]any{"subscription_id": otherSub.ID}), "parameter_invalid", "subscription_id"},
+		{"unknown event type", replayWindow(map[string]any{"event_type": "payout.exploded"}), "parameter_invalid", "event_type"},
+		{"status pending", replayWindow(map[string]any{"status": "pending"}), "parameter_invalid", "status"},
+		{"status in capitals", replayWindow(map[string]any{"status": "FAILED"}), "parameter_invalid", "status"},
+		{"class 3xx", replayWindow(map[string]any{"http_status_class": "3xx"}), "parameter_invalid", "http_status_class"},
+		{"class a number", replayWindow(map[string]any{"http_status_class": 500}), "parameter_invalid", "http_status_class"},
+		{"unknown field", replayWindow(map[string]any{"statuses": []string{"failed"}}), "validation_error", "statuses"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, dry := range []bool{false, true} {
@@ -97,7 +97,7 @@ func TestReplayRefusesBadInput(t *testing.T) {
 	expectError(t, h.do(request{Method: http.MethodGet, Path: "/v1/replays/not-a-uuid", Key: key}), http.StatusNotFound, "resource_not_found")
 	expectError(t, h.do(request{Method: http.MethodGet, Path: "/v1/replays/" + uuid.NewString(), Key: key}), http.StatusNotFound, "resource_not_found")
 	readOnly := h.merchant("m1", "webhooks:read")
-	expectError(t, h.do(request{Method: http.MethodPost, Path: replayPath, Key: readOnly, Body: window(nil)}), http.StatusForbidden, "insufficient_scope")
+	expectError(t, h.do(request{Method: http.MethodPost, Path: replayPath, Key: readOnly, Body: replayWindow(nil)}), http.StatusForbidden, "insufficient_scope")
 }
 
 // TestReplayOneAtATimeAndIdempotent: the count before confirming, a
@@ -118,15 +118,15 @@ func TestReplayOneAtATimeAndIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	body := window(map[string]any{"subscription_id": sub.ID, "event_type": "payout.paid"})
+	body := replayWindow(map[string]any{"subscription_id": sub.ID, "event_type": "payout.paid"})
 
-	dry := window(map[string]any{"subscription_id": sub.ID, "dry_run": true})
+	dry := replayWindow(map[string]any{"subscription_id": sub.ID, "dry_run": true})
 	r := h.do(request{Method: http.MethodPost, Path: replayPath, Key: key, Body: dry})
 	if got := r.JSON(t); r.Status != http.StatusOK || got["matched"] != float64(3) || got["type"] != "webhook_replay_estimate" {
 		t.Fatalf("dry run: %d %s", r.Status, r.Body)
 	}
 	if none := h.do(request{Method: http.MethodPost, Path: replayPath, Key: key,
-		Body: window(map[string]any{"status": "failed", "dry_run": true})}).JSON(t); none["matched"] != float64(0) {
+		Body: replayWindow(map[string]any{"status": "failed", "dry_run": true})}).JSON(t); none["matched"] != float64(0) {
 		t.Fatalf("dry run of failed deliveries: %v, want 0", none)
 	}
 
@@ -153,7 +153,7 @@ func TestReplayOneAtATimeAndIdempotent(t *testing.T) {
 	other := h.merchant("m2")
 	expectError(t, h.do(request{Method: http.MethodGet, Path: "/v1/replays/" + rp.ID, Key: other}), http.StatusNotFound, "resource_not_found")
 	// Another merchant replays at the same time.
-	if r := h.do(request{Method: http.MethodPost, Path: replayPath, Key: other, Body: window(nil)}); r.Status != http.StatusAccepted {
+	if r := h.do(request{Method: http.MethodPost, Path: replayPath, Key: other, Body: replayWindow(nil)}); r.Status != http.StatusAccepted {
 		t.Fatalf("another merchant's replay: %d %s", r.Status, r.Body)
 	}
 }
@@ -183,7 +183,7 @@ func TestReplayAttemptsWhatItMatches(t *testing.T) {
 		}
 	}
 	failing.status.Store(http.StatusOK)
-	r := h.do(request{Method: http.MethodPost, Path: replayPath, Key: key, Body: window(map[string]any{
+	r := h.do(request{Method: http.MethodPost, Path: replayPath, Key: key, Body: replayWindow(map[string]any{
 		"status": "failed", "http_status_class": "5xx"})})
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("replay: %d %s", r.Status, r.Body)

@@ -15,7 +15,7 @@ import (
 func TestPortalReplayInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
 	e := newEngine(t, "WEBHOOKD_RETRY_SCHEDULE=100ms")
-	hook := newCountingHook(t)
+	hook := newReplayHook(t)
 	hook.failing.Store(true)
 	e.start()
 	key := e.keysCreate("m_portal_replay")

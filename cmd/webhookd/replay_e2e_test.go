@@ -11,17 +11,17 @@ import (
 	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
-// countingHook is a receiver that counts the requests of each webhook-id
+// replayHook is a receiver that counts the requests of each webhook-id
 // and answers 500 while failing is set, 204 otherwise.
-type countingHook struct {
+type replayHook struct {
 	*httptest.Server
 	failing atomic.Bool
 	mu      sync.Mutex
 	count   map[string]int
 }
 
-func newCountingHook(t *testing.T) *countingHook {
-	c := &countingHook{count: map[string]int{}}
+func newReplayHook(t *testing.T) *replayHook {
+	c := &replayHook{count: map[string]int{}}
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		c.count[r.Header.Get("webhook-id")]++
@@ -36,7 +36,7 @@ func newCountingHook(t *testing.T) *countingHook {
 	return c
 }
 
-func (c *countingHook) of(id string) int {
+func (c *replayHook) of(id string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.count[id]
@@ -49,7 +49,7 @@ func (c *countingHook) of(id string) int {
 func TestReplayAttemptsExactlyTheMatchingDeliveries(t *testing.T) {
 	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t)
-	failing, other, calm := newCountingHook(t), newCountingHook(t), newArrivals(t)
+	failing, other, calm := newReplayHook(t), newReplayHook(t), newArrivals(t)
 	failing.failing.Store(true)
 	e.start()
 	key := e.keysCreate("m_replay")
