@@ -224,6 +224,11 @@ func TestBadInput(t *testing.T) {
 		{subList, "bad escape in a filter's value", get("/v1/webhook_subscriptions?status=dis%zzabled"), false, 400, "parameter_invalid", "status"},
 
 		{delGet, "malformed id", get("/v1/webhook_deliveries/nope"), false, 404, "resource_not_found", nil},
+		{"GET /v1/replays/{id}", "malformed id", get("/v1/replays/nope"), false, 404, "resource_not_found", nil},
+		{"POST /v1/webhook_deliveries/replay", "until before since", post("/v1/webhook_deliveries/replay",
+			`{"since":"2026-11-27T10:00:00Z","until":"2026-11-27T09:00:00Z"}`), false, 400, "parameter_invalid", "until"},
+		{"POST /v1/webhook_deliveries/replay", "status of the wrong type", post("/v1/webhook_deliveries/replay",
+			`{"since":"2026-11-27T10:00:00Z","until":"2026-11-27T11:00:00Z","status":1}`), false, 400, "parameter_invalid", "status"},
 		{delGet, "unknown id", get("/v1/webhook_deliveries/" + missing), false, 404, "resource_not_found", nil},
 
 		{redeliver, "malformed id", post("/v1/webhook_deliveries/%ff/redeliver", ``), false, 404, "resource_not_found", nil},

@@ -167,6 +167,9 @@ func asError(ctx context.Context, logger *slog.Logger, err error) *Error {
 	case errors.Is(err, store.ErrSubscriptionInactive):
 		return newError(http.StatusConflict, catInvalidRequest, "conflict",
 			"The webhook subscription is disabled or deleted; enable it before redelivering.")
+	case errors.Is(err, store.ErrReplayRunning):
+		return newError(http.StatusConflict, catInvalidRequest, "conflict",
+			"A replay of this merchant is running; wait until it completes (GET /v1/replays/{id}) before starting another.")
 	case errors.Is(err, store.ErrAPIKeyInactive):
 		return newError(http.StatusConflict, catInvalidRequest, "conflict",
 			"The API key is revoked, expired or already rolled; only a key in use can be rolled.")

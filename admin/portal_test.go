@@ -249,7 +249,7 @@ func capabilityOf(route string) string {
 		return "view_secret"
 	case method == http.MethodGet || route == "DELETE /v1/portal_sessions/current":
 		return "view"
-	case strings.HasSuffix(path, "/redeliver") || strings.HasSuffix(path, "/recover"):
+	case strings.HasSuffix(path, "/redeliver") || strings.HasSuffix(path, "/recover") || strings.HasSuffix(path, "/replay"):
 		return "resend"
 	default:
 		return "manage_endpoints"

@@ -70,6 +70,8 @@ func (s *Server) Public() http.Handler {
 				{http.MethodGet, "/webhook_deliveries/{id}", view, ds.get},
 				{http.MethodPost, "/webhook_deliveries/{id}/redeliver", resend, ds.redeliver},
 				{http.MethodPost, "/webhook_subscriptions/{id}/recover", resend, ds.recoverFailed},
+				{http.MethodPost, "/webhook_deliveries/replay", resend, s.replays.replay},
+				{http.MethodGet, "/replays/{id}", view, s.replays.get},
 				{http.MethodPost, "/webhook_subscriptions/{id}/send_test_event", manageAndSend, ds.sendTestEvent},
 
 				// Minting needs an API key with webhooks:write: a session

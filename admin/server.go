@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/clock"
@@ -101,6 +102,9 @@ type Config struct {
 	// PublicURL is the public listener's external base URL; a portal
 	// session's link is PublicURL + "/portal/#token=…".
 	PublicURL string
+	// Replays checks, records and reads bulk replays (dispatcher's
+	// Replays); nil builds one on Store.
+	Replays Replays
 	// Checker runs endpoint checks (POST …/check; publish.Checker is
 	// one); nil on a server that sends no checks itself.
 	Checker EndpointChecker
@@ -166,6 +170,7 @@ type Server struct {
 	transforms     transformationHandlers
 	events         eventHandlers
 	deliveries     deliveryHandlers
+	replays        replayHandlers
 	portalSessions portalSessionHandlers
 	listen         listenHandlers
 	legacy         legacyHandlers
@@ -245,6 +250,13 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	replays := cfg.Replays
+	if replays == nil {
+		if replays, err = publish.NewReplays(publish.ReplaysConfig{Store: st.Replays, Subscriptions: st.Subscriptions,
+			EventTypes: catalogue.New(cfg.EventTypes), Clock: clk}); err != nil {
+			return nil, err
+		}
+	}
 	changes := subscriptionChanges{registry: registry, store: st.Subscriptions, work: cfg.Publisher, logger: cfg.Logger, clock: clk}
 	return &Server{
 		respond: respond,
@@ -267,6 +279,7 @@ func New(cfg Config) (*Server, error) {
 		events: eventHandlers{reads: reads.Views, pages: pages, types: catalogue.New(cfg.EventTypes),
 			publisher: cfg.Publisher, environment: cfg.Environment},
 		deliveries: deliveryHandlers{reads: reads.Views, pages: pages, actions: cfg.Publisher, clock: clk},
+		replays:    replayHandlers{replays: replays},
 		portalSessions: portalSessionHandlers{issuer: sessions.NewIssuer(st.PortalSessions, cfg.Environment, cfg.AllowHTTPTargets),
 			store: st.PortalSessions, limits: limits, environment: cfg.Environment, publicURL: cfg.PublicURL, destinations: allowedDestinations(cfg.Destinations, cfg.Kinds), kinds: cfg.Kinds},
 		listen: listenHandlers{registry: registry, store: st.Listeners, redis: cfg.Redis, wakes: wakes, grace: cfg.ListenerGrace,

@@ -19,6 +19,7 @@ import (
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
 	"github.com/webhookd/webhookd/internal/merchants"
+	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/retry"
 	"github.com/webhookd/webhookd/signer"
@@ -37,11 +38,13 @@ type tenant struct {
 	sub, spare, poll subscription
 	events           []event
 	deliveries       []delivery // settled, each with its attempts
+	// replay is a replay of the merchant's, complete (it matched none).
+	replay string
 }
 
 // ids are every resource id of the tenant.
 func (tn tenant) ids() []string {
-	out := []string{tn.sub.ID, tn.spare.ID, tn.poll.ID}
+	out := []string{tn.sub.ID, tn.spare.ID, tn.poll.ID, tn.replay}
 	for _, e := range tn.events {
 		out = append(out, e.ID)
 	}
@@ -88,6 +91,12 @@ func (h *harness) tenant(merchant string, answer int, settles string) tenant {
 		}
 	}
 	tn.poll = h.createSubscription(tn.key, map[string]any{"events": []string{"*"}, "destination": map[string]any{"type": "poll"}})
+	now := time.Now().UTC()
+	rp, err := h.store.Replays.CreateReplay(context.Background(), merchant, store.ReplayFilter{Since: now.Add(-time.Hour), Until: now}, 0, now)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	tn.replay = rp.ID.String()
 	return tn
 }
 
@@ -349,6 +358,17 @@ var publicRoutes = map[string]routeCase{
 	"GET /v1/webhook_deliveries/{id}": {rule: refused, calls: onEach(http.MethodGet, "/v1/webhook_deliveries/", "", deliveriesOf, deliveryID)},
 	"POST /v1/webhook_deliveries/{id}/redeliver": {rule: refused,
 		calls: onEach(http.MethodPost, "/v1/webhook_deliveries/", "/redeliver", deliveriesOf, deliveryID)},
+	// A replay names no resource but a subscription (refused as a field:
+	// admin/replays_test.go); a dry run counts the caller's alone. Another
+	// merchant's replay is 404 below.
+	"POST /v1/webhook_deliveries/replay": {rule: own, calls: func(tenant) []call {
+		return []call{{method: http.MethodPost, path: "/v1/webhook_deliveries/replay", body: map[string]any{
+			"since": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), "until": time.Now().UTC().Format(time.RFC3339Nano),
+			"dry_run": true}}}
+	}},
+	"GET /v1/replays/{id}": {rule: refused, calls: func(o tenant) []call {
+		return []call{{method: http.MethodGet, path: "/v1/replays/" + o.replay}}
+	}},
 
 	"POST /v1/portal_sessions":                  {rule: own, calls: ownCall(http.MethodPost, "/v1/portal_sessions", map[string]any{"ttl_seconds": 60})},
 	"GET /v1/portal_sessions/current":           {rule: own, calls: ownCall(http.MethodGet, "/v1/portal_sessions/current", nil)},

@@ -122,6 +122,7 @@ func TestTextPostgresCannotStore(t *testing.T) {
 		textCase{lUpdate, "/api/service/webhook-subscription/update", false, `{"id":"{sub}","status":"BAD"}`, pi, ""},
 		textCase{lDelete, "/api/service/webhook-subscription/delete", false, `{"id":"BAD"}`, pi, ""},
 		textCase{"POST /v1/webhook_subscriptions/{id}/recover", "/v1/webhook_subscriptions/{sub}/recover", false, `{"since":"2026-01-01T00:00:00ZBAD"}`, pi, "since"},
+		textCase{"POST /v1/webhook_deliveries/replay", "/v1/webhook_deliveries/replay", false, `{"since":"2026-01-01T00:00:00ZBAD","until":"2026-01-02T00:00:00Z"}`, pi, "since"},
 		textCase{"POST /v1/webhook_subscriptions/{id}/transformation/simulate", "/v1/webhook_subscriptions/{sub}/transformation/simulate", false, `{"event_type":"payout.paidBAD"}`, pi, "event_type"},
 		textCase{"POST /internal/v1/merchants/{id}/api_keys", "/internal/v1/merchants/m_text/api_keys", true, `{"scopes":["webhooks:read","BAD"]}`, pi, "scopes[1]"},
 		textCase{"PUT /internal/v1/merchants/{id}", "/internal/v1/merchants/m_text", true, `{"notification_email":"ops@example.comBAD"}`, pi, "notification_email"},

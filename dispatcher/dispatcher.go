@@ -163,6 +163,12 @@ type Config struct {
 	AutoDisableAfter time.Duration
 	// AutoDisableInterval is how often that job runs; default 5 min.
 	AutoDisableInterval time.Duration
+	// ReplayInterval is how often the replay job moves bulk replays on;
+	// default 1 s.
+	ReplayInterval time.Duration
+	// ReplayInFlight bounds the attempts of one replay requested and not
+	// yet made; default 20.
+	ReplayInFlight int
 	// TaskRetryCap is the longest asynq waits before running again a task
 	// whose handler failed for an internal reason (Postgres unreachable);
 	// the waits double from a second up to it. Default 1 min.
@@ -227,6 +233,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.AutoDisableInterval <= 0 {
 		c.AutoDisableInterval = 5 * time.Minute
+	}
+	if c.ReplayInterval <= 0 {
+		c.ReplayInterval = time.Second
+	}
+	if c.ReplayInFlight <= 0 {
+		c.ReplayInFlight = 20
 	}
 	if c.TaskRetryCap <= 0 {
 		c.TaskRetryCap = time.Minute
@@ -306,6 +318,9 @@ type Dispatcher struct {
 	Redeliverer *publish.Redeliverer
 	// Checker tests whether an endpoint verifies signatures.
 	Checker *publish.Checker
+	// Replays checks and records bulk replays; the worker role's
+	// replay job carries them out.
+	Replays *publish.Replays
 	// Dropper ends the waiting work of deleted or disabled subscriptions.
 	Dropper *deliver.Dropper
 	// Poller reads poll subscriptions; nil when Config has no MasterKey
@@ -350,6 +365,11 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	replays, err := publish.NewReplays(publish.ReplaysConfig{Store: cfg.Store.Replays, Subscriptions: cfg.Store.Subscriptions,
+		EventTypes: catalogue.New(cfg.EventTypes), Clock: cfg.Clock})
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(queue.NewScheduleCollector(tasks.Lanes, cfg.Clock)); err != nil {
 			return nil, fmt.Errorf("register the schedule's metrics: %w", err)
@@ -371,6 +391,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		Poller:      poller,
 		Publisher:   pub,
 		Redeliverer: red,
+		Replays:     replays,
 		Checker: publish.NewChecker(publish.CheckerConfig{Subscriptions: cfg.Store.Subscriptions, Events: cfg.Store.Events,
 			Deliveries: cfg.Store.Deliveries, Sealer: cfg.Sealer, Publisher: pub, Sender: cfg.senderConfig(), Dialer: cfg.Dialer,
 			LeaseFor: cfg.leaseFor(), Clock: cfg.Clock}),

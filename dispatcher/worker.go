@@ -30,6 +30,7 @@ type worker struct {
 	sweeper    *maintain.Sweeper
 	maintainer *maintain.Maintainer
 	disabler   *maintain.AutoDisabler
+	replayer   *maintain.Replayer
 	// certExpiry is nil without a Notifier that sends its e-mails.
 	certExpiry *maintain.CertExpiry
 	// closers release what newWorker started, in order.
@@ -78,6 +79,10 @@ func newWorker(d *Dispatcher) (w *worker, err error) {
 		Notifier: disableNotifier, Runtime: rt}); err != nil {
 		return nil, err
 	}
+	if w.replayer, err = maintain.NewReplayer(maintain.ReplayerConfig{Store: cfg.Store.Replays, Tasks: d.tasks,
+		InFlight: cfg.ReplayInFlight, Runtime: rt}); err != nil {
+		return nil, err
+	}
 	if expiryNotifier, ok := cfg.Notifier.(maintain.ExpiryNotifier); ok {
 		if w.certExpiry, err = maintain.NewCertExpiry(maintain.CertExpiryConfig{Store: cfg.Store.EndpointHealth, Notifier: expiryNotifier,
 			Runtime: rt}); err != nil {
@@ -107,6 +112,7 @@ func (w *worker) mux() *asynq.ServeMux {
 	mux.HandleFunc(queue.TaskSweep, w.sweeper.HandleSweep)
 	mux.HandleFunc(queue.TaskMaintenance, w.maintainer.HandleMaintenance)
 	mux.HandleFunc(queue.TaskAutoDisable, w.disabler.HandleAutoDisable)
+	mux.HandleFunc(queue.TaskReplay, w.replayer.HandleReplay)
 	if w.certExpiry != nil {
 		mux.HandleFunc(queue.TaskCertExpiry, w.certExpiry.HandleCertExpiry)
 	}
@@ -300,6 +306,7 @@ func (w *worker) registerPeriodic(sched *asynq.Scheduler) error {
 		{queue.TaskSweep, w.cfg.SweepInterval},
 		{queue.TaskMaintenance, w.cfg.MaintenanceInterval},
 		{queue.TaskAutoDisable, w.cfg.AutoDisableInterval},
+		{queue.TaskReplay, w.cfg.ReplayInterval},
 	}
 	if w.certExpiry != nil {
 		jobs = append(jobs, struct {

@@ -11,6 +11,8 @@
 //     attempt failed for days.
 //   - certexpiry.go: CertExpiry e-mails merchants, once per certificate,
 //     14 days before an mtls client certificate expires.
+//   - replayer.go: the Replayer carries out bulk replays, a bounded page
+//     of manual attempts at a time, resuming from its stored cursor.
 package maintain
 
 import (

@@ -48,6 +48,8 @@ const (
 	// TaskCertExpiry is the periodic job that warns merchants of mtls
 	// client certificates about to expire.
 	TaskCertExpiry = "webhookd:cert_expiry"
+	// TaskReplay is the periodic job that moves bulk replays on.
+	TaskReplay = "webhookd:replay"
 )
 
 // Queue names. Attempts weigh most so that a burst of ingestion cannot

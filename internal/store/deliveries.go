@@ -26,9 +26,15 @@ const deliveryColumns = `id, merchant_id, event_id, event_created_at, event_type
 
 func scanDelivery(row pgx.CollectableRow) (Delivery, error) {
 	var d Delivery
-	err := row.Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
-		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt)
+	err := row.Scan(deliveryTargets(&d)...)
 	return d, err
+}
+
+// deliveryTargets are the scan targets of deliveryColumns in d, for a
+// query that reads more columns after them.
+func deliveryTargets(d *Delivery) []any {
+	return []any{&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
+		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt}
 }
 
 // LeasedDelivery is a delivery whose row a worker holds for one attempt,

@@ -64,9 +64,7 @@ func (s *ManualAttempts) ManualRequestsDue(ctx context.Context, before time.Time
 	}
 	rs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ManualRequest, error) {
 		var m ManualRequest
-		d := &m.Delivery
-		err := row.Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
-			&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt, &m.Requested)
+		err := row.Scan(append(deliveryTargets(&m.Delivery), &m.Requested)...)
 		return m, err
 	})
 	if err != nil {

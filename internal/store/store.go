@@ -3,7 +3,7 @@
 // The methods come in parts, one type per part of the schema
 // (Subscriptions, Listeners, Events, Deliveries, ManualAttempts, APIKeys,
 // PortalSessions, Merchants, IdempotencyKeys, EndpointHealth, Views,
-// Maintenance, Polls, Erasures, Audit), each in its own files; Store holds them on one
+// Maintenance, Polls, Erasures, Audit, Replays), each in its own files; Store holds them on one
 // pool, one named field each.
 package store
 
@@ -52,6 +52,7 @@ type Store struct {
 	Polls           *Polls
 	Erasures        *Erasures
 	Audit           *Audit
+	Replays         *Replays
 }
 
 // Option configures a Store.
@@ -118,6 +119,7 @@ func (s *Store) assemble() {
 	s.Polls = &Polls{db: d}
 	s.Erasures = &Erasures{db: d}
 	s.Audit = &Audit{db: d}
+	s.Replays = &Replays{db: d}
 }
 
 // Close releases the pool.

@@ -1,6 +1,7 @@
 // The merchant portal: a single-page application with hash routes
 // (#/overview, the default, and #/deliveries/{id}: overview.js;
-// #/endpoints, #/endpoints/{id}, #/events, #/events/{id}, #/event-types)
+// #/endpoints, #/endpoints/{id}, #/events, #/events/{id}, #/event-types,
+// #/replay: replay.js)
 // on top of the /v1 API. What a session may do comes from
 // GET /v1/portal_sessions/current: a button whose request the session may
 // not make is not shown at all.
@@ -16,6 +17,7 @@ import { shapeFacts, shapeFieldset } from './deliveryshape.js';
 import { showFieldError, clearFieldErrors } from './fielderrors.js';
 import { answerColumns, answerCells, batchCell, hasBatch } from './attemptanswer.js';
 import { transformationEditor, sentBody } from './transformation.js';
+import { replayPage } from './replay.js';
 
 const verifyDocs = 'https://docs.webhookd.dev/events#verifying-the-signature';
 const everyCapability = ['view', 'manage_endpoints', 'view_secret', 'resend'];
@@ -211,6 +213,9 @@ async function render() {
       break;
     case 'event-types':
       build = () => catalogue(view);
+      break;
+    case 'replay':
+      build = () => replayPage(view, kit());
       break;
     default:
       build = async () => view.append(h('h1', null, 'Page not found'), h('p', null, h('a', { href: '#/endpoints' }, 'Go to your endpoints')));
