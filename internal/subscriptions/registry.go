@@ -280,7 +280,7 @@ func (g *Registry) Update(ctx context.Context, merchantID string, id uuid.UUID, 
 	if err := g.checkBatchIsHTTP(ctx, merchantID, id, u); err != nil {
 		return store.Subscription{}, err
 	}
-	if err := g.checkRetryPolicyDelivered(ctx, merchantID, id, u); err != nil {
+	if err := checkRetryPolicyDelivered(ctx, g.store, merchantID, id, u); err != nil {
 		return store.Subscription{}, err
 	}
 	if c.SetTransformation {

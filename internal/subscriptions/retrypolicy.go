@@ -210,12 +210,13 @@ func errRetryPolicyPoll(param string) error {
 }
 
 // checkRetryPolicyDelivered refuses an update that sets a retry policy
-// on a poll subscription, as a create with both is refused.
-func (g *Registry) checkRetryPolicyDelivered(ctx context.Context, merchantID string, id uuid.UUID, u store.SubscriptionUpdate) error {
+// on a poll subscription of st, as a create with both is refused. (A
+// function, not a Registry method: the Registry has enough of those.)
+func checkRetryPolicyDelivered(ctx context.Context, st Store, merchantID string, id uuid.UUID, u store.SubscriptionUpdate) error {
 	if !u.SetRetryPolicy || u.RetryPolicy == nil {
 		return nil
 	}
-	cur, err := g.store.GetSubscription(ctx, merchantID, id)
+	cur, err := st.GetSubscription(ctx, merchantID, id)
 	if err != nil {
 		return err
 	}
