@@ -55,6 +55,8 @@ type legacySubscriptionJSON struct {
 	Destination map[string]any `json:"destination"`
 	// Transformation is as on /v1, its fields one word each.
 	Transformation map[string]any `json:"transformation"`
+	// RetryPolicy is as on /v1, its timeout timeoutSeconds.
+	RetryPolicy map[string]any `json:"retryPolicy"`
 }
 
 // view is the legacy resource, headers masked.
@@ -71,6 +73,7 @@ func (h legacyHandlers) view(ctx context.Context, sub store.Subscription) legacy
 		PayloadStyle: sub.PayloadStyle, Batch: batchView(ctx, sub),
 		Destination:    destinationView(ctx, sub.Destination),
 		Transformation: subscriptions.TransformationView(sub.Transformation),
+		RetryPolicy:    retryPolicyView(ctx, sub),
 	}
 }
 
@@ -99,6 +102,8 @@ func (h legacyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		Destination rawField `json:"destination"`
 		// Transformation's fields are one word each (code, enabled).
 		Transformation rawField `json:"transformation"`
+		// RetryPolicy's timeout is timeoutSeconds (retryPolicyInput).
+		RetryPolicy rawField `json:"retryPolicy"`
 	}
 	if err := decodeJSON(r, &legacy); err != nil {
 		return err
@@ -144,6 +149,8 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		Destination rawField `json:"destination"`
 		// Transformation's fields are one word each (code, enabled).
 		Transformation rawField `json:"transformation"`
+		// RetryPolicy's timeout is timeoutSeconds (retryPolicyInput).
+		RetryPolicy rawField `json:"retryPolicy"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -156,7 +163,8 @@ func (h legacyHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		RateLimit: in.RateLimit, Ordering: in.Ordering,
 		Filter: in.Filter, Headers: in.Headers, Authentication: in.Authentication,
 		SignatureScheme: in.SignatureScheme, Encryption: in.Encryption, TraceContext: in.TraceContext,
-		PayloadStyle: in.PayloadStyle, Batch: in.Batch, Destination: in.Destination, Transformation: in.Transformation}
+		PayloadStyle: in.PayloadStyle, Batch: in.Batch, Destination: in.Destination, Transformation: in.Transformation,
+		RetryPolicy: in.RetryPolicy}
 	change, err := patch.change(r.Context())
 	if err != nil {
 		return err

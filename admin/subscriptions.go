@@ -73,6 +73,9 @@ type subscriptionJSON struct {
 	// Transformation is the merchant's handler reshaping each delivery
 	// (docs/transformations.md); null for none.
 	Transformation map[string]any `json:"transformation"`
+	// RetryPolicy is its own retry schedule and attempt timeout
+	// (admin/retrypolicy.go); null for the engine's.
+	RetryPolicy map[string]any `json:"retry_policy"`
 	// Poll is a poll subscription's line (admin/poll.go); absent for the
 	// others.
 	Poll *pollStateJSON `json:"poll,omitempty"`
@@ -120,6 +123,7 @@ func (h subscriptionHandlers) viewWith(ctx context.Context, sub store.Subscripti
 	v.Batch = batchView(ctx, sub)
 	v.Destination = destinationView(ctx, sub.Destination)
 	v.Transformation = subscriptions.TransformationView(sub.Transformation)
+	v.RetryPolicy = retryPolicyView(ctx, sub)
 	v.Poll = pollView(sub, lines)
 	return v
 }
@@ -149,6 +153,8 @@ type subscriptionInput struct {
 	Destination rawField `json:"destination"`
 	// Transformation is read by transformationInput.
 	Transformation rawField `json:"transformation"`
+	// RetryPolicy is read by retryPolicyInput.
+	RetryPolicy rawField `json:"retry_policy"`
 }
 
 // subscriptionPatch is an update: every field is optional. It repeats the
@@ -178,6 +184,8 @@ type subscriptionPatch struct {
 	Destination rawField `json:"destination"`
 	// Transformation is read by transformationInput.
 	Transformation rawField `json:"transformation"`
+	// RetryPolicy is read by retryPolicyInput.
+	RetryPolicy rawField `json:"retry_policy"`
 }
 
 // optionalString tells a field that is absent from one that is null, so
@@ -235,11 +243,16 @@ func (in subscriptionInput) draft(ctx context.Context) (subscriptions.Draft, err
 	if err != nil {
 		return subscriptions.Draft{}, err
 	}
+	_, policy, err := retryPolicyInput(ctx, in.RetryPolicy)
+	if err != nil {
+		return subscriptions.Draft{}, err
+	}
 	return subscriptions.Draft{URL: in.URL, Events: in.Events, Description: in.Description.Value, Metadata: in.Metadata,
 		RateLimit: in.RateLimit.Value, Ordering: in.Ordering.bytes(),
 		Filter: in.Filter.Value, Headers: in.Headers.Value, Authentication: auth,
 		SignatureScheme: in.SignatureScheme, Encryption: jwk, TraceContext: in.TraceContext,
-		PayloadStyle: in.PayloadStyle, Batch: batch, Destination: destination, Transformation: transformation}, nil
+		PayloadStyle: in.PayloadStyle, Batch: batch, Destination: destination, Transformation: transformation,
+		RetryPolicy: policy}, nil
 }
 
 // change is the domain's form of an update body; ctx names the surface.
@@ -264,6 +277,10 @@ func (p subscriptionPatch) change(ctx context.Context) (subscriptions.Change, er
 	if err != nil {
 		return subscriptions.Change{}, err
 	}
+	setPolicy, policy, err := retryPolicyInput(ctx, p.RetryPolicy)
+	if err != nil {
+		return subscriptions.Change{}, err
+	}
 	return subscriptions.Change{URL: p.URL, Events: p.Events, SetDescription: p.Description.Set,
 		Description: p.Description.Value, Metadata: p.Metadata, Status: p.Status,
 		SetRateLimit: p.RateLimit.Set, RateLimit: p.RateLimit.Value, Ordering: p.Ordering.bytes(),
@@ -271,7 +288,8 @@ func (p subscriptionPatch) change(ctx context.Context) (subscriptions.Change, er
 		SetAuthentication: setAuth, Authentication: auth,
 		SignatureScheme: p.SignatureScheme, SetEncryption: setEnc, Encryption: jwk, TraceContext: p.TraceContext,
 		PayloadStyle: p.PayloadStyle, SetBatch: setBatch, Batch: batch, Destination: destination,
-		SetTransformation: setTransformation, Transformation: transformation}, nil
+		SetTransformation: setTransformation, Transformation: transformation,
+		SetRetryPolicy: setPolicy, RetryPolicy: policy}, nil
 }
 
 // create answers 201 with the new subscription and, this once, its secret.

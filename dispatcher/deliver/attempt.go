@@ -305,7 +305,12 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 		return err
 	}
 
-	res, err := r.exchange(ctx, leased, sig)
+	// The delivery's own timeout bounds the exchange (decide.go,
+	// attemptTimeout); the sender's and the brokers' deadlines are the
+	// engine's, and the nearer one wins.
+	xctx, cancel := context.WithTimeout(ctx, attemptTimeout(r.cfg.DeliveryTimeout, leased))
+	res, err := r.exchange(xctx, leased, sig)
+	cancel()
 	tr.result(res, err)
 	held.exchanged(err == nil && res.outcome == metrics.OutcomeTimeout)
 	if err != nil {

@@ -10,8 +10,11 @@ import (
 
 // decide applies the retry policy to an attempt's result: the attempt row
 // and the state it leaves the delivery in. It is pure: the schedule, the
-// jitter and the times it reads come in as arguments.
+// jitter and the times it reads come in as arguments. schedule is the
+// engine's; a delivery that keeps a policy of its own (del.RetryPolicy,
+// taken at its first attempt) follows that one's schedule instead.
 func decide(schedule retry.Schedule, jitter float64, del store.Delivery, at queue.Attempt, res Result) store.AttemptRecord {
+	schedule = scheduleOf(schedule, del)
 	status := store.AttemptFailed
 	if res.OK() {
 		status = store.AttemptSucceeded
@@ -77,4 +80,24 @@ func pushBack(now, next time.Time, retryAfter time.Duration) time.Time {
 		return next
 	}
 	return now.Add(min(retryAfter, 2*scheduled))
+}
+
+// scheduleOf is the schedule a delivery follows: the one of the policy it
+// keeps, or the engine's when it keeps none or one without a schedule.
+func scheduleOf(engine retry.Schedule, del store.Delivery) retry.Schedule {
+	if delays := del.RetryPolicy.Delays(); delays != nil {
+		return retry.Schedule{Delays: delays}
+	}
+	return engine
+}
+
+// attemptTimeout is how long one attempt of leased may take: its policy's
+// timeout when it keeps one, but never more than the engine's
+// (WEBHOOKD_DELIVERY_TIMEOUT), which the lease's length and the
+// workers' drain on shutdown are sized for.
+func attemptTimeout(engine time.Duration, leased store.LeasedDelivery) time.Duration {
+	if t := leased.RetryPolicy.Timeout(); t > 0 {
+		return min(t, engine)
+	}
+	return engine
 }

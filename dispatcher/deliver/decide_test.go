@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -93,5 +94,74 @@ func TestDecide(t *testing.T) {
 				t.Errorf("attempt row %+v", rec.Attempt)
 			}
 		})
+	}
+}
+
+// TestDecideFollowsTheDeliverysSchedule: a delivery that keeps a policy of
+// its own is retried on that policy's schedule, jittered as the engine's,
+// not on the engine's, and fails after len+1 attempts; one that keeps the
+// engine's (an empty policy, or none) follows the engine's. The clock is
+// the test's: each attempt fails at the time decide planned it for.
+func TestDecideFollowsTheDeliverysSchedule(t *testing.T) {
+	engine := retry.Schedule{Delays: []time.Duration{time.Hour, time.Hour, time.Hour, time.Hour}}
+	status := 500
+	code := errHTTPStatus
+	for _, tc := range []struct {
+		name   string
+		policy *store.RetryPolicy
+		want   []time.Duration
+	}{
+		{"its own schedule", &store.RetryPolicy{Schedule: []int64{1, 2}, TimeoutSeconds: 1}, []time.Duration{time.Second, 2 * time.Second}},
+		{"no retry at all", &store.RetryPolicy{Schedule: []int64{}}, nil},
+		{"a timeout alone keeps the engine's schedule", &store.RetryPolicy{TimeoutSeconds: 3}, engine.Delays},
+		{"the engine's, pinned", &store.RetryPolicy{}, engine.Delays},
+		{"none read", nil, engine.Delays},
+	} {
+		for _, jitter := range []float64{-1, 0, 1} {
+			t.Run(fmt.Sprintf("%s, jitter %v", tc.name, jitter), func(t *testing.T) {
+				now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+				del := store.Delivery{ID: uuid.New(), Status: store.DeliveryPending, NextAttemptAt: &now, RetryPolicy: tc.policy}
+				attempts := 0
+				for {
+					attempts++
+					res := Result{Started: now, Finished: now.Add(100 * time.Millisecond), HTTPStatus: &status, ErrCode: &code}
+					rec := decide(engine, jitter, del, queue.Attempt{Number: attempts, Trigger: store.TriggerScheduled}, res)
+					if rec.Status == store.DeliveryFailed {
+						break
+					}
+					if rec.Status != store.DeliveryPending || rec.NextAttemptAt == nil || attempts > len(tc.want) {
+						t.Fatalf("attempt %d left %s, next %v; want %d delays", attempts, rec.Status, rec.NextAttemptAt, len(tc.want))
+					}
+					if got, want := rec.NextAttemptAt.Sub(res.Finished), retry.Jittered(tc.want[attempts-1], jitter); got != want {
+						t.Fatalf("after attempt %d the next waits %v, want %v", attempts, got, want)
+					}
+					now = *rec.NextAttemptAt
+					del.NextAttemptAt = rec.NextAttemptAt
+				}
+				if attempts != len(tc.want)+1 {
+					t.Fatalf("failed after %d attempts, want %d", attempts, len(tc.want)+1)
+				}
+			})
+		}
+	}
+}
+
+// TestAttemptTimeout: an attempt's timeout is its delivery's policy's,
+// never longer than the engine's, and the engine's without one.
+func TestAttemptTimeout(t *testing.T) {
+	engine := 5 * time.Second
+	for _, tc := range []struct {
+		policy *store.RetryPolicy
+		want   time.Duration
+	}{
+		{nil, engine},
+		{&store.RetryPolicy{}, engine},
+		{&store.RetryPolicy{TimeoutSeconds: 1}, time.Second},
+		{&store.RetryPolicy{TimeoutSeconds: 25}, engine},
+	} {
+		leased := store.LeasedDelivery{Delivery: store.Delivery{RetryPolicy: tc.policy}}
+		if got := attemptTimeout(engine, leased); got != tc.want {
+			t.Errorf("attemptTimeout(%+v) = %v, want %v", tc.policy, got, tc.want)
+		}
 	}
 }

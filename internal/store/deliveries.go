@@ -126,7 +126,7 @@ type LeaseRequest struct {
 // under 100,000 pending, which collapsed throughput to about 200
 // deliveries/s.
 const leaseSQL = `
-		UPDATE deliveries d SET lease_until = $4
+		UPDATE deliveries d SET lease_until = $4, ` + pinRetryPolicy + `
 		FROM unnest($1::uuid[], $2::timestamptz[], $3::int[]) WITH ORDINALITY AS r(id, created_at, number, i),
 			subscriptions s, events e
 		WHERE d.id = r.id AND d.created_at = r.created_at AND d.status IS NOT DISTINCT FROM 'pending' AND d.attempt_count = r.number - 1
@@ -139,7 +139,7 @@ const leaseSQL = `
 			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
 			d.ordering_key, d.sequence, coalesce(s.rate_limit, 0), s.headers_sealed, s.authentication_sealed,
 			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context, s.payload_style, s.batch_max_size, s.batch_max_wait_ms, s.destination_sealed,
-			` + leasedTransformation
+			` + leasedTransformation + `, ` + leasedRetryPolicy
 
 // LeaseDeliveries is LeaseDelivery for many attempts in one statement (the
 // workers' group commit). It returns one LeasedDelivery and one error per
@@ -162,9 +162,12 @@ func (s *Deliveries) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, n
 		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
 		&d.OrderingKey, &d.Sequence, &d.RateLimit, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType, &l.EncryptionKey,
 		&l.TraceParent, &l.TraceContext, &l.PayloadStyle, &batch.maxSize, &batch.maxWaitMS, &l.SealedDestination,
-		&l.TransformationVersion}, func() error {
+		&l.TransformationVersion, &d.RetryPolicy}, func() error {
 		d.Batch = batch.value()
 		out[i-1], found[i-1] = l, true
+		// The next row's policy is decoded into a value of its own, not
+		// into this one's.
+		d.RetryPolicy = nil
 		return nil
 	})
 	if err != nil {

@@ -87,7 +87,7 @@ func (s *ManualAttempts) LeaseManualAttempt(ctx context.Context, merchantID stri
 	d := &l.Delivery
 	createdAt := uuidTime(id)
 	err := s.pool.QueryRow(ctx, `
-		UPDATE deliveries d SET lease_until = $5
+		UPDATE deliveries d SET lease_until = $5, `+pinRetryPolicy+`
 		FROM subscriptions s, events e
 		WHERE d.id = $1 AND d.created_at >= $2 AND d.created_at < $3 AND d.merchant_id = $4
 		  AND d.created_at >= $7 AND d.manual_requested > 0 AND d.status <> 'erased'
@@ -99,13 +99,13 @@ func (s *ManualAttempts) LeaseManualAttempt(ctx context.Context, merchantID stri
 			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
 			d.ordering_key, d.sequence, s.headers_sealed, s.authentication_sealed,
 			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context, s.payload_style, s.destination_sealed,
-			`+leasedTransformation,
+			`+leasedTransformation+`, `+leasedRetryPolicy,
 		id, createdAt, createdAt.Add(time.Millisecond), merchantID, now.Add(leaseFor), now, s.retentionStart()).
 		Scan(&d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 			&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
 			&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
 			&d.OrderingKey, &d.Sequence, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType, &l.EncryptionKey,
-			&l.TraceParent, &l.TraceContext, &l.PayloadStyle, &l.SealedDestination, &l.TransformationVersion)
+			&l.TraceParent, &l.TraceContext, &l.PayloadStyle, &l.SealedDestination, &l.TransformationVersion, &d.RetryPolicy)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Missing, served already, or leased by a running attempt: tell
 		// them apart.

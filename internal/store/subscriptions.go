@@ -57,6 +57,8 @@ type NewSubscription struct {
 	// Transformation is the checked transformation (its Version is
 	// ignored: the first is 1); nil for none.
 	Transformation *Transformation
+	// RetryPolicy is the checked retry policy; nil for the engine's.
+	RetryPolicy *RetryPolicy
 	// Limit, when positive, is how many subscriptions the merchant may hold
 	// (every one not deleted, whichever surface made it): the create fails
 	// with ErrSubscriptionLimit when the merchant already holds Limit.
@@ -115,6 +117,11 @@ type SubscriptionUpdate struct {
 	// counts up when the code changes.
 	SetTransformation bool
 	Transformation    *Transformation
+	// SetRetryPolicy says whether RetryPolicy is applied; a nil
+	// RetryPolicy returns to the engine's. Deliveries already attempted
+	// keep the policy they have.
+	SetRetryPolicy bool
+	RetryPolicy    *RetryPolicy
 }
 
 // SubscriptionFilter narrows a subscription list.
@@ -136,7 +143,7 @@ type Secret struct {
 const subscriptionColumns = `id, merchant_id, url, events, description, status, metadata,
 	consecutive_failures, last_success_at, last_failure_at, created_at, updated_at, rate_limit, ordering_key,
 	filter, headers_sealed, authentication_sealed, authentication, trace_context, payload_style, batch_max_size, batch_max_wait_ms,
-	destination_sealed, destination, transformation_code, transformation_enabled, transformation_version, ` + signingColumns
+	destination_sealed, destination, transformation_code, transformation_enabled, transformation_version, retry_policy, ` + signingColumns
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var s Subscription
@@ -164,6 +171,7 @@ func (r *subscriptionRow) targets() []any {
 		&s.Health.ConsecutiveFailures, &s.Health.LastSuccessAt, &s.Health.LastFailureAt, &s.CreatedAt, &s.UpdatedAt,
 		&s.RateLimit, &s.OrderingKey, &s.Filter, &s.SealedHeaders, &r.auth.sealed, &r.auth.summary, &s.TraceContext,
 		&s.PayloadStyle, &r.batch.maxSize, &r.batch.maxWaitMS, &r.dest.sealed, &r.dest.summary}, r.transform.targets()...)
+	targets = append(targets, &s.RetryPolicy)
 	return append(targets, signingTargets(s)...)
 }
 
@@ -237,6 +245,10 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 		return Subscription{}, fmt.Errorf("create subscription for %s: %w", n.MerchantID, err)
 	}
 	code, enabled := transformationArgs(n.Transformation)
+	policy, err := retryPolicyArg(n.RetryPolicy)
+	if err != nil {
+		return Subscription{}, fmt.Errorf("create subscription for %s: %w", n.MerchantID, err)
+	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		if n.Limit > 0 {
 			if err := checkSubscriptionLimit(ctx, tx, n.MerchantID, n.Limit); err != nil {
@@ -248,14 +260,14 @@ func (s *Subscriptions) CreateSubscription(ctx context.Context, n NewSubscriptio
 			INSERT INTO subscriptions (id, merchant_id, url, events, description, status, metadata, created_at, updated_at,
 				rate_limit, ordering_key, filter, headers_sealed, authentication_sealed, authentication,
 				signature_scheme, encryption_key, trace_context, payload_style, batch_max_size, batch_max_wait_ms,
-				destination_sealed, destination, transformation_code, transformation_enabled, transformation_version)
+				destination_sealed, destination, transformation_code, transformation_enabled, transformation_version, retry_policy)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14::jsonb, coalesce(nullif($15, ''), 'hmac_sha256'), $16::jsonb, coalesce($17::boolean, true),
-				coalesce(nullif($18, ''), 'full'), $19, $20, $21, $22::jsonb, $23::text, $24::boolean, CASE WHEN $23::text IS NULL THEN 0 ELSE 1 END)
+				coalesce(nullif($18, ''), 'full'), $19, $20, $21, $22::jsonb, $23::text, $24::boolean, CASE WHEN $23::text IS NULL THEN 0 ELSE 1 END, $25::jsonb)
 			RETURNING `+subscriptionColumns,
 			id, n.MerchantID, n.URL, n.Events, n.Description, SubscriptionEnabled, nonNil(n.Metadata), now,
 			n.RateLimit, n.OrderingKey, n.Filter, n.SealedHeaders, authSealed, authSummary,
 			n.SignatureScheme, encryptionKeyArg(n.EncryptionKey), n.TraceContext,
-			n.PayloadStyle, batchSize(n.Batch), batchWait(n.Batch), destSealed, destSummary, code, enabled))
+			n.PayloadStyle, batchSize(n.Batch), batchWait(n.Batch), destSealed, destSummary, code, enabled, policy))
 		if err != nil {
 			return err
 		}
@@ -349,6 +361,10 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, err)
 	}
 	code, enabled := transformationArgs(u.Transformation)
+	policy, err := retryPolicyArg(u.RetryPolicy)
+	if err != nil {
+		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, err)
+	}
 	sub, err := scanSubscription(s.pool.QueryRow(ctx, `
 		UPDATE subscriptions SET
 			-- A broker destination's url is its target: a url alone
@@ -380,7 +396,8 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 			-- A new code is a new version; the same code saved again,
 			-- or only turned on or off, keeps its version.
 			transformation_version = CASE WHEN $31 AND $32::text IS DISTINCT FROM transformation_code
-				THEN transformation_version + 1 ELSE transformation_version END
+				THEN transformation_version + 1 ELSE transformation_version END,
+			retry_policy = CASE WHEN $34 THEN $35::jsonb ELSE retry_policy END
 		WHERE merchant_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'endpoint'
 		RETURNING `+subscriptionColumns,
 		merchantID, id, u.URL, u.Events, u.SetDescription, u.Description, u.Status, u.Metadata, s.Now(),
@@ -388,7 +405,7 @@ func (s *Subscriptions) UpdateSubscription(ctx context.Context, merchantID strin
 		u.SetFilter, u.Filter, u.SetHeaders, u.SealedHeaders, u.SetAuthentication, authSealed, authSummary,
 		u.SetEncryptionKey, encryptionKeyArg(u.EncryptionKey), u.TraceContext,
 		u.PayloadStyle, u.SetBatch, batchSize(u.Batch), batchWait(u.Batch),
-		u.SetDestination, destSealed, destSummary, u.SetTransformation, code, enabled))
+		u.SetDestination, destSealed, destSummary, u.SetTransformation, code, enabled, u.SetRetryPolicy, policy))
 	if err != nil {
 		return Subscription{}, fmt.Errorf("update subscription %s: %w", id, notFound(err))
 	}

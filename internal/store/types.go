@@ -99,6 +99,9 @@ type Subscription struct {
 	// Transformation reshapes each delivery before it is sent; nil for
 	// none.
 	Transformation *Transformation
+	// RetryPolicy is its own retry schedule and attempt timeout; nil:
+	// the engine's.
+	RetryPolicy *RetryPolicy
 }
 
 // The payload styles of a subscription.
@@ -221,6 +224,10 @@ type Delivery struct {
 	// PollPosition places a poll subscription's delivery in its line, as
 	// the fan-out gave it (poll.go); nil for every other delivery.
 	PollPosition *int64
+	// RetryPolicy is the policy the delivery keeps from its first
+	// attempt on, as the lease read it (retrypolicy.go): nil or an empty
+	// one means the engine's.
+	RetryPolicy *RetryPolicy
 }
 
 // AttemptStatus is the outcome of one attempt.

@@ -80,6 +80,9 @@ type Draft struct {
 	// Transformation reshapes each delivery before it is sent; nil for
 	// none.
 	Transformation *TransformationInput
+	// RetryPolicy is the retry policy as the API took it
+	// (ParseRetryPolicy); nil is the engine's.
+	RetryPolicy *store.RetryPolicy
 }
 
 // Change is an update of a subscription: nil fields are left as they are.
@@ -128,6 +131,10 @@ type Change struct {
 	// remove, nil) from one left alone.
 	SetTransformation bool
 	Transformation    *TransformationInput
+	// SetRetryPolicy tells a retry policy to set (or return to the
+	// engine's, nil) from one left alone.
+	SetRetryPolicy bool
+	RetryPolicy    *store.RetryPolicy
 }
 
 // Registry creates and changes webhook subscriptions under Rules, and makes
@@ -243,6 +250,9 @@ func (g *Registry) checkDraft(ctx context.Context, merchantID string, d Draft) (
 	if dest.Type() == DestinationPoll && d.Transformation != nil {
 		return store.NewSubscription{}, errTransformationPoll()
 	}
+	if dest.Type() == DestinationPoll && d.RetryPolicy != nil {
+		return store.NewSubscription{}, errRetryPolicyPoll("retry_policy")
+	}
 	transformation, err := g.transformation(ctx, d.Transformation)
 	if err != nil {
 		return store.NewSubscription{}, err
@@ -251,7 +261,7 @@ func (g *Registry) checkDraft(ctx context.Context, merchantID string, d Draft) (
 		RateLimit: d.RateLimit, OrderingKey: orderingKey, Filter: d.Filter, SealedHeaders: sealed, Authentication: auth,
 		SignatureScheme: string(scheme), EncryptionKey: encryption,
 		TraceContext: d.TraceContext, PayloadStyle: style, Batch: d.Batch,
-		Destination: dest, Transformation: transformation}, nil
+		Destination: dest, Transformation: transformation, RetryPolicy: d.RetryPolicy}, nil
 }
 
 // Update checks the fields present in c and applies them to the merchant's
@@ -268,6 +278,9 @@ func (g *Registry) Update(ctx context.Context, merchantID string, id uuid.UUID, 
 		return store.Subscription{}, err
 	}
 	if err := g.checkBatchIsHTTP(ctx, merchantID, id, u); err != nil {
+		return store.Subscription{}, err
+	}
+	if err := checkRetryPolicyDelivered(ctx, g.store, merchantID, id, u); err != nil {
 		return store.Subscription{}, err
 	}
 	if c.SetTransformation {
@@ -371,6 +384,7 @@ func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
 		u.PayloadStyle = c.PayloadStyle
 	}
 	u.SetBatch, u.Batch = c.SetBatch, c.Batch
+	u.SetRetryPolicy, u.RetryPolicy = c.SetRetryPolicy, c.RetryPolicy
 	return u, nil
 }
 

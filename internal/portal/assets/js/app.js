@@ -14,6 +14,7 @@ import { overview, deliveryPage, endpointStats, requestHeaders } from './overvie
 import { pollFacts } from './poll.js';
 import { endpointName, kindLabel, targetText, destinationFacts, destinationFieldset, isBroker } from './destinations.js';
 import { shapeFacts, shapeFieldset } from './deliveryshape.js';
+import { retryFacts, retryFieldset } from './retrypolicy.js';
 import { showFieldError, clearFieldErrors } from './fielderrors.js';
 import { answerColumns, answerCells, batchCell, hasBatch } from './attemptanswer.js';
 import { transformationEditor, sentBody } from './transformation.js';
@@ -408,6 +409,7 @@ async function endpointForm(view, id) {
   const urlLabel = h('label', { for: 'endpoint-url' }, 'URL', url);
   const destination = destinationFieldset(sub, state.session.destinations || null, destinationKinds(), urlLabel);
   const shape = shapeFieldset(sub);
+  const retries = retryFieldset(sub);
   const description = h('input', { id: 'endpoint-description', name: 'description', type: 'text', value: sub && sub.description ? sub.description : '' });
   let typeField;
   let readTypes;
@@ -446,6 +448,7 @@ async function endpointForm(view, id) {
       h('label', { for: 'endpoint-ordering-key' }, 'Ordering key (optional): deliveries with the same value go one at a time, in order; empty is none', orderingKey),
       sub && Object.keys(sub.headers || {}).length > 0 && h('p', { class: 'muted' }, 'Extra headers are kept as they are: they are set through the API.')),
     shape.node,
+    retries.node,
     security.node,
     h('div', { class: 'actions' }, submit,
       h('a', { class: 'button secondary', href: id ? `#/endpoints/${enc(id)}` : '#/endpoints' }, 'Cancel')));
@@ -455,7 +458,7 @@ async function endpointForm(view, id) {
     clearFieldErrors(form);
     let routed;
     try {
-      routed = { ...destination.read(url.value.trim()), ...shape.read(destination.kind()) };
+      routed = { ...destination.read(url.value.trim()), ...shape.read(destination.kind()), ...retries.read() };
     } catch (err) {
       flash('error', err.message);
       showFieldError(form, err);
@@ -503,7 +506,7 @@ async function endpointDetail(view, id) {
     h('section', { class: 'card', 'aria-label': 'Endpoint' },
       h('div', { class: 'row' }, statusBadges(sub), sub.description && h('span', null, sub.description)),
       facts([...destinationFacts(sub, destinationKinds()), ['Event types', eventsText(sub.events)], ['Created', time(sub.created_at)], ...pollFacts(sub), ...shapeFacts(sub),
-        ...controlFacts(sub), ...healthFacts(sub)])),
+        ...retryFacts(sub), ...controlFacts(sub), ...healthFacts(sub)])),
     h('section', { class: 'card', 'aria-label': 'Endpoint security' }, h('h2', null, 'Endpoint security'), facts(securityFacts(sub))),
     stats);
 
