@@ -113,11 +113,14 @@ func (p *Pool) For(s Subject) (Publisher, error) {
 }
 
 // Batches tells whether the kind For chooses for s sends a batch of
-// deliveries as one message (Metadata.Batches): only a built-in kind
-// chosen by the subscription's kind may.
+// deliveries as one message (Metadata.Batches): the HTTP endpoint, and a
+// stored destination of a kind that stores a batch as one object (s3),
+// whose publisher it opens to know.
 func (p *Pool) Batches(s Subject) bool {
 	if s.Sealed != nil {
-		return false
+		pub, err := p.Publisher(s.ID, s.Sealed)
+		a, ok := pub.(attempted)
+		return err == nil && ok && a.batches
 	}
 	_, k, ok := p.cfg.Registry.chosenBy(s.Kind)
 	return ok && k.Metadata().Batches
@@ -129,6 +132,8 @@ func (p *Pool) Batches(s Subject) bool {
 type attempted struct {
 	Publisher
 	env Env
+	// batches is its kind's Metadata.Batches.
+	batches bool
 }
 
 // Send implements Publisher; its error is always nil.
@@ -241,7 +246,8 @@ func (p *Pool) Publisher(subscriptionID uuid.UUID, sealed []byte) (Publisher, er
 	if err != nil {
 		return nil, err
 	}
-	var pub Publisher = attempted{Publisher: opened, env: p.cfg.Env}
+	k, _ := p.cfg.Registry.Kind(typ)
+	var pub Publisher = attempted{Publisher: opened, env: p.cfg.Env, batches: k != nil && k.Metadata().Batches}
 	var stale []Publisher
 	p.mu.Lock()
 	if k, ok := p.kept[subscriptionID]; ok {

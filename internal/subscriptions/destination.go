@@ -98,6 +98,17 @@ func (c checker) parseDestination(param string, raw json.RawMessage) (*Destinati
 	return &Destination{Type: typ, Config: cfg}, nil
 }
 
+// batches tells whether a subscription delivering to d (nil: an HTTP
+// endpoint) may batch: its kind sends a batch as one message
+// (Metadata.Batches).
+func (c checker) batches(d *store.Destination) bool {
+	if d == nil {
+		return true
+	}
+	k, ok := c.kinds().Kind(d.Type())
+	return ok && k.Metadata().Batches
+}
+
 // kinds is the registry of the rules, an empty one when none is set.
 func (c checker) kinds() *destination.Registry {
 	if c.rules.Kinds != nil {

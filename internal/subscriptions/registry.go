@@ -196,7 +196,7 @@ func (g *Registry) checkDraft(ctx context.Context, merchantID string, d Draft) (
 	if err != nil {
 		return store.NewSubscription{}, err
 	}
-	if dest != nil && d.Batch != nil {
+	if d.Batch != nil && !g.check.batches(dest) {
 		return store.NewSubscription{}, errBatchNotHTTP()
 	}
 	events, err := g.check.events("events", d.Events)
@@ -388,24 +388,26 @@ func (g *Registry) checkChange(c Change) (store.SubscriptionUpdate, error) {
 	return u, nil
 }
 
-// errBatchNotHTTP refuses a batch on a subscription with a destination:
-// a broker takes one message per delivery, a batch is the shape of an
-// HTTP request, and a poll subscription's reader pages by itself. (An
-// update that gives a batched subscription a destination keeps the batch
-// stored, and its deliveries go alone.)
+// errBatchNotHTTP refuses a batch on a subscription whose destination's
+// kind sends one message per delivery (its Metadata.Batches is false: a
+// broker's message is one delivery) or on a poll subscription, whose
+// reader pages by itself. (An update that gives a batched subscription
+// such a destination keeps the batch stored, and its deliveries go
+// alone.)
 func errBatchNotHTTP() error {
 	return invalid.Value("batch", "batch_not_http",
-		"batch is for HTTP endpoints; a broker destination receives one message per delivery, and a poll subscription is read in pages.")
+		"batch is for HTTP endpoints and the destinations that store a batch as one object (s3); this destination receives one message per delivery, and a poll subscription is read in pages.")
 }
 
 // checkBatchIsHTTP refuses an update that sets a batch on a subscription
-// that has, or is given, a destination, as a create with both is refused.
+// that has, or is given, a destination that does not batch, as a create
+// with both is refused.
 func (g *Registry) checkBatchIsHTTP(ctx context.Context, merchantID string, id uuid.UUID, u store.SubscriptionUpdate) error {
 	if !u.SetBatch || u.Batch == nil {
 		return nil
 	}
 	if u.SetDestination {
-		if u.Destination != nil {
+		if !g.check.batches(u.Destination) {
 			return errBatchNotHTTP()
 		}
 		return nil
@@ -414,7 +416,7 @@ func (g *Registry) checkBatchIsHTTP(ctx context.Context, merchantID string, id u
 	if err != nil {
 		return err
 	}
-	if cur.Destination != nil {
+	if !g.check.batches(cur.Destination) {
 		return errBatchNotHTTP()
 	}
 	return nil

@@ -44,6 +44,11 @@ func (Kind) Metadata() destination.Metadata {
 		// Objects have no order: a consumer lists keys, which sort by
 		// name, not by arrival.
 		Ordered: false,
+		// A batch is one object (its key's {event_type} is "batch", its
+		// {delivery_id} and {event_id} the first delivery's): an object
+		// is a file, whose size S3 does not bound as a broker bounds a
+		// message.
+		Batches: true,
 	}
 }
 

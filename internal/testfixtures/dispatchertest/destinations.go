@@ -34,13 +34,25 @@ func (e *Env) SubscribeTo(merchant string, destination map[string]any, ordering 
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	reg := subscriptions.NewRegistry(e.Store.Subscriptions, e.Store.Listeners, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{
-		AllowHTTPTargets: true, AllowPrivateTargets: true, EventTypes: append(dispatcher.DefaultEventTypes(), "payout.paid"),
-		Kinds: e.Cfg.Kinds})
 	d := subscriptions.Draft{Events: events, Destination: raw}
 	if ordering != "" {
 		d.Ordering = []byte(`{"key": "` + ordering + `"}`)
 	}
+	return e.SubscribeDraft(merchant, d)
+}
+
+// SubscribeDraft subscribes merchant as the API would take d, by the
+// rules of the engine's kinds, and returns the subscription and its
+// secret.
+func (e *Env) SubscribeDraft(merchant string, d subscriptions.Draft) (store.Subscription, string) {
+	e.T.Helper()
+	ctx := context.Background()
+	if _, err := e.Store.Merchants.EnsureMerchant(ctx, merchant, TestVersion); err != nil {
+		e.T.Fatal(err)
+	}
+	reg := subscriptions.NewRegistry(e.Store.Subscriptions, e.Store.Listeners, bytes.Repeat([]byte{9}, 32), subscriptions.Rules{
+		AllowHTTPTargets: true, AllowPrivateTargets: true, EventTypes: append(dispatcher.DefaultEventTypes(), "payout.paid"),
+		Kinds: e.Cfg.Kinds})
 	sub, secret, err := reg.Create(ctx, merchant, d)
 	if err != nil {
 		e.T.Fatal(err)
