@@ -101,6 +101,7 @@ func deliveryView(d store.Delivery) deliveryJSON {
 // deliveryStatuses are the values of the status filter.
 var deliveryStatuses = map[store.DeliveryStatus]bool{
 	store.DeliveryPending: true, store.DeliverySucceeded: true, store.DeliveryFailed: true, store.DeliverySkipped: true,
+	store.DeliveryScheduled: true, store.DeliveryCancelled: true,
 }
 
 // list answers a page of the merchant's deliveries, newest first.
@@ -128,7 +129,7 @@ func (h deliveryHandlers) list(w http.ResponseWriter, r *http.Request) error {
 func deliveryStatusFilter(r *http.Request, name string) (store.DeliveryStatus, error) {
 	s := store.DeliveryStatus(r.URL.Query().Get(name))
 	if r.URL.Query().Has(name) && !deliveryStatuses[s] {
-		return "", errInvalid(name, name+" must be one of pending, succeeded, failed, skipped.")
+		return "", errInvalid(name, name+" must be one of pending, scheduled, succeeded, failed, skipped, cancelled.")
 	}
 	return s, nil
 }

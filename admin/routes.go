@@ -61,6 +61,7 @@ func (s *Server) Public() http.Handler {
 
 				{http.MethodGet, "/events", view, events.list},
 				{http.MethodGet, "/events/{id}", view, events.get},
+				{http.MethodPost, "/events/{id}/cancel", manage, s.scheduled.cancelForMerchant},
 				{http.MethodGet, "/event_types", view, events.listTypes},
 				{http.MethodPost, "/event_types/{type}/trigger", manageAndSend, events.trigger},
 
@@ -134,6 +135,7 @@ func (s *Server) Internal() http.Handler {
 
 			{http.MethodPost, "/events", nil, s.ingest.publish},
 			{http.MethodPost, "/events/batch", nil, s.ingest.publishBatch},
+			{http.MethodPost, "/events/{id}/cancel", nil, s.scheduled.cancelAny},
 		})
 	})
 	return r

@@ -165,6 +165,7 @@ type Server struct {
 	endpoints      endpointHandlers
 	transforms     transformationHandlers
 	events         eventHandlers
+	scheduled      scheduledHandlers
 	deliveries     deliveryHandlers
 	portalSessions portalSessionHandlers
 	listen         listenHandlers
@@ -275,7 +276,8 @@ func New(cfg Config) (*Server, error) {
 
 		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis,
 			settings: merchants.NewSettingsUpdater(st.Merchants, cfg.Versions, clk.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets))},
-		ingest: ingestHandlers{publisher: cfg.Publisher},
+		ingest:    ingestHandlers{publisher: cfg.Publisher},
+		scheduled: scheduledHandlers{events: st.Events},
 		apiKeys: apiKeyHandlers{issuer: merchants.NewKeyIssuer(st.APIKeys, cfg.Environment, cfg.Versions.Latest()),
 			ring: merchants.NewKeyRing(st.APIKeys), store: st.APIKeys, redis: cfg.Redis, pages: pages, logger: cfg.Logger},
 		gatherer: cfg.Gatherer,

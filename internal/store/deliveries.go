@@ -344,6 +344,12 @@ func (s *Deliveries) DeliveryByID(ctx context.Context, id uuid.UUID) (Delivery, 
 
 // readDelivery is DeliveryByID, for the parts that read a delivery.
 func readDelivery(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (Delivery, error) {
+	return readDeliveryFrom(ctx, pool, id, "deliveries", deliveryColumns)
+}
+
+// readDeliveryFrom is readDelivery from table, reading columns (which
+// scanDelivery reads): Views reads the status it shows (shownDeliveries).
+func readDeliveryFrom(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID, table, columns string) (Delivery, error) {
 	// The id is a UUIDv7 whose timestamp is created_at: bounding created_at
 	// by it prunes the lookup to one partition.
 	createdAt := uuidTime(id)
@@ -351,7 +357,7 @@ func readDelivery(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (Delive
 	// One snapshot for both reads, so that attempt_count and the attempts
 	// agree even while an attempt is being recorded.
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries
+		rows, err := tx.Query(ctx, `SELECT `+columns+` FROM `+table+`
 			WHERE id = $1 AND created_at >= $2 AND created_at < $3`, id, createdAt, createdAt.Add(time.Millisecond))
 		if err != nil {
 			return err

@@ -174,6 +174,9 @@ type Event struct {
 	// attempt's lease (LeasedDelivery.TraceParent); reads of events leave
 	// it empty.
 	TraceParent string
+	// DeliverAt is when a scheduled event's deliveries make their first
+	// attempt; nil for an event delivered at once.
+	DeliverAt *time.Time
 }
 
 // DeliveryStatus is where a delivery stands (DESIGN.md).
@@ -187,6 +190,12 @@ const (
 	// DeliverySkipped is an event that matched a disabled subscription:
 	// kept, never attempted, until recover replays it.
 	DeliverySkipped DeliveryStatus = "skipped"
+	// DeliveryScheduled is how reads show a pending delivery of a scheduled
+	// event before its first attempt is recorded; it is stored as pending.
+	DeliveryScheduled DeliveryStatus = "scheduled"
+	// DeliveryCancelled is a scheduled delivery cancelled before its first
+	// attempt: never attempted.
+	DeliveryCancelled DeliveryStatus = "cancelled"
 )
 
 // Delivery is one event's series of attempts to one subscription.
