@@ -14,7 +14,7 @@ import (
 // its deliver_at (the receiver's clock against deliver_at); the second,
 // cancelled before its time, never is: the third, due after it on the same
 // subscription, arrives, while the cancelled one reads cancelled with no
-// attempt.
+// attempt. The latency metric counts from deliver_at.
 func TestScheduledEventsEndToEnd(t *testing.T) {
 	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t)
@@ -75,6 +75,16 @@ func TestScheduledEventsEndToEnd(t *testing.T) {
 	d := deliveryOf(cancelled)
 	if attempts, _ := d["attempts"].([]any); d["status"] != "cancelled" || d["attempt_count"] != 0.0 || len(attempts) != 0 {
 		t.Errorf("the cancelled delivery: status %v, %v attempts %v", d["status"], d["attempt_count"], attempts)
+	}
+	// Their latency counts from deliver_at, not from publication (2 and 3 s
+	// before).
+	var series map[string]float64
+	eventually(10*time.Second, func() bool {
+		_, series = scrape(t, "http://"+e.internal+"/metrics")
+		return series["webhookd_delivery_latency_seconds_count"] >= 2
+	})
+	if n, sum := series["webhookd_delivery_latency_seconds_count"], series["webhookd_delivery_latency_seconds_sum"]; n != 2 || sum > 2 {
+		t.Errorf("delivery latency: %v observations summing to %v s, want 2 counted from deliver_at", n, sum)
 	}
 	t.Logf("delivered %v after deliver_at", got.Sub(onTimeAt))
 }

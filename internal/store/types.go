@@ -227,6 +227,10 @@ type Delivery struct {
 	// PollPosition places a poll subscription's delivery in its line, as
 	// the fan-out gave it (poll.go); nil for every other delivery.
 	PollPosition *int64
+	// DeliverAt is a scheduled event's deliver_at, as the lease of a
+	// scheduled attempt reads it (nil otherwise): its latency counts from
+	// then.
+	DeliverAt *time.Time
 }
 
 // AttemptStatus is the outcome of one attempt.
