@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/producer"
@@ -24,10 +22,7 @@ func TestScheduledDeliveriesAreSweptOnTimeOnly(t *testing.T) {
 	e := dispatchertest.New(t)
 	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
 	e.Subscribe("m1", rcv.URL, "*")
-	var offset atomic.Int64
-	d, _ := e.Dispatcher(func(c *dispatcher.Config) {
-		c.Clock = clock.Func(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
-	})
+	d, clk := e.DispatcherAhead()
 	ctx := context.Background()
 	at := time.Now().Add(time.Hour)
 	publish := func() store.Delivery {
@@ -46,7 +41,7 @@ func TestScheduledDeliveriesAreSweptOnTimeOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	offset.Store(int64(30 * time.Minute)) // well past the grace, before deliver_at
+	clk.Set(30 * time.Minute) // well past the grace, before deliver_at
 	if n, err := dispatcher.SweepOnce(ctx, d); err != nil || n != 0 {
 		t.Fatalf("the sweeper parked %d deliveries waiting for their deliver_at (%v)", n, err)
 	}
@@ -56,7 +51,7 @@ func TestScheduledDeliveriesAreSweptOnTimeOnly(t *testing.T) {
 	if n, err := dispatcher.SweepOnce(ctx, d); err != nil || n != 0 {
 		t.Fatalf("schedule lost: the sweeper parked %d deliveries before their deliver_at (%v)", n, err)
 	}
-	offset.Store(int64(time.Hour + time.Minute))
+	clk.Set(time.Hour + time.Minute)
 	if n, err := dispatcher.SweepOnce(ctx, d); err != nil || n != 1 {
 		t.Fatalf("after deliver_at the sweeper parked %d deliveries (%v), want the one not cancelled", n, err)
 	}

@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/webhookd/webhookd/dispatcher"
-	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 	"github.com/webhookd/webhookd/producer"
@@ -26,10 +23,7 @@ func TestProducerScheduledEvent(t *testing.T) {
 	e := dispatchertest.New(t)
 	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
 	e.Subscribe("m1", rcv.URL, "*")
-	var offset atomic.Int64
-	d, _ := e.Dispatcher(func(c *dispatcher.Config) {
-		c.Clock = clock.Func(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
-	})
+	d, clk := e.DispatcherAhead()
 	e.Run(d)
 	p := producer.New(e.Cfg.Redis)
 	t.Cleanup(func() { p.Close() })
@@ -54,7 +48,7 @@ func TestProducerScheduledEvent(t *testing.T) {
 		t.Errorf("delivery reads %s, want scheduled", got.Status)
 	}
 
-	offset.Store(int64(2 * time.Hour)) // the engine's clock is past both deliver_at
+	clk.Set(2 * time.Hour) // the engine's clock is past both deliver_at
 	late, _ := publish()
 	if stored, err := e.Store.Views.GetEvent(ctx, "m1", late); err != nil || stored.DeliverAt != nil {
 		t.Errorf("an event stored after its deliver_at keeps deliver_at %v (%v), want delivered at once", stored.DeliverAt, err)
