@@ -134,6 +134,7 @@ func TestBadInput(t *testing.T) {
 	cases := []badCase{
 		{"GET /v1/api_versions", "junk query is ignored", request{Method: "GET", Path: "/v1/api_versions?%ff=%fe&limit=-1"}, false, 200, "", nil},
 		{"GET /v1/openapi.json", "junk query is ignored", request{Method: "GET", Path: "/v1/openapi.json?limit=%ff"}, false, 200, "", nil},
+		{"GET /v1/asyncapi.json", "junk query is ignored", request{Method: "GET", Path: "/v1/asyncapi.json?%ff=%fe&limit=-1"}, false, 200, "", nil},
 		{"GET /v1/webhook_source_addresses", "junk query is ignored", request{Method: "GET", Path: "/v1/webhook_source_addresses?%ff=%fe"}, false, 200, "", nil},
 
 		{subs, "url of the wrong type", post("/v1/webhook_subscriptions", `{"url":42,"events":["*"]}`), false, 400, "parameter_invalid", "url"},
@@ -343,6 +344,9 @@ func TestBadInput(t *testing.T) {
 		{current, "junk query is ignored", get("/v1/portal_sessions/current?%ff=%fe"), false, 200, "", nil},
 		{signOut, "an API key has no session: nothing to end", request{Method: "DELETE", Path: "/v1/portal_sessions/current", Key: key}, false, 204, "", nil},
 		{eventTypes, "junk query is ignored", get("/v1/event_types?limit=-1"), false, 200, "", nil},
+		{"GET /v1/event_types/{type}", "unknown type", get("/v1/event_types/payout.lost"), false, 404, "resource_not_found", nil},
+		{"GET /v1/event_types/{type}", "invalid UTF-8 and a NUL", get("/v1/event_types/%ff%00"), false, 404, "resource_not_found", nil},
+		{"GET /v1/event_types/{type}", "a long name", get("/v1/event_types/" + strings.Repeat("x", 5000)), false, 404, "resource_not_found", nil},
 		{secret, "malformed id", get("/v1/webhook_subscriptions/nope/secret"), false, 404, "resource_not_found", nil},
 		{secret, "unknown id", get("/v1/webhook_subscriptions/" + missing + "/secret"), false, 404, "resource_not_found", nil},
 		{health, "malformed id", get("/v1/webhook_subscriptions/nope/health"), false, 404, "resource_not_found", nil},

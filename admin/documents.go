@@ -9,4 +9,7 @@ import "net/netip"
 type documentHandlers struct {
 	versions        Versions
 	sourceAddresses []netip.Prefix
+	// asyncAPIDocument is GET /v1/asyncapi.json's answer, built once by
+	// New from the configuration (asyncapi.go).
+	asyncAPIDocument []byte
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/internal/invalid"
+	"github.com/webhookd/webhookd/internal/payloadschema"
 	"github.com/webhookd/webhookd/internal/store"
 )
 
@@ -156,6 +157,9 @@ func asError(ctx context.Context, logger *slog.Logger, err error) *Error {
 			tooLarge := *errPayloadTooLarge
 			tooLarge.Message = ruleErr.Message
 			return tooLarge.withParam(ruleErr.Param)
+		case ruleErr.Rule == payloadschema.Rule:
+			// The spec's code for a body that fails schema validation.
+			return errValidation(ruleErr.Param, ruleErr.Message)
 		}
 		return errInvalid(ruleErr.Param, ruleErr.Message)
 	case errors.Is(err, store.ErrNotFound):

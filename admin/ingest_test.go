@@ -26,20 +26,25 @@ func newIngestHarness(t *testing.T) *harness {
 }
 
 // withIngestPipeline makes the real dispatcher the harness's Publisher
-// and bounds payloads at 1 KiB.
-func withIngestPipeline(t testing.TB) func(*admin.Config) {
+// and bounds payloads at 1 KiB; configure may change the dispatcher's
+// Config, given the API's.
+func withIngestPipeline(t testing.TB, configure ...func(*admin.Config, *dispatcher.Config)) func(*admin.Config) {
 	return func(cfg *admin.Config) {
 		sealer, err := signer.NewSealer(cfg.MasterKey)
 		if err != nil {
 			t.Fatal(err)
 		}
 		opt := cfg.Redis.(*redis.Client).Options()
-		d, err := dispatcher.New(dispatcher.Config{
+		dc := dispatcher.Config{
 			Store: cfg.Store, Redis: asynq.RedisClientOpt{Network: opt.Network, Addr: opt.Addr},
 			Schedule: retry.Schedule{Delays: []time.Duration{time.Second}}, Sealer: sealer,
 			DefaultAPIVersion: admin.DefaultVersion, EventTypes: cfg.EventTypes, MaxPayloadBytes: 1024,
 			VersionUsable: cfg.Versions.Usable,
-		})
+		}
+		for _, c := range configure {
+			c(cfg, &dc)
+		}
+		d, err := dispatcher.New(dc)
 		if err != nil {
 			t.Fatal(err)
 		}

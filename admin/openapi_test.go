@@ -84,6 +84,8 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		{"GET", "/v1/portal_sessions/current", admin.ScopeRead},
 		{"DELETE", "/v1/portal_sessions/current", admin.ScopeRead},
 		{"GET", "/v1/event_types", admin.ScopeRead},
+		{"GET", "/v1/event_types/{name}", admin.ScopeRead},
+		{"GET", "/v1/asyncapi.json", ""},
 		{"GET", "/v1/webhook_subscriptions/{id}/secret", admin.ScopeWrite},
 		{"GET", "/v1/webhook_subscriptions/{id}/health", admin.ScopeRead},
 		{"GET", "/v1/webhook_subscriptions/{id}/stats", admin.ScopeRead},

@@ -27,6 +27,7 @@ func (s *Server) Public() http.Handler {
 		r.MethodNotAllowed(s.respond.fail(errMethodNotAllowed))
 		r.Get("/api_versions", s.documents.listVersions)
 		r.Get("/openapi.json", openAPI)
+		r.Get("/asyncapi.json", s.documents.asyncAPI)
 		r.Get("/webhook_source_addresses", s.documents.listSourceAddresses)
 		r.Group(func(r chi.Router) {
 			// The rate limit comes before the idempotency claim, so that a
@@ -63,6 +64,7 @@ func (s *Server) Public() http.Handler {
 				{http.MethodGet, "/events/{id}", view, events.get},
 				{http.MethodPost, "/events/{id}/cancel", manage, s.scheduled.cancelForMerchant},
 				{http.MethodGet, "/event_types", view, events.listTypes},
+				{http.MethodGet, "/event_types/{type}", view, events.getType},
 				{http.MethodPost, "/event_types/{type}/trigger", manageAndSend, events.trigger},
 
 				{http.MethodGet, "/webhook_deliveries", view, ds.list},

@@ -241,6 +241,10 @@ func New(cfg Config) (*Server, error) {
 	if ownsWakes {
 		wakes = queue.NewWakeHub(cfg.Redis, cfg.Logger)
 	}
+	asyncAPIDocument, err := buildAsyncAPI(cfg)
+	if err != nil {
+		return nil, err
+	}
 	changes := subscriptionChanges{registry: registry, store: st.Subscriptions, work: cfg.Publisher, logger: cfg.Logger, clock: clk}
 	return &Server{
 		respond: respond,
@@ -253,7 +257,7 @@ func New(cfg Config) (*Server, error) {
 		idem:   idempotency{respond: respond, store: st.IdempotencyKeys, masterKey: cfg.MasterKey},
 		limits: limits,
 
-		documents:     documentHandlers{versions: cfg.Versions, sourceAddresses: cfg.SourceAddresses},
+		documents:     documentHandlers{versions: cfg.Versions, sourceAddresses: cfg.SourceAddresses, asyncAPIDocument: asyncAPIDocument},
 		subscriptions: subscriptionHandlers{changes: changes, reads: reads.Subscriptions, polls: reads.Polls, pages: pages},
 		endpoints: endpointHandlers{secrets: subscriptions.NewSecretRevealer(st.Subscriptions, cfg.MasterKey, clk.Now),
 			subscriptions: reads.Subscriptions, attempts: reads.EndpointHealth, statistics: reads.Views,

@@ -321,6 +321,7 @@ const legacyPath = "/api/service/webhook-subscription/"
 var publicRoutes = map[string]routeCase{
 	"GET /v1/api_versions":             {rule: exempt},
 	"GET /v1/openapi.json":             {rule: exempt},
+	"GET /v1/asyncapi.json":            {rule: exempt},
 	"GET /v1/webhook_source_addresses": {rule: exempt},
 
 	"POST /v1/webhook_subscriptions": {rule: created, calls: func(o tenant) []call {
@@ -365,6 +366,7 @@ var publicRoutes = map[string]routeCase{
 	"GET /v1/portal_sessions/current":           {rule: own, calls: ownCall(http.MethodGet, "/v1/portal_sessions/current", nil)},
 	"DELETE /v1/portal_sessions/current":        {rule: own, calls: ownCall(http.MethodDelete, "/v1/portal_sessions/current", nil)},
 	"GET /v1/event_types":                       {rule: own, calls: ownCall(http.MethodGet, "/v1/event_types", nil)},
+	"GET /v1/event_types/{type}":                {rule: own, calls: ownCall(http.MethodGet, "/v1/event_types/payout.paid", nil)},
 	"GET /v1/webhook_subscriptions/{id}/secret": {rule: refused, calls: onSub(http.MethodGet, "/secret", nil)},
 	"GET /v1/webhook_subscriptions/{id}/health": {rule: refused, calls: onSub(http.MethodGet, "/health", nil)},
 	"GET /v1/webhook_subscriptions/{id}/stats":  {rule: refused, calls: onSub(http.MethodGet, "/stats", nil)},

@@ -84,6 +84,9 @@ type Config struct {
 	EventTypes []string
 	// MaxPayloadBytes bounds a published payload; 0 means no bound.
 	MaxPayloadBytes int
+	// Payloads judges a published payload against its type's schema
+	// (payloadschema.Validator); nil judges none.
+	Payloads publish.PayloadChecker
 	// VersionUsable tells whether a producer may name an api_version at
 	// now; nil accepts any.
 	VersionUsable func(version string, now time.Time) bool
@@ -337,7 +340,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		Events: cfg.Store.Events, Merchants: cfg.Store.Merchants, Subscriptions: cfg.Store.Subscriptions,
 		EventTypes: cfg.EventTypes, MaxPayloadBytes: cfg.MaxPayloadBytes,
 		VersionUsable: cfg.VersionUsable, Versions: cfg.Versions, DefaultAPIVersion: cfg.DefaultAPIVersion,
-		WrapMatcher: cfg.WrapFilterMatcher, TracerProvider: cfg.TracerProvider,
+		WrapMatcher: cfg.WrapFilterMatcher, TracerProvider: cfg.TracerProvider, Payloads: cfg.Payloads,
 	}, tasks, m, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err

@@ -289,8 +289,8 @@ func (w *worker) run(ctx context.Context) error {
 }
 
 // registerPeriodic enqueues the sweeper and maintenance jobs on their
-// intervals. Every instance does so (the Scheduler has no leader): a fixed
-// TaskID drops duplicates while one is queued, and the jobs themselves are
+// intervals. Every instance does so (the Scheduler has no leader):
+// periodicOptions drops duplicates, and the jobs themselves are
 // idempotent.
 func (w *worker) registerPeriodic(sched *asynq.Scheduler) error {
 	jobs := []struct {
@@ -308,15 +308,30 @@ func (w *worker) registerPeriodic(sched *asynq.Scheduler) error {
 		}{queue.TaskCertExpiry, maintain.CertExpiryInterval})
 	}
 	for _, j := range jobs {
-		// asynq keeps a timeout in whole seconds: a sub-second one would be
-		// stored as none, which its processor reports as an internal error.
-		_, err := sched.Register("@every "+j.every.String(), asynq.NewTask(j.task, nil),
-			asynq.Queue(queue.QueueMaintenance), asynq.TaskID(j.task), asynq.MaxRetry(0), asynq.Timeout(max(j.every, time.Second)))
+		_, err := sched.Register("@every "+j.every.String(), asynq.NewTask(j.task, nil), periodicOptions(j.every)...)
 		if err != nil {
 			return fmt.Errorf("schedule %s: %w", j.task, err)
 		}
 	}
 	return nil
+}
+
+// periodicOptions are the asynq options of a periodic job run every
+// interval: one of a kind queued or running at a time, for at most an
+// interval.
+//
+// Duplicates are dropped by asynq's unique lock, which lapses after the
+// interval, and not by a fixed task id: a process killed while it ran a
+// job leaves that task active under its id, then asynq's recoverer
+// archives it (no retries) and keeps it for days, and a fixed id refuses
+// every later enqueue of the job in the meantime, silently. A worker
+// killed during a sweep stopped the sweeper of every instance that way,
+// and with it the recovery of the attempt the crash cut off. asynq keeps
+// a timeout and a uniqueness in whole seconds: a sub-second one would be
+// stored as none.
+func periodicOptions(interval time.Duration) []asynq.Option {
+	every := max(interval, time.Second)
+	return []asynq.Option{asynq.Queue(queue.QueueMaintenance), asynq.Unique(every), asynq.MaxRetry(0), asynq.Timeout(every)}
 }
 
 // asynqLogger routes asynq's logs into slog.

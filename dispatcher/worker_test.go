@@ -92,3 +92,43 @@ func TestGiveUpIsTheSameForEveryHandler(t *testing.T) {
 		})
 	}
 }
+
+// TestPeriodicJobOutlivesACrashedRun: a periodic job's run cut off by a
+// killed process, which asynq's recoverer ends by archiving its task, does
+// not stop the job: while one is queued a second is dropped, and once the
+// interval has passed the job is enqueued again. A fixed task id kept the
+// archived task's id taken for days, and the sweeper of every instance
+// with it.
+func TestPeriodicJobOutlivesACrashedRun(t *testing.T) {
+	t.Parallel()
+	rd := storetest.NewRedis(t)
+	opt := asynq.RedisClientOpt{Network: "unix", Addr: rd.Socket}
+	client := asynq.NewClient(opt)
+	t.Cleanup(func() { client.Close() })
+	insp := asynq.NewInspector(opt)
+	t.Cleanup(func() { insp.Close() })
+
+	opts := periodicOptions(time.Second)
+	first, err := client.Enqueue(asynq.NewTask(queue.TaskSweep, nil), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Enqueue(asynq.NewTask(queue.TaskSweep, nil), opts...); !errors.Is(err, asynq.ErrDuplicateTask) {
+		t.Fatalf("a second sweep while one is queued: %v, want it dropped as a duplicate", err)
+	}
+	// What a crash mid-run leaves once asynq's recoverer has seen it.
+	if err := insp.ArchiveTask(queue.QueueMaintenance, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := client.Enqueue(asynq.NewTask(queue.TaskSweep, nil), opts...)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, asynq.ErrDuplicateTask) || time.Now().After(deadline) {
+			t.Fatalf("the sweep after a crashed run: %v; it must be enqueued again within its interval", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/destination/kinds"
+	"github.com/webhookd/webhookd/internal/payloadschema"
 	"github.com/webhookd/webhookd/internal/portal"
 	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/internal/transform"
@@ -66,6 +67,7 @@ type config struct {
 	Destinations        []string      `env:"WEBHOOKD_DESTINATIONS" envSeparator:","`
 	MaxBodyBytes        int64         `env:"WEBHOOKD_MAX_BODY_BYTES" envDefault:"1048576"`
 	MaxPayloadBytes     int           `env:"WEBHOOKD_MAX_PAYLOAD_BYTES" envDefault:"262144"`
+	PayloadValidation   string        `env:"WEBHOOKD_PAYLOAD_VALIDATION" envDefault:"off"`
 	LogLevel            slog.Level    `env:"WEBHOOKD_LOG_LEVEL" envDefault:"info"`
 	SweepInterval       time.Duration `env:"WEBHOOKD_SWEEP_INTERVAL" envDefault:"30s"`
 	AutoDisableAfter    time.Duration `env:"WEBHOOKD_AUTO_DISABLE_AFTER" envDefault:"120h"`
@@ -102,6 +104,9 @@ type config struct {
 	// portalSessionRate bounds the portal sessions each API key mints
 	// (WEBHOOKD_PORTAL_SESSION_RATE).
 	portalSessionRate redis_rate.Limit
+	// payloadValidation is what a publish does with a payload that does
+	// not match its type's schema (WEBHOOKD_PAYLOAD_VALIDATION).
+	payloadValidation payloadschema.Mode
 }
 
 // loadConfig reads and checks the environment. Every error names the
@@ -219,6 +224,9 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	}
 	if c.MaxPayloadBytes < 1 || int64(c.MaxPayloadBytes) > c.MaxBodyBytes {
 		return c, bad("WEBHOOKD_MAX_PAYLOAD_BYTES", fmt.Errorf("must be between 1 and WEBHOOKD_MAX_BODY_BYTES"))
+	}
+	if c.payloadValidation, err = payloadschema.ParseMode(c.PayloadValidation); err != nil {
+		return c, bad("WEBHOOKD_PAYLOAD_VALIDATION", err)
 	}
 	if c.TransformationCPU < time.Millisecond || c.TransformationCPU > 10*time.Second {
 		return c, bad("WEBHOOKD_TRANSFORMATION_CPU_TIME", fmt.Errorf("must be between 1ms and 10s"))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+
+	"github.com/webhookd/webhookd/internal/payloadschema"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -18,7 +20,8 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if c.Listen != "127.0.0.1:8080" || c.InternalListen != "127.0.0.1:8081" || c.DeliveryTimeout != 25*time.Second ||
 		c.Environment != "sandbox" || c.schedule.Attempts() != 15 || len(c.masterKey) != 32 || c.requireHTTPS() ||
-		c.apiRate != redis_rate.PerSecond(100) || c.portalSessionRate != redis_rate.PerMinute(10) || c.StartupTimeout != 2*time.Minute {
+		c.apiRate != redis_rate.PerSecond(100) || c.portalSessionRate != redis_rate.PerMinute(10) || c.StartupTimeout != 2*time.Minute ||
+		c.payloadValidation != payloadschema.Off {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if want := []string{"webhook", "rabbitmq", "kafka", "sqs", "gcp_pubsub", "nats", "mqtt", "kinesis", "sns", "eventbridge", "s3", "poll"}; !slices.Equal(c.Destinations, want) {
@@ -67,6 +70,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"WEBHOOKD_DESTINATIONS", "webhook,smtp"},
 		{"WEBHOOKD_MAX_LONG_POLLS_PER_MERCHANT", "0"},
 		{"WEBHOOKD_MAX_LISTENERS_PER_MERCHANT", "-1"},
+		{"WEBHOOKD_PAYLOAD_VALIDATION", "strict"},
+		{"WEBHOOKD_PAYLOAD_VALIDATION", "Enforce"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {

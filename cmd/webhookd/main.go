@@ -38,9 +38,11 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/maintain"
 	"github.com/webhookd/webhookd/dispatcher/notify"
 	"github.com/webhookd/webhookd/dispatcher/publish"
+	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/keyscli"
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/outagelog"
+	"github.com/webhookd/webhookd/internal/payloadschema"
 	"github.com/webhookd/webhookd/internal/portal"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/signer"
@@ -409,6 +411,11 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 	defer stopTracing(traces, logger)
 	sandbox := cfg.sandbox()
 	defer func() { _ = sandbox.Close(context.WithoutCancel(ctx)) }()
+	payloads, err := payloadschema.New(payloadschema.Config{Mode: cfg.payloadValidation,
+		Types: catalogue.New(cfg.eventTypes()).Entries(), Registerer: reg, Logger: logger})
+	if err != nil {
+		return err
+	}
 	d, err := dispatcher.New(dispatcher.Config{
 		Store: st, Redis: cfg.asynqRedis(), Schedule: cfg.schedule, DeliveryTimeout: cfg.DeliveryTimeout,
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
@@ -417,6 +424,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		AutoDisableAfter: cfg.AutoDisableAfter,
 		EventTypes:       cfg.eventTypes(), MaxPayloadBytes: cfg.MaxPayloadBytes, VersionUsable: cfg.versions.Usable,
 		EgressProxy: cfg.egressProxy, TracerProvider: traces.Provider(), Kinds: cfg.kinds, Sandbox: sandbox,
+		Payloads: payloads,
 	})
 	if err != nil {
 		return err

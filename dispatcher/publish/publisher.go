@@ -35,6 +35,7 @@ import (
 	"github.com/webhookd/webhookd/internal/groupcommit"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/merchants"
+	"github.com/webhookd/webhookd/internal/payloadschema"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/tracing"
 	"github.com/webhookd/webhookd/producer"
@@ -62,7 +63,7 @@ const (
 func RefusalRules() []string {
 	return []string{invalid.RuleMissing, merchants.RuleIDMalformed, ruleTypeReserved, ruleTypeUnknown,
 		rulePayloadNotObject, invalid.RuleTooLarge, rulePayloadNotJSON, ruleIDNotUUID, ruleAPIVersionUnknown,
-		ruleIDTaken, ruleTaskUnreadable, producer.RuleDeliverAtPast, producer.RuleDeliverAtTooFar}
+		ruleIDTaken, ruleTaskUnreadable, payloadschema.Rule, producer.RuleDeliverAtPast, producer.RuleDeliverAtTooFar}
 }
 
 // testEventMessage is the message of every ping.test payload.
@@ -120,6 +121,17 @@ type PublisherConfig struct {
 	WrapMatcher func(Matcher) Matcher
 	// TracerProvider traces publishes (tracing.go); nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// Payloads judges a payload against its type's schema, last of the
+	// rules (payloadschema.Validator, WEBHOOKD_PAYLOAD_VALIDATION); nil
+	// judges none.
+	Payloads PayloadChecker
+}
+
+// PayloadChecker judges a published payload against its event type's
+// schema: a refusal is an *invalid.Error naming the member at fault; a
+// mismatch it only warns of is nil.
+type PayloadChecker interface {
+	Check(merchantID, eventType string, payload json.RawMessage) *invalid.Error
 }
 
 // Matcher judges an event against its merchant's subscription filters and
@@ -240,7 +252,8 @@ func (p *Publisher) EventTypes() []string { return p.types.Names() }
 
 // Check applies every rule of a published event, in the order a producer
 // would fix them, and returns the first one broken as an *invalid.Error
-// naming the field. It reads nothing and writes nothing.
+// naming the field. It reads nothing and writes nothing, but for the
+// schema check's warning (checkSchema).
 func (p *Publisher) Check(e producer.Event) error {
 	if err := merchants.CheckID("merchant_id", e.MerchantID); err != nil {
 		return err
@@ -278,7 +291,21 @@ func (p *Publisher) Check(e producer.Event) error {
 	if bad := producer.CheckDeliverAt(e.DeliverAt, p.clock.Now()); bad != nil {
 		return bad
 	}
+	if bad := p.checkSchema(e); bad != nil {
+		return bad
+	}
 	return nil
+}
+
+// checkSchema judges the payload against its type's schema
+// (PublisherConfig.Payloads). It comes last, so only a payload every other
+// rule accepts (a JSON object within the size limit, which bounds the
+// cost) is judged.
+func (p *Publisher) checkSchema(e producer.Event) *invalid.Error {
+	if p.cfg.Payloads == nil {
+		return nil
+	}
+	return p.cfg.Payloads.Check(e.MerchantID, e.Type, e.Payload)
 }
 
 // Publish checks e (Check), then stores the event and one pending delivery

@@ -151,6 +151,11 @@ type EventType struct {
 	// Subscribable is false for ping.test alone: webhookd sends it to one
 	// subscription on request, and no subscription may name it.
 	Subscribable bool `json:"subscribable"`
+	// Schema is the JSON Schema (SchemaDialect) of Example's shape: the
+	// payload of every event of this type. GET /v1/event_types/{name}
+	// shows it; the list leaves it out (the AsyncAPI document has them
+	// all).
+	Schema json.RawMessage `json:"schema,omitempty"`
 }
 
 // payout is the example payout snapshot of the payout events, as
@@ -216,18 +221,18 @@ func Default() []EventType {
 		})
 	}
 	return []EventType{
-		{"payout.created", "A payout is created and queued.", payout("created"), true},
-		{"payout.initiated", "The payout was sent to the payment rail.", payout("initiated"), true},
-		{"payout.paid", "The payout settled at the destination.", payout("paid"), true},
-		{"payout.failed", "The payout could not be completed; payload.failure holds the details.", payout("failed"), true},
-		{"return.initiated", "A return of a previous deposit is queued.", refund("initiated"), true},
-		{"return.paid", "The return settled at the destination.", refund("paid"), true},
-		{"return.failed", "The return could not be completed.", refund("failed"), true},
-		{"return.returned", "A paid return was reversed and the funds were credited back.", refund("returned"), true},
-		{"deposit.received", "An incoming transfer was credited to an account.", deposit, true},
-		{"conversion.created", "A currency conversion is queued.", conversion("created"), true},
-		{"conversion.succeeded", "The conversion completed and the funds are available in the target account.", conversion("succeeded"), true},
-		{"conversion.failed", "The conversion could not be completed.", conversion("failed"), true},
+		{"payout.created", "A payout is created and queued.", payout("created"), true, schemaOf("payout", "created")},
+		{"payout.initiated", "The payout was sent to the payment rail.", payout("initiated"), true, schemaOf("payout", "initiated")},
+		{"payout.paid", "The payout settled at the destination.", payout("paid"), true, schemaOf("payout", "paid")},
+		{"payout.failed", "The payout could not be completed; payload.failure holds the details.", payout("failed"), true, schemaOf("payout", "failed")},
+		{"return.initiated", "A return of a previous deposit is queued.", refund("initiated"), true, schemaOf("return", "initiated")},
+		{"return.paid", "The return settled at the destination.", refund("paid"), true, schemaOf("return", "paid")},
+		{"return.failed", "The return could not be completed.", refund("failed"), true, schemaOf("return", "failed")},
+		{"return.returned", "A paid return was reversed and the funds were credited back.", refund("returned"), true, schemaOf("return", "returned")},
+		{"deposit.received", "An incoming transfer was credited to an account.", deposit, true, schemaOf("deposit", "received")},
+		{"conversion.created", "A currency conversion is queued.", conversion("created"), true, schemaOf("conversion", "created")},
+		{"conversion.succeeded", "The conversion completed and the funds are available in the target account.", conversion("succeeded"), true, schemaOf("conversion", "succeeded")},
+		{"conversion.failed", "The conversion could not be completed.", conversion("failed"), true, schemaOf("conversion", "failed")},
 	}
 }
 
@@ -237,7 +242,8 @@ func Test() EventType {
 	return EventType{Name: TestType, Subscribable: false,
 		Description: "A test event sent on request to one subscription (send_test_event, Check my endpoint); handlers may ignore it.",
 		Example: object(map[string]any{"subscription_id": "0193a5e0-1111-7a2b-8c3d-4e5f6a7b8c9d",
-			"message": "This is a test event sent by webhookd. Handlers may ignore it."})}
+			"message": "This is a test event sent by webhookd. Handlers may ignore it."}),
+		Schema: schemaOf("ping", "")}
 }
 
 // Names returns the names of Default, in order.
@@ -251,7 +257,8 @@ func Names() []string {
 
 // For returns the entries of the given types, in the order given: those
 // of Default as they are, and a type the operator added
-// (WEBHOOKD_EVENT_TYPES) with a generic description and an empty example.
+// (WEBHOOKD_EVENT_TYPES) with a generic description, an empty example and
+// a schema of any object.
 func For(names []string) []EventType {
 	known := Default()
 	out := make([]EventType, 0, len(names))
@@ -262,7 +269,7 @@ func For(names []string) []EventType {
 			continue
 		}
 		out = append(out, EventType{Name: n, Description: "An event type this deployment adds to the standard catalogue.",
-			Example: json.RawMessage(`{}`), Subscribable: true})
+			Example: json.RawMessage(`{}`), Subscribable: true, Schema: addedSchema()})
 	}
 	return out
 }

@@ -28,6 +28,9 @@ func TestDefaultIsSpecCatalogue(t *testing.T) {
 		if err := json.Unmarshal(et.Example, &obj); err != nil {
 			t.Errorf("%s: example is not a JSON object: %v", et.Name, err)
 		}
+		if len(et.Schema) == 0 {
+			t.Errorf("%s: no schema (internal/payloadschema's tests check each against its example)", et.Name)
+		}
 		if et.Description == "" || !strings.HasSuffix(et.Description, ".") {
 			t.Errorf("%s: description %q is not a sentence", et.Name, et.Description)
 		}

@@ -1,12 +1,8 @@
 package sns_test
 
 import (
-	"context"
 	"regexp"
 	"testing"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 )
@@ -27,7 +23,7 @@ func TestEveryNewKindThroughTheEngine(t *testing.T) {
 func reachSNS(t *testing.T) dispatchertest.KindTarget {
 	srv := newServer(t)
 	topicARN, sub := srv.topic(t, false)
-	proxy, down, up := dispatchertest.Proxied(t, srv.addr)
+	proxy, down, up := dispatchertest.Proxied(t, srv.Addr())
 	return dispatchertest.KindTarget{
 		Destination: map[string]any{"type": "sns", "topic_arn": topicARN, "region": region,
 			"access_key_id": accessKey, "secret_access_key": secretKey, "endpoint": "http://" + proxy.Addr},
@@ -36,23 +32,4 @@ func reachSNS(t *testing.T) dispatchertest.KindTarget {
 		Unread:  sub.unread,
 		Down:    down, Up: up,
 	}
-}
-
-// unread is how many messages wait in the topic's queue (up to ten, the
-// most one receive returns), taken off it: goaws puts a Publish's message
-// in the subscribed queue before it answers the Publish.
-func (q *subscriber) unread(t testing.TB) int {
-	t.Helper()
-	c := q.srv.sqsClient()
-	ctx := context.Background()
-	res, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.queueURL), MaxNumberOfMessages: 10})
-	if err != nil {
-		t.Fatalf("receive from the topic's queue: %v", err)
-	}
-	for _, m := range res.Messages {
-		if _, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q.queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return len(res.Messages)
 }

@@ -55,7 +55,7 @@ func TestSQSDestinationEngineCredentials(t *testing.T) {
 	engineAWS(t, accessKey)
 	srv := newSQSServer(t)
 	queueURL := srv.queue(t, false)
-	allowed := []string{srv.endpoint() + "/000000000000/"}
+	allowed := []string{queuePrefix(srv)}
 	e := dispatchertest.New(t)
 	e.Cfg.DeliveryTimeout = 2 * time.Second
 	sub := subscribeAllowing(e, allowed, "m1", keyless(srv, queueURL))

@@ -10,39 +10,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
 )
-
-// receive takes up to n messages off the queue (deleting them) within
-// timeout.
-func (s *sqsServer) receive(t *testing.T, queueURL string, n int, timeout time.Duration) []types.Message {
-	t.Helper()
-	c := s.client()
-	deadline := time.Now().Add(timeout)
-	var out []types.Message
-	for len(out) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d messages of %d within %v", len(out), n, timeout)
-		}
-		res, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL),
-			MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range res.Messages {
-			if _, err := c.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		out = append(out, res.Messages...)
-	}
-	return out
-}
 
 // sqsDestination is an sqs destination of queueURL on s, signed with
 // accessKey.
@@ -87,15 +59,14 @@ func TestSQSDestination(t *testing.T) {
 
 	// The server goes away for ten seconds, then comes back on the same
 	// address.
-	addr := srv.addr
-	srv.stop()
+	up := srv.Down(t)
 	down := time.Now()
 	ev = e.Publish(d, "m1", "payout.paid")
 	id := e.Deliveries(ev.ID)[0].ID
 	e.WaitFor("ten seconds of failed attempts", 40*time.Second, func() bool {
 		return time.Since(down) >= 10*time.Second && len(e.Delivery(id).Attempts) >= 2
 	})
-	srv.start(t, addr)
+	up()
 	del = e.WaitSettled(id, 30*time.Second)
 	dispatchertest.CheckBrokerAttempts(t, del, "broker_unreachable")
 	msgs = srv.receive(t, queueURL, 1, 10*time.Second)
@@ -114,7 +85,7 @@ func TestSQSDestinationFailures(t *testing.T) {
 	e := dispatchertest.New(t)
 	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
 	e.SubscribeTo("m1", sqsDestination(srv, queueURL, "AKIAUNKNOWN"), "", "payout.paid")
-	e.SubscribeTo("m2", sqsDestination(srv, srv.endpoint()+"/000000000000/no-such-queue", accessKey), "", "payout.paid")
+	e.SubscribeTo("m2", sqsDestination(srv, queuePrefix(srv)+"no-such-queue", accessKey), "", "payout.paid")
 	d, _ := e.Dispatcher()
 	e.Run(d)
 	for merchant, code := range map[string]string{"m1": "auth_failed", "m2": "broker_refused"} {
@@ -184,9 +155,7 @@ func TestSQSDestinationLostAnswer(t *testing.T) {
 	t.Parallel()
 	srv := newSQSServer(t)
 	queueURL := srv.queue(t, true)
-	srv.mu.Lock()
-	srv.loseAnswers = 1
-	srv.mu.Unlock()
+	srv.LoseAnswers(1)
 	e := dispatchertest.New(t)
 	e.Cfg.Schedule, e.Cfg.DeliveryTimeout = dispatchertest.SlowSchedule, 2*time.Second
 	e.SubscribeTo("m1", sqsDestination(srv, queueURL, accessKey), "", "payout.paid")
@@ -207,8 +176,7 @@ func TestSQSDestinationLostAnswer(t *testing.T) {
 	if msgs := srv.receive(t, queueURL, 1, 10*time.Second); len(msgs) != 1 {
 		t.Fatalf("%d messages", len(msgs))
 	}
-	res, err := srv.client().ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), WaitTimeSeconds: 1})
-	if err != nil || len(res.Messages) != 0 {
-		t.Errorf("a second message (%v): the retry was not deduplicated", err)
+	if extra := srv.Receive(context.Background(), t, queueURL, 10); len(extra) != 0 {
+		t.Errorf("a second message: the retry was not deduplicated")
 	}
 }

@@ -440,9 +440,7 @@ func TestStandardQueue(t *testing.T) {
 func TestLostAnswer(t *testing.T) {
 	srv := newSQSServer(t)
 	queueURL := srv.queue(t, true)
-	srv.mu.Lock()
-	srv.loseAnswers = 1
-	srv.mu.Unlock()
+	srv.LoseAnswers(1)
 	p := open(t, sqs.New(sqs.Options{}), config(t, srv, queueURL, accessKey))
 	m := message("dlv_lost", "")
 	_, err := send(t, p, m)
@@ -462,8 +460,8 @@ func TestLostAnswer(t *testing.T) {
 	}
 	// The queue's own answer to a long poll: nothing more (a second
 	// copy would be there already, sent before the first was read).
-	if m, ok := srv.receiveOne(context.Background(), t, queueURL); ok {
-		t.Errorf("a second message %v: the retry was not deduplicated", arrived(m).Headers)
+	if extra := srv.Receive(context.Background(), t, queueURL, 10); len(extra) != 0 {
+		t.Errorf("a second message %v: the retry was not deduplicated", arrived(extra[0]).Headers)
 	}
 }
 
@@ -483,7 +481,7 @@ func TestFailures(t *testing.T) {
 		said      string
 	}{
 		{"an unknown key", config(t, srv, queueURL, "AKIAUNKNOWN"), message("d1", ""), destination.CodeAuthFailed, "SQS answered HTTP 400 "},
-		{"no such queue", config(t, srv, srv.endpoint()+"/000000000000/no-such-queue", accessKey), message("d2", ""),
+		{"no such queue", config(t, srv, queuePrefix(srv)+"no-such-queue", accessKey), message("d2", ""),
 			destination.CodeRefused, "SQS answered HTTP 400 "},
 		{"eleven attributes", config(t, srv, queueURL, accessKey), func() destination.Message {
 			m := message("d3", "acct_a")
@@ -556,7 +554,7 @@ func TestEngineCredentials(t *testing.T) {
 	engineAWS(t, accessKey)
 	srv := newSQSServer(t)
 	queueURL := srv.queue(t, false)
-	allowed := sqs.Options{EngineQueues: []string{srv.endpoint() + "/000000000000/"}}
+	allowed := sqs.Options{EngineQueues: []string{queuePrefix(srv)}}
 	keyless := destJSON(t, map[string]any{"type": "sqs", "queue_url": queueURL, "region": "eu-west-1", "endpoint": srv.endpoint()})
 	kind := sqs.New(allowed)
 
