@@ -207,6 +207,12 @@ func TestBadInput(t *testing.T) {
 
 		{eventGet, "malformed id", get("/v1/events/nope"), false, 404, "resource_not_found", nil},
 		{eventGet, "unknown id", get("/v1/events/" + missing), false, 404, "resource_not_found", nil},
+		{"POST /v1/events/{id}/cancel", "malformed id", post("/v1/events/nope/cancel", ``), false, 404, "resource_not_found", nil},
+		{"POST /v1/events/{id}/cancel", "unknown id", post("/v1/events/"+missing+"/cancel", ``), false, 404, "resource_not_found", nil},
+		{"POST /internal/v1/events/{id}/cancel", "malformed id", post("/internal/v1/events/nope/cancel", ``), true, 404, "resource_not_found", nil},
+		{"POST /internal/v1/events/{id}/cancel", "unknown id", post("/internal/v1/events/"+missing+"/cancel", ``), true, 404, "resource_not_found", nil},
+		{ingest, "deliver_at not a timestamp", post("/internal/v1/events", `{"merchant_id":"m_bad","type":"payout.paid","payload":{},"deliver_at":"soon"}`), true, 400, "parameter_invalid", "deliver_at"},
+		{ingest, "deliver_at of the wrong type", post("/internal/v1/events", `{"merchant_id":"m_bad","type":"payout.paid","payload":{},"deliver_at":5}`), true, 400, "parameter_invalid", "deliver_at"},
 
 		{dels, "unknown status", get("/v1/webhook_deliveries?status=lost"), false, 400, "parameter_invalid", "status"},
 		{dels, "malformed event_id", get("/v1/webhook_deliveries?event_id=nope"), false, 400, "parameter_invalid", "event_id"},

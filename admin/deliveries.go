@@ -101,7 +101,8 @@ func deliveryView(d store.Delivery) deliveryJSON {
 // deliveryStatuses are the values of the status filter.
 var deliveryStatuses = map[store.DeliveryStatus]bool{
 	store.DeliveryPending: true, store.DeliverySucceeded: true, store.DeliveryFailed: true, store.DeliverySkipped: true,
-	store.DeliveryErased: true,
+	store.DeliveryErased:    true,
+	store.DeliveryScheduled: true, store.DeliveryCancelled: true,
 }
 
 // list answers a page of the merchant's deliveries, newest first.
@@ -129,7 +130,7 @@ func (h deliveryHandlers) list(w http.ResponseWriter, r *http.Request) error {
 func deliveryStatusFilter(r *http.Request, name string) (store.DeliveryStatus, error) {
 	s := store.DeliveryStatus(r.URL.Query().Get(name))
 	if r.URL.Query().Has(name) && !deliveryStatuses[s] {
-		return "", errInvalid(name, name+" must be one of pending, succeeded, failed, skipped, erased.")
+		return "", errInvalid(name, name+" must be one of pending, scheduled, succeeded, failed, skipped, cancelled, erased.")
 	}
 	return s, nil
 }

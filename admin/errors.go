@@ -173,6 +173,12 @@ func asError(ctx context.Context, logger *slog.Logger, err error) *Error {
 	case errors.Is(err, store.ErrAPIKeyInactive):
 		return newError(http.StatusConflict, catInvalidRequest, "conflict",
 			"The API key is revoked, expired or already rolled; only a key in use can be rolled.")
+	case errors.Is(err, store.ErrEventNotScheduled):
+		return newError(http.StatusConflict, catInvalidRequest, "conflict",
+			"The event was published for delivery at once, not with deliver_at: there is nothing scheduled to cancel.")
+	case errors.Is(err, store.ErrEventStarted):
+		return newError(http.StatusConflict, catInvalidRequest, "conflict",
+			"The event's deliveries have already started; only deliveries still scheduled can be cancelled.")
 	case errors.Is(err, store.ErrConflict):
 		return newError(http.StatusConflict, catInvalidRequest, "conflict", "The resource changed concurrently; retry.")
 	case unreachable(err):

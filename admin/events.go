@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -55,6 +56,8 @@ type eventJSON struct {
 	APIVersion string          `json:"api_version"`
 	Payload    json.RawMessage `json:"payload"`
 	CreatedAt  json.RawMessage `json:"created_at"`
+	// DeliverAt is a scheduled event's; absent for one delivered at once.
+	DeliverAt *time.Time `json:"deliver_at,omitempty"`
 }
 
 // envelope is the part of a stored envelope that the Event resource shows.
@@ -66,7 +69,7 @@ type envelope struct {
 // eventView renders a stored event. An envelope that does not parse cannot
 // happen (webhookd wrote it); should it, the columns still answer.
 func eventView(e store.Event) eventJSON {
-	out := eventJSON{ID: e.ID, Type: e.Type, APIVersion: e.APIVersion}
+	out := eventJSON{ID: e.ID, Type: e.Type, APIVersion: e.APIVersion, DeliverAt: e.DeliverAt}
 	var env envelope
 	if err := json.Unmarshal(e.Body, &env); err == nil {
 		out.Payload, out.CreatedAt = env.Payload, env.Date

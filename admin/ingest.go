@@ -70,6 +70,8 @@ type ingestRequest struct {
 	Type       *string         `json:"type"`
 	Payload    json.RawMessage `json:"payload"`
 	APIVersion *string         `json:"api_version"`
+	// DeliverAt schedules the event (scheduled.go).
+	DeliverAt *string `json:"deliver_at"`
 }
 
 // event is the request as the publisher reads it. The rules are the
@@ -84,7 +86,9 @@ func (req ingestRequest) event() (producer.Event, error) {
 	if req.APIVersion != nil && *req.APIVersion == "" {
 		return e, invalid.Value("api_version", "api_version_unknown", `Unknown or sunset api_version "".`)
 	}
-	return e, nil
+	at, err := parseDeliverAt(req.DeliverAt)
+	e.DeliverAt = at
+	return e, err
 }
 
 // deref is *s, or "" for nil.

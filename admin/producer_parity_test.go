@@ -78,6 +78,9 @@ func TestProducerRefusesAsHTTPIngest(t *testing.T) {
 		{"an id not a UUID", `{"id":"po_1","merchant_id":"m1","type":"payout.paid","payload":{}}`},
 		{"an id in braces", `{"id":"{` + uuid.NewString() + `}","merchant_id":"m1","type":"payout.paid","payload":{}}`},
 		{"an id without dashes", `{"id":"` + strings.ReplaceAll(uuid.NewString(), "-", "") + `","merchant_id":"m1","type":"payout.paid","payload":{}}`},
+		{"a deliver_at in the past", `{"id":"{id}","merchant_id":"m1","type":"payout.paid","payload":{},"deliver_at":"2020-01-01T00:00:00Z"}`},
+		{"a deliver_at too far", `{"id":"{id}","merchant_id":"m1","type":"payout.paid","payload":{},"deliver_at":"` +
+			time.Now().Add(31*24*time.Hour).UTC().Format(time.RFC3339) + `"}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,6 +62,7 @@ func (s *Server) Public() http.Handler {
 
 				{http.MethodGet, "/events", view, events.list},
 				{http.MethodGet, "/events/{id}", view, events.get},
+				{http.MethodPost, "/events/{id}/cancel", manage, s.scheduled.cancelForMerchant},
 				{http.MethodGet, "/event_types", view, events.listTypes},
 				{http.MethodGet, "/event_types/{type}", view, events.getType},
 				{http.MethodPost, "/event_types/{type}/trigger", manageAndSend, events.trigger},
@@ -141,6 +142,7 @@ func (s *Server) Internal() http.Handler {
 
 			{http.MethodPost, "/events/{id}/erase", nil, s.erasure.erase},
 			{http.MethodGet, "/audit", nil, s.erasure.listAudit},
+			{http.MethodPost, "/events/{id}/cancel", nil, s.scheduled.cancelAny},
 		})
 	})
 	return r

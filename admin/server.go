@@ -169,6 +169,7 @@ type Server struct {
 	endpoints      endpointHandlers
 	transforms     transformationHandlers
 	events         eventHandlers
+	scheduled      scheduledHandlers
 	deliveries     deliveryHandlers
 	replays        replayHandlers
 	portalSessions portalSessionHandlers
@@ -293,8 +294,9 @@ func New(cfg Config) (*Server, error) {
 
 		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis,
 			settings: merchants.NewSettingsUpdater(st.Merchants, cfg.Versions, clk.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets))},
-		ingest:  ingestHandlers{publisher: cfg.Publisher},
-		erasure: erasureHandlers{eraser: st.Erasures, audit: st.Audit, pages: pages},
+		ingest:    ingestHandlers{publisher: cfg.Publisher},
+		erasure:   erasureHandlers{eraser: st.Erasures, audit: st.Audit, pages: pages},
+		scheduled: scheduledHandlers{events: st.Events},
 		apiKeys: apiKeyHandlers{issuer: merchants.NewKeyIssuer(st.APIKeys, cfg.Environment, cfg.Versions.Latest()),
 			ring: merchants.NewKeyRing(st.APIKeys), store: st.APIKeys, redis: cfg.Redis, pages: pages, logger: cfg.Logger},
 		gatherer: cfg.Gatherer,

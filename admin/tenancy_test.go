@@ -40,11 +40,14 @@ type tenant struct {
 	deliveries       []delivery // settled, each with its attempts
 	// replay is a replay of the merchant's, complete (it matched none).
 	replay string
+	// scheduled is an event published with deliver_at an hour ahead,
+	// which the cancel route acts on.
+	scheduled string
 }
 
 // ids are every resource id of the tenant.
 func (tn tenant) ids() []string {
-	out := []string{tn.sub.ID, tn.spare.ID, tn.poll.ID, tn.replay}
+	out := []string{tn.sub.ID, tn.spare.ID, tn.poll.ID, tn.replay, tn.scheduled}
 	for _, e := range tn.events {
 		out = append(out, e.ID)
 	}
@@ -90,6 +93,12 @@ func (h *harness) tenant(merchant string, answer int, settles string) tenant {
 			tn.deliveries = append(tn.deliveries, d)
 		}
 	}
+	r := h.doInternal(request{Method: http.MethodPost, Path: "/internal/v1/events", Body: map[string]any{"merchant_id": merchant,
+		"type": "payout.paid", "payload": map[string]any{}, "deliver_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}})
+	if r.Status != http.StatusAccepted {
+		h.t.Fatalf("publish a scheduled event: %d %s", r.Status, r.Body)
+	}
+	tn.scheduled, _ = r.JSON(h.t)["id"].(string)
 	tn.poll = h.createSubscription(tn.key, map[string]any{"events": []string{"*"}, "destination": map[string]any{"type": "poll"}})
 	now := time.Now().UTC()
 	rp, err := h.store.Replays.CreateReplay(context.Background(), merchant, store.ReplayFilter{Since: now.Add(-time.Hour), Until: now}, 0, now)
@@ -345,6 +354,9 @@ var publicRoutes = map[string]routeCase{
 		return []call{listCall("/v1/events", false), listCall("/v1/events?event_type=payout.paid", false)}
 	}},
 	"GET /v1/events/{id}": {rule: refused, calls: onEach(http.MethodGet, "/v1/events/", "", eventsOf, eventID)},
+	"POST /v1/events/{id}/cancel": {rule: refused, calls: func(o tenant) []call {
+		return []call{{method: http.MethodPost, path: "/v1/events/" + o.scheduled + "/cancel"}}
+	}},
 
 	"GET /v1/webhook_deliveries": {rule: listed, calls: func(o tenant) []call {
 		return []call{
@@ -713,6 +725,8 @@ var internalRoutes = map[string]internalRoute{
 		map[string]any{"merchant_id": "m_token", "type": "payout.paid", "payload": map[string]any{"id": "po_1"}}),
 	"/internal/v1/events/batch": guarded("/internal/v1/events/batch", http.MethodPost,
 		map[string]any{"events": []any{map[string]any{"merchant_id": "m_token", "type": "payout.paid", "payload": map[string]any{}}}}),
+	// {event} is a scheduled event of m_token that the test publishes first.
+	"/internal/v1/events/{id}/cancel": guarded("/internal/v1/events/{event}/cancel", http.MethodPost, nil),
 }
 
 // TestInternalTokenOnEveryRoute: every token-guarded route of the internal
@@ -736,12 +750,14 @@ func TestInternalTokenOnEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	scheduled := h.doInternal(request{Method: http.MethodPost, Path: "/internal/v1/events", Body: map[string]any{"merchant_id": "m_token",
+		"type": "payout.paid", "payload": map[string]any{}, "deliver_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}}).JSON(t)["id"]
 	wrong := []string{omitHeader, "-", "Bearer ", "Bearer wrong", "Bearer " + testIngestToken + "x",
 		"Bearer " + testIngestToken[:len(testIngestToken)-1], "Basic " + testIngestToken, testIngestToken}
 	for _, route := range walked {
 		method, pattern, _ := strings.Cut(route, " ")
 		rt, ok := internalRoutes[pattern]
-		rt.path = strings.ReplaceAll(rt.path, "{key}", key.ID.String())
+		rt.path = strings.NewReplacer("{key}", key.ID.String(), "{event}", fmt.Sprint(scheduled)).Replace(rt.path)
 		switch {
 		case !ok:
 			continue

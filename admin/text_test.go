@@ -79,6 +79,7 @@ func TestTextPostgresCannotStore(t *testing.T) {
 		{`{"merchant_id":"m_text","type":"payout.paid","payload":{"tags":["a","BAD"]}}`, "payload.tags[1]"},
 		{`{"merchant_id":"m_text","type":"payout.paid","payload":{"foo":{"kBAD":1}}}`, "payload.foo"},
 		{`{"merchant_id":"m_text","type":"payout.paid","payload":{"BAD":1}}`, "payload"},
+		{`{"merchant_id":"m_text","type":"payout.paid","payload":{},"deliver_at":"2030-01-01T00:00:00ZBAD"}`, "deliver_at"},
 	}
 	subscriptionBodies := []struct{ body, param string }{
 		{`{"url":"https://example.com/hBAD","events":["*"]}`, "url"},
@@ -145,7 +146,7 @@ func TestTextPostgresCannotStore(t *testing.T) {
 	// These read no body at all (a trigger's payload is the catalogue's
 	// example): nothing of one reaches Postgres.
 	noBody := []string{"POST /v1/event_types/{type}/trigger", "POST /v1/webhook_subscriptions/{id}/send_test_event",
-		"POST /v1/webhook_deliveries/{id}/redeliver"}
+		"POST /v1/webhook_deliveries/{id}/redeliver", "POST /v1/events/{id}/cancel", "POST /internal/v1/events/{id}/cancel"}
 	routes := walkRoutes(t, h)
 	for _, rt := range routes {
 		method, _, _ := strings.Cut(rt, " ")

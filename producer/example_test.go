@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -78,4 +79,37 @@ func ExampleNewFromURL() {
 	// Output:
 	// deposit.received published: true
 	// refused: id (id_not_uuid): id must be a UUID.
+}
+
+// The core API schedules a reminder event for ten minutes from now: it is
+// stored at once and delivered then (cancel it with POST
+// /internal/v1/events/{id}/cancel). A DeliverAt that is not in the future
+// is refused by Publish itself.
+func ExampleProducer_Publish_scheduled() {
+	// Database 13 here, so that the example stays out of a running
+	// engine's queues.
+	p := producer.New(asynq.RedisClientOpt{Addr: "127.0.0.1:6379", DB: 13})
+	defer p.Close()
+	ctx := context.Background()
+
+	at := time.Now().Add(10 * time.Minute)
+	err := p.Publish(ctx, producer.Event{
+		ID:         "0192f1c4-7a4e-7b1e-9c55-3f1d2a9b8c03",
+		MerchantID: "merchant_42",
+		Type:       "payout.paid",
+		Payload:    json.RawMessage(`{"id":"po_124","status":"paid"}`),
+		DeliverAt:  &at,
+	})
+	fmt.Println("scheduled:", err == nil)
+
+	past := time.Now().Add(-time.Minute)
+	err = p.Publish(ctx, producer.Event{ID: "0192f1c4-7a4e-7b1e-9c55-3f1d2a9b8c04", MerchantID: "merchant_42",
+		Type: "payout.paid", Payload: json.RawMessage(`{}`), DeliverAt: &past})
+	var refused *producer.Refused
+	if errors.As(err, &refused) {
+		fmt.Printf("refused: %s (%s): %s\n", refused.Param, refused.Rule, refused.Message)
+	}
+	// Output:
+	// scheduled: true
+	// refused: deliver_at (deliver_at_past): deliver_at must be in the future; omit it to deliver at once.
 }

@@ -65,7 +65,17 @@ type Event struct {
 	// APIVersion is the version Payload was serialised at; empty means the
 	// merchant's pinned version.
 	APIVersion string `json:"api_version,omitempty"`
+	// DeliverAt, when set, schedules the event: it is stored at once and
+	// its deliveries make their first attempt at that instant (to the
+	// second), unless cancelled before. It must be in the future and at
+	// most MaxDeliverAhead away; nil delivers at once. Should the worker
+	// store the event after DeliverAt passed (a backlog), it is delivered
+	// at once.
+	DeliverAt *time.Time `json:"deliver_at,omitempty"`
 }
+
+// MaxDeliverAhead is how far ahead an event may be scheduled (DeliverAt).
+const MaxDeliverAhead = 30 * 24 * time.Hour
 
 // The rules Publish applies itself, as they name themselves in a Refused
 // and in webhookd_events_refused_total{rule}; webhookd's worker applies
@@ -78,7 +88,25 @@ const (
 	// text that is not UTF-8, in any string field or anywhere in the payload.
 	RuleTextNUL     = invalid.RuleNUL
 	RuleTextNotUTF8 = invalid.RuleNotUTF8
+	// RuleDeliverAtPast and RuleDeliverAtTooFar refuse a DeliverAt not in
+	// the future, or more than MaxDeliverAhead ahead.
+	RuleDeliverAtPast   = "deliver_at_past"
+	RuleDeliverAtTooFar = "deliver_at_too_far"
 )
+
+// CheckDeliverAt applies the rules of a scheduled event's deliver_at at
+// now, as the HTTP ingest and Publish do: nil is no schedule and passes.
+func CheckDeliverAt(at *time.Time, now time.Time) *invalid.Error {
+	switch {
+	case at == nil:
+		return nil
+	case !at.After(now):
+		return invalid.Value("deliver_at", RuleDeliverAtPast, "deliver_at must be in the future; omit it to deliver at once.")
+	case at.Sub(now) > MaxDeliverAhead:
+		return invalid.Value("deliver_at", RuleDeliverAtTooFar, "deliver_at must be at most 30 days ahead.")
+	}
+	return nil
+}
 
 // Refused is why a published event was refused: by Publish itself, or by
 // webhookd's worker (then Refusal returns it).
@@ -240,6 +268,11 @@ func newTask(ctx context.Context, e *Event) (*asynq.Task, error) {
 		return nil, &Refused{Param: "payload", Rule: RulePayloadNotJSON, Message: "payload is not valid JSON."}
 	}
 	if bad := textRule(e); bad != nil {
+		return nil, &Refused{Param: bad.Param, Rule: bad.Rule, Message: bad.Message}
+	}
+	// The core API's clock: the worker stores the event moments later, and
+	// delivers it at once if deliver_at passed meanwhile.
+	if bad := CheckDeliverAt(e.DeliverAt, time.Now()); bad != nil {
 		return nil, &Refused{Param: bad.Param, Rule: bad.Rule, Message: bad.Message}
 	}
 	b, err := json.Marshal(taskPayload{Event: e, TaskTrace: traceOf(ctx)})

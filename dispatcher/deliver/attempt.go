@@ -428,7 +428,11 @@ func (r *Runner) observe(ctx context.Context, log *slog.Logger, o observed) {
 	switch rec.Status {
 	case store.DeliverySucceeded:
 		if at.Trigger == store.TriggerScheduled && !developer {
-			r.observeLatency(ctx, res.Finished.Sub(del.EventCreatedAt).Seconds())
+			from := del.EventCreatedAt
+			if del.DeliverAt != nil {
+				from = *del.DeliverAt // a scheduled event's wait is no latency
+			}
+			r.observeLatency(ctx, res.Finished.Sub(from).Seconds())
 		}
 		log.InfoContext(ctx, "delivery succeeded", attrs...)
 	case store.DeliveryPending:

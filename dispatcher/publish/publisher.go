@@ -63,7 +63,7 @@ const (
 func RefusalRules() []string {
 	return []string{invalid.RuleMissing, merchants.RuleIDMalformed, ruleTypeReserved, ruleTypeUnknown,
 		rulePayloadNotObject, invalid.RuleTooLarge, rulePayloadNotJSON, ruleIDNotUUID, ruleAPIVersionUnknown,
-		ruleIDTaken, ruleTaskUnreadable, payloadschema.Rule}
+		ruleIDTaken, ruleTaskUnreadable, payloadschema.Rule, producer.RuleDeliverAtPast, producer.RuleDeliverAtTooFar}
 }
 
 // testEventMessage is the message of every ping.test payload.
@@ -288,6 +288,9 @@ func (p *Publisher) Check(e producer.Event) error {
 	if e.APIVersion != "" && p.cfg.VersionUsable != nil && !p.cfg.VersionUsable(e.APIVersion, p.clock.Now()) {
 		return invalid.Value("api_version", ruleAPIVersionUnknown, "Unknown or sunset api_version "+invalid.Quote(e.APIVersion)+".")
 	}
+	if bad := producer.CheckDeliverAt(e.DeliverAt, p.clock.Now()); bad != nil {
+		return bad
+	}
 	if bad := p.checkSchema(e); bad != nil {
 		return bad
 	}
@@ -326,6 +329,10 @@ func (p *Publisher) Publish(ctx context.Context, e producer.Event) (store.Event,
 // newEventOf is the event to store for e, which passed Check.
 func newEventOf(e producer.Event) store.NewEvent {
 	ne := store.NewEvent{MerchantID: e.MerchantID, Type: e.Type, Payload: e.Payload, APIVersion: e.APIVersion}
+	if e.DeliverAt != nil {
+		at := e.DeliverAt.UTC()
+		ne.DeliverAt = &at
+	}
 	if e.ID != "" {
 		id := uuid.MustParse(e.ID) // Check parsed it
 		ne.ID = &id
@@ -544,7 +551,7 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 // enqueueFirstAttempts starts the first attempts of the events a group
 // created in this process's pool where it takes them (StartLocally), and
 // parks the others in the schedule, in one push, each due at its event's
-// creation. A failure is logged, not returned: the events are durable, and
+// creation, or at its deliver_at for a scheduled event. A failure is logged, not returned: the events are durable, and
 // the sweeper parks their attempts later.
 func (p *Publisher) enqueueFirstAttempts(ctx context.Context, created []store.EventWritten) {
 	pool := p.pool.Load()
@@ -553,7 +560,7 @@ func (p *Publisher) enqueueFirstAttempts(ctx context.Context, created []store.Ev
 		// Skipped deliveries (disabled subscriptions) wait for recover and
 		// ordered ones behind their key's head wait for it: neither is due.
 		for _, del := range dueNow(w.Deliveries) {
-			it := queue.LaneItem{ID: queue.AttemptTaskID(del.ID, 1), Task: queue.ScheduledAttempt(del, 1, w.Event.CreatedAt)}
+			it := queue.LaneItem{ID: queue.AttemptTaskID(del.ID, 1), Task: queue.ScheduledAttempt(del, 1, *del.NextAttemptAt)}
 			if pool != nil && pool.Start(it) {
 				p.metrics.StartedLocally.Inc()
 				continue
@@ -615,7 +622,8 @@ func (p *Publisher) eventOf(e store.NewEvent, m store.Merchant) (store.Event, er
 	if err != nil {
 		return store.Event{}, err
 	}
-	return store.Event{ID: id, MerchantID: e.MerchantID, Type: e.Type, APIVersion: version, Body: body, CreatedAt: now}, nil
+	return store.Event{ID: id, MerchantID: e.MerchantID, Type: e.Type, APIVersion: version, Body: body, CreatedAt: now,
+		DeliverAt: e.DeliverAt}, nil
 }
 
 // merchants reads the merchants of a group's publishes (keys), each with
@@ -691,6 +699,11 @@ func (p *Publisher) HandleIngest(ctx context.Context, t *asynq.Task) (err error)
 	var e producer.Event
 	if err := json.Unmarshal(t.Payload(), &e); err != nil {
 		return p.refuse(ctx, e, invalid.Value("payload", ruleTaskUnreadable, "The task is not a JSON event."))
+	}
+	if e.DeliverAt != nil && !e.DeliverAt.After(p.clock.Now()) {
+		// The producer checked it was ahead when it enqueued the event,
+		// which was accepted then: stored late, it is delivered at once.
+		e.DeliverAt = nil
 	}
 	ctx, span := p.tracing.ingest(ctx, t.Payload(), e)
 	defer func() { endIngest(span, err) }()

@@ -139,7 +139,7 @@ const leaseSQL = `
 			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
 			d.ordering_key, d.sequence, coalesce(s.rate_limit, 0), s.headers_sealed, s.authentication_sealed,
 			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context, s.payload_style, s.batch_max_size, s.batch_max_wait_ms, s.destination_sealed,
-			` + leasedTransformation + `, ` + leasedRetryPolicy
+			` + leasedTransformation + `, ` + leasedRetryPolicy + `, d.deliver_at`
 
 // LeaseDeliveries is LeaseDelivery for many attempts in one statement (the
 // workers' group commit). It returns one LeasedDelivery and one error per
@@ -162,7 +162,7 @@ func (s *Deliveries) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, n
 		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
 		&d.OrderingKey, &d.Sequence, &d.RateLimit, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType, &l.EncryptionKey,
 		&l.TraceParent, &l.TraceContext, &l.PayloadStyle, &batch.maxSize, &batch.maxWaitMS, &l.SealedDestination,
-		&l.TransformationVersion, &d.RetryPolicy}, func() error {
+		&l.TransformationVersion, &d.RetryPolicy, &d.DeliverAt}, func() error {
 		d.Batch = batch.value()
 		out[i-1], found[i-1] = l, true
 		// The next row's policy is decoded into a value of its own, not
@@ -353,6 +353,12 @@ func (s *Deliveries) DeliveryByID(ctx context.Context, id uuid.UUID) (Delivery, 
 
 // readDelivery is DeliveryByID, for the parts that read a delivery.
 func readDelivery(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (Delivery, error) {
+	return readDeliveryFrom(ctx, pool, id, "deliveries", deliveryColumns)
+}
+
+// readDeliveryFrom is readDelivery from table, reading columns (which
+// scanDelivery reads): Views reads the status it shows (shownDeliveries).
+func readDeliveryFrom(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID, table, columns string) (Delivery, error) {
 	// The id is a UUIDv7 whose timestamp is created_at: bounding created_at
 	// by it prunes the lookup to one partition.
 	createdAt := uuidTime(id)
@@ -360,7 +366,7 @@ func readDelivery(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (Delive
 	// One snapshot for both reads, so that attempt_count and the attempts
 	// agree even while an attempt is being recorded.
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries
+		rows, err := tx.Query(ctx, `SELECT `+columns+` FROM `+table+`
 			WHERE id = $1 AND created_at >= $2 AND created_at < $3`, id, createdAt, createdAt.Add(time.Millisecond))
 		if err != nil {
 			return err

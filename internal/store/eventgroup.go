@@ -121,9 +121,10 @@ const createFanOutsSQL = `
 const minFanOutGroup = 6
 
 // isFanOut reports whether a write can go in createFanOutsSQL: a fan-out
-// to every matching subscription, not a test event to one.
+// to every matching subscription, not a test event to one, nor a scheduled
+// event (createEventSQL alone has its rules).
 func isFanOut(w EventWrite) bool {
-	return w.To.SubscriptionID == nil && !w.To.Test
+	return w.To.SubscriptionID == nil && !w.To.Test && w.Event.DeliverAt == nil
 }
 
 // createFanOuts writes a group of fan-outs with createFanOutsSQL, as

@@ -30,6 +30,9 @@ type NewEvent struct {
 	Payload    json.RawMessage `json:"payload"`
 	// APIVersion overrides the merchant's pinned version when set.
 	APIVersion string `json:"api_version,omitempty"`
+	// DeliverAt, when set, is when the deliveries make their first attempt
+	// (a scheduled event).
+	DeliverAt *time.Time `json:"deliver_at,omitempty"`
 }
 
 // Audience says which subscriptions an event is delivered to.
@@ -233,15 +236,17 @@ func (s *Events) createEventsOneByOne(ctx context.Context, writes []EventWrite, 
 // so id and created_at agree without a round trip per subscription; its
 // last GroupSize bytes are the commit group's ($11) when it has one; $12
 // delays their first attempt (Audience.HeldUntil); $13 is the event's
-// traceparent. The
+// traceparent; $14 its deliver_at (a scheduled event: the deliveries' first
+// attempts are due then, outside any ordering line, and poll subscriptions,
+// whose readers would see it in their line at once, get none). The
 // outer join returns one row even when no subscription matches, to carry
 // the created flag.
 const createEventSQL = `
 		WITH g AS (
 			INSERT INTO event_ids (id, created_at) VALUES ($2, $3) ON CONFLICT DO NOTHING RETURNING id
 		), e AS (
-			INSERT INTO events (id, merchant_id, type, api_version, body, created_at, traceparent)
-			SELECT $2, $6, $4, $8, $9, $3, nullif($13, '') FROM g RETURNING id
+			INSERT INTO events (id, merchant_id, type, api_version, body, created_at, traceparent, deliver_at)
+			SELECT $2, $6, $4, $8, $9, $3, nullif($13, ''), $14 FROM g RETURNING id
 		), t AS (
 			-- A fan-out reaches disabled endpoints too, to record their
 			-- deliveries as skipped. The key value orders the delivery only if
@@ -254,10 +259,11 @@ const createEventSQL = `
 			CROSS JOIN LATERAL (SELECT $7::uuid IS NULL AND s.status = 'disabled' AS skip) sk
 			LEFT JOIN LATERAL (
 				SELECT convert_from($9, 'UTF8')::jsonb #>> string_to_array(s.ordering_key, '.') AS v
-				WHERE s.ordering_key IS NOT NULL AND NOT $5 AND NOT sk.skip
+				WHERE s.ordering_key IS NOT NULL AND NOT $5 AND NOT sk.skip AND $14::timestamptz IS NULL
 				  AND coalesce(s.destination->>'type' <> '` + pollDestination + `', true)
 			) o ON true
 			WHERE s.merchant_id = $6 AND s.deleted_at IS NULL
+			  AND ($14::timestamptz IS NULL OR coalesce(s.destination->>'type' <> '` + pollDestination + `', true))
 			  AND CASE WHEN $7::uuid IS NULL
 			           THEN (s.status = 'enabled' OR (s.status = 'disabled' AND s.kind = 'endpoint'))
 			                AND s.events && ARRAY[$4::text, '*']
@@ -282,7 +288,7 @@ const createEventSQL = `
 			RETURNING subscription_id, last
 		), d AS (
 			INSERT INTO deliveries (id, merchant_id, event_id, event_created_at, event_type, subscription_id,
-				status, test, attempt_count, next_attempt_at, created_at, updated_at, ordering_key, sequence, poll_position)
+				status, test, attempt_count, next_attempt_at, created_at, updated_at, ordering_key, sequence, poll_position, deliver_at)
 			SELECT encode(set_bit(set_bit(overlay(overlay(uuid_send(gen_random_uuid())
 					PLACING substring(int8send($1::bigint) FROM 3) FROM 1 FOR 6)
 					PLACING coalesce($11::bytea, substring(uuid_send(gen_random_uuid()) FROM 12 FOR 5)) FROM 12 FOR 5),
@@ -292,8 +298,8 @@ const createEventSQL = `
 				-- A skipped delivery is due never; an ordered delivery behind
 				-- a pending one of its key waits, due at no time, until that
 				-- one ends; a poll delivery is never due: it is read.
-				CASE WHEN NOT t.skip AND NOT t.poll AND (k.last IS NULL OR k.last = k.head) THEN coalesce($12::timestamptz, $3::timestamptz) END,
-				$3, $3, k.key, k.last, p.last
+				CASE WHEN NOT t.skip AND NOT t.poll AND (k.last IS NULL OR k.last = k.head) THEN coalesce($12::timestamptz, $14::timestamptz, $3::timestamptz) END,
+				$3, $3, k.key, k.last, p.last, $14
 			FROM t CROSS JOIN e LEFT JOIN k ON k.subscription_id = t.id LEFT JOIN p ON p.subscription_id = t.id
 			RETURNING ` + deliveryColumns + `, ordering_key, sequence, poll_position
 		)
@@ -307,7 +313,7 @@ func createEventArgs(e Event, to Audience, group []byte) []any {
 		heldUntil = &to.HeldUntil
 	}
 	return []any{e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body, to.Matched,
-		group, heldUntil, e.TraceParent}
+		group, heldUntil, e.TraceParent, e.DeliverAt}
 }
 
 // scanCreatedEvent reads createEventSQL's rows: the deliveries created, and
@@ -371,10 +377,10 @@ func (s *Events) EventByID(ctx context.Context, id uuid.UUID) (Event, error) {
 	// event_ids gives created_at, so that the events lookup prunes to one
 	// partition.
 	err := s.pool.QueryRow(ctx, `
-		SELECT e.id, e.merchant_id, e.type, e.api_version, e.body, e.created_at
+		SELECT e.id, e.merchant_id, e.type, e.api_version, e.body, e.created_at, e.deliver_at
 		FROM event_ids i JOIN events e ON e.id = i.id AND e.created_at = i.created_at
 		WHERE i.id = $1`, id).
-		Scan(&e.ID, &e.MerchantID, &e.Type, &e.APIVersion, &e.Body, &e.CreatedAt)
+		Scan(&e.ID, &e.MerchantID, &e.Type, &e.APIVersion, &e.Body, &e.CreatedAt, &e.DeliverAt)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return Event{}, fmt.Errorf("event %s: %w", id, ErrNotFound)

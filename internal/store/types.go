@@ -180,6 +180,9 @@ type Event struct {
 	// attempt's lease (LeasedDelivery.TraceParent); reads of events leave
 	// it empty.
 	TraceParent string
+	// DeliverAt is when a scheduled event's deliveries make their first
+	// attempt; nil for an event delivered at once.
+	DeliverAt *time.Time
 }
 
 // DeliveryStatus is where a delivery stands (DESIGN.md).
@@ -193,6 +196,12 @@ const (
 	// DeliverySkipped is an event that matched a disabled subscription:
 	// kept, never attempted, until recover replays it.
 	DeliverySkipped DeliveryStatus = "skipped"
+	// DeliveryScheduled is how reads show a pending delivery of a scheduled
+	// event before its first attempt is recorded; it is stored as pending.
+	DeliveryScheduled DeliveryStatus = "scheduled"
+	// DeliveryCancelled is a scheduled delivery cancelled before its first
+	// attempt: never attempted.
+	DeliveryCancelled DeliveryStatus = "cancelled"
 )
 
 // Delivery is one event's series of attempts to one subscription.
@@ -228,6 +237,10 @@ type Delivery struct {
 	// attempt on, as the lease read it (retrypolicy.go): nil or an empty
 	// one means the engine's.
 	RetryPolicy *RetryPolicy
+	// DeliverAt is a scheduled event's deliver_at, as the lease of a
+	// scheduled attempt reads it (nil otherwise): its latency counts from
+	// then.
+	DeliverAt *time.Time
 }
 
 // AttemptStatus is the outcome of one attempt.

@@ -212,13 +212,14 @@ func (s *Views) eventList(merchantID string, f EventFilter, p Page) (listQuery, 
 		q.where("type = %s", f.Type)
 	}
 	if f.DeliveryStatus != "" {
-		q.residual(eventDeliveryStatus, f.DeliveryStatus)
+		cond, stored := storedStatus(f.DeliveryStatus)
+		q.residual(fmt.Sprintf(eventDeliveryStatus, cond), stored)
 	}
 	return q, q.bounds(s.listFrom(f.CreatedGTE), p)
 }
 
 // eventColumns is the column list scanEvent reads, in its order.
-const eventColumns = "id, merchant_id, type, api_version, body, created_at"
+const eventColumns = "id, merchant_id, type, api_version, body, created_at, deliver_at"
 
 // GetEvent returns one of the merchant's events. Another merchant's, or one
 // past retention, is ErrNotFound.
@@ -226,7 +227,7 @@ func (s *Views) GetEvent(ctx context.Context, merchantID string, id uuid.UUID) (
 	// event_ids gives created_at, so that the events lookup prunes to one
 	// partition.
 	rows, err := s.pool.Query(ctx, `
-		SELECT e.id, e.merchant_id, e.type, e.api_version, e.body, e.created_at
+		SELECT e.id, e.merchant_id, e.type, e.api_version, e.body, e.created_at, e.deliver_at
 		FROM event_ids i JOIN events e ON e.id = i.id AND e.created_at = i.created_at
 		WHERE i.id = $1 AND e.merchant_id = $2 AND e.created_at >= $3`, id, merchantID, s.retentionStart())
 	if err != nil {
@@ -241,7 +242,7 @@ func (s *Views) GetEvent(ctx context.Context, merchantID string, id uuid.UUID) (
 
 func scanEvent(row pgx.CollectableRow) (Event, error) {
 	var e Event
-	err := row.Scan(&e.ID, &e.MerchantID, &e.Type, &e.APIVersion, &e.Body, &e.CreatedAt)
+	err := row.Scan(&e.ID, &e.MerchantID, &e.Type, &e.APIVersion, &e.Body, &e.CreatedAt, &e.DeliverAt)
 	return e, err
 }
 
@@ -272,8 +273,9 @@ func (s *Views) ListDeliveries(ctx context.Context, merchantID string, f Deliver
 //   - status alone: deliveries_merchant_status_idx;
 //   - nothing: deliveries_merchant_idx.
 func (s *Views) deliveryList(merchantID string, f DeliveryFilter, p Page) (listQuery, error) {
-	q := listQuery{table: "deliveries", columns: deliveryColumns, limit: p.Limit + 1}
+	q := listQuery{table: shownDeliveries, columns: shownDeliveryColumns, limit: p.Limit + 1}
 	q.where("merchant_id = %s", merchantID)
+	status, stored := storedStatus(f.Status)
 	switch {
 	case f.EventID != nil:
 		q.where("event_id = %s", *f.EventID)
@@ -281,15 +283,15 @@ func (s *Views) deliveryList(merchantID string, f DeliveryFilter, p Page) (listQ
 			q.where("subscription_id = %s", *f.SubscriptionID)
 		}
 		if f.Status != "" {
-			q.where("status = %s", f.Status)
+			q.where(status, stored)
 		}
 	case f.SubscriptionID != nil:
 		q.where("subscription_id = %s", *f.SubscriptionID)
 		if f.Status != "" {
-			q.residual("status = %s", f.Status)
+			q.residual(status, stored)
 		}
 	case f.Status != "":
-		q.where("status = %s", f.Status)
+		q.where(status, stored)
 	}
 	return q, q.bounds(s.listFrom(f.CreatedGTE), p)
 }
@@ -327,7 +329,7 @@ func (s *Views) attachAttempts(ctx context.Context, ds []Delivery, from time.Tim
 // GetDelivery returns one of the merchant's deliveries with its attempts.
 // Another merchant's, or one past retention, is ErrNotFound.
 func (s *Views) GetDelivery(ctx context.Context, merchantID string, id uuid.UUID) (Delivery, error) {
-	d, err := readDelivery(ctx, s.pool, id)
+	d, err := readDeliveryFrom(ctx, s.pool, id, shownDeliveries, shownDeliveryColumns)
 	if err != nil {
 		return Delivery{}, err
 	}
@@ -338,4 +340,35 @@ func (s *Views) GetDelivery(ctx context.Context, merchantID string, id uuid.UUID
 		d.Attempts = []Attempt{}
 	}
 	return d, nil
+}
+
+// isScheduled is the condition, on a delivery row, that reads show it as
+// scheduled: a pending delivery of a scheduled event whose first attempt
+// is not recorded yet. It is stored as pending, so that leases, the
+// sweeper, drops and stats treat it as any delivery waiting for its due
+// time.
+const isScheduled = "status = 'pending' AND attempt_count = 0 AND deliver_at IS NOT NULL"
+
+// shownDeliveries is the deliveries table as merchants' reads see it: with
+// shown_status, the status a read shows (scheduled for isScheduled). A
+// plain subquery, which the planner pulls up, so reads keep their indexes.
+const shownDeliveries = "(SELECT *, CASE WHEN " + isScheduled + " THEN '" + string(DeliveryScheduled) +
+	"' ELSE status END AS shown_status FROM deliveries) deliveries"
+
+// shownDeliveryColumns is deliveryColumns with shown_status for status.
+const shownDeliveryColumns = `id, merchant_id, event_id, event_created_at, event_type, subscription_id,
+	shown_status, test, attempt_count, next_attempt_at, created_at, updated_at`
+
+// storedStatus is a delivery list's status filter as a condition on the
+// stored status (whose index serves it; %s stands for the stored value):
+// scheduled and pending are both stored as pending and told apart by
+// isScheduled.
+func storedStatus(shown DeliveryStatus) (cond string, stored DeliveryStatus) {
+	switch shown {
+	case DeliveryScheduled:
+		return "status = %s AND attempt_count = 0 AND deliver_at IS NOT NULL", DeliveryPending
+	case DeliveryPending:
+		return "status = %s AND (attempt_count > 0 OR deliver_at IS NULL)", DeliveryPending
+	}
+	return "status = %s", shown
 }

@@ -761,7 +761,7 @@ function deliveriesBrowser(fixed, { filters, showEndpoint }) {
 
   if (filters) {
     const status = h('select', { id: 'delivery-status' },
-      h('option', { value: '' }, 'Any'), ['pending', 'succeeded', 'failed', 'skipped', 'erased'].map((s) => h('option', { value: s }, s)));
+      h('option', { value: '' }, 'Any'), ['pending', 'scheduled', 'succeeded', 'failed', 'skipped', 'cancelled', 'erased'].map((s) => h('option', { value: s }, s)));
     const since = h('input', { id: 'delivery-since', type: 'datetime-local', step: '1' });
     const form = h('form', { class: 'inline', 'aria-label': 'Filter deliveries' },
       h('label', { for: 'delivery-status' }, 'Status', status),
