@@ -60,8 +60,10 @@ func retryPolicyArg(p *RetryPolicy) (*string, error) {
 // policy (table aliases d and s): the one it keeps if its first attempt
 // already took one, else its subscription's now, {} standing for the
 // engine's, so that from this lease on the delivery keeps it whatever
-// becomes of the subscription's.
+// becomes of the subscription's. The read gives NULL for {}: most
+// deliveries keep the engine's, and a NULL costs the lease no JSON
+// decoding.
 const (
 	pinRetryPolicy    = `retry_policy = coalesce(d.retry_policy, s.retry_policy, '{}'::jsonb)`
-	leasedRetryPolicy = `d.retry_policy`
+	leasedRetryPolicy = `nullif(d.retry_policy, '{}'::jsonb)`
 )
