@@ -55,6 +55,9 @@ type Audience struct {
 	// meanwhile; if the check dies first, its deliveries are swept after
 	// this instant and sent by a worker.
 	HeldUntil time.Time
+	// Except, when set, is left out of a fan-out: the subscription an
+	// operational event is about never receives it (no loops).
+	Except *uuid.UUID
 }
 
 // maxOrderingKeyValue bounds the key value of an ordered delivery, in
@@ -236,7 +239,8 @@ func (s *Events) createEventsOneByOne(ctx context.Context, writes []EventWrite, 
 // so id and created_at agree without a round trip per subscription; its
 // last GroupSize bytes are the commit group's ($11) when it has one; $12
 // delays their first attempt (Audience.HeldUntil); $13 is the event's
-// traceparent; $14 its deliver_at (a scheduled event: the deliveries' first
+// traceparent; $15 the subscription a fan-out leaves out (Audience.Except);
+// $14 its deliver_at (a scheduled event: the deliveries' first
 // attempts are due then, outside any ordering line, and poll subscriptions,
 // whose readers would see it in their line at once, get none). The
 // outer join returns one row even when no subscription matches, to carry
@@ -269,6 +273,7 @@ const createEventSQL = `
 			                AND s.events && ARRAY[$4::text, '*']
 			                AND (s.filter IS NULL OR s.id = ANY($10::uuid[]))
 			           ELSE s.id = $7::uuid END
+			  AND ($15::uuid IS NULL OR s.id <> $15::uuid)
 		), k AS (
 			-- Each ordered subscription's key takes its next sequence under
 			-- the key's row lock (taken in subscription order, as the end of
@@ -313,7 +318,7 @@ func createEventArgs(e Event, to Audience, group []byte) []any {
 		heldUntil = &to.HeldUntil
 	}
 	return []any{e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body, to.Matched,
-		group, heldUntil, e.TraceParent, e.DeliverAt}
+		group, heldUntil, e.TraceParent, e.DeliverAt, to.Except}
 }
 
 // scanCreatedEvent reads createEventSQL's rows: the deliveries created, and
