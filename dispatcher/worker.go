@@ -55,7 +55,7 @@ func newWorker(d *Dispatcher) (w *worker, err error) {
 	}
 	// The merchant hears of failures by e-mail (cfg.Notifier) and by
 	// operational events (d.Emitter), from the same hooks.
-	notifier := notify.Chain{cfg.Notifier, d.Emitter}
+	notifier := notify.Chain{d.Emitter, cfg.Notifier}
 	w.attempts, err = deliver.NewWorker(deliver.WorkerConfig{Deliveries: cfg.Store.Deliveries, ManualAttempts: cfg.Store.ManualAttempts,
 		Subscriptions: cfg.Store.Subscriptions, Listeners: cfg.Store.Listeners, Sealer: cfg.Sealer, Tasks: d.tasks, Redis: cfg.Redis,
 		Schedule: cfg.Schedule, Jitter: cfg.Jitter, RetryCap: cfg.TaskRetryCap, DeliveryTimeout: cfg.DeliveryTimeout,
