@@ -13,48 +13,49 @@ import (
 // skipped.
 type Chain []any
 
-// DeliveryFailed tells each notifier that has the hook (deliver.Notifier).
-func (c Chain) DeliveryFailed(ctx context.Context, d store.Delivery) {
+// The hooks a notifier of the chain may listen to.
+type (
+	deliveryFailer interface {
+		DeliveryFailed(context.Context, store.Delivery)
+	}
+	goneNotifier interface {
+		EndpointGone(context.Context, store.Delivery)
+	}
+	disableNotifier interface {
+		SubscriptionDisabled(context.Context, store.AutoDisabled, time.Duration)
+	}
+	expiryNotifier interface {
+		CertificateExpiring(context.Context, store.ExpiringCertificate, time.Time)
+	}
+)
+
+// each tells every notifier of c that listens to hook N.
+func each[N any](c Chain, tell func(N)) {
 	for _, n := range c {
-		if x, ok := n.(interface {
-			DeliveryFailed(context.Context, store.Delivery)
-		}); ok {
-			x.DeliveryFailed(ctx, d)
+		if x, ok := n.(N); ok {
+			tell(x)
 		}
 	}
 }
 
+// DeliveryFailed tells each notifier that has the hook (deliver.Notifier).
+func (c Chain) DeliveryFailed(ctx context.Context, d store.Delivery) {
+	each(c, func(n deliveryFailer) { n.DeliveryFailed(ctx, d) })
+}
+
 // EndpointGone tells each notifier that has the hook (deliver.GoneNotifier).
 func (c Chain) EndpointGone(ctx context.Context, d store.Delivery) {
-	for _, n := range c {
-		if x, ok := n.(interface {
-			EndpointGone(context.Context, store.Delivery)
-		}); ok {
-			x.EndpointGone(ctx, d)
-		}
-	}
+	each(c, func(n goneNotifier) { n.EndpointGone(ctx, d) })
 }
 
 // SubscriptionDisabled tells each notifier that has the hook
 // (maintain.DisableNotifier).
 func (c Chain) SubscriptionDisabled(ctx context.Context, d store.AutoDisabled, after time.Duration) {
-	for _, n := range c {
-		if x, ok := n.(interface {
-			SubscriptionDisabled(context.Context, store.AutoDisabled, time.Duration)
-		}); ok {
-			x.SubscriptionDisabled(ctx, d, after)
-		}
-	}
+	each(c, func(n disableNotifier) { n.SubscriptionDisabled(ctx, d, after) })
 }
 
 // CertificateExpiring tells each notifier that has the hook
 // (maintain.ExpiryNotifier).
 func (c Chain) CertificateExpiring(ctx context.Context, e store.ExpiringCertificate, now time.Time) {
-	for _, n := range c {
-		if x, ok := n.(interface {
-			CertificateExpiring(context.Context, store.ExpiringCertificate, time.Time)
-		}); ok {
-			x.CertificateExpiring(ctx, e, now)
-		}
-	}
+	each(c, func(n expiryNotifier) { n.CertificateExpiring(ctx, e, now) })
 }

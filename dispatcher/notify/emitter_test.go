@@ -39,6 +39,11 @@ func operational(t *testing.T, rcv *dispatchertest.Receiver) []received {
 	return out
 }
 
+// taking is a receiver that takes every delivery.
+func taking(t *testing.T) *dispatchertest.Receiver {
+	return dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+}
+
 // types lists the event types of evs.
 func types(evs []received) []string {
 	var out []string
@@ -55,10 +60,10 @@ func TestStateChangesReachOtherSubscriptionsOncePerChange(t *testing.T) {
 	t.Parallel()
 	e := dispatchertest.New(t)
 	ctx := context.Background()
-	rcvA := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
-	rcvB := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
-	a, _ := e.Subscribe("m1", rcvA.URL, "*")
+	rcvA, rcvB, rcvAll := taking(t), taking(t), taking(t)
+	a, _ := e.Subscribe("m1", rcvA.URL, "payout.paid", catalogue.EndpointDisabled, catalogue.EndpointEnabled)
 	b, _ := e.Subscribe("m1", rcvB.URL, catalogue.EndpointDisabled, catalogue.EndpointEnabled)
+	e.Subscribe("m1", rcvAll.URL, "*") // '*' names no operational type
 	d, _ := e.Dispatcher()
 	e.Run(d)
 
@@ -80,14 +85,17 @@ func TestStateChangesReachOtherSubscriptionsOncePerChange(t *testing.T) {
 		t.Errorf("payloads %+v", got)
 	}
 	if n := len(rcvA.Got()); n != 0 {
-		t.Errorf("A, subscribed to everything, got %d events about itself", n)
+		t.Errorf("A, subscribed to the operational types, got %d events about itself", n)
 	}
-	// B's own change reaches A (subscribed to *), not B.
+	// B's own change reaches A, not B.
 	em.Disabled(ctx, "m1", b.ID, notify.ByOperator, "Disabled by an operator.", nil)
 	e.WaitFor("A to hear of B", 5*time.Second, func() bool { return len(rcvA.Got()) == 1 })
 	e.WaitIdle()
 	if n := len(rcvB.Got()); n != len(want) {
 		t.Errorf("B got %d events, want still %d", n, len(want))
+	}
+	if n := len(rcvAll.Got()); n != 0 {
+		t.Errorf("a subscription to '*' got %d operational events", n)
 	}
 }
 
@@ -104,7 +112,7 @@ func TestExhaustedOncePerInterval(t *testing.T) {
 	t.Parallel()
 	e := dispatchertest.New(t)
 	rcvA := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusServiceUnavailable))
-	rcvB := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+	rcvB := taking(t)
 	a, _ := e.Subscribe("m1", rcvA.URL, "payout.paid", catalogue.DeliveryExhausted)
 	e.Subscribe("m1", rcvB.URL, catalogue.DeliveryExhausted)
 	counter := &afterEmitter{}
@@ -156,9 +164,8 @@ func TestTokenFailingAndCertificateExpiring(t *testing.T) {
 	t.Parallel()
 	e := dispatchertest.New(t)
 	ctx := context.Background()
-	rcvA := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
-	rcvB := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
-	a, _ := e.Subscribe("m1", rcvA.URL, "*")
+	rcvA, rcvB := taking(t), taking(t)
+	a, _ := e.Subscribe("m1", rcvA.URL, catalogue.TokenFailing, catalogue.CertificateExpiring)
 	e.Subscribe("m1", rcvB.URL, catalogue.TokenFailing, catalogue.CertificateExpiring)
 	d, clk := e.DispatcherAhead()
 	e.Run(d)

@@ -55,8 +55,11 @@ type Audience struct {
 	// meanwhile; if the check dies first, its deliveries are swept after
 	// this instant and sent by a worker.
 	HeldUntil time.Time
-	// Except, when set, is left out of a fan-out: the subscription an
-	// operational event is about never receives it (no loops).
+	// Except, when set, makes the fan-out an operational event's: the
+	// subscription it is about (Except) never receives it (no loops), and
+	// only subscriptions that name its type do ('*' does not, so that a
+	// handler written for the merchant's resources never meets one
+	// unasked).
 	Except *uuid.UUID
 }
 
@@ -270,7 +273,9 @@ const createEventSQL = `
 			  AND ($14::timestamptz IS NULL OR coalesce(s.destination->>'type' <> '` + pollDestination + `', true))
 			  AND CASE WHEN $7::uuid IS NULL
 			           THEN (s.status = 'enabled' OR (s.status = 'disabled' AND s.kind = 'endpoint'))
-			                AND s.events && ARRAY[$4::text, '*']
+			                -- An operational event (Except set) reaches only the
+			                -- subscriptions that name its type: '*' does not.
+			                AND s.events && CASE WHEN $15::uuid IS NULL THEN ARRAY[$4::text, '*'] ELSE ARRAY[$4::text] END
 			                AND (s.filter IS NULL OR s.id = ANY($10::uuid[]))
 			           ELSE s.id = $7::uuid END
 			  AND ($15::uuid IS NULL OR s.id <> $15::uuid)
