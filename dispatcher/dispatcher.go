@@ -391,7 +391,7 @@ func New(cfg Config) (*Dispatcher, error) {
 			return nil, err
 		}
 	}
-	emitter, err := notify.NewEmitter(notify.EmitterConfig{Publisher: pub, Claims: cfg.Store.EndpointHealth, Clock: cfg.Clock,
+	emitter, err := notify.NewEmitter(notify.EmitterConfig{Publisher: publish.NewOperational(pub), Claims: cfg.Store.EndpointHealth, Clock: cfg.Clock,
 		Logger: cfg.Logger})
 	if err != nil {
 		return nil, err

@@ -34,8 +34,8 @@ const ExhaustedInterval = time.Hour
 // next attempt is no news.
 const TokenFailingAfter = 10 * time.Minute
 
-// operationalPublisher publishes an operational event (publish.Publisher
-// is one).
+// operationalPublisher publishes an operational event
+// (publish.Operational is one).
 type operationalPublisher interface {
 	PublishOperational(ctx context.Context, merchantID, eventType string, about uuid.UUID, payload any) (store.Event, error)
 }
