@@ -200,3 +200,29 @@ func TestTokenFailingAndCertificateExpiring(t *testing.T) {
 		t.Errorf("A got %d events about itself", n)
 	}
 }
+
+// An endpoint answering 410 Gone disables its subscription, and the
+// merchant's other subscription hears of it, with the 410.
+func TestEndpointGoneAnnouncesTheDisable(t *testing.T) {
+	t.Parallel()
+	e := dispatchertest.New(t)
+	rcvA := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusGone))
+	rcvB := taking(t)
+	a, _ := e.Subscribe("m1", rcvA.URL, "payout.paid")
+	e.Subscribe("m1", rcvB.URL, catalogue.EndpointDisabled)
+	d, _ := e.Dispatcher()
+	e.Run(d)
+
+	e.Publish(d, "m1", "payout.paid")
+	e.WaitFor("B to hear of A's 410", 5*time.Second, func() bool { return len(rcvB.Got()) >= 1 })
+	e.WaitIdle()
+	got := operational(t, rcvB)
+	if len(got) != 1 || got[0].Type != catalogue.EndpointDisabled {
+		t.Fatalf("B got %v", types(got))
+	}
+	p := got[0].Data
+	last, _ := p["last_error"].(map[string]any)
+	if p["subscription_id"] != a.ID.String() || p["disabled_by"] != notify.ByEndpointGone || last["http_status"] != float64(410) {
+		t.Errorf("payload %+v", p)
+	}
+}
