@@ -94,8 +94,8 @@ func TestAsyncAPIDocumentServedPublicly(t *testing.T) {
 			t.Errorf("no message %s", typ)
 		}
 	}
-	if len(doc.Comp.Messages) != len(h.cfg.EventTypes)+1 {
-		t.Errorf("%d messages, want the %d configured types and ping.test", len(doc.Comp.Messages), len(h.cfg.EventTypes))
+	if want := len(h.cfg.EventTypes) + len(catalogue.Operational()) + 1; len(doc.Comp.Messages) != want {
+		t.Errorf("%d messages, want the %d configured types, the operational ones and ping.test", len(doc.Comp.Messages), len(h.cfg.EventTypes))
 	}
 }
 

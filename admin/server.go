@@ -108,6 +108,10 @@ type Config struct {
 	// Checker runs endpoint checks (POST …/check; publish.Checker is
 	// one); nil on a server that sends no checks itself.
 	Checker EndpointChecker
+	// Announcer publishes webhook_endpoint.disabled and .enabled when a
+	// merchant sets a subscription's status (dispatcher's Emitter); nil
+	// announces nothing.
+	Announcer StatusAnnouncer
 	// Poller reads poll subscriptions; nil answers their poll route 404.
 	Poller Poller
 	// Wakes is the process's shared Redis pub/sub connection
@@ -258,7 +262,8 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	changes := subscriptionChanges{registry: registry, store: st.Subscriptions, work: cfg.Publisher, logger: cfg.Logger, clock: clk}
+	changes := subscriptionChanges{registry: registry, store: st.Subscriptions, work: cfg.Publisher, logger: cfg.Logger, clock: clk,
+		announcer: cfg.Announcer}
 	return &Server{
 		respond: respond,
 		rules: requestRules{respond: respond, requireTLS: cfg.RequireHTTPS, trustedProxies: cfg.TrustedProxies,

@@ -24,6 +24,13 @@ type workDropper interface {
 	DropSubscription(ctx context.Context, merchantID string, subscriptionID uuid.UUID) error
 }
 
+// StatusAnnouncer tells a merchant's other subscriptions that one of its
+// subscriptions was disabled or enabled (notify.Emitter is one), once
+// per change of state.
+type StatusAnnouncer interface {
+	AnnounceStatus(ctx context.Context, merchantID string, id uuid.UUID, status store.SubscriptionStatus)
+}
+
 // subscriptionChanges is what both subscription surfaces, /v1 and the
 // legacy routes, do to a merchant's subscriptions beyond their JSON: the
 // registry's rules, dropping the waiting work of a subscription deleted or
@@ -40,11 +47,14 @@ type subscriptionChanges struct {
 	logger *slog.Logger
 	// clock judges an mtls certificate's expires_soon on read.
 	clock clock.Clock
+	// announcer is nil on a server that announces nothing.
+	announcer StatusAnnouncer
 }
 
 // update applies change and, when it leaves the subscription disabled,
 // ends its waiting work: its parked attempts would otherwise come up one
-// by one only to be abandoned.
+// by one only to be abandoned. A status set is announced to the
+// merchant's other subscriptions (operational events).
 func (c subscriptionChanges) update(ctx context.Context, merchantID string, id uuid.UUID, change subscriptions.Change) (store.Subscription, error) {
 	sub, err := c.registry.Update(ctx, merchantID, id, change)
 	if err != nil {
@@ -52,6 +62,10 @@ func (c subscriptionChanges) update(ctx context.Context, merchantID string, id u
 	}
 	if sub.Status == store.SubscriptionDisabled {
 		c.dropWork(ctx, merchantID, sub.ID)
+	}
+	if change.Status != nil && c.announcer != nil {
+		// The announcer's claim tells a change from a status set again.
+		c.announcer.AnnounceStatus(ctx, merchantID, sub.ID, sub.Status)
 	}
 	return sub, nil
 }

@@ -50,6 +50,7 @@ import (
 
 	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
+	"github.com/webhookd/webhookd/dispatcher/notify"
 	"github.com/webhookd/webhookd/dispatcher/poll"
 	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/dispatcher/queue"
@@ -330,6 +331,10 @@ type Dispatcher struct {
 	// Poller's long polls wait on it, and so do the listen connections
 	// of the API server it is given to (admin.Config.Wakes).
 	Wakes *queue.WakeHub
+	// Emitter publishes the operational events of the merchants'
+	// subscriptions (webhook_endpoint.disabled…): the worker's hooks tell
+	// it, and so do the API's changes of a subscription's status.
+	Emitter *notify.Emitter
 
 	cfg     Config
 	tasks   *queue.Enqueuer
@@ -386,7 +391,13 @@ func New(cfg Config) (*Dispatcher, error) {
 			return nil, err
 		}
 	}
+	emitter, err := notify.NewEmitter(notify.EmitterConfig{Publisher: publish.NewOperational(pub), Claims: cfg.Store.EndpointHealth, Clock: cfg.Clock,
+		Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
 	return &Dispatcher{
+		Emitter:     emitter,
 		Wakes:       wakes,
 		Poller:      poller,
 		Publisher:   pub,

@@ -12,6 +12,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/deliver"
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/dispatcher/maintain"
+	"github.com/webhookd/webhookd/dispatcher/notify"
 	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/store"
@@ -31,7 +32,7 @@ type worker struct {
 	maintainer *maintain.Maintainer
 	disabler   *maintain.AutoDisabler
 	replayer   *maintain.Replayer
-	// certExpiry is nil without a Notifier that sends its e-mails.
+	// certExpiry warns of expiring mtls certificates, by e-mail and event.
 	certExpiry *maintain.CertExpiry
 	// closers release what newWorker started, in order.
 	closers []func()
@@ -52,11 +53,14 @@ func newWorker(d *Dispatcher) (w *worker, err error) {
 	if cfg.Sandbox != nil {
 		transformer = deliver.NewTransformations(cfg.Sandbox, cfg.Store.Subscriptions)
 	}
+	// The merchant hears of failures by e-mail (cfg.Notifier) and by
+	// operational events (d.Emitter), from the same hooks.
+	notifier := notify.Chain{d.Emitter, cfg.Notifier}
 	w.attempts, err = deliver.NewWorker(deliver.WorkerConfig{Deliveries: cfg.Store.Deliveries, ManualAttempts: cfg.Store.ManualAttempts,
 		Subscriptions: cfg.Store.Subscriptions, Listeners: cfg.Store.Listeners, Sealer: cfg.Sealer, Tasks: d.tasks, Redis: cfg.Redis,
 		Schedule: cfg.Schedule, Jitter: cfg.Jitter, RetryCap: cfg.TaskRetryCap, DeliveryTimeout: cfg.DeliveryTimeout,
 		Sender: cfg.senderConfig(), Dialer: cfg.Dialer, Scheduler: cfg.schedulerConfig(), Recorder: cfg.Recorder,
-		Notifier: cfg.Notifier, Version: cfg.Version, Metrics: d.metrics, Clock: cfg.Clock, Logger: cfg.Logger,
+		Notifier: notifier, Version: cfg.Version, Metrics: d.metrics, Clock: cfg.Clock, Logger: cfg.Logger,
 		TracerProvider: cfg.TracerProvider, Transformer: transformer})
 	if err != nil {
 		return nil, err
@@ -74,20 +78,17 @@ func newWorker(d *Dispatcher) (w *worker, err error) {
 		Runtime: rt}); err != nil {
 		return nil, err
 	}
-	disableNotifier, _ := cfg.Notifier.(maintain.DisableNotifier)
 	if w.disabler, err = maintain.NewAutoDisabler(maintain.AutoDisablerConfig{Store: cfg.Store.EndpointHealth, After: cfg.AutoDisableAfter,
-		Notifier: disableNotifier, Runtime: rt}); err != nil {
+		Notifier: notifier, Runtime: rt}); err != nil {
 		return nil, err
 	}
 	if w.replayer, err = maintain.NewReplayer(maintain.ReplayerConfig{Store: cfg.Store.Replays, Tasks: d.tasks,
 		InFlight: cfg.ReplayInFlight, Runtime: rt}); err != nil {
 		return nil, err
 	}
-	if expiryNotifier, ok := cfg.Notifier.(maintain.ExpiryNotifier); ok {
-		if w.certExpiry, err = maintain.NewCertExpiry(maintain.CertExpiryConfig{Store: cfg.Store.EndpointHealth, Notifier: expiryNotifier,
-			Runtime: rt}); err != nil {
-			return nil, err
-		}
+	if w.certExpiry, err = maintain.NewCertExpiry(maintain.CertExpiryConfig{Store: cfg.Store.EndpointHealth, Notifier: notifier,
+		Runtime: rt}); err != nil {
+		return nil, err
 	}
 	return w, nil
 }

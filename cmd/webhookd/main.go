@@ -433,7 +433,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 
 	keyUsage := merchants.NewKeyUsage(st.APIKeys, st.Now, logger)
 	srv, err := admin.New(admin.Config{
-		Store: st, Redis: rc, Publisher: pipeline{d.Publisher, d.Redeliverer, d.Dropper}, Checker: d.Checker, Replays: d.Replays, Poller: d.Poller, Wakes: d.Wakes, Logger: logger, Registerer: reg, Gatherer: reg,
+		Store: st, Redis: rc, Publisher: pipeline{d.Publisher, d.Redeliverer, d.Dropper}, Checker: d.Checker, Replays: d.Replays, Announcer: d.Emitter, Poller: d.Poller, Wakes: d.Wakes, Logger: logger, Registerer: reg, Gatherer: reg,
 		Environment: cfg.Environment, Versions: cfg.versions, MasterKey: cfg.masterKey,
 		IngestToken: cfg.IngestToken, RequireHTTPS: cfg.requireHTTPS(), TrustedProxies: cfg.trustedProxies,
 		MaxBodyBytes: cfg.MaxBodyBytes, EventTypes: cfg.eventTypes(), MaxSubscriptions: cfg.MaxSubscriptions,

@@ -51,6 +51,12 @@ type Notifier interface {
 	DeliveryFailed(ctx context.Context, d store.Delivery)
 }
 
+// GoneNotifier, when the Notifier is one too, is told about a
+// subscription its endpoint's 410 Gone just disabled.
+type GoneNotifier interface {
+	EndpointGone(ctx context.Context, d store.Delivery)
+}
+
 // runnerDeliveries is what the Runner needs of the database's deliveries:
 // its leases and their ends, and the Dropper's ending of a gone
 // subscription's work.
@@ -451,7 +457,11 @@ func (r *Runner) observe(ctx context.Context, log *slog.Logger, o observed) {
 			r.metrics.DeliveriesFailed.Inc()
 			if r.cfg.Notifier != nil {
 				del.Status, del.AttemptCount, del.NextAttemptAt = store.DeliveryFailed, at.Number, nil
+				del.Attempts = []store.Attempt{rec.Attempt} // the last attempt, for its error and status
 				r.cfg.Notifier.DeliveryFailed(context.WithoutCancel(ctx), del)
+				if g, ok := r.cfg.Notifier.(GoneNotifier); ok && rec.DisableSubscription {
+					g.EndpointGone(context.WithoutCancel(ctx), del)
+				}
 			}
 		}
 	}

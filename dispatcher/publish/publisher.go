@@ -63,7 +63,7 @@ const (
 func RefusalRules() []string {
 	return []string{invalid.RuleMissing, merchants.RuleIDMalformed, ruleTypeReserved, ruleTypeUnknown,
 		rulePayloadNotObject, invalid.RuleTooLarge, rulePayloadNotJSON, ruleIDNotUUID, ruleAPIVersionUnknown,
-		ruleIDTaken, ruleTaskUnreadable, payloadschema.Rule, producer.RuleDeliverAtPast, producer.RuleDeliverAtTooFar}
+		ruleIDTaken, ruleTaskUnreadable, payloadschema.Rule, catalogue.RuleTypeOperational, producer.RuleDeliverAtPast, producer.RuleDeliverAtTooFar}
 }
 
 // testEventMessage is the message of every ping.test payload.

@@ -54,6 +54,8 @@ func (c Catalogue) Validate() error {
 		return errors.New("EventTypes is required")
 	case slices.Contains(c.names, TestType):
 		return fmt.Errorf("%s is reserved for send_test_event", TestType)
+	case slices.ContainsFunc(c.names, IsOperational):
+		return errors.New("the operational event types (webhook_endpoint.*, webhook_delivery.*) are webhookd's own: the vocabulary cannot hold them")
 	}
 	return nil
 }
@@ -66,20 +68,22 @@ func (c Catalogue) Names() []string { return slices.Clone(c.names) }
 func (c Catalogue) Publishable(t string) bool { return t != TestType && slices.Contains(c.names, t) }
 
 // Subscribable tells whether a subscription may name type t: every
-// publishable type is, TestType never (its events reach their subscription
-// whatever it names).
-func (c Catalogue) Subscribable(t string) bool { return c.Publishable(t) }
+// publishable type and every operational one is, TestType never (its
+// events reach their subscription whatever it names).
+func (c Catalogue) Subscribable(t string) bool { return c.Publishable(t) || IsOperational(t) }
 
 // IsTest tells whether t is TestType, which only webhookd itself sends.
 func IsTest(t string) bool { return t == TestType }
 
-// Stored tells whether an event of type t can be stored: a publishable type
-// or TestType.
-func (c Catalogue) Stored(t string) bool { return IsTest(t) || c.Publishable(t) }
+// Stored tells whether an event of type t can be stored: a publishable type,
+// an operational one or TestType.
+func (c Catalogue) Stored(t string) bool { return IsTest(t) || IsOperational(t) || c.Publishable(t) }
 
-// Entries returns the entries of the vocabulary (For), then Test: what
-// merchants are shown.
-func (c Catalogue) Entries() []EventType { return append(For(c.names), Test()) }
+// Entries returns the entries of the vocabulary (For), then the
+// operational types, then Test: what merchants are shown.
+func (c Catalogue) Entries() []EventType {
+	return append(append(For(c.names), Operational()...), Test())
+}
 
 // Example is the example payload of type t (see For).
 func (c Catalogue) Example(t string) json.RawMessage { return For([]string{t})[0].Example }
@@ -92,6 +96,8 @@ func (c Catalogue) CheckPublish(param, t string) *invalid.Error {
 		return invalid.Missing(param)
 	case IsTest(t):
 		return invalid.Value(param, RuleTypeReserved, unknownReserved(t))
+	case IsOperational(t):
+		return invalid.Value(param, RuleTypeOperational, operationalOnly(t))
 	case !c.Publishable(t):
 		return invalid.Value(param, RuleTypeUnknown, unknownReserved(t))
 	}
@@ -101,6 +107,12 @@ func (c Catalogue) CheckPublish(param, t string) *invalid.Error {
 // unknownReserved is the message of a type a producer may not publish.
 func unknownReserved(t string) string {
 	return fmt.Sprintf("Unknown event type %s; %s is reserved for send_test_event.", invalid.Quote(t), TestType)
+}
+
+// operationalOnly is the message of an operational type published or
+// triggered.
+func operationalOnly(t string) string {
+	return fmt.Sprintf("%s is an operational event type: only webhookd sends it, about a subscription.", t)
 }
 
 // CheckSubscribe is the refusal of type t in a subscription's events,
@@ -124,6 +136,9 @@ func (c Catalogue) CheckTrigger(param, t string) *invalid.Error {
 		// would be wrong: it goes to one endpoint, by its own route.
 		return invalid.Value(param, RuleTypeReserved, TestType+" is sent to one endpoint at a time: "+
 			"POST /v1/webhook_subscriptions/{id}/send_test_event. Trigger any other type GET /v1/event_types lists.")
+	}
+	if IsOperational(t) {
+		return invalid.Value(param, RuleTypeOperational, operationalOnly(t))
 	}
 	if !c.Publishable(t) {
 		return invalid.Value(param, RuleTypeUnknown, "Unknown event type "+invalid.Quote(t)+"; GET /v1/event_types lists them.")
@@ -256,11 +271,11 @@ func Names() []string {
 }
 
 // For returns the entries of the given types, in the order given: those
-// of Default as they are, and a type the operator added
+// of Default and Operational as they are, and a type the operator added
 // (WEBHOOKD_EVENT_TYPES) with a generic description, an empty example and
 // a schema of any object.
 func For(names []string) []EventType {
-	known := Default()
+	known := append(Default(), Operational()...)
 	out := make([]EventType, 0, len(names))
 	for _, n := range names {
 		i := slices.IndexFunc(known, func(t EventType) bool { return t.Name == n })

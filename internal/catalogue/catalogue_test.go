@@ -119,8 +119,9 @@ func TestCatalogueJudgesEveryUse(t *testing.T) {
 	if !c.Stored(catalogue.TestType) || c.Publishable(catalogue.TestType) || c.Subscribable(catalogue.TestType) {
 		t.Error("ping.test is stored, never published or subscribed to")
 	}
-	if got := c.Entries(); len(got) != 3 || got[2].Name != catalogue.TestType || got[0].Name != "payout.paid" {
-		t.Errorf("Entries = %+v", got)
+	if got := c.Entries(); len(got) != 8 || got[7].Name != catalogue.TestType || got[0].Name != "payout.paid" ||
+		got[2].Name != catalogue.EndpointDisabled {
+		t.Errorf("Entries has %d entries, want the vocabulary's, the 5 operational types, then ping.test", len(got))
 	}
 }
 
@@ -140,5 +141,45 @@ func TestValidateRefusesAnEmptyOrReservedVocabulary(t *testing.T) {
 	c.Names()[0] = catalogue.TestType
 	if !c.Publishable("payout.paid") {
 		t.Error("changing Names changed the catalogue")
+	}
+}
+
+// The operational types are webhookd's own: every deployment lists them,
+// merchants subscribe to them, producers can neither publish nor trigger
+// them, and no vocabulary may hold them.
+func TestOperationalTypesAreSubscribableNotPublishable(t *testing.T) {
+	c := catalogue.New([]string{"payout.paid"})
+	want := []string{"webhook_endpoint.disabled", "webhook_endpoint.enabled", "webhook_delivery.exhausted",
+		"webhook_endpoint.certificate_expiring", "webhook_endpoint.token_failing"}
+	var got []string
+	for _, et := range catalogue.Operational() {
+		got = append(got, et.Name)
+		if len(et.Schema) == 0 || !et.Subscribable || !strings.HasSuffix(et.Description, ".") {
+			t.Errorf("%s: entry %s", et.Name, et.Description)
+		}
+		if !strings.Contains(string(et.Schema), `"subscription_id":{"description"`) {
+			t.Errorf("%s: subscription_id did not take its shared definition: %s", et.Name, et.Schema)
+		}
+		if !c.Subscribable(et.Name) || c.Publishable(et.Name) || !c.Stored(et.Name) {
+			t.Errorf("%s: subscribable and stored, never published", et.Name)
+		}
+		if bad := c.CheckPublish("type", et.Name); bad == nil || bad.Rule != catalogue.RuleTypeOperational {
+			t.Errorf("%s: publish refusal %+v", et.Name, bad)
+		}
+		if bad := c.CheckTrigger("type", et.Name); bad == nil || bad.Rule != catalogue.RuleTypeOperational {
+			t.Errorf("%s: trigger refusal %+v", et.Name, bad)
+		}
+		if c.CheckSubscribe("events", et.Name) != nil {
+			t.Errorf("%s: not subscribable", et.Name)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Operational() = %v, want %v", got, want)
+	}
+	if catalogue.New([]string{"payout.paid", catalogue.DeliveryExhausted}).Validate() == nil {
+		t.Error("a vocabulary holding an operational type passed")
+	}
+	if string(c.Example(catalogue.EndpointEnabled)) == "{}" {
+		t.Error("an operational type's example is the generic one")
 	}
 }

@@ -122,9 +122,10 @@ const minFanOutGroup = 6
 
 // isFanOut reports whether a write can go in createFanOutsSQL: a fan-out
 // to every matching subscription, not a test event to one, nor a scheduled
-// event (createEventSQL alone has its rules).
+// event, nor an operational event that leaves one out (createEventSQL
+// alone has their rules; operational events are rare).
 func isFanOut(w EventWrite) bool {
-	return w.To.SubscriptionID == nil && !w.To.Test && w.Event.DeliverAt == nil
+	return w.To.SubscriptionID == nil && !w.To.Test && w.Event.DeliverAt == nil && w.To.Except == nil
 }
 
 // createFanOuts writes a group of fan-outs with createFanOutsSQL, as

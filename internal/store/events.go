@@ -55,6 +55,12 @@ type Audience struct {
 	// meanwhile; if the check dies first, its deliveries are swept after
 	// this instant and sent by a worker.
 	HeldUntil time.Time
+	// Except, when set, makes the fan-out an operational event's: the
+	// subscription it is about (Except) never receives it (no loops), and
+	// only subscriptions that name its type do ('*' does not, so that a
+	// handler written for the merchant's resources never meets one
+	// unasked).
+	Except *uuid.UUID
 }
 
 // maxOrderingKeyValue bounds the key value of an ordered delivery, in
@@ -236,7 +242,8 @@ func (s *Events) createEventsOneByOne(ctx context.Context, writes []EventWrite, 
 // so id and created_at agree without a round trip per subscription; its
 // last GroupSize bytes are the commit group's ($11) when it has one; $12
 // delays their first attempt (Audience.HeldUntil); $13 is the event's
-// traceparent; $14 its deliver_at (a scheduled event: the deliveries' first
+// traceparent; $15 the subscription a fan-out leaves out (Audience.Except);
+// $14 its deliver_at (a scheduled event: the deliveries' first
 // attempts are due then, outside any ordering line, and poll subscriptions,
 // whose readers would see it in their line at once, get none). The
 // outer join returns one row even when no subscription matches, to carry
@@ -266,9 +273,12 @@ const createEventSQL = `
 			  AND ($14::timestamptz IS NULL OR coalesce(s.destination->>'type' <> '` + pollDestination + `', true))
 			  AND CASE WHEN $7::uuid IS NULL
 			           THEN (s.status = 'enabled' OR (s.status = 'disabled' AND s.kind = 'endpoint'))
-			                AND s.events && ARRAY[$4::text, '*']
+			                -- An operational event (Except set) reaches only the
+			                -- subscriptions that name its type: '*' does not.
+			                AND s.events && CASE WHEN $15::uuid IS NULL THEN ARRAY[$4::text, '*'] ELSE ARRAY[$4::text] END
 			                AND (s.filter IS NULL OR s.id = ANY($10::uuid[]))
 			           ELSE s.id = $7::uuid END
+			  AND ($15::uuid IS NULL OR s.id <> $15::uuid)
 		), k AS (
 			-- Each ordered subscription's key takes its next sequence under
 			-- the key's row lock (taken in subscription order, as the end of
@@ -313,7 +323,7 @@ func createEventArgs(e Event, to Audience, group []byte) []any {
 		heldUntil = &to.HeldUntil
 	}
 	return []any{e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body, to.Matched,
-		group, heldUntil, e.TraceParent, e.DeliverAt}
+		group, heldUntil, e.TraceParent, e.DeliverAt, to.Except}
 }
 
 // scanCreatedEvent reads createEventSQL's rows: the deliveries created, and
