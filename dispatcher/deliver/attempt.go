@@ -57,6 +57,14 @@ type GoneNotifier interface {
 	EndpointGone(ctx context.Context, d store.Delivery)
 }
 
+// TokenNotifier, when the Notifier is one too, is told about each real
+// attempt that failed because its subscription's OAuth2 token endpoint
+// did (oauth_token), why in the merchant's words: a token endpoint
+// failing for long is news (webhook_endpoint.token_failing).
+type TokenNotifier interface {
+	TokenFailed(ctx context.Context, d store.Delivery, why string)
+}
+
 // runnerDeliveries is what the Runner needs of the database's deliveries:
 // its leases and their ends, and the Dropper's ending of a gone
 // subscription's work.
@@ -430,6 +438,11 @@ func (r *Runner) observe(ctx context.Context, log *slog.Logger, o observed) {
 		// The failure in its own words, for the operator: the record has
 		// the merchant's.
 		attrs = append(attrs, "cause", res.cause.Error())
+	}
+	if res.ErrCode != nil && *res.ErrCode == errOAuthToken && !del.Test && !developer {
+		if n, ok := r.cfg.Notifier.(TokenNotifier); ok {
+			n.TokenFailed(context.WithoutCancel(ctx), del, res.Body)
+		}
 	}
 	switch rec.Status {
 	case store.DeliverySucceeded:

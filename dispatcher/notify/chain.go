@@ -21,6 +21,9 @@ type (
 	goneNotifier interface {
 		EndpointGone(context.Context, store.Delivery)
 	}
+	tokenNotifier interface {
+		TokenFailed(context.Context, store.Delivery, string)
+	}
 	disableNotifier interface {
 		SubscriptionDisabled(context.Context, store.AutoDisabled, time.Duration)
 	}
@@ -46,6 +49,11 @@ func (c Chain) DeliveryFailed(ctx context.Context, d store.Delivery) {
 // EndpointGone tells each notifier that has the hook (deliver.GoneNotifier).
 func (c Chain) EndpointGone(ctx context.Context, d store.Delivery) {
 	each(c, func(n goneNotifier) { n.EndpointGone(ctx, d) })
+}
+
+// TokenFailed tells each notifier that has the hook (deliver.TokenNotifier).
+func (c Chain) TokenFailed(ctx context.Context, d store.Delivery, why string) {
+	each(c, func(n tokenNotifier) { n.TokenFailed(ctx, d, why) })
 }
 
 // SubscriptionDisabled tells each notifier that has the hook

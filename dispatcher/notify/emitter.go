@@ -44,6 +44,9 @@ type operationalPublisher interface {
 // keeps each event to once per state change or interval.
 type emitterClaims interface {
 	ClaimOperational(ctx context.Context, subscriptionID uuid.UUID, kind, key string, interval time.Duration) (bool, error)
+	// TokenFailingSince notes a token failure and returns when its
+	// episode began, with the token URL.
+	TokenFailingSince(ctx context.Context, subscriptionID uuid.UUID) (time.Time, string, error)
 }
 
 // EmitterConfig is what the Emitter needs.
@@ -206,6 +209,23 @@ func (e *Emitter) CertificateExpiring(ctx context.Context, c store.ExpiringCerti
 	days := max(int(notAfter.Sub(now)/(24*time.Hour)), 0)
 	e.publish(ctx, c.MerchantID, c.SubscriptionID, catalogue.CertificateExpiring,
 		certificatePayload{SubscriptionID: c.SubscriptionID, NotAfter: notAfter, DaysLeft: days})
+}
+
+// TokenFailed hears of an attempt of d that failed because its
+// subscription's OAuth2 token endpoint did (deliver.TokenNotifier), notes
+// it, and announces webhook_endpoint.token_failing once the episode (the
+// failures since the subscription's last success) is TokenFailingAfter
+// old. why is the attempt's failure in the merchant's words.
+func (e *Emitter) TokenFailed(ctx context.Context, d store.Delivery, why string) {
+	if d.Test {
+		return
+	}
+	since, tokenURL, err := e.cfg.Claims.TokenFailingSince(ctx, d.SubscriptionID)
+	if err != nil {
+		e.logger.ErrorContext(ctx, "note a token failure", "subscription_id", d.SubscriptionID, "error", err)
+		return
+	}
+	e.TokenFailing(ctx, d.MerchantID, d.SubscriptionID, tokenURL, since, why)
 }
 
 // TokenFailing announces that the OAuth2 token endpoint at tokenURL of

@@ -1,6 +1,7 @@
 package notify_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -16,7 +17,9 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/notify"
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
+	"github.com/webhookd/webhookd/internal/testfixtures/tokenserver"
 )
 
 // received is the envelope of an operational event a receiver got.
@@ -224,5 +227,48 @@ func TestEndpointGoneAnnouncesTheDisable(t *testing.T) {
 	last, _ := p["last_error"].(map[string]any)
 	if p["subscription_id"] != a.ID.String() || p["disabled_by"] != notify.ByEndpointGone || last["http_status"] != float64(410) {
 		t.Errorf("payload %+v", p)
+	}
+}
+
+// The attempts of an OAuth2 endpoint whose token endpoint fails tell the
+// Emitter (deliver.TokenNotifier): nothing while the episode is young,
+// webhook_endpoint.token_failing at the merchant's other subscription once
+// the first failure is TokenFailingAfter old, and once only.
+func TestTokenFailingFromTheAttempts(t *testing.T) {
+	t.Parallel()
+	e := dispatchertest.New(t)
+	server := tokenserver.New(t, "webhookd", time.Now)
+	server.Failing(http.StatusServiceUnavailable)
+	rcvB := taking(t)
+	oauth2, tokenURL, clientID, secret := "oauth2_client_credentials", server.TokenURL(), "webhookd", "s3cret"
+	target := rcvB.URL + "/a"
+	a, _ := e.SubscribeDraft("m1", subscriptions.Draft{URL: &target, Events: []string{"payout.paid"},
+		Authentication: &subscriptions.AuthenticationInput{Type: &oauth2, TokenURL: &tokenURL, ClientID: &clientID, ClientSecret: &secret}})
+	e.Subscribe("m1", rcvB.URL, catalogue.TokenFailing)
+	d, clk := e.DispatcherAhead(func(c *dispatcher.Config) {
+		c.Schedule, c.MasterKey = dispatchertest.SlowSchedule, bytes.Repeat([]byte{7}, 32)
+	})
+	e.Run(d)
+
+	ev := e.Publish(d, "m1", "payout.paid")
+	del := e.Deliveries(ev.ID)[0]
+	// Each attempt's failure is told before the next attempt is parked:
+	// once the second is recorded, the first two were heard, young.
+	e.WaitFor("two failed attempts", 10*time.Second, func() bool { return len(e.Delivery(del.ID).Attempts) >= 2 })
+	var claimed int
+	if err := e.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM operational_claims WHERE subscription_id = $1 AND kind = $2`,
+		a.ID, store.ClaimTokenFailing).Scan(&claimed); err != nil || claimed != 0 {
+		t.Fatalf("token_failing claimed %d times (%v) while the episode was young", claimed, err)
+	}
+	clk.Set(notify.TokenFailingAfter + time.Minute)
+	e.WaitFor("a failed attempt past TokenFailingAfter", 20*time.Second, func() bool { return len(e.Delivery(del.ID).Attempts) >= 3 })
+	e.WaitFor("token_failing at B", 5*time.Second, func() bool { return len(operational(t, rcvB)) >= 1 })
+	e.WaitIdle()
+	got := operational(t, rcvB)
+	if len(got) != 1 || got[0].Type != catalogue.TokenFailing || got[0].Data["subscription_id"] != a.ID.String() {
+		t.Fatalf("B got %+v, want one token_failing about A", got)
+	}
+	if errs := dispatchertest.AttemptErrors(e.Delivery(del.ID)); errs[0] != "oauth_token" {
+		t.Errorf("A's attempts failed with %v, want oauth_token", errs)
 	}
 }

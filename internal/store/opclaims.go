@@ -68,3 +68,31 @@ func (s *EndpointHealth) claimEnabled(ctx context.Context, subscriptionID uuid.U
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// claimTokenFailingSince is the claim row whose claimed_at is when the
+// subscription's current token failing episode began (TokenFailingSince).
+const claimTokenFailingSince = "token_failing_since"
+
+// TokenFailingSince notes that an attempt of subscriptionID failed at now
+// because its OAuth2 token endpoint did, and returns when the failing
+// episode began, the first such failure since the subscription's last
+// success, with the token URL of its authentication (as its public
+// summary holds it). One statement, only on a failure: a success writes
+// nothing here, the subscription's last_success_at (which the record
+// keeps) ends the episode.
+func (s *EndpointHealth) TokenFailingSince(ctx context.Context, subscriptionID uuid.UUID) (time.Time, string, error) {
+	var since time.Time
+	var tokenURL string
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO operational_claims AS c (subscription_id, kind, key, claimed_at)
+		VALUES ($1, $2, '', $3)
+		ON CONFLICT (subscription_id, kind) DO UPDATE SET claimed_at = CASE
+			WHEN (SELECT last_success_at FROM subscriptions WHERE id = $1) >= c.claimed_at THEN excluded.claimed_at
+			ELSE c.claimed_at END
+		RETURNING claimed_at, (SELECT coalesce(authentication->>'token_url', '') FROM subscriptions WHERE id = $1)`,
+		subscriptionID, claimTokenFailingSince, s.Now()).Scan(&since, &tokenURL)
+	if err != nil {
+		return time.Time{}, "", fmt.Errorf("note the token failure of %s: %w", subscriptionID, err)
+	}
+	return since, tokenURL, nil
+}

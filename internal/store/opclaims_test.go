@@ -41,3 +41,40 @@ func TestClaimOperational(t *testing.T) {
 		}
 	}
 }
+
+// A token failing episode begins at the first failure after the
+// subscription's last success and lasts through the failures after it;
+// a success (the record's last_success_at) ends it, and the next failure
+// begins another.
+func TestTokenFailingSince(t *testing.T) {
+	base := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	clock := newTestClock(base)
+	st, ctx := newSubStore(t, store.WithClock(clock.Now))
+	sub := createSub(t, st, "m1", "*").ID
+	succeeded := func(at time.Time) {
+		if _, err := st.Pool().Exec(ctx, `UPDATE subscriptions SET last_success_at = $2 WHERE id = $1`, sub, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		name    string
+		advance time.Duration
+		success bool // a success just before this failure
+		since   time.Duration
+	}{
+		{"first failure", 0, false, 0},
+		{"failing on", 5 * time.Minute, false, 0},
+		{"still failing", 6 * time.Minute, false, 0},
+		{"a failure after a success", time.Minute, true, 12 * time.Minute},
+		{"failing on again", 30 * time.Minute, false, 12 * time.Minute},
+	} {
+		clock.Advance(step.advance)
+		if step.success {
+			succeeded(clock.Now().Add(-time.Second))
+		}
+		since, tokenURL, err := st.EndpointHealth.TokenFailingSince(ctx, sub)
+		if err != nil || !since.Equal(base.Add(step.since)) || tokenURL != "" {
+			t.Errorf("%s: since %v, %q, %v; want %v", step.name, since, tokenURL, err, base.Add(step.since))
+		}
+	}
+}
