@@ -91,8 +91,8 @@ export function transformationEditor(sub, ui, saved) {
     h('label', { for: 'transformation-code' }, 'Code', code),
     h('label', { for: 'transformation-enabled', class: 'inline' }, enabled, ' Run on deliveries'),
     h('div', { class: 'row' },
-      h('label', { for: 'transformation-event-type' }, 'Try it on the example of', eventType),
-      h('label', { for: 'transformation-event-id' }, 'Event id', eventID)),
+      h('label', { for: 'transformation-event-type', class: 'field' }, 'Try it on the example of', eventType),
+      h('label', { for: 'transformation-event-id', class: 'field' }, 'Event id', eventID)),
     actions, result);
 }
 
