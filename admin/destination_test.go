@@ -37,10 +37,11 @@ func TestDestination(t *testing.T) {
 	if r.Status != http.StatusOK || strings.Contains(string(r.Body), "s3cr3t") || !strings.Contains(string(r.Body), `"routing_key":"payouts"`) {
 		t.Fatalf("read: %d %s", r.Status, r.Body)
 	}
-	// A url alone leaves the broker destination as it is.
+	// A url alone is refused, naming url: the subscription's url is its
+	// destination's target, and taking it would change nothing.
 	r = h.do(request{Method: http.MethodPost, Path: "/v1/webhook_subscriptions/" + sub.ID, Key: key,
 		Body: map[string]any{"url": "https://example.com/h"}})
-	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"url":"amqps://shop:xxxxx@broker.example.com/prod"`) {
+	if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `"param":"url"`) {
 		t.Fatalf("update of url alone: %d %s", r.Status, r.Body)
 	}
 	// Back to an HTTP endpoint: the destination null and a url.

@@ -230,7 +230,7 @@ func checkSubscription(t *testing.T, h *harness, key string, sent []byte, r resp
 		Path: "/v1/webhook_subscriptions/" + *got.ID, Key: key}).Body)
 	for _, sub := range []subscriptionFields{got, stored} {
 		if in.URL != nil && (sub.URL == nil || *sub.URL != *in.URL) {
-			t.Errorf("url %v, sent %q", sub.URL, *in.URL)
+			t.Errorf("url %q, sent %q", deref(sub.URL), *in.URL)
 		}
 		if in.Events != nil {
 			var want []string
@@ -625,4 +625,12 @@ func FuzzMerchantPath(f *testing.F) {
 			t.Fatalf("path segment %q made merchant %q, want %q", segment, got, want)
 		}
 	})
+}
+
+// deref is *s, or "<nil>".
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

@@ -2,12 +2,15 @@ package subscriptions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/invalid"
@@ -223,4 +226,24 @@ func (g *Registry) destinationTarget(raw json.RawMessage, rawURL *string) (*stor
 			"A subscription whose destination is of type %s has no url: its deliveries go to the destination.", d.Type))
 	}
 	return g.sealDestination(d)
+}
+
+// checkURLIsHTTP refuses an update that sets url alone on a subscription
+// with a destination, whose url is the destination's target: taken, it
+// changed nothing, and the answer said it was done. Making such a
+// subscription an HTTP endpoint again is destination null with the url.
+func checkURLIsHTTP(ctx context.Context, st Store, merchantID string, id uuid.UUID, u store.SubscriptionUpdate) error {
+	if u.URL == nil || u.SetDestination {
+		return nil
+	}
+	cur, err := st.GetSubscription(ctx, merchantID, id)
+	if err != nil {
+		return err
+	}
+	if cur.Destination == nil {
+		return nil
+	}
+	return invalid.Value("url", "url_not_allowed", fmt.Sprintf(
+		"A subscription whose destination is of type %s has no url: send \"destination\": null with the url to make it an HTTP endpoint again.",
+		cur.Destination.Type()))
 }

@@ -283,6 +283,9 @@ func (g *Registry) Update(ctx context.Context, merchantID string, id uuid.UUID, 
 	if err := checkRetryPolicyDelivered(ctx, g.store, merchantID, id, u); err != nil {
 		return store.Subscription{}, err
 	}
+	if err := checkURLIsHTTP(ctx, g.store, merchantID, id, u); err != nil {
+		return store.Subscription{}, err
+	}
 	if c.SetTransformation {
 		if u.Transformation, err = g.changedTransformation(ctx, merchantID, id, c.Transformation, u); err != nil {
 			return store.Subscription{}, err
