@@ -152,13 +152,28 @@ type Producer struct {
 	client    *asynq.Client
 	inspector *asynq.Inspector
 	redis     redis.UniversalClient
+	// now is the core API's clock, which deliver_at is checked against.
+	now func() time.Time
+}
+
+// ProducerOption adjusts the Producer New makes.
+type ProducerOption func(*Producer)
+
+// WithClock makes the Producer read the time from now (a test's clock)
+// instead of the system's: deliver_at is checked against it.
+func WithClock(now func() time.Time) ProducerOption {
+	return func(p *Producer) { p.now = now }
 }
 
 // New returns a Producer that enqueues on the given Redis (the one
 // webhookd's workers use).
-func New(opt asynq.RedisConnOpt) *Producer {
+func New(opt asynq.RedisConnOpt, opts ...ProducerOption) *Producer {
 	rdb, _ := opt.MakeRedisClient().(redis.UniversalClient) // every asynq option makes one
-	return &Producer{client: asynq.NewClient(opt), inspector: asynq.NewInspector(opt), redis: rdb}
+	p := &Producer{client: asynq.NewClient(opt), inspector: asynq.NewInspector(opt), redis: rdb, now: time.Now}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
 // Close releases the Redis connections.
@@ -173,7 +188,7 @@ func (p *Producer) Close() error {
 // task of that id that asynq archived is run again: a re-publish is never
 // swallowed by a task that will not run.
 func (p *Producer) Publish(ctx context.Context, e Event) error {
-	task, err := newTask(ctx, &e)
+	task, err := newTask(ctx, &e, p.now())
 	if err != nil {
 		return err
 	}
@@ -248,9 +263,9 @@ func textRule(e *Event) *invalid.Error {
 // taskID is the asynq TaskID of an event's ingest task.
 func taskID(eventID string) string { return "e:" + eventID }
 
-// newTask builds the ingest task of e, giving it an id if it has none,
-// with ctx's trace context (TaskTrace).
-func newTask(ctx context.Context, e *Event) (*asynq.Task, error) {
+// newTask builds the ingest task of e at now (the core API's clock),
+// giving it an id if it has none, with ctx's trace context (TaskTrace).
+func newTask(ctx context.Context, e *Event, now time.Time) (*asynq.Task, error) {
 	if e.ID == "" {
 		id, err := uuid.NewV7()
 		if err != nil {
@@ -272,7 +287,7 @@ func newTask(ctx context.Context, e *Event) (*asynq.Task, error) {
 	}
 	// The core API's clock: the worker stores the event moments later, and
 	// delivers it at once if deliver_at passed meanwhile.
-	if bad := CheckDeliverAt(e.DeliverAt, time.Now()); bad != nil {
+	if bad := CheckDeliverAt(e.DeliverAt, now); bad != nil {
 		return nil, &Refused{Param: bad.Param, Rule: bad.Rule, Message: bad.Message}
 	}
 	b, err := json.Marshal(taskPayload{Event: e, TaskTrace: traceOf(ctx)})

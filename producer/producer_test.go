@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
@@ -135,5 +136,27 @@ func TestRefusal(t *testing.T) {
 	}
 	if got, err := p.Refusal(ctx, id); err != nil || got != nil {
 		t.Fatalf("Refusal once cleared = %+v, %v; want none", got, err)
+	}
+}
+
+// TestDeliverAtOnTheProducersClock: deliver_at is judged by the clock the
+// Producer is given: a time an hour ahead of the wall clock is refused by
+// a producer whose clock reads two hours ahead, and taken by one on the
+// system's.
+func TestDeliverAtOnTheProducersClock(t *testing.T) {
+	rd := storetest.NewRedis(t)
+	opt := asynq.RedisClientOpt{Network: "unix", Addr: rd.Socket}
+	ahead := producer.New(opt, producer.WithClock(func() time.Time { return time.Now().Add(2 * time.Hour) }))
+	t.Cleanup(func() { ahead.Close() })
+	wall := producer.New(opt)
+	t.Cleanup(func() { wall.Close() })
+	at := time.Now().Add(time.Hour)
+	e := producer.Event{MerchantID: "m1", Type: "payout.paid", Payload: json.RawMessage(`{}`), DeliverAt: &at}
+	var refused *producer.Refused
+	if err := ahead.Publish(context.Background(), e); !errors.As(err, &refused) || refused.Param != "deliver_at" {
+		t.Fatalf("deliver_at an hour behind the producer's clock: %v, want refused naming deliver_at", err)
+	}
+	if err := wall.Publish(context.Background(), e); err != nil {
+		t.Fatalf("deliver_at an hour ahead: %v", err)
 	}
 }
