@@ -150,6 +150,10 @@ type Config struct {
 	Clock clock.Clock
 	// SweepInterval is how often the sweeper runs; default 30 s.
 	SweepInterval time.Duration
+	// ScheduleShards is how many shards the schedule of attempts is
+	// spread over in Redis (queue.NewLanes); 0 means
+	// queue.DefaultScheduleShards. Every process must have the same.
+	ScheduleShards int
 	// SweepGrace is how overdue a delivery must be, and how long ago its
 	// lease must have lapsed, before the sweeper enqueues it again: it
 	// leaves alone tasks asynq is about to run and workers still recording
@@ -352,7 +356,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := queue.NewEnqueuer(cfg.Redis, cfg.leaseFor(), cfg.Clock)
+	tasks, err := queue.NewEnqueuer(cfg.Redis, cfg.leaseFor(), cfg.ScheduleShards, cfg.Clock)
 	if err != nil {
 		return nil, err
 	}

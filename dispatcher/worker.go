@@ -268,6 +268,14 @@ func (w *worker) run(ctx context.Context) error {
 		"subscription_concurrency", cfg.SubscriptionConcurrency, "delivery_timeout", cfg.DeliveryTimeout.String(),
 		"retry_schedule", cfg.Schedule.String())
 
+	// Attempts parked under another layout of the schedule (a build
+	// before its shards, another shard count) move into this one's shards
+	// before the sweep, which would otherwise take them for lost.
+	if moved, err := w.tasks.Lanes.Migrate(ctx); err != nil && ctx.Err() == nil {
+		w.logger.Error("move the schedule's attempts into its shards; the sweeper parks what is left", "moved", moved, "error", err)
+	} else if moved > 0 {
+		w.logger.Info("moved the schedule's attempts into its shards", "moved", moved, "shards", w.tasks.Lanes.Shards())
+	}
 	// The periodic jobs first run after one interval; run both now so that
 	// a restart picks up what a crash or a Redis flush left behind.
 	if _, err := w.sweeper.Sweep(ctx); err != nil && ctx.Err() == nil {

@@ -26,7 +26,7 @@ func TestGiveUpIsTheSameForEveryHandler(t *testing.T) {
 	t.Parallel()
 	rd := storetest.NewRedis(t)
 	opt := asynq.RedisClientOpt{Network: "unix", Addr: rd.Socket}
-	tasks, err := queue.NewEnqueuer(opt, time.Second, clock.System{})
+	tasks, err := queue.NewEnqueuer(opt, time.Second, 0, clock.System{})
 	if err != nil {
 		t.Fatal(err)
 	}

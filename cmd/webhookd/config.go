@@ -23,6 +23,7 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/destination/kinds"
@@ -70,6 +71,7 @@ type config struct {
 	PayloadValidation   string        `env:"WEBHOOKD_PAYLOAD_VALIDATION" envDefault:"off"`
 	LogLevel            slog.Level    `env:"WEBHOOKD_LOG_LEVEL" envDefault:"info"`
 	SweepInterval       time.Duration `env:"WEBHOOKD_SWEEP_INTERVAL" envDefault:"30s"`
+	ScheduleShards      int           `env:"WEBHOOKD_SCHEDULE_SHARDS" envDefault:"12"`
 	AutoDisableAfter    time.Duration `env:"WEBHOOKD_AUTO_DISABLE_AFTER" envDefault:"120h"`
 	StartupTimeout      time.Duration `env:"WEBHOOKD_STARTUP_TIMEOUT" envDefault:"2m"`
 	ListenerGrace       time.Duration `env:"WEBHOOKD_LISTENER_GRACE" envDefault:"30s"`
@@ -167,6 +169,9 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	}
 	if c.AutoDisableAfter < time.Hour {
 		return c, bad("WEBHOOKD_AUTO_DISABLE_AFTER", fmt.Errorf("must be at least 1h"))
+	}
+	if c.ScheduleShards < 1 || c.ScheduleShards > queue.MaxScheduleShards {
+		return c, bad("WEBHOOKD_SCHEDULE_SHARDS", fmt.Errorf("must be between 1 and %d", queue.MaxScheduleShards))
 	}
 	if c.SweepInterval < 100*time.Millisecond {
 		return c, bad("WEBHOOKD_SWEEP_INTERVAL", fmt.Errorf("must be at least 100ms"))

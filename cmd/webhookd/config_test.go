@@ -53,6 +53,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"WEBHOOKD_WORKER_CONCURRENCY", "0"},
 		{"WEBHOOKD_STARTUP_TIMEOUT", "-1s"},
 		{"WEBHOOKD_SWEEP_INTERVAL", "10ms"},
+		{"WEBHOOKD_SCHEDULE_SHARDS", "0"},
+		{"WEBHOOKD_SCHEDULE_SHARDS", "257"},
 		{"WEBHOOKD_ALLOW_HTTP_TARGETS", "perhaps"},
 		{"WEBHOOKD_EVENT_TYPES", "payout"},
 		{"WEBHOOKD_TLS_CERT", "/etc/cert.pem"},

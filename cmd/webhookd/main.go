@@ -420,7 +420,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		Store: st, Redis: cfg.asynqRedis(), Schedule: cfg.schedule, DeliveryTimeout: cfg.DeliveryTimeout,
 		AllowHTTPTargets: cfg.AllowHTTPTargets, AllowPrivateTargets: cfg.AllowPrivateTargets,
 		Concurrency: cfg.WorkerConcurrency, MerchantShare: cfg.MerchantShare, Sealer: sealer, MasterKey: cfg.masterKey, Notifier: notifier,
-		Logger: logger, Registerer: reg, DefaultAPIVersion: cfg.versions.Latest(), SweepInterval: cfg.SweepInterval, Version: version,
+		Logger: logger, Registerer: reg, DefaultAPIVersion: cfg.versions.Latest(), SweepInterval: cfg.SweepInterval, ScheduleShards: cfg.ScheduleShards, Version: version,
 		AutoDisableAfter: cfg.AutoDisableAfter,
 		EventTypes:       cfg.eventTypes(), MaxPayloadBytes: cfg.MaxPayloadBytes, VersionUsable: cfg.versions.Usable,
 		EgressProxy: cfg.egressProxy, TracerProvider: traces.Provider(), Kinds: cfg.kinds, Sandbox: sandbox,

@@ -307,7 +307,7 @@ func (r *Runner) attempt(ctx context.Context, at queue.Attempt, held *heldSlots)
 	if at.Trigger != store.TriggerManual && at.RateLimit != leased.RateLimit {
 		// The subscription's limit changed since the attempt was parked:
 		// its waiting attempts are paced by the new one from now on.
-		if err := r.tasks.Lanes.SetRate(ctx, leased.SubscriptionID, leased.RateLimit); err != nil {
+		if err := r.tasks.Lanes.SetRate(ctx, queue.MerchantLane(at), leased.SubscriptionID, leased.RateLimit); err != nil {
 			log.WarnContext(ctx, "update the schedule's rate limit", "error", err)
 		}
 	}

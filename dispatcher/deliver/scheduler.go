@@ -147,10 +147,13 @@ func NewScheduler(cfg SchedulerConfig, deps SchedulerDeps) (*Scheduler, error) {
 // Run fills the pool until ctx is done, then waits for the attempts in
 // flight to end (each has its own deadline).
 func (s *Scheduler) Run(ctx context.Context) {
+	idle := cmp.Or(s.cfg.IdleCheck, idleCheck)
+	watch := queue.NewShardWatch(s.lanes.Shards(), idle)
 	pubsub := s.redis.Subscribe(ctx, queue.WakeChannel)
 	defer func() { _ = pubsub.Close() }()
 	go func() {
-		for range pubsub.Channel() {
+		for msg := range pubsub.Channel() {
+			watch.Woken(msg.Payload)
 			signal(s.wake)
 		}
 	}()
@@ -169,11 +172,11 @@ func (s *Scheduler) Run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failures := 0
-	// heldBack: the last take left due work it could not start (a share,
-	// a cap, the reserve), so a slot that frees is worth a take; else only
-	// new work, a due time or the idle check is.
+	// heldBack: a take left due work it could not start (a share, a cap,
+	// the reserve) or a shard was woken and not read yet, so a slot that
+	// frees is worth a take; else only new work, a due time or the idle
+	// check is.
 	heldBack := true
-	idle := cmp.Or(s.cfg.IdleCheck, idleCheck)
 	for {
 		wait := idle
 		free, r := s.snapshot()
@@ -183,28 +186,38 @@ func (s *Scheduler) Run(ctx context.Context) {
 			heldBack = true
 		}
 		if free > 0 {
-			got, err := s.lanes.Take(ctx, queue.TakeRequest{Now: s.clock.Now(), Want: min(free, maxTake), Share: s.cfg.Share,
-				SubscriptionCap: s.cfg.SubscriptionCap, Lendable: max(0, free-s.cfg.Reserve), Held: s.cfg.Held}, r)
+			now := s.clock.Now()
+			look := watch.Due(now)
+			var got queue.Taken
+			var err error
+			if len(look.Shards) > 0 {
+				got, err = s.lanes.Take(ctx, queue.TakeRequest{Now: now, Want: min(free, maxTake), Share: s.cfg.Share,
+					SubscriptionCap: s.cfg.SubscriptionCap, Lendable: max(0, free-s.cfg.Reserve), Held: s.cfg.Held,
+					Shards: look.Shards}, r)
+				watch.Saw(look, got)
+			}
+			// What the shards that answered gave starts even when another
+			// could not be read (its Redis node away).
+			for _, it := range got.Items {
+				held := s.hold(it.Task)
+				run.inFlight.Go(func() { s.run1(ctx, it, held) })
+			}
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return
+			case len(got.Items) > 0:
+				failures = 0
+				continue
 			case err != nil:
 				failures++
 				wait = min(50*time.Millisecond<<min(failures, 5), idle)
 				s.logger.WarnContext(ctx, "take due attempts; trying again", "error", err, "retry_in", wait)
 			default:
 				failures = 0
-				heldBack = got.HeldBack
-				for _, it := range got.Items {
-					held := s.hold(it.Task)
-					run.inFlight.Go(func() { s.run1(ctx, it, held) })
-				}
-				if len(got.Items) > 0 {
-					continue
-				}
-				if !got.Next.IsZero() {
-					wait = min(max(got.Next.Sub(s.clock.Now()), time.Millisecond), idle)
-				}
+			}
+			heldBack = watch.HeldBack()
+			if next := watch.Next(); !next.IsZero() {
+				wait = min(wait, max(next.Sub(s.clock.Now()), time.Millisecond))
 			}
 		}
 		freed := s.freed

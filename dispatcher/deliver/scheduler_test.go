@@ -35,7 +35,7 @@ func newSchedulerProbe(t *testing.T, cfg SchedulerConfig, hangs ...string) *sche
 	rd := storetest.NewRedis(t)
 	rc := redis.NewClient(&redis.Options{Network: "unix", Addr: rd.Socket})
 	t.Cleanup(func() { _ = rc.Close() })
-	p := &schedulerProbe{t: t, lanes: queue.NewLanes(rc), now: map[string]int{}, most: map[string]int{}, ended: map[string]int{},
+	p := &schedulerProbe{t: t, lanes: queue.NewLanes(rc, 0), now: map[string]int{}, most: map[string]int{}, ended: map[string]int{},
 		release: map[string]chan bool{}}
 	hanging := map[string]bool{}
 	for _, m := range hangs {

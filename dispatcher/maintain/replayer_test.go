@@ -65,7 +65,7 @@ func TestReplayerResumesAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tasks, err := queue.NewEnqueuer(e.Cfg.Redis, time.Minute, clock.Func(clk.Now))
+	tasks, err := queue.NewEnqueuer(e.Cfg.Redis, time.Minute, 0, clock.Func(clk.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,32 +18,33 @@ import (
 	"github.com/webhookd/webhookd/internal/store"
 )
 
-// lanePrefix names every Redis key of the schedule. The braces are a
-// Cluster hash tag: the scripts touch several keys at once, and they must
-// all live on one shard.
-const lanePrefix = "{webhookd:lanes}"
-
 // WakeChannel is the Redis channel a push announces new work on, so
-// that idle workers take it at once instead of polling.
-const WakeChannel = lanePrefix + ":wake"
+// that idle workers take it at once instead of polling. The message names
+// the shard the work was parked in (wakeMessage); a worker told anything
+// else (a build from before the shards) looks in every shard.
+const WakeChannel = legacyPrefix + ":wake"
 
-// The schedule's Redis layout (lanes.lua and the scripts below keep it):
+// The schedule's Redis layout, in each shard P (lanes.lua and the scripts
+// below keep it; shards.go names the shards and the merchants in each):
 //
-//	{webhookd:lanes}:ready        ZSET merchant → round-robin stamp: merchants that may have due work
-//	{webhookd:lanes}:wait         ZSET merchant → ms when its first parked work is due
-//	{webhookd:lanes}:tick         counter of round-robin stamps
-//	{webhookd:lanes}:m:M:ready    ZSET subscription → stamp: merchant M's subscriptions with due work
-//	{webhookd:lanes}:m:M:wait     ZSET subscription → ms when it has due work again
-//	{webhookd:lanes}:s:S          ZSET attempt id → due ms: the attempts parked for subscription S
-//	                              (S/manual: its manual attempts, outside its rate limit)
-//	{webhookd:lanes}:p:S          HASH attempt id → attempt task (JSON)
-//	{webhookd:lanes}:r:S          HASH rate (deliveries/s), next (ms of the next turn)
-//	{webhookd:lanes}:stats        HASH parked: how many attempts are parked in all
-//	{webhookd:lanes}:taken        ZSET attempt id → ms taken: attempts taken lately, not yet leased perhaps
+//	P:ready        ZSET merchant → round-robin stamp: merchants that may have due work
+//	P:wait         ZSET merchant → ms when its first parked work is due
+//	P:tick         counter of round-robin stamps
+//	P:m:M:ready    ZSET subscription → stamp: merchant M's subscriptions with due work
+//	P:m:M:wait     ZSET subscription → ms when it has due work again
+//	P:s:S          ZSET attempt id → due ms: the attempts parked for subscription S
+//	               (S/manual: its manual attempts, outside its rate limit)
+//	P:p:S          HASH attempt id → attempt task (JSON)
+//	P:r:S          HASH rate (deliveries/s), next (ms of the next turn)
+//	P:stats        HASH parked: how many attempts are parked in all
+//	P:taken        ZSET attempt id → ms taken: attempts taken lately, not yet leased perhaps
 //
-// Work is taken round-robin over merchants, then round-robin over the
+// A merchant's attempts all live in one shard (shardOf). Within a shard,
+// work is taken round-robin over merchants, then round-robin over the
 // merchant's subscriptions, then in due order within a subscription: a
 // merchant's backlog is one entry in the merchant ring however long it is.
+// Across shards a take spreads its slots over the shards with due work,
+// starting from a different one each time (Take, ShardWatch).
 //
 //go:embed lanes.lua
 var laneLibrary string
@@ -60,12 +63,33 @@ var (
 // push retries and take what is due. Nothing in it is the only copy of
 // anything: each attempt is a pending delivery in Postgres, and the
 // sweeper pushes again what Redis lost.
+//
+// It is spread over shards, each under a hash tag of its own, so that a
+// Redis Cluster spreads the schedule over its masters; every process of
+// an installation must be configured with the same number of shards.
 type Lanes struct {
 	redis redis.UniversalClient
+	// prefixes name each shard's keys.
+	prefixes []string
 }
 
-// NewLanes returns the schedule kept on rdb.
-func NewLanes(rdb redis.UniversalClient) *Lanes { return &Lanes{redis: rdb} }
+// NewLanes returns the schedule kept on rdb, spread over shards shards
+// (below 1: DefaultScheduleShards; above MaxScheduleShards: that many).
+func NewLanes(rdb redis.UniversalClient, shards int) *Lanes {
+	if shards < 1 {
+		shards = DefaultScheduleShards
+	}
+	return &Lanes{redis: rdb, prefixes: shardPrefixes(min(shards, MaxScheduleShards))}
+}
+
+// Shards is how many shards the schedule is spread over.
+func (l *Lanes) Shards() int { return len(l.prefixes) }
+
+// prefixOf is the key prefix of the shard merchant lane m lives in.
+func (l *Lanes) prefixOf(m string) string { return l.prefixes[shardOf(m, len(l.prefixes))] }
+
+// wakeMessage is what a push into shard k publishes on WakeChannel.
+func wakeMessage(k int) string { return "shard:" + strconv.Itoa(k) }
 
 // LaneItem is one attempt pushed to or taken from the schedule.
 type LaneItem struct {
@@ -80,14 +104,16 @@ type LaneItem struct {
 }
 
 // Push parks attempts until they are due, each under its merchant and
-// subscription, and wakes the workers. It returns how many were added (an
-// id already parked is not).
+// subscription in its merchant's shard, and wakes the workers. It returns
+// how many were added (an id already parked is not).
 func (l *Lanes) Push(ctx context.Context, items ...LaneItem) (int, error) {
 	if len(items) == 0 {
 		return 0, nil
 	}
-	args := make([]any, 0, 1+8*len(items))
-	args = append(args, lanePrefix)
+	// One script per shard the items fall in: a publish's attempts are one
+	// merchant's, so one shard.
+	byShard := map[int][]any{}
+	var order []int
 	for _, it := range items {
 		payload, err := json.Marshal(it.Task)
 		if err != nil {
@@ -98,14 +124,24 @@ func (l *Lanes) Push(ctx context.Context, items ...LaneItem) (int, error) {
 			rate = "0" // outside the subscription's rate limit
 		}
 		size, wait := laneBatch(it.Task)
-		args = append(args, MerchantLane(it.Task), subscriptionLane(it.Task), it.ID,
+		m := MerchantLane(it.Task)
+		k := shardOf(m, len(l.prefixes))
+		if _, ok := byShard[k]; !ok {
+			order = append(order, k)
+			byShard[k] = []any{l.prefixes[k], WakeChannel, wakeMessage(k)}
+		}
+		byShard[k] = append(byShard[k], m, subscriptionLane(it.Task), it.ID,
 			strconv.FormatInt(it.Task.Due.UnixMilli(), 10), rate, payload, size, wait)
 	}
-	n, err := pushScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, args...).Int()
-	if err != nil {
-		return 0, fmt.Errorf("park %d attempts: %w", len(items), err)
+	added := 0
+	for _, k := range order {
+		n, err := pushScript.Run(ctx, l.redis, []string{l.prefixes[k] + ":ready"}, byShard[k]...).Int()
+		if err != nil {
+			return added, fmt.Errorf("park %d attempts: %w", len(items), err)
+		}
+		added += n
 	}
-	return n, nil
+	return added, nil
 }
 
 // MerchantLane is the merchant an attempt is scheduled under; a task from
@@ -144,6 +180,32 @@ type Running struct {
 	Unlendable map[string]bool
 }
 
+// clone is a copy of r a take may count in.
+func (r Running) clone() Running {
+	return Running{Merchants: maps.Clone(r.Merchants), SubscriptionRoom: maps.Clone(r.SubscriptionRoom),
+		Unlendable: r.Unlendable}
+}
+
+// count counts units taken as running, as the take script does within one
+// call, so that the next round of a take over shards weighs them.
+func (r *Running) count(units []LaneItem, subscriptionCap int) {
+	if r.Merchants == nil {
+		r.Merchants = map[string]int{}
+	}
+	if r.SubscriptionRoom == nil {
+		r.SubscriptionRoom = map[string]int{}
+	}
+	for _, u := range units {
+		r.Merchants[MerchantLane(u.Task)]++
+		lane := subscriptionLane(u.Task)
+		room, ok := r.SubscriptionRoom[lane]
+		if !ok {
+			room = subscriptionCap
+		}
+		r.SubscriptionRoom[lane] = room - 1
+	}
+}
+
 // TakeRequest bounds one take.
 type TakeRequest struct {
 	// Now is the schedule's time.
@@ -161,26 +223,185 @@ type TakeRequest struct {
 	// lent to a merchant beyond its share (the free slots less the reserve
 	// kept for others).
 	Lendable int
+	// Shards are the shards to look in, the first first (ShardWatch.Due);
+	// nil: every shard.
+	Shards []int
 }
 
 // Taken is what one take handed over.
 type Taken struct {
 	// Items are the attempts taken.
 	Items []LaneItem
-	// Next is when the next parked attempt is due (zero: none is parked).
+	// Next is when the next parked attempt is due in the shards looked in
+	// (zero: none is parked there).
 	Next time.Time
-	// HeldBack tells that due work was left in the schedule (over a share,
-	// a cap or the reserve): a slot that frees may take it. Without it,
-	// only new work or Next can give a take anything.
+	// HeldBack tells that due work was left in a shard looked in (over a
+	// share, a cap or the reserve): a slot that frees may take it. Without
+	// it, only new work or Next can give a take anything.
+	HeldBack bool
+	// Looked is what each shard looked in said of itself; a shard that
+	// could not be read (its Redis node away) is not among them.
+	Looked []ShardLook
+}
+
+// ShardLook is what a take saw of one shard.
+type ShardLook struct {
+	Shard int
+	// Next is when its next parked attempt is due (zero: none).
+	Next time.Time
+	// HeldBack tells that due work was left in it.
 	HeldBack bool
 }
 
-// Take takes up to req.Want due attempts, round-robin over merchants with
-// due work: first those under their share, then, with slots to lend,
-// those over it.
+// Take takes up to req.Want due attempts from the shards req.Shards names.
+// Within a shard it goes round-robin over merchants with due work: first
+// those under their share, then, with slots to lend, those over it. Across
+// shards, each is first offered its part of the slots (one pipelined round
+// trip for all of them), then what is left goes to those that used their
+// whole part, in order. A shard that cannot be read is skipped and its
+// error returned with what the others gave: one Redis node away stops
+// only the merchants it holds.
 func (l *Lanes) Take(ctx context.Context, req TakeRequest, r Running) (Taken, error) {
+	shards := req.Shards
+	if shards == nil {
+		shards = l.all()
+	}
+	order := shards
+	var out Taken
+	var errs []error
+	looks := map[int]ShardLook{}
+	// Rounds: each shard still in play is offered its part of the slots
+	// left and of what may still be lent (one pipelined round trip for
+	// all), so that a take of few slots spreads over the shards with due
+	// work. A shard stays in play while it used its whole part and still
+	// had due work left: a part of nothing, when the slots were fewer than
+	// the shards, is a part too.
+	taken, lent := 0, 0
+	r = r.clone()
+	for len(shards) > 0 && taken < req.Want {
+		round := req
+		round.Lendable = max(0, req.Lendable-lent)
+		parts, lends := split(req.Want-taken, len(shards)), split(round.Lendable, len(shards))
+		// The next round offers the shards that got nothing this one
+		// first: with few slots left they are the ones owed a turn.
+		var owed, again []int
+		for i, res := range l.takeShards(ctx, round, r, shards, parts, lends) {
+			if res.err != nil {
+				errs = append(errs, res.err)
+				continue
+			}
+			looks[shards[i]] = res.look
+			out.Items = append(out.Items, res.items...)
+			taken += len(res.items)
+			lent += min(len(res.items), lends[i])
+			r.count(res.items, req.SubscriptionCap)
+			switch {
+			case len(res.items) < parts[i] || !res.look.HeldBack:
+			case parts[i] == 0:
+				owed = append(owed, shards[i])
+			default:
+				again = append(again, shards[i])
+			}
+		}
+		shards = append(owed, again...)
+	}
+	for _, k := range order {
+		look, ok := looks[k]
+		if !ok {
+			continue
+		}
+		out.Looked = append(out.Looked, look)
+		out.HeldBack = out.HeldBack || look.HeldBack
+		if !look.Next.IsZero() && (out.Next.IsZero() || look.Next.Before(out.Next)) {
+			out.Next = look.Next
+		}
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("take due attempts: %w", errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// all is every shard, in order.
+func (l *Lanes) all() []int {
+	out := make([]int, len(l.prefixes))
+	for k := range out {
+		out[k] = k
+	}
+	return out
+}
+
+// split shares n out over parts as evenly as it goes, the first ones
+// getting what does not divide.
+func split(n, parts int) []int {
+	out := make([]int, parts)
+	for i := range out {
+		out[i] = n / parts
+		if i < n%parts {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// shardTake is one shard's answer to a take.
+type shardTake struct {
+	items []LaneItem
+	look  ShardLook
+	err   error
+}
+
+// takeShards runs the take script in each shard with its want and
+// lendable, pipelined: one round trip to each Redis node whatever the
+// number of shards.
+func (l *Lanes) takeShards(ctx context.Context, req TakeRequest, r Running, shards, wants, lendables []int) []shardTake {
+	out := make([]shardTake, len(shards))
+	run := func() []*redis.Cmd {
+		cmds := make([]*redis.Cmd, len(shards))
+		pipe := l.redis.Pipeline()
+		for i, k := range shards {
+			cmds[i] = takeScript.EvalSha(ctx, pipe, []string{l.prefixes[k] + ":ready"},
+				takeArgs(l.prefixes[k], req, r, wants[i], lendables[i])...)
+		}
+		_, _ = pipe.Exec(ctx) // each command's error is read below
+		return cmds
+	}
+	cmds := run()
+	if slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return redis.HasErrorPrefix(c.Err(), "NOSCRIPT") }) {
+		// A node that has not seen the script yet (new, restarted, or a
+		// replica just promoted): load it everywhere and take again.
+		if err := takeScript.Load(ctx, l.redis).Err(); err != nil {
+			for i := range out {
+				out[i].err = fmt.Errorf("load the take script: %w", err)
+			}
+			return out
+		}
+		cmds = run()
+	}
+	for i, cmd := range cmds {
+		res, err := cmd.Slice()
+		switch {
+		case err != nil:
+			out[i].err = fmt.Errorf("shard %d: %w", shards[i], err)
+		case len(res) < 2:
+			out[i].err = fmt.Errorf("shard %d: short answer", shards[i])
+		default:
+			out[i].look.Shard = shards[i]
+			if ms, _ := res[0].(int64); ms > 0 {
+				out[i].look.Next = time.UnixMilli(ms)
+			}
+			more, _ := res[1].(int64)
+			out[i].look.HeldBack = more == 1
+			out[i].items = takenUnits(res[2:])
+		}
+	}
+	return out
+}
+
+// takeArgs are the take script's arguments in shard prefix.
+func takeArgs(prefix string, req TakeRequest, r Running, want, lendable int) []any {
 	args := make([]any, 0, 16+2*len(r.Merchants)+2*len(r.SubscriptionRoom)+len(r.Unlendable))
-	args = append(args, lanePrefix, req.Now.UnixMilli(), req.Want, req.Share, req.SubscriptionCap, req.Lendable,
+	args = append(args, prefix, req.Now.UnixMilli(), want, req.Share, req.SubscriptionCap, lendable,
 		// Merchants scanned per pass: those running here (at their share,
 		// or with every subscription at its cap) may sit at the ring's
 		// head without being takeable, and a few more behind them.
@@ -196,28 +417,15 @@ func (l *Lanes) Take(ctx context.Context, req TakeRequest, r Running) (Taken, er
 	for s := range r.Unlendable {
 		args = append(args, s)
 	}
-	res, err := takeScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, args...).Slice()
-	if err != nil {
-		return Taken{}, fmt.Errorf("take due attempts: %w", err)
-	}
-	if len(res) < 2 {
-		return Taken{}, errors.New("take due attempts: short answer")
-	}
-	var out Taken
-	if ms, _ := res[0].(int64); ms > 0 {
-		out.Next = time.UnixMilli(ms)
-	}
-	more, _ := res[1].(int64)
-	out.HeldBack = more == 1
-	out.Items = takenUnits(res[2:])
-	return out, nil
+	return args
 }
 
 // Drop removes every attempt parked for a subscription (deleted,
 // disabled, an ended listener), manual ones included, and returns how many
 // there were.
 func (l *Lanes) Drop(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (int, error) {
-	n, err := dropScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, lanePrefix, merchantID,
+	prefix := l.prefixOf(merchantID)
+	n, err := dropScript.Run(ctx, l.redis, []string{prefix + ":ready"}, prefix, merchantID,
 		subscriptionID.String(), subscriptionID.String()+manualLane).Int()
 	if err != nil {
 		return 0, fmt.Errorf("drop the attempts of subscription %s: %w", subscriptionID, err)
@@ -236,8 +444,9 @@ func (l *Lanes) Held(ctx context.Context, items []LaneItem, since time.Time) ([]
 	parked := make([]*redis.FloatCmd, len(items))
 	taken := make([]*redis.FloatCmd, len(items))
 	for i, it := range items {
-		parked[i] = pipe.ZScore(ctx, lanePrefix+":s:"+subscriptionLane(it.Task), it.ID)
-		taken[i] = pipe.ZScore(ctx, lanePrefix+":taken", it.ID)
+		prefix := l.prefixOf(MerchantLane(it.Task))
+		parked[i] = pipe.ZScore(ctx, prefix+":s:"+subscriptionLane(it.Task), it.ID)
+		taken[i] = pipe.ZScore(ctx, prefix+":taken", it.ID)
 	}
 	_, _ = pipe.Exec(ctx) // each command's error is read below
 	out := make([]bool, len(items))
@@ -265,19 +474,26 @@ type Stats struct {
 	OldestDue time.Duration
 }
 
-// Stats reads the schedule's state in one script.
+// Stats reads the schedule's state, one script per shard.
 func (l *Lanes) Stats(ctx context.Context, now time.Time) (Stats, error) {
-	v, err := statsScript.Run(ctx, l.redis, []string{lanePrefix + ":ready"}, lanePrefix, now.UnixMilli()).Int64Slice()
-	if err != nil || len(v) != 4 {
-		return Stats{}, fmt.Errorf("read the schedule's state: %w", cmp.Or(err, errors.New("unexpected answer")))
+	var out Stats
+	for _, prefix := range l.prefixes {
+		v, err := statsScript.Run(ctx, l.redis, []string{prefix + ":ready"}, prefix, now.UnixMilli()).Int64Slice()
+		if err != nil || len(v) != 4 {
+			return Stats{}, fmt.Errorf("read the schedule's state: %w", cmp.Or(err, errors.New("unexpected answer")))
+		}
+		out.Parked += v[0]
+		out.MerchantsDue += v[1]
+		out.MerchantsLater += v[2]
+		out.OldestDue = max(out.OldestDue, time.Duration(v[3])*time.Millisecond)
 	}
-	return Stats{Parked: v[0], MerchantsDue: v[1], MerchantsLater: v[2], OldestDue: time.Duration(v[3]) * time.Millisecond}, nil
+	return out, nil
 }
 
-// SetRate changes the deliveries per second a subscription's parked
-// attempts are paced at (0: none).
-func (l *Lanes) SetRate(ctx context.Context, subscriptionID uuid.UUID, perSecond int) error {
-	err := l.redis.HSet(ctx, lanePrefix+":r:"+subscriptionID.String(), "rate", perSecond).Err()
+// SetRate changes the deliveries per second the parked attempts of a
+// subscription of merchant lane m are paced at (0: none).
+func (l *Lanes) SetRate(ctx context.Context, m string, subscriptionID uuid.UUID, perSecond int) error {
+	err := l.redis.HSet(ctx, l.prefixOf(m)+":r:"+subscriptionID.String(), "rate", perSecond).Err()
 	if err != nil {
 		return fmt.Errorf("set the rate limit of subscription %s: %w", subscriptionID, err)
 	}

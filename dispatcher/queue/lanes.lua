@@ -93,13 +93,14 @@ local function placeMerchant(m)
   end
 end
 
--- push(P, then per attempt: merchant, subscription, id, due ms, rate, task,
--- batch size, batch wait ms) parks attempts and returns how many were new;
+-- push(P, wake channel, wake message, then per attempt: merchant,
+-- subscription, id, due ms, rate, task, batch size, batch wait ms) parks
+-- attempts, publishes the wake message, and returns how many were new;
 -- rate is the lane's deliveries per second as the attempt knew it (0:
 -- none), the batch its size and wait (0: none).
 local function push()
   local added = 0
-  local i = 2
+  local i = 4
   while i + 7 <= #ARGV do
     local m, s, id, due, rate, task = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), ARGV[i + 4], ARGV[i + 5]
     local bs, bw = ARGV[i + 6], ARGV[i + 7]
@@ -120,7 +121,7 @@ local function push()
       end
     end
   end
-  redis.call('PUBLISH', P .. ':wake', '1')
+  redis.call('PUBLISH', ARGV[2], ARGV[3])
   return added
 end
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,13 +15,21 @@ import (
 	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
-// newTestLanes is an empty schedule on a Redis server of the test's own.
+// newTestLanes is an empty schedule of one shard on a Redis server of the
+// test's own: the rules within a shard.
 func newTestLanes(t *testing.T) *Lanes {
+	t.Helper()
+	return newShardedLanes(t, 1)
+}
+
+// newShardedLanes is an empty schedule of n shards on a Redis server of
+// the test's own.
+func newShardedLanes(t *testing.T, n int) *Lanes {
 	t.Helper()
 	rd := storetest.NewRedis(t)
 	rc := redis.NewClient(&redis.Options{Network: "unix", Addr: rd.Socket})
 	t.Cleanup(func() { _ = rc.Close() })
-	return NewLanes(rc)
+	return NewLanes(rc, n)
 }
 
 // laneAt is a parked attempt of merchant m to subscription sub, due at
@@ -212,12 +221,12 @@ func TestLanesPushDropAndParked(t *testing.T) {
 	if err != nil || !slices.Equal(names(got.Items), []string{"c"}) {
 		t.Fatalf("took %v (%v) after the drop, want [c]", names(got.Items), err)
 	}
-	keys, err := l.redis.Keys(ctx, lanePrefix+"*").Result()
+	keys, err := l.redis.Keys(ctx, "{webhookd:lanes*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if slices.ContainsFunc(keys, func(k string) bool {
-		return !slices.Contains([]string{lanePrefix + ":tick", lanePrefix + ":stats", lanePrefix + ":taken"}, k)
+		return !strings.HasSuffix(k, ":tick") && !strings.HasSuffix(k, ":stats") && !strings.HasSuffix(k, ":taken")
 	}) {
 		t.Errorf("an empty schedule left keys behind: %v", keys)
 	}

@@ -159,14 +159,15 @@ type Enqueuer struct {
 	clock          clock.Clock
 }
 
-// NewEnqueuer connects the asynq client and the schedule on opt's Redis;
-// attemptTimeout bounds an attempt task's handler.
-func NewEnqueuer(opt asynq.RedisConnOpt, attemptTimeout time.Duration, clock clock.Clock) (*Enqueuer, error) {
+// NewEnqueuer connects the asynq client and the schedule, spread over
+// shards shards (NewLanes), on opt's Redis; attemptTimeout bounds an
+// attempt task's handler.
+func NewEnqueuer(opt asynq.RedisConnOpt, attemptTimeout time.Duration, shards int, clock clock.Clock) (*Enqueuer, error) {
 	rdb, ok := opt.MakeRedisClient().(redis.UniversalClient)
 	if !ok {
 		return nil, errors.New("queue: Redis options make no go-redis client")
 	}
-	return &Enqueuer{client: asynq.NewClient(opt), Lanes: NewLanes(rdb), Redis: rdb, attemptTimeout: attemptTimeout, clock: clock}, nil
+	return &Enqueuer{client: asynq.NewClient(opt), Lanes: NewLanes(rdb, shards), Redis: rdb, attemptTimeout: attemptTimeout, clock: clock}, nil
 }
 
 // Refusal keeps why a producer's event was refused, where the producer

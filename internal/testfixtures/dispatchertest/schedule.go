@@ -23,7 +23,7 @@ import (
 // ParkAttempt parks attempt number of del in the schedule on rc's Redis,
 // due at due, as the worker that made the attempt before it does.
 func ParkAttempt(ctx context.Context, rc redis.UniversalClient, del store.Delivery, number int, due time.Time) error {
-	_, err := queue.NewLanes(rc).Push(ctx, queue.LaneItem{ID: queue.AttemptTaskID(del.ID, number),
+	_, err := queue.NewLanes(rc, 0).Push(ctx, queue.LaneItem{ID: queue.AttemptTaskID(del.ID, number),
 		Task: queue.ScheduledAttempt(del, number, due)})
 	return err
 }
@@ -31,7 +31,7 @@ func ParkAttempt(ctx context.Context, rc redis.UniversalClient, del store.Delive
 // Parked tells whether attempt number of del waits in the schedule on
 // rc's Redis.
 func Parked(ctx context.Context, rc redis.UniversalClient, del store.Delivery, number int) (bool, error) {
-	p, err := queue.NewLanes(rc).Held(ctx, []queue.LaneItem{{ID: queue.AttemptTaskID(del.ID, number),
+	p, err := queue.NewLanes(rc, 0).Held(ctx, []queue.LaneItem{{ID: queue.AttemptTaskID(del.ID, number),
 		Task: queue.ScheduledAttempt(del, number, time.Time{})}},
 		time.Now().Add(time.Hour)) // parked: taken ones do not count
 	if err != nil {
@@ -47,14 +47,14 @@ const takeAll = 1 << 12
 // now and drops them, as a worker killed between taking attempts and
 // leasing their deliveries does, and returns how many it took.
 func TakeAndLose(ctx context.Context, rc redis.UniversalClient, now time.Time) (int, error) {
-	got, err := queue.NewLanes(rc).Take(ctx, queue.TakeRequest{Now: now, Want: takeAll, Share: takeAll, SubscriptionCap: takeAll,
+	got, err := queue.NewLanes(rc, 0).Take(ctx, queue.TakeRequest{Now: now, Want: takeAll, Share: takeAll, SubscriptionCap: takeAll,
 		Held: time.Millisecond}, queue.Running{})
 	return len(got.Items), err
 }
 
 // ScheduleParked is how many attempts wait in the schedule on rc's Redis.
 func ScheduleParked(ctx context.Context, rc redis.UniversalClient) (int64, error) {
-	s, err := queue.NewLanes(rc).Stats(ctx, time.Now())
+	s, err := queue.NewLanes(rc, 0).Stats(ctx, time.Now())
 	return s.Parked, err
 }
 
