@@ -158,6 +158,9 @@ type config struct {
 	// scalePlot where it writes its plot ("": none).
 	scaleBacklog, scaleMerchants []int
 	scalePlot                    string
+	// scaleBacklogMerchants is how many merchants a backlog point's
+	// deliveries are spread over.
+	scaleBacklogMerchants int
 	// listenersSet: -listeners was given (spread otherwise puts every
 	// receiver on one port).
 	listenersSet bool
@@ -202,6 +205,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	pids := fs.String("pid", "", "engine pid, or a comma-separated list of them (an api and its workers), for CPU and RSS from /proc; without it, process_* metrics from -metrics")
 	metricsURLs := fs.String("metrics", "", "comma-separated internal base URLs whose /metrics are summed (default: -internal); with several engine processes list every one's")
 	scaleBacklog := fs.String("scale-backlog", scaleBacklogDefault, "scale: the backlog points, deliveries queued (k and M suffixes; empty: none)")
+	fs.IntVar(&c.scaleBacklogMerchants, "scale-backlog-merchants", scaleBacklogMerchants,
+		fmt.Sprintf("scale: the merchants a backlog point spreads its deliveries over, %d subscriptions each (many spread the schedule over a Redis Cluster's masters)", scaleSubsPerMerchant))
 	scaleMerchants := fs.String("scale-merchants", scaleMerchantDefault, fmt.Sprintf("scale: the merchants points, each with %d subscriptions (empty: none)", scaleSubsPerMerchant))
 	fs.StringVar(&c.scalePlot, "scale-plot", "", "scale: write a PNG plot of the points to this file")
 	fs.Usage = func() { usage(fs) }
@@ -252,6 +257,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if err := checkMQTT(c.mqttAddr); err != nil {
 		return c, err
+	}
+	if c.scaleBacklogMerchants < 1 {
+		return c, fmt.Errorf("-scale-backlog-merchants must be at least 1")
 	}
 	if slices.Contains(c.todo, "scale") && len(c.scaleBacklog)+len(c.scaleMerchants) == 0 {
 		return c, errNoPoints

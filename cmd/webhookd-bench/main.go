@@ -126,7 +126,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			break
 		}
 		logf("scenario %s: starting", name)
+		scriptsBefore := l.masterScripts(ctx)
 		r, err := runScenario(ctx, l, name)
+		if r != nil {
+			reportMasterSpread(r, scriptsBefore, l.masterScripts(ctx))
+		}
 		if err != nil {
 			logf("scenario %s: %v", name, err)
 			failed = append(failed, name)

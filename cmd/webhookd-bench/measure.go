@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -319,13 +320,49 @@ func redisInfo(ctx context.Context, rdb redis.UniversalClient, section string, k
 	return out, nil
 }
 
-// redisCPU is the Redis server's own CPU seconds.
+// redisCPU is the Redis server's own CPU seconds; on a Cluster, every
+// node's, masters and replicas (a replica applying the masters' writes
+// is part of what the schedule costs).
 func redisCPU(ctx context.Context, rdb redis.UniversalClient) (float64, bool) {
-	m, err := redisInfo(ctx, rdb, "cpu", "used_cpu_user", "used_cpu_sys")
-	if err != nil {
-		return 0, false
+	cluster, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		m, err := redisInfo(ctx, rdb, "cpu", "used_cpu_user", "used_cpu_sys")
+		if err != nil {
+			return 0, false
+		}
+		return m["used_cpu_user"] + m["used_cpu_sys"], true
 	}
-	return m["used_cpu_user"] + m["used_cpu_sys"], true
+	var mu sync.Mutex
+	total := 0.0
+	err := cluster.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
+		m, err := redisInfo(ctx, node, "cpu", "used_cpu_user", "used_cpu_sys")
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		total += m["used_cpu_user"] + m["used_cpu_sys"]
+		mu.Unlock()
+		return nil
+	})
+	return total, err == nil
+}
+
+// commandCalls is the calls= count of command (cmdstat_NAME) in the text
+// of INFO commandstats; 0 when it was never called.
+func commandCalls(text, command string) int64 {
+	for line := range strings.SplitSeq(text, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || k != command {
+			continue
+		}
+		for field := range strings.SplitSeq(v, ",") {
+			if n, ok := strings.CutPrefix(field, "calls="); ok {
+				calls, _ := strconv.ParseInt(n, 10, 64)
+				return calls
+			}
+		}
+	}
+	return 0
 }
 
 // redisUsedMemory is INFO memory used_memory, in bytes.

@@ -379,3 +379,14 @@ func TestReportTargetOnExistingFigure(t *testing.T) {
 		t.Fatalf("got  %s\nwant %s", b, want)
 	}
 }
+
+// TestCommandCalls reads calls= of one command from INFO commandstats.
+func TestCommandCalls(t *testing.T) {
+	text := "# Commandstats\r\ncmdstat_evalsha:calls=1234,usec=5678,usec_per_call=4.60,rejected_calls=0,failed_calls=2\r\n" +
+		"cmdstat_eval:calls=7,usec=70,usec_per_call=10.00,rejected_calls=0,failed_calls=0\r\n"
+	for command, want := range map[string]int64{"cmdstat_evalsha": 1234, "cmdstat_eval": 7, "cmdstat_fcall": 0} {
+		if got := commandCalls(text, command); got != want {
+			t.Errorf("commandCalls(%s) = %d, want %d", command, got, want)
+		}
+	}
+}

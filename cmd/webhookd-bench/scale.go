@@ -111,7 +111,7 @@ func checkReleaseGaps(gaps []time.Duration, want int, limit time.Duration) error
 // point's figures to one report and plots the curves to -scale-plot.
 func scale(ctx context.Context, l *lab) (*report, error) {
 	r := &report{scenario: "scale", params: fmt.Sprintf("backlog %v deliveries over %d merchants × %d subscriptions, queued while the receivers answer 503, then released; merchants %v × %d subscriptions, %g events/s spread over them; a light merchant at %d events/s during each point",
-		l.cfg.scaleBacklog, scaleBacklogMerchants, scaleSubsPerMerchant, l.cfg.scaleMerchants, scaleSubsPerMerchant,
+		l.cfg.scaleBacklog, l.cfg.scaleBacklogMerchants, scaleSubsPerMerchant, l.cfg.scaleMerchants, scaleSubsPerMerchant,
 		orDefault(l.cfg.rate, scaleMerchantRate), scaleLightRate)}
 	if on, err := autovacuumOn(ctx, l.meter.db); err == nil && !on {
 		// Every attempt updates its delivery's row and its subscription's
@@ -330,8 +330,8 @@ func reportPoint(l *lab, r *report, curve string, size int, recorded, want int64
 // measures until every delivery is recorded.
 func scaleBacklogPoint(ctx context.Context, l *lab, r *report, n int) (scalePoint, error) {
 	name := fmt.Sprintf("scale-b%d", n)
-	merchants := merchantNames(l.cfg.merchant+"-"+name, scaleBacklogMerchants)
-	subs := scaleBacklogMerchants * scaleSubsPerMerchant
+	merchants := merchantNames(l.cfg.merchant+"-"+name, l.cfg.scaleBacklogMerchants)
+	subs := l.cfg.scaleBacklogMerchants * scaleSubsPerMerchant
 	events := (n + scaleSubsPerMerchant - 1) / scaleSubsPerMerchant
 	f, err := l.fleets.setUp(ctx, merchants, subs, 0, "", events)
 	if err != nil {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scriptCommands are the INFO commandstats entries the engine's schedule
+// runs as: every push, take, drop and stats is a script.
+var scriptCommands = []string{"cmdstat_evalsha", "cmdstat_eval"}
+
+// masterScripts reads, on a Redis Cluster, how many script calls each
+// master has served (INFO commandstats), by address; nil on a single
+// server. The schedule's scripts are most of them; asynq's polls of its
+// queues add a few per second on the masters holding them.
+func masterScripts(ctx context.Context, rdb redis.UniversalClient) (map[string]int64, error) {
+	cluster, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return nil, nil
+	}
+	var mu sync.Mutex
+	out := map[string]int64{}
+	err := cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		text, err := node.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return fmt.Errorf("INFO commandstats of %s: %w", node.Options().Addr, err)
+		}
+		calls := int64(0)
+		for _, c := range scriptCommands {
+			calls += commandCalls(text, c)
+		}
+		mu.Lock()
+		out[node.Options().Addr] = calls
+		mu.Unlock()
+		return nil
+	})
+	return out, err
+}
+
+// reportMasterSpread adds each master's script calls between two
+// readings of masterScripts, and how far the busiest is above the least
+// busy: the schedule spread over the Cluster's masters keeps it within
+// 25 %.
+func reportMasterSpread(r *report, before, after map[string]int64) {
+	if len(after) == 0 {
+		return
+	}
+	var calls []int64
+	for _, addr := range slices.Sorted(maps.Keys(after)) {
+		n := after[addr] - before[addr]
+		calls = append(calls, n)
+		r.add("redis_master_"+addr+"_script_calls", n, "calls")
+	}
+	least, most := slices.Min(calls), slices.Max(calls)
+	if least <= 0 {
+		r.note("a master served no script call: the schedule is not spread")
+		return
+	}
+	spread := 100 * float64(most-least) / float64(least)
+	r.addTarget("redis_masters_script_calls_spread", spread, "%", "<= 25", spread <= 25)
+	r.note("script calls per master from INFO commandstats (%s), %d masters", scriptCommands, len(calls))
+}
+
+// masterScripts reads masterScripts on the engine's Redis, nil without
+// one or on a single server; a failed read is logged and left out.
+func (l *lab) masterScripts(ctx context.Context) map[string]int64 {
+	if l.meter == nil || l.meter.rdb == nil {
+		return nil
+	}
+	calls, err := masterScripts(ctx, l.meter.rdb)
+	if err != nil {
+		l.logf("script calls per master: %v", err)
+		return nil
+	}
+	return calls
+}
