@@ -40,6 +40,19 @@ type shardView struct {
 	next time.Time
 	// heldBack: due work was left in it.
 	heldBack bool
+	// failures counts the takes in a row that could not read it (its
+	// Redis node away); it is not read again before retryAt, so that the
+	// takes of the other shards do not wait on a node that does not
+	// answer.
+	failures int
+	retryAt  time.Time
+}
+
+// shardRetry is how long a shard that could not be read is left alone
+// after failures takes in a row failed: 100 ms doubling, at most 1 s (a
+// Cluster's failover takes seconds; the shard is due again soon after).
+func shardRetry(failures int) time.Duration {
+	return min(100*time.Millisecond<<min(failures-1, 4), time.Second)
 }
 
 // NewShardWatch watches the n shards of a schedule; every shard is looked
@@ -77,8 +90,9 @@ func shardOfWake(message string, n int) (int, bool) {
 type Look struct {
 	// Shards are the shards to read, the first first.
 	Shards []int
-	// woken are their wake counts when the look was made.
+	// woken are their wake counts when the look was made, at at.
 	woken []uint64
+	at    time.Time
 }
 
 // Due is the shards worth a take at now, starting from the next in turn.
@@ -90,11 +104,14 @@ func (w *ShardWatch) Due(now time.Time) Look {
 	if all {
 		w.lastFull = now
 	}
-	var look Look
+	look := Look{at: now}
 	for i := range n {
 		k := (w.cursor + i) % n
 		v := w.shards[k]
-		if all || v.woken != v.looked || v.heldBack || (!v.next.IsZero() && !v.next.After(now)) {
+		if v.retryAt.After(now) {
+			continue
+		}
+		if all || v.failures > 0 || v.woken != v.looked || v.heldBack || (!v.next.IsZero() && !v.next.After(now)) {
 			look.Shards = append(look.Shards, k)
 			look.woken = append(look.woken, v.woken)
 		}
@@ -104,17 +121,22 @@ func (w *ShardWatch) Due(now time.Time) Look {
 }
 
 // Saw records what a take made of look said of each shard it read; a
-// shard it could not read stays due.
+// shard it could not read is due again after a pause that grows with its
+// failures in a row.
 func (w *ShardWatch) Saw(look Look, taken Taken) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, s := range taken.Looked {
-		i := slices.Index(look.Shards, s.Shard)
-		if i < 0 {
+	for i, k := range look.Shards {
+		v := &w.shards[k]
+		j := slices.IndexFunc(taken.Looked, func(s ShardLook) bool { return s.Shard == k })
+		if j < 0 {
+			v.failures++
+			v.retryAt = look.at.Add(shardRetry(v.failures))
 			continue
 		}
-		v := &w.shards[s.Shard]
+		s := taken.Looked[j]
 		v.looked, v.next, v.heldBack = look.woken[i], s.Next, s.HeldBack
+		v.failures, v.retryAt = 0, time.Time{}
 	}
 }
 

@@ -56,13 +56,36 @@ func TestShardWatch(t *testing.T) {
 			at: 0, want: []int{0},
 		},
 		{
-			name: "a shard the take could not read stays due",
+			name: "a shard the take could not read is left alone for a moment",
 			arrange: func(w *ShardWatch) {
 				w.Woken(wakeMessage(1))
 				w.Woken(wakeMessage(2))
 				w.Saw(w.Due(t0), Taken{Looked: []ShardLook{{Shard: 2}}}) // shard 1's node away
 			},
-			at: 0, want: []int{1},
+			at: 99 * time.Millisecond, want: nil,
+		},
+		{
+			name: "then it is due again",
+			arrange: func(w *ShardWatch) {
+				w.Woken(wakeMessage(1))
+				w.Saw(w.Due(t0), Taken{}) // shard 1's node away
+			},
+			at: 100 * time.Millisecond, want: []int{1},
+		},
+		{
+			name: "and after failures in a row, after a longer pause",
+			arrange: func(w *ShardWatch) {
+				w.Woken(wakeMessage(1))
+				// Failing at +0, then at +100 ms and +300 ms, each time it is
+				// due again: 100, 200, then 400 ms.
+				for _, at := range []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond} {
+					w.Saw(w.Due(t0.Add(at)), Taken{})
+				}
+				if got := w.Due(t0.Add(699 * time.Millisecond)); len(got.Shards) != 0 {
+					t.Errorf("looks in %v 399 ms after a third failure", got.Shards)
+				}
+			},
+			at: 700 * time.Millisecond, want: []int{1},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
