@@ -41,6 +41,42 @@ func (n *Node) Kill() {
 	n.cmd = nil
 }
 
+// alive reports whether the node was not killed.
+func (n *Node) alive() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil
+}
+
+// CommandCalls is how many times the node ran each command since it
+// started, by lower-case name (evalsha, fcall, zadd…), from INFO
+// commandstats: what a test reads to see which node its commands reached.
+func (n *Node) CommandCalls(ctx context.Context) (map[string]int64, error) {
+	rc := n.Client()
+	defer rc.Close()
+	s, err := rc.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, fmt.Errorf("storetest: INFO commandstats of %s: %w", n.Addr, err)
+	}
+	calls := map[string]int64{}
+	for _, line := range strings.Split(s, "\n") {
+		// cmdstat_evalsha:calls=3,usec=120,usec_per_call=40.00,…
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		name, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd {
+			continue
+		}
+		for _, kv := range strings.Split(stats, ",") {
+			if v, found := strings.CutPrefix(kv, "calls="); found {
+				if calls[name], err = strconv.ParseInt(v, 10, 64); err != nil {
+					return nil, fmt.Errorf("storetest: INFO commandstats of %s: %q: %w", n.Addr, line, err)
+				}
+			}
+		}
+	}
+	return calls, nil
+}
+
 // Client is a go-redis client on this node alone; the test closes it.
 func (n *Node) Client() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1, DialTimeout: time.Second})
