@@ -81,7 +81,7 @@ func TestDeliveryOnCluster(t *testing.T) {
 }
 
 // failoverRun is the steady stream of TestClusterFailover: the events
-// published, by id, with when each was.
+// published, by id, with when the publish of each started.
 type failoverRun struct {
 	mu        sync.Mutex
 	published map[string]time.Time
@@ -101,14 +101,16 @@ func (r *failoverRun) publish(t *testing.T, d *dispatcher.Dispatcher, gap time.D
 		id := uuid.NewString()
 		payload, _ := json.Marshal(map[string]any{"customer": fmt.Sprintf("c%d", i%3), "n": i})
 		// Publish stores the event in Postgres first: a Redis that is
-		// failing over does not refuse it (the sweeper enqueues it later).
+		// failing over does not refuse it (the sweeper enqueues it later),
+		// but it may take long, so the event counts from its start.
+		at := time.Now()
 		if _, _, err := d.Publisher.Publish(context.Background(), producer.Event{ID: id, MerchantID: "m_failover",
 			Type: "payout.paid", Payload: payload}); err != nil {
 			t.Errorf("Publish %d: %v", i, err)
 			return
 		}
 		r.mu.Lock()
-		r.published[id] = time.Now()
+		r.published[id] = at
 		r.order = append(r.order, id)
 		r.mu.Unlock()
 	}
