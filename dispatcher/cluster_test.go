@@ -143,13 +143,29 @@ func (r *failoverRun) count() int {
 	return len(r.order)
 }
 
-// TestClusterFailover kills, while events stream in, the Redis Cluster
-// master that holds the schedule, and measures how soon deliveries resume
-// after its replica is promoted: within 10 s, with every event delivered
-// (at least once) to an unordered and an ordered subscription, and the
-// ordered one's in order for each key.
+// TestClusterFailover kills (or hangs), while events stream in, the Redis
+// Cluster master that holds the schedule, and measures how soon deliveries
+// resume after its replica is promoted: within 10 s, with every event
+// delivered (at least once) to an unordered and an ordered subscription,
+// and the ordered one's in order for each key.
 func TestClusterFailover(t *testing.T) {
 	storetest.FullLane(t, "a Redis Cluster failover")
+	for _, tc := range []struct {
+		name string
+		fail func(*storetest.Cluster, *storetest.Node) time.Time
+	}{
+		// A crash: the master's port refuses connections.
+		{"killed", (*storetest.Cluster).KillMaster},
+		// A machine that stops answering: connections open, and wait.
+		{"hung", (*storetest.Cluster).HangMaster},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testFailover(t, tc.fail) })
+	}
+}
+
+// testFailover is TestClusterFailover with the schedule's master failed by
+// fail, which returns when the replica was promoted.
+func testFailover(t *testing.T, fail func(*storetest.Cluster, *storetest.Node) time.Time) {
 	e := dispatchertest.NewCluster(t)
 	plain := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
 	ordered := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
@@ -184,7 +200,7 @@ func TestClusterFailover(t *testing.T) {
 		return err == nil && master != nil && len(plain.Got()) > 20 && len(ordered.Got()) > 20
 	})
 	killed := time.Now()
-	promoted := e.Cluster.KillMaster(master)
+	promoted := fail(e.Cluster, master)
 	var resumed, fresh time.Time
 	e.WaitFor("deliveries to resume after the promotion", 90*time.Second, func() bool {
 		a, f := run.firstAfter(plain, promoted)
@@ -192,7 +208,7 @@ func TestClusterFailover(t *testing.T) {
 		resumed, fresh = earliest(a, b), earliest(f, g)
 		return !fresh.IsZero()
 	})
-	t.Logf("REPORT cluster failover: master %s (the schedule's) killed, replica promoted %s after;"+
+	t.Logf("REPORT cluster failover: master %s (the schedule's) failed, replica promoted %s after;"+
 		" first delivery %s after the promotion, first of an event published after it %s after",
 		master.Addr, promoted.Sub(killed).Round(time.Millisecond), resumed.Sub(promoted).Round(time.Millisecond),
 		fresh.Sub(promoted).Round(time.Millisecond))

@@ -113,7 +113,7 @@ func TestParseClusterURL(t *testing.T) {
 			t.Fatalf("%s: asynq options %T", tc.url, producer.AsynqRedisOpt(parsed))
 		}
 		// asynq's clients and NewClient's are the same, tuned to follow a
-		// failover within a second (TestClusterFailover measures it).
+		// failover within seconds (TestClusterFailover measures it).
 		for name, c := range map[string]any{"asynq": opt.MakeRedisClient(), "NewClient": parsed.NewClient()} {
 			rc, ok := c.(*redis.ClusterClient)
 			if !ok {
@@ -122,7 +122,7 @@ func TestParseClusterURL(t *testing.T) {
 			o := rc.Options()
 			if strings.Join(o.Addrs, " ") != strings.Join(tc.addrs, " ") || o.Username != tc.user ||
 				o.Password != tc.password || (o.TLSConfig != nil) != tc.tls || o.PoolSize != 7 ||
-				o.ClusterStateReloadInterval != time.Second {
+				o.ClusterStateReloadInterval != time.Second || o.ReadTimeout != 2*time.Second || o.WriteTimeout != 2*time.Second {
 				t.Errorf("%s: %s options %+v", tc.url, name, o)
 			}
 			_ = rc.Close()

@@ -168,8 +168,23 @@ func scanAll(ctx context.Context, rc *redis.Client, pattern string) ([]string, e
 // down.
 func (c *Cluster) KillMaster(master *Node) time.Time {
 	c.t.Helper()
-	ctx := context.Background()
 	master.Kill()
+	return c.waitPromotion(master)
+}
+
+// HangMaster is KillMaster with the master hung (Node.Hang) instead of
+// killed: clients' connections to it and new ones open, and wait.
+func (c *Cluster) HangMaster(master *Node) time.Time {
+	c.t.Helper()
+	master.Hang()
+	return c.waitPromotion(master)
+}
+
+// waitPromotion waits until the surviving nodes serve every slot without
+// master and returns when it saw it.
+func (c *Cluster) waitPromotion(master *Node) time.Time {
+	c.t.Helper()
+	ctx := context.Background()
 	survivors := c.live(master)
 	clients := make([]*redis.Client, len(survivors))
 	for i, n := range survivors {
@@ -208,7 +223,7 @@ func servesAll(ctx context.Context, rc *redis.Client, dead string) bool {
 	return served == clusterSlots
 }
 
-// live are the Cluster's nodes not killed, but for except.
+// live are the Cluster's nodes neither killed nor hung, but for except.
 func (c *Cluster) live(except *Node) []*Node {
 	var out []*Node
 	for _, n := range append(append([]*Node{}, c.Nodes...), c.Replicas...) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,9 +24,23 @@ type Node struct {
 	// Addr is host:port on 127.0.0.1.
 	Addr string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	log string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	log  string
+	hung bool
+}
+
+// Hang stops the process (SIGSTOP) without killing it, as a machine that
+// stops answering would: its port still takes connections (the kernel
+// completes them), but nothing answers on them. Kill still ends it.
+func (n *Node) Hang() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGSTOP)
+	n.hung = true
 }
 
 // Kill sends the process SIGKILL, as a crash would, and waits for it.
@@ -41,11 +56,11 @@ func (n *Node) Kill() {
 	n.cmd = nil
 }
 
-// alive reports whether the node was not killed.
+// alive reports whether the node was neither killed nor hung.
 func (n *Node) alive() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.cmd != nil
+	return n.cmd != nil && !n.hung
 }
 
 // CommandCalls is how many times the node ran each command since it
