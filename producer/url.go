@@ -46,7 +46,7 @@ const clusterStateReload = time.Second
 // this long, and go-redis tries the same node once more before it turns
 // to the slot map, which by then names the replica. With go-redis's
 // default, 5 s, deliveries resumed 12.0 s after the promotion of a hung
-// master's replica in TestClusterFailover; with 2 s, 3.1 – 4.7 s.
+// master's replica in TestClusterFailover; with 2 s, 3.1 – 4.9 s.
 // Blocking commands (BLPOP) are not bound by it: go-redis gives them
 // their own timeout and 10 s more.
 const clusterReadTimeout = 2 * time.Second
