@@ -122,7 +122,7 @@ func TestParseClusterURL(t *testing.T) {
 			o := rc.Options()
 			if strings.Join(o.Addrs, " ") != strings.Join(tc.addrs, " ") || o.Username != tc.user ||
 				o.Password != tc.password || (o.TLSConfig != nil) != tc.tls || o.PoolSize != 7 ||
-				o.ClusterStateReloadInterval != time.Second || o.ReadTimeout != 2*time.Second || o.WriteTimeout != 2*time.Second {
+				o.ClusterStateReloadInterval != time.Second || o.ReadTimeout != time.Second || o.WriteTimeout != time.Second {
 				t.Errorf("%s: %s options %+v", tc.url, name, o)
 			}
 			_ = rc.Close()
