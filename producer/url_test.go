@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/webhookd/webhookd/internal/store/storetest"
 	"github.com/webhookd/webhookd/producer"
@@ -105,10 +107,25 @@ func TestParseClusterURL(t *testing.T) {
 			t.Errorf("%s: %v", tc.url, err)
 			continue
 		}
-		o, ok := producer.AsynqRedisOpt(parsed).(asynq.RedisClusterClientOpt)
-		if !ok || strings.Join(o.Addrs, " ") != strings.Join(tc.addrs, " ") || o.Username != tc.user ||
-			o.Password != tc.password || (o.TLSConfig != nil) != tc.tls {
-			t.Errorf("%s: asynq options %+v", tc.url, o)
+		parsed.SetPoolSize(7)
+		opt, ok := producer.AsynqRedisOpt(parsed).(producer.ClusterConnOpt)
+		if !ok {
+			t.Fatalf("%s: asynq options %T", tc.url, producer.AsynqRedisOpt(parsed))
+		}
+		// asynq's clients and NewClient's are the same, tuned to follow a
+		// failover within seconds (TestClusterFailover measures it).
+		for name, c := range map[string]any{"asynq": opt.MakeRedisClient(), "NewClient": parsed.NewClient()} {
+			rc, ok := c.(*redis.ClusterClient)
+			if !ok {
+				t.Fatalf("%s: %s made a %T", tc.url, name, c)
+			}
+			o := rc.Options()
+			if strings.Join(o.Addrs, " ") != strings.Join(tc.addrs, " ") || o.Username != tc.user ||
+				o.Password != tc.password || (o.TLSConfig != nil) != tc.tls || o.PoolSize != 7 ||
+				o.ClusterStateReloadInterval != time.Second || o.ReadTimeout != time.Second || o.WriteTimeout != time.Second {
+				t.Errorf("%s: %s options %+v", tc.url, name, o)
+			}
+			_ = rc.Close()
 		}
 	}
 }

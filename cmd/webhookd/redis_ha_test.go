@@ -197,6 +197,20 @@ func (d *haDeployment) report(name string, v verification, took time.Duration) {
 		v.duplicates, 100*float64(v.duplicates)/float64(v.deliveries), took.Round(time.Millisecond))
 }
 
+// stopAndVerify ends the publishing started at start (closes stop, waits
+// for done), requires every event to have been accepted, verifies the
+// deliveries (interruptible as verify takes it) and reports the run.
+func (d *haDeployment) stopAndVerify(name string, start time.Time, interruptible bool, stop chan<- struct{}, done <-chan struct{}) {
+	d.t.Helper()
+	close(stop)
+	<-done
+	if p := d.publishing(); p.accepted != p.published {
+		d.t.Errorf("%d of %d events were accepted; the publisher retries each for a minute", p.accepted, p.published)
+	}
+	v := d.verify(90*time.Second, interruptible)
+	d.report(name, v, time.Since(start)-v.checking)
+}
+
 // TestRedisHighAvailability runs the deployment of two api and three worker
 // processes on Redis with Sentinel (a master, a replica, three Sentinels)
 // and Postgres behind PgBouncer in transaction mode, while events are
@@ -205,7 +219,10 @@ func (d *haDeployment) report(name string, v verification, took time.Duration) {
 // is killed and started again on the same port. Every accepted event must
 // still reach every matching subscription, no attempt number be recorded
 // twice, and every live process be ready again without a restart. Then
-// the same run, without faults, on a Redis Cluster of three masters.
+// the same run, without faults, on a Redis Cluster of three masters; then
+// on a Cluster of three masters with a replica each, whose master holding
+// the schedule is killed: deliveries must resume within 10 s of the
+// replica's promotion.
 //
 // Redis replicates asynchronously: what the master took in its last
 // moments may be missing on the replica, tasks included. Postgres is the
@@ -274,13 +291,7 @@ func TestRedisHighAvailability(t *testing.T) {
 			ready.Round(time.Millisecond), resumed.Round(time.Millisecond), d.publishing().retried-before.retried)
 
 		underWay()
-		close(stop)
-		<-done
-		if p := d.publishing(); p.accepted != p.published {
-			t.Errorf("%d of %d events were accepted; the publisher retries each for a minute", p.accepted, p.published)
-		}
-		v := d.verify(90*time.Second, true)
-		d.report("sentinel (worker, Redis master and PgBouncer killed)", v, time.Since(start)-v.checking)
+		d.stopAndVerify("sentinel (worker, Redis master and PgBouncer killed)", start, true, stop, done)
 		// The processes worked on the Sentinels' Redis, not on another.
 		promoted := sentinel.Replica.Client()
 		defer promoted.Close()
@@ -310,6 +321,45 @@ func TestRedisHighAvailability(t *testing.T) {
 				t.Errorf("a worker on Cluster does not export %s", name)
 			}
 		}
+	})
+	t.Run("cluster failover", func(t *testing.T) {
+		cluster := storetest.NewReplicatedCluster(t)
+		d := newHADeployment(t, cluster.URL(), timeout)
+		const aSecondsWorth = int(time.Second / gap)
+		stop, done := make(chan struct{}), make(chan struct{})
+		start := time.Now()
+		go d.publishEvents(-1, gap, stop, done)
+		d.waitUnderWay(aSecondsWorth, 60*time.Second)
+
+		// The master holding the schedule's keys dies: every attempt
+		// passes through the schedule, from the api processes that park
+		// it to the workers that take it. The schedule's round-robin
+		// counter lives in each part of it that work was pushed to, here
+		// the one merchant's alone (whether the schedule is sharded over
+		// hash tags or kept under one).
+		ctx := context.Background()
+		var master *storetest.Node
+		if !eventually(30*time.Second, func() bool {
+			var err error
+			master, err = cluster.MasterHolding(ctx, "*webhookd:lanes*:tick")
+			return err == nil && master != nil
+		}) {
+			t.Fatal("no Cluster master holds the schedule's keys")
+		}
+		struck := time.Now()
+		promoted := cluster.KillMaster(master)
+		acceptedBefore := d.publishing().accepted
+		d.waitDeliveryAfter(acceptedBefore, 60*time.Second)
+		resumed := time.Since(promoted)
+		t.Logf("REPORT cluster master SIGKILL: the schedule's master killed %s into publishing; replica promoted %s after;"+
+			" the first event accepted after the promotion delivered %s after it",
+			struck.Sub(start).Round(time.Millisecond), promoted.Sub(struck).Round(time.Millisecond), resumed.Round(time.Millisecond))
+		if resumed > 10*time.Second {
+			t.Errorf("deliveries resumed %s after the promotion, want within 10s", resumed.Round(time.Millisecond))
+		}
+
+		d.waitUnderWay(d.publishing().accepted+aSecondsWorth, 60*time.Second)
+		d.stopAndVerify("cluster (3 masters with replicas, the schedule's master killed)", start, false, stop, done)
 	})
 }
 

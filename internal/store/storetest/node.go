@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,9 +24,23 @@ type Node struct {
 	// Addr is host:port on 127.0.0.1.
 	Addr string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	log string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	log  string
+	hung bool
+}
+
+// Hang stops the process (SIGSTOP) without killing it, as a machine that
+// stops answering would: its port still takes connections (the kernel
+// completes them), but nothing answers on them. Kill still ends it.
+func (n *Node) Hang() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGSTOP)
+	n.hung = true
 }
 
 // Kill sends the process SIGKILL, as a crash would, and waits for it.
@@ -39,6 +54,42 @@ func (n *Node) Kill() {
 	_ = n.cmd.Process.Kill()
 	_ = n.cmd.Wait()
 	n.cmd = nil
+}
+
+// alive reports whether the node was neither killed nor hung.
+func (n *Node) alive() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil && !n.hung
+}
+
+// CommandCalls is how many times the node ran each command since it
+// started, by lower-case name (evalsha, fcall, zadd…), from INFO
+// commandstats: what a test reads to see which node its commands reached.
+func (n *Node) CommandCalls(ctx context.Context) (map[string]int64, error) {
+	rc := n.Client()
+	defer rc.Close()
+	s, err := rc.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, fmt.Errorf("storetest: INFO commandstats of %s: %w", n.Addr, err)
+	}
+	calls := map[string]int64{}
+	for _, line := range strings.Split(s, "\n") {
+		// cmdstat_evalsha:calls=3,usec=120,usec_per_call=40.00,…
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		name, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd {
+			continue
+		}
+		for _, kv := range strings.Split(stats, ",") {
+			if v, found := strings.CutPrefix(kv, "calls="); found {
+				if calls[name], err = strconv.ParseInt(v, 10, 64); err != nil {
+					return nil, fmt.Errorf("storetest: INFO commandstats of %s: %q: %w", n.Addr, line, err)
+				}
+			}
+		}
+	}
+	return calls, nil
 }
 
 // Client is a go-redis client on this node alone; the test closes it.

@@ -44,6 +44,8 @@ type Env struct {
 	Store *store.Store
 	// Redis is the private Redis server; nil on a Cluster (NewCluster).
 	Redis *storetest.Redis
+	// Cluster is the Redis Cluster of NewCluster, nil otherwise.
+	Cluster *storetest.Cluster
 	// RC is a client of the pipeline's Redis.
 	RC     redis.UniversalClient
 	Sealer *signer.Sealer
@@ -98,13 +100,14 @@ func on(t *testing.T, st *store.Store) *Env {
 	return e
 }
 
-// NewCluster is New on a Redis Cluster of three masters (e.Redis is
-// nil: there is no single server to stop).
+// NewCluster is New on a Redis Cluster of three masters, each with a
+// replica (e.Cluster; e.Redis is nil: there is no single server to
+// stop), reached as WEBHOOKD_REDIS_URL reaches it.
 func NewCluster(t *testing.T) *Env {
 	t.Helper()
 	e := New(t)
-	cluster := storetest.NewCluster(t)
-	conn, err := producer.ParseRedisURL(cluster.URL())
+	e.Cluster = storetest.NewReplicatedCluster(t)
+	conn, err := producer.ParseRedisURL(e.Cluster.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
