@@ -21,8 +21,8 @@ import (
 )
 
 // TestDeliveryOnCluster runs the pipeline's Redis work on a Redis Cluster
-// of three masters, each with a replica: the schedule's scripts (one hash
-// tag), the sweeper's pipelined reads over lost first attempts, a retry
+// of three masters, each with a replica: the schedule's scripts (each on
+// one shard's hash tag), the sweeper's pipelined reads over lost first attempts, a retry
 // (parked until due), and a listener's relay (webhookd's own list keys, on
 // whichever node their slot is).
 func TestDeliveryOnCluster(t *testing.T) {

@@ -10,15 +10,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptCommands are the INFO commandstats entries the engine's schedule
-// runs as: every push, take, drop and stats is a script.
-var scriptCommands = []string{"cmdstat_evalsha", "cmdstat_eval"}
+// scheduleCommand is the INFO commandstats entry of the engine's schedule:
+// every push, take, drop and stats is an FCALL of its function library,
+// and nothing else of the engine's or asynq's is.
+const scheduleCommand = "cmdstat_fcall"
 
-// masterScripts reads, on a Redis Cluster, how many script calls each
-// master has served (INFO commandstats), by address; nil on a single
-// server. The schedule's scripts are most of them; asynq's polls of its
-// queues add a few per second on the masters holding them.
-func masterScripts(ctx context.Context, rdb redis.UniversalClient) (map[string]int64, error) {
+// masterScheduleCalls reads, on a Redis Cluster, how many calls of the
+// schedule's functions each master has served (INFO commandstats), by
+// address; nil on a single server.
+func masterScheduleCalls(ctx context.Context, rdb redis.UniversalClient) (map[string]int64, error) {
 	cluster, ok := rdb.(*redis.ClusterClient)
 	if !ok {
 		return nil, nil
@@ -30,10 +30,7 @@ func masterScripts(ctx context.Context, rdb redis.UniversalClient) (map[string]i
 		if err != nil {
 			return fmt.Errorf("INFO commandstats of %s: %w", node.Options().Addr, err)
 		}
-		calls := int64(0)
-		for _, c := range scriptCommands {
-			calls += commandCalls(text, c)
-		}
+		calls := commandCalls(text, scheduleCommand)
 		mu.Lock()
 		out[node.Options().Addr] = calls
 		mu.Unlock()
@@ -42,8 +39,8 @@ func masterScripts(ctx context.Context, rdb redis.UniversalClient) (map[string]i
 	return out, err
 }
 
-// reportMasterSpread adds each master's script calls between two
-// readings of masterScripts, and how far the busiest is above the least
+// reportMasterSpread adds each master's schedule calls between two
+// readings of masterScheduleCalls, and how far the busiest is above the least
 // busy: the schedule spread over the Cluster's masters keeps it within
 // 25 %.
 func reportMasterSpread(r *report, before, after map[string]int64) {
@@ -54,27 +51,27 @@ func reportMasterSpread(r *report, before, after map[string]int64) {
 	for _, addr := range slices.Sorted(maps.Keys(after)) {
 		n := after[addr] - before[addr]
 		calls = append(calls, n)
-		r.add("redis_master_"+addr+"_script_calls", n, "calls")
+		r.add("redis_master_"+addr+"_schedule_calls", n, "calls")
 	}
 	least, most := slices.Min(calls), slices.Max(calls)
 	if least <= 0 {
-		r.note("a master served no script call: the schedule is not spread")
+		r.note("a master served no call of the schedule: it is not spread")
 		return
 	}
 	spread := 100 * float64(most-least) / float64(least)
-	r.addTarget("redis_masters_script_calls_spread", spread, "%", "<= 25", spread <= 25)
-	r.note("script calls per master from INFO commandstats (%s), %d masters", scriptCommands, len(calls))
+	r.addTarget("redis_masters_schedule_calls_spread", spread, "%", "<= 25", spread <= 25)
+	r.note("schedule calls per master from INFO commandstats (%s), %d masters", scheduleCommand, len(calls))
 }
 
-// masterScripts reads masterScripts on the engine's Redis, nil without
+// masterScheduleCalls reads masterScheduleCalls on the engine's Redis, nil without
 // one or on a single server; a failed read is logged and left out.
-func (l *lab) masterScripts(ctx context.Context) map[string]int64 {
+func (l *lab) masterScheduleCalls(ctx context.Context) map[string]int64 {
 	if l.meter == nil || l.meter.rdb == nil {
 		return nil
 	}
-	calls, err := masterScripts(ctx, l.meter.rdb)
+	calls, err := masterScheduleCalls(ctx, l.meter.rdb)
 	if err != nil {
-		l.logf("script calls per master: %v", err)
+		l.logf("schedule calls per master: %v", err)
 		return nil
 	}
 	return calls

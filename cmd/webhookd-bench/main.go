@@ -126,10 +126,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			break
 		}
 		logf("scenario %s: starting", name)
-		scriptsBefore := l.masterScripts(ctx)
+		scheduleBefore := l.masterScheduleCalls(ctx)
 		r, err := runScenario(ctx, l, name)
 		if r != nil {
-			reportMasterSpread(r, scriptsBefore, l.masterScripts(ctx))
+			reportMasterSpread(r, scheduleBefore, l.masterScheduleCalls(ctx))
 		}
 		if err != nil {
 			logf("scenario %s: %v", name, err)

@@ -24,7 +24,7 @@ import (
 // else (a build from before the shards) looks in every shard.
 const WakeChannel = legacyPrefix + ":wake"
 
-// The schedule's Redis layout, in each shard P (lanes.lua and the scripts
+// The schedule's Redis layout, in each shard P (lanes.lua and the functions
 // below keep it; shards.go names the shards and the merchants in each):
 //
 //	P:ready        ZSET merchant → round-robin stamp: merchants that may have due work
@@ -49,15 +49,6 @@ const WakeChannel = legacyPrefix + ":wake"
 //go:embed lanes.lua
 var laneLibrary string
 
-// The scripts: each is the library and a call of one of its functions,
-// so that the layout's rules (refresh, promote) are written once.
-var (
-	pushScript  = redis.NewScript(laneLibrary + "\nreturn push()")
-	takeScript  = redis.NewScript(laneLibrary + "\nreturn take()")
-	dropScript  = redis.NewScript(laneLibrary + "\nreturn drop()")
-	statsScript = redis.NewScript(laneLibrary + "\nreturn stats()")
-)
-
 // Lanes is the schedule of due and parked attempts in Redis, shared by
 // every process: API processes push first and manual attempts, workers
 // push retries and take what is due. Nothing in it is the only copy of
@@ -71,6 +62,9 @@ type Lanes struct {
 	redis redis.UniversalClient
 	// prefixes name each shard's keys.
 	prefixes []string
+	// fn are the schedule's Redis functions, so that the layout's rules
+	// (refresh, promote) are written once, in lanes.lua.
+	fn laneFunctions
 }
 
 // NewLanes returns the schedule kept on rdb, spread over shards shards
@@ -79,11 +73,14 @@ func NewLanes(rdb redis.UniversalClient, shards int) *Lanes {
 	if shards < 1 {
 		shards = DefaultScheduleShards
 	}
-	return &Lanes{redis: rdb, prefixes: shardPrefixes(min(shards, MaxScheduleShards))}
+	return &Lanes{redis: rdb, prefixes: shardPrefixes(min(shards, MaxScheduleShards)), fn: newLaneFunctions(laneLibrary)}
 }
 
 // Shards is how many shards the schedule is spread over.
 func (l *Lanes) Shards() int { return len(l.prefixes) }
+
+// ShardOf is the shard merchant lane m's attempts are parked in.
+func (l *Lanes) ShardOf(m string) int { return shardOf(m, len(l.prefixes)) }
 
 // prefixOf is the key prefix of the shard merchant lane m lives in.
 func (l *Lanes) prefixOf(m string) string { return l.prefixes[shardOf(m, len(l.prefixes))] }
@@ -110,7 +107,7 @@ func (l *Lanes) Push(ctx context.Context, items ...LaneItem) (int, error) {
 	if len(items) == 0 {
 		return 0, nil
 	}
-	// One script per shard the items fall in: a publish's attempts are one
+	// One call per shard the items fall in: a publish's attempts are one
 	// merchant's, so one shard.
 	byShard := map[int][]any{}
 	var order []int
@@ -135,7 +132,7 @@ func (l *Lanes) Push(ctx context.Context, items ...LaneItem) (int, error) {
 	}
 	added := 0
 	for _, k := range order {
-		n, err := pushScript.Run(ctx, l.redis, []string{l.prefixes[k] + ":ready"}, byShard[k]...).Int()
+		n, err := l.fn.call(ctx, l.redis, l.fn.push, l.prefixes[k]+":ready", byShard[k]...).Int()
 		if err != nil {
 			return added, fmt.Errorf("park %d attempts: %w", len(items), err)
 		}
@@ -186,7 +183,7 @@ func (r Running) clone() Running {
 		Unlendable: r.Unlendable}
 }
 
-// count counts units taken as running, as the take script does within one
+// count counts units taken as running, as the take function does within one
 // call, so that the next round of a take over shards weighs them.
 func (r *Running) count(units []LaneItem, subscriptionCap int) {
 	if r.Merchants == nil {
@@ -351,7 +348,7 @@ type shardTake struct {
 	err   error
 }
 
-// takeShards runs the take script in each shard with its want and
+// takeShards runs the take function in each shard with its want and
 // lendable, pipelined: one round trip to each Redis node whatever the
 // number of shards.
 func (l *Lanes) takeShards(ctx context.Context, req TakeRequest, r Running, shards, wants, lendables []int) []shardTake {
@@ -360,19 +357,19 @@ func (l *Lanes) takeShards(ctx context.Context, req TakeRequest, r Running, shar
 		cmds := make([]*redis.Cmd, len(shards))
 		pipe := l.redis.Pipeline()
 		for i, k := range shards {
-			cmds[i] = takeScript.EvalSha(ctx, pipe, []string{l.prefixes[k] + ":ready"},
+			cmds[i] = pipe.FCall(ctx, l.fn.take, []string{l.prefixes[k] + ":ready"},
 				takeArgs(l.prefixes[k], req, r, wants[i], lendables[i])...)
 		}
 		_, _ = pipe.Exec(ctx) // each command's error is read below
 		return cmds
 	}
 	cmds := run()
-	if slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return redis.HasErrorPrefix(c.Err(), "NOSCRIPT") }) {
-		// A node that has not seen the script yet (new, restarted, or a
-		// replica just promoted): load it everywhere and take again.
-		if err := takeScript.Load(ctx, l.redis).Err(); err != nil {
+	if slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return isFunctionMissing(c.Err()) }) {
+		// A node that has not loaded the library yet (new, or restarted
+		// without persistence): load it everywhere and take again.
+		if err := l.fn.load(ctx, l.redis); err != nil {
 			for i := range out {
-				out[i].err = fmt.Errorf("load the take script: %w", err)
+				out[i].err = fmt.Errorf("load the schedule's functions: %w", err)
 			}
 			return out
 		}
@@ -398,7 +395,7 @@ func (l *Lanes) takeShards(ctx context.Context, req TakeRequest, r Running, shar
 	return out
 }
 
-// takeArgs are the take script's arguments in shard prefix.
+// takeArgs are the take function's arguments in shard prefix.
 func takeArgs(prefix string, req TakeRequest, r Running, want, lendable int) []any {
 	args := make([]any, 0, 16+2*len(r.Merchants)+2*len(r.SubscriptionRoom)+len(r.Unlendable))
 	args = append(args, prefix, req.Now.UnixMilli(), want, req.Share, req.SubscriptionCap, lendable,
@@ -425,7 +422,7 @@ func takeArgs(prefix string, req TakeRequest, r Running, want, lendable int) []a
 // there were.
 func (l *Lanes) Drop(ctx context.Context, merchantID string, subscriptionID uuid.UUID) (int, error) {
 	prefix := l.prefixOf(merchantID)
-	n, err := dropScript.Run(ctx, l.redis, []string{prefix + ":ready"}, prefix, merchantID,
+	n, err := l.fn.call(ctx, l.redis, l.fn.drop, prefix+":ready", prefix, merchantID,
 		subscriptionID.String(), subscriptionID.String()+manualLane).Int()
 	if err != nil {
 		return 0, fmt.Errorf("drop the attempts of subscription %s: %w", subscriptionID, err)
@@ -474,11 +471,11 @@ type Stats struct {
 	OldestDue time.Duration
 }
 
-// Stats reads the schedule's state, one script per shard.
+// Stats reads the schedule's state, one call per shard.
 func (l *Lanes) Stats(ctx context.Context, now time.Time) (Stats, error) {
 	var out Stats
 	for _, prefix := range l.prefixes {
-		v, err := statsScript.Run(ctx, l.redis, []string{prefix + ":ready"}, prefix, now.UnixMilli()).Int64Slice()
+		v, err := l.fn.call(ctx, l.redis, l.fn.stats, prefix+":ready", prefix, now.UnixMilli()).Int64Slice()
 		if err != nil || len(v) != 4 {
 			return Stats{}, fmt.Errorf("read the schedule's state: %w", cmp.Or(err, errors.New("unexpected answer")))
 		}

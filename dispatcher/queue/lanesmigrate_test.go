@@ -24,7 +24,7 @@ func TestMigrate(t *testing.T) {
 		old func(l *Lanes) *Lanes
 	}{
 		{name: "from the one hash tag before the shards", old: func(l *Lanes) *Lanes {
-			return &Lanes{redis: l.redis, prefixes: []string{legacyPrefix}}
+			return &Lanes{redis: l.redis, prefixes: []string{legacyPrefix}, fn: l.fn}
 		}},
 		{name: "from another shard count", old: func(l *Lanes) *Lanes { return NewLanes(l.redis, 5) }},
 	} {

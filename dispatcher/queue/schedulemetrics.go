@@ -9,7 +9,7 @@ import (
 )
 
 // scheduleCollector reports the schedule's state at each scrape, read from
-// Redis in one script. Every process reads the same schedule, so every
+// Redis, one call per shard. Every process reads the same schedule, so every
 // instance reports the same numbers (dashboards take the max), as asynq's
 // queue metrics do.
 type scheduleCollector struct {

@@ -47,7 +47,7 @@ func shardPrefixes(n int) []string {
 
 // shardOf is the shard merchant lane m's attempts are parked in, of n: a
 // merchant lives in one shard, so its round-robin over its subscriptions,
-// their rate limits and their order stay one script's work.
+// their rate limits and their order stay one function call's work.
 func shardOf(m string, n int) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(m))
