@@ -121,6 +121,12 @@ type PublisherConfig struct {
 	WrapMatcher func(Matcher) Matcher
 	// TracerProvider traces publishes (tracing.go); nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// Changes is the process's shared pub/sub connection, on which the
+	// Publisher hears of changes to subscriptions made by any process
+	// (SubscriptionsChanged), so that it may keep merchants and their
+	// filters between publishes (merchantcache.go); nil keeps nothing,
+	// every publish reads them.
+	Changes *queue.WakeHub
 	// Payloads judges a payload against its type's schema, last of the
 	// rules (payloadschema.Validator, WEBHOOKD_PAYLOAD_VALIDATION); nil
 	// judges none.
@@ -174,6 +180,10 @@ type Publisher struct {
 	groups *groupcommit.Batcher[publishRequest, published]
 	// tracing makes the spans of tracing.go.
 	tracing publishTracer
+	// merchantsKept keeps what publishes read of merchants, while
+	// changes are heard (cfg.Changes); stopWatch ends the hearing.
+	merchantsKept *merchantCache
+	stopWatch     chan struct{}
 	// pool is this process's worker pool while it runs (StartLocally),
 	// which first attempts try before the schedule; nil: none.
 	pool atomic.Pointer[localPool]
@@ -239,12 +249,36 @@ func NewPublisher(cfg PublisherConfig, tasks *queue.Enqueuer, m *metrics.Set, cl
 	if cfg.WrapMatcher != nil {
 		p.matcher = cfg.WrapMatcher(p.matcher)
 	}
+	p.merchantsKept, p.stopWatch = newMerchantCache(clock), make(chan struct{})
+	if cfg.Changes != nil {
+		w, err := cfg.Changes.Wait(SubscriptionsChangedChannel)
+		if err != nil {
+			return nil, fmt.Errorf("publisher: hear changes of subscriptions: %w", err)
+		}
+		go p.merchantsKept.watch(w, p.stopWatch)
+	}
 	p.groups = groupcommit.New(p.writeGroup)
 	return p, nil
 }
 
 // Close writes the publishes queued and stops the group writer.
-func (p *Publisher) Close() { p.groups.Close() }
+func (p *Publisher) Close() {
+	p.groups.Close()
+	close(p.stopWatch)
+}
+
+// SubscriptionsChanged is told after a change of merchantID's
+// subscriptions (created, updated, enabled, disabled, deleted) or of its
+// settings is committed, before the change is answered: it announces it
+// to every process's Publisher, whose kept merchants are dropped, so that
+// their next publishes read the change. A failure is logged: the kept
+// merchants then lapse within merchantCacheTTL.
+func (p *Publisher) SubscriptionsChanged(ctx context.Context, merchantID string) {
+	if err := p.merchantsKept.announceChange(ctx, p.tasks.Redis); err != nil {
+		p.logger.WarnContext(ctx, "announce a change of subscriptions; other processes see it within their cache's lifetime",
+			"merchant_id", merchantID, "ttl", merchantCacheTTL, "error", err)
+	}
+}
 
 // EventTypes is the catalogue producers may publish and subscriptions may
 // name.
@@ -633,14 +667,21 @@ func (p *Publisher) eventOf(e store.NewEvent, m store.Merchant) (store.Event, er
 // cannot be is in failed, so that its publishes fail alone. It reads
 // first: an upsert on every publish would write (and lock) the merchant's
 // row for nothing.
+//
+// What was read is kept for the next publishes (merchantCache), and a
+// merchant kept is not read again while it serves.
 func (p *Publisher) merchants(ctx context.Context, keys []store.MerchantEventType) (found map[store.MerchantEventType]store.MerchantFilters, failed map[store.MerchantEventType]error, err error) {
-	found, err = p.cfg.Events.MerchantsWithFilters(ctx, keys)
+	found, missing, generation := p.merchantsKept.get(keys)
+	failed = map[store.MerchantEventType]error{}
+	if len(missing) == 0 {
+		return found, failed, nil
+	}
+	read, err := p.cfg.Events.MerchantsWithFilters(ctx, missing)
 	if err != nil {
 		return nil, nil, err
 	}
-	failed = map[store.MerchantEventType]error{}
-	for _, k := range keys {
-		if _, ok := found[k]; ok {
+	for _, k := range missing {
+		if _, ok := read[k]; ok {
 			continue
 		}
 		m, err := p.cfg.Merchants.EnsureMerchant(ctx, k.MerchantID, p.cfg.DefaultAPIVersion)
@@ -648,7 +689,11 @@ func (p *Publisher) merchants(ctx context.Context, keys []store.MerchantEventTyp
 			failed[k] = err
 			continue
 		}
-		found[k] = store.MerchantFilters{Merchant: m}
+		read[k] = store.MerchantFilters{Merchant: m}
+	}
+	p.merchantsKept.put(generation, read)
+	for k, mf := range read {
+		found[k] = mf
 	}
 	return found, failed, nil
 }
