@@ -52,6 +52,11 @@ const merchantCacheSize = 10_000
 // payload.
 type merchantCache struct {
 	clock clock.Clock
+	// events and merchants read and make what is not kept; a merchant
+	// made is pinned to defaultVersion.
+	events         publisherEvents
+	merchants      publisherMerchants
+	defaultVersion string
 
 	mu sync.Mutex
 	// live: the subscription to the channel is confirmed (a change
@@ -69,10 +74,11 @@ type keptMerchant struct {
 	until   time.Time
 }
 
-// newMerchantCache is an empty cache, serving nothing until watch
-// confirms its subscription.
-func newMerchantCache(c clock.Clock) *merchantCache {
-	return &merchantCache{clock: c, entries: map[store.MerchantEventType]keptMerchant{}}
+// newMerchantCache is an empty cache over events and merchants, serving
+// nothing until watch confirms its subscription.
+func newMerchantCache(c clock.Clock, events publisherEvents, merchants publisherMerchants, defaultVersion string) *merchantCache {
+	return &merchantCache{clock: c, events: events, merchants: merchants, defaultVersion: defaultVersion,
+		entries: map[store.MerchantEventType]keptMerchant{}}
 }
 
 // watch empties the cache on each announcement that w receives, and has
@@ -154,4 +160,42 @@ func (c *merchantCache) announceChange(ctx context.Context, rdb redis.UniversalC
 		return fmt.Errorf("announce a change of subscriptions: %w", err)
 	}
 	return nil
+}
+
+// read reads the merchants of a group's publishes (keys), each with
+// the filters of its subscriptions an event of the publish's type must
+// pass, in one statement. A merchant webhookd has not seen is created
+// pinned to the default version (then it has no subscription); one that
+// cannot be is in failed, so that its publishes fail alone. It reads
+// first: an upsert on every publish would write (and lock) the merchant's
+// row for nothing.
+//
+// What was read is kept for the next publishes (merchantCache), and a
+// merchant kept is not read again while it serves.
+func (c *merchantCache) read(ctx context.Context, keys []store.MerchantEventType) (found map[store.MerchantEventType]store.MerchantFilters, failed map[store.MerchantEventType]error, err error) {
+	found, missing, generation := c.get(keys)
+	failed = map[store.MerchantEventType]error{}
+	if len(missing) == 0 {
+		return found, failed, nil
+	}
+	read, err := c.events.MerchantsWithFilters(ctx, missing)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, k := range missing {
+		if _, ok := read[k]; ok {
+			continue
+		}
+		m, err := c.merchants.EnsureMerchant(ctx, k.MerchantID, c.defaultVersion)
+		if err != nil {
+			failed[k] = err
+			continue
+		}
+		read[k] = store.MerchantFilters{Merchant: m}
+	}
+	c.put(generation, read)
+	for k, mf := range read {
+		found[k] = mf
+	}
+	return found, failed, nil
 }

@@ -249,7 +249,8 @@ func NewPublisher(cfg PublisherConfig, tasks *queue.Enqueuer, m *metrics.Set, cl
 	if cfg.WrapMatcher != nil {
 		p.matcher = cfg.WrapMatcher(p.matcher)
 	}
-	p.merchantsKept, p.stopWatch = newMerchantCache(clock), make(chan struct{})
+	p.merchantsKept = newMerchantCache(clock, cfg.Events, cfg.Merchants, cfg.DefaultAPIVersion)
+	p.stopWatch = make(chan struct{})
 	if cfg.Changes != nil {
 		w, err := cfg.Changes.Wait(SubscriptionsChangedChannel)
 		if err != nil {
@@ -474,7 +475,7 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 			keys = append(keys, k)
 		}
 	}
-	merchants, failed, err := p.merchants(ctx, keys)
+	merchants, failed, err := p.merchantsKept.read(ctx, keys)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -619,7 +620,7 @@ func dueNow(deliveries []store.Delivery) []store.Delivery {
 // the filters a fan-out of the event must evaluate.
 func (p *Publisher) newEvent(ctx context.Context, e store.NewEvent) (store.Event, []store.FilteredSubscription, error) {
 	k := store.MerchantEventType{MerchantID: e.MerchantID, EventType: e.Type}
-	found, failed, err := p.merchants(ctx, []store.MerchantEventType{k})
+	found, failed, err := p.merchantsKept.read(ctx, []store.MerchantEventType{k})
 	if err = cmp.Or(err, failed[k]); err != nil {
 		return store.Event{}, nil, err
 	}
@@ -658,44 +659,6 @@ func (p *Publisher) eventOf(e store.NewEvent, m store.Merchant) (store.Event, er
 	}
 	return store.Event{ID: id, MerchantID: e.MerchantID, Type: e.Type, APIVersion: version, Body: body, CreatedAt: now,
 		DeliverAt: e.DeliverAt}, nil
-}
-
-// merchants reads the merchants of a group's publishes (keys), each with
-// the filters of its subscriptions an event of the publish's type must
-// pass, in one statement. A merchant webhookd has not seen is created
-// pinned to the default version (then it has no subscription); one that
-// cannot be is in failed, so that its publishes fail alone. It reads
-// first: an upsert on every publish would write (and lock) the merchant's
-// row for nothing.
-//
-// What was read is kept for the next publishes (merchantCache), and a
-// merchant kept is not read again while it serves.
-func (p *Publisher) merchants(ctx context.Context, keys []store.MerchantEventType) (found map[store.MerchantEventType]store.MerchantFilters, failed map[store.MerchantEventType]error, err error) {
-	found, missing, generation := p.merchantsKept.get(keys)
-	failed = map[store.MerchantEventType]error{}
-	if len(missing) == 0 {
-		return found, failed, nil
-	}
-	read, err := p.cfg.Events.MerchantsWithFilters(ctx, missing)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, k := range missing {
-		if _, ok := read[k]; ok {
-			continue
-		}
-		m, err := p.cfg.Merchants.EnsureMerchant(ctx, k.MerchantID, p.cfg.DefaultAPIVersion)
-		if err != nil {
-			failed[k] = err
-			continue
-		}
-		read[k] = store.MerchantFilters{Merchant: m}
-	}
-	p.merchantsKept.put(generation, read)
-	for k, mf := range read {
-		found[k] = mf
-	}
-	return found, failed, nil
 }
 
 // testPayload is the payload of a ping.test event (DESIGN.md).
