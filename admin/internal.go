@@ -25,6 +25,10 @@ type internalHandlers struct {
 	// redis is nil on a server without Redis, which is then never ready.
 	redis    redis.UniversalClient
 	settings *merchants.SettingsUpdater
+	// changed is told of a merchant's settings changed (its pinned
+	// api_version is what publishes read); nil on a server without the
+	// delivery pipeline.
+	changed changeAnnouncer
 }
 
 // healthz answers that the process is alive: it checks nothing else.
@@ -90,6 +94,11 @@ func (h internalHandlers) putMerchant(w http.ResponseWriter, r *http.Request) er
 	m, err := h.settings.Update(r.Context(), pathParam(r, "id"), set)
 	if err != nil {
 		return err
+	}
+	if h.changed != nil {
+		// The publishes of every process read the pinned api_version
+		// afresh.
+		h.changed.SubscriptionsChanged(r.Context(), m.ID)
 	}
 	writeJSON(w, http.StatusOK, merchantJSON{ID: m.ID, NotificationEmail: m.NotificationEmail, APIVersion: m.APIVersion,
 		PortalAccentColor: m.PortalAccentColor, PortalLogoURL: m.PortalLogoURL, RetentionDays: m.RetentionDays,

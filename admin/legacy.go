@@ -112,7 +112,7 @@ func (h legacyHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sub, secret, err := h.changes.registry.Create(r.Context(), principalOf(r.Context()).Merchant.ID, draft)
+	sub, secret, err := h.changes.create(r.Context(), principalOf(r.Context()).Merchant.ID, draft)
 	if err != nil {
 		return err
 	}

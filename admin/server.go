@@ -262,8 +262,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	changed, _ := cfg.Publisher.(changeAnnouncer)
 	changes := subscriptionChanges{registry: registry, store: st.Subscriptions, work: cfg.Publisher, logger: cfg.Logger, clock: clk,
-		announcer: cfg.Announcer}
+		announcer: cfg.Announcer, changed: changed}
 	return &Server{
 		respond: respond,
 		rules: requestRules{respond: respond, requireTLS: cfg.RequireHTTPS, trustedProxies: cfg.TrustedProxies,
@@ -297,7 +298,7 @@ func New(cfg Config) (*Server, error) {
 		portal: cfg.Portal,
 		wakes:  wakes, ownsWakes: ownsWakes,
 
-		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis,
+		internal: internalHandlers{postgres: cfg.Store, redis: cfg.Redis, changed: changed,
 			settings: merchants.NewSettingsUpdater(st.Merchants, cfg.Versions, clk.Now, merchants.WithHTTPLogos(cfg.AllowHTTPTargets))},
 		ingest:    ingestHandlers{publisher: cfg.Publisher},
 		erasure:   erasureHandlers{eraser: st.Erasures, audit: st.Audit, pages: pages},

@@ -24,6 +24,13 @@ type workDropper interface {
 	DropSubscription(ctx context.Context, merchantID string, subscriptionID uuid.UUID) error
 }
 
+// changeAnnouncer tells every process's publishes that a merchant's
+// subscriptions or settings changed, so that none judges its events by
+// what it kept of them (the Publisher is one).
+type changeAnnouncer interface {
+	SubscriptionsChanged(ctx context.Context, merchantID string)
+}
+
 // StatusAnnouncer tells a merchant's other subscriptions that one of its
 // subscriptions was disabled or enabled (notify.Emitter is one), once
 // per change of state.
@@ -49,6 +56,28 @@ type subscriptionChanges struct {
 	clock clock.Clock
 	// announcer is nil on a server that announces nothing.
 	announcer StatusAnnouncer
+	// changed is nil on a server without the delivery pipeline.
+	changed changeAnnouncer
+}
+
+// create makes the merchant's subscription and returns it with its
+// secret, shown this once.
+func (c subscriptionChanges) create(ctx context.Context, merchantID string, draft subscriptions.Draft) (store.Subscription, string, error) {
+	sub, secret, err := c.registry.Create(ctx, merchantID, draft)
+	if err != nil {
+		return sub, secret, err
+	}
+	c.announceChange(ctx, merchantID)
+	return sub, secret, nil
+}
+
+// announceChange tells the publishes of every process that merchantID's
+// subscriptions changed, once the change is committed and before it is
+// answered.
+func (c subscriptionChanges) announceChange(ctx context.Context, merchantID string) {
+	if c.changed != nil {
+		c.changed.SubscriptionsChanged(ctx, merchantID)
+	}
 }
 
 // update applies change and, when it leaves the subscription disabled,
@@ -60,6 +89,7 @@ func (c subscriptionChanges) update(ctx context.Context, merchantID string, id u
 	if err != nil {
 		return sub, err
 	}
+	c.announceChange(ctx, merchantID)
 	if sub.Status == store.SubscriptionDisabled {
 		c.dropWork(ctx, merchantID, sub.ID)
 	}
@@ -75,6 +105,7 @@ func (c subscriptionChanges) delete(ctx context.Context, merchantID string, id u
 	if err := c.store.DeleteSubscription(ctx, merchantID, id); err != nil {
 		return err
 	}
+	c.announceChange(ctx, merchantID)
 	c.dropWork(ctx, merchantID, id)
 	return nil
 }

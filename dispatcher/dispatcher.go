@@ -360,11 +360,15 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One pub/sub connection for the process's long polls, listen
+	// connections and the Publisher's hearing of changes to subscriptions,
+	// whatever their number.
+	wakes := queue.NewWakeHub(tasks.Redis, cfg.Logger)
 	pub, err := publish.NewPublisher(publish.PublisherConfig{
 		Events: cfg.Store.Events, Merchants: cfg.Store.Merchants, Subscriptions: cfg.Store.Subscriptions,
 		EventTypes: cfg.EventTypes, MaxPayloadBytes: cfg.MaxPayloadBytes,
 		VersionUsable: cfg.VersionUsable, Versions: cfg.Versions, DefaultAPIVersion: cfg.DefaultAPIVersion,
-		WrapMatcher: cfg.WrapFilterMatcher, TracerProvider: cfg.TracerProvider, Payloads: cfg.Payloads,
+		WrapMatcher: cfg.WrapFilterMatcher, TracerProvider: cfg.TracerProvider, Payloads: cfg.Payloads, Changes: wakes,
 	}, tasks, m, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err
@@ -384,9 +388,6 @@ func New(cfg Config) (*Dispatcher, error) {
 			return nil, fmt.Errorf("register the schedule's metrics: %w", err)
 		}
 	}
-	// One pub/sub connection for the process's long polls and listen
-	// connections, whatever their number (it connects when one waits).
-	wakes := queue.NewWakeHub(tasks.Redis, cfg.Logger)
 	var poller *poll.Poller
 	if len(cfg.MasterKey) > 0 {
 		if poller, err = poll.NewPoller(poll.PollerConfig{Subscriptions: cfg.Store.Subscriptions, Polls: cfg.Store.Polls,

@@ -121,6 +121,12 @@ type PublisherConfig struct {
 	WrapMatcher func(Matcher) Matcher
 	// TracerProvider traces publishes (tracing.go); nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// Changes is the process's shared pub/sub connection, on which the
+	// Publisher hears of changes to subscriptions made by any process
+	// (SubscriptionsChanged), so that it may keep merchants and their
+	// filters between publishes (merchantcache.go); nil keeps nothing,
+	// every publish reads them.
+	Changes *queue.WakeHub
 	// Payloads judges a payload against its type's schema, last of the
 	// rules (payloadschema.Validator, WEBHOOKD_PAYLOAD_VALIDATION); nil
 	// judges none.
@@ -174,6 +180,10 @@ type Publisher struct {
 	groups *groupcommit.Batcher[publishRequest, published]
 	// tracing makes the spans of tracing.go.
 	tracing publishTracer
+	// merchantsKept keeps what publishes read of merchants, while
+	// changes are heard (cfg.Changes); stopWatch ends the hearing.
+	merchantsKept *merchantCache
+	stopWatch     chan struct{}
 	// pool is this process's worker pool while it runs (StartLocally),
 	// which first attempts try before the schedule; nil: none.
 	pool atomic.Pointer[localPool]
@@ -239,12 +249,37 @@ func NewPublisher(cfg PublisherConfig, tasks *queue.Enqueuer, m *metrics.Set, cl
 	if cfg.WrapMatcher != nil {
 		p.matcher = cfg.WrapMatcher(p.matcher)
 	}
+	p.merchantsKept = newMerchantCache(clock, cfg.Events, cfg.Merchants, cfg.DefaultAPIVersion)
+	p.stopWatch = make(chan struct{})
+	if cfg.Changes != nil {
+		w, err := cfg.Changes.Wait(SubscriptionsChangedChannel)
+		if err != nil {
+			return nil, fmt.Errorf("publisher: hear changes of subscriptions: %w", err)
+		}
+		go p.merchantsKept.watch(w, p.stopWatch)
+	}
 	p.groups = groupcommit.New(p.writeGroup)
 	return p, nil
 }
 
 // Close writes the publishes queued and stops the group writer.
-func (p *Publisher) Close() { p.groups.Close() }
+func (p *Publisher) Close() {
+	p.groups.Close()
+	close(p.stopWatch)
+}
+
+// SubscriptionsChanged is told after a change of merchantID's
+// subscriptions (created, updated, enabled, disabled, deleted) or of its
+// settings is committed, before the change is answered: it announces it
+// to every process's Publisher, whose kept merchants are dropped, so that
+// their next publishes read the change. A failure is logged: the kept
+// merchants then lapse within merchantCacheTTL.
+func (p *Publisher) SubscriptionsChanged(ctx context.Context, merchantID string) {
+	if err := p.merchantsKept.announceChange(ctx, p.tasks.Redis); err != nil {
+		p.logger.WarnContext(ctx, "announce a change of subscriptions; other processes see it within their cache's lifetime",
+			"merchant_id", merchantID, "ttl", merchantCacheTTL, "error", err)
+	}
+}
 
 // EventTypes is the catalogue producers may publish and subscriptions may
 // name.
@@ -440,7 +475,7 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 			keys = append(keys, k)
 		}
 	}
-	merchants, failed, err := p.merchants(ctx, keys)
+	merchants, failed, err := p.merchantsKept.read(ctx, keys)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -585,7 +620,7 @@ func dueNow(deliveries []store.Delivery) []store.Delivery {
 // the filters a fan-out of the event must evaluate.
 func (p *Publisher) newEvent(ctx context.Context, e store.NewEvent) (store.Event, []store.FilteredSubscription, error) {
 	k := store.MerchantEventType{MerchantID: e.MerchantID, EventType: e.Type}
-	found, failed, err := p.merchants(ctx, []store.MerchantEventType{k})
+	found, failed, err := p.merchantsKept.read(ctx, []store.MerchantEventType{k})
 	if err = cmp.Or(err, failed[k]); err != nil {
 		return store.Event{}, nil, err
 	}
@@ -624,33 +659,6 @@ func (p *Publisher) eventOf(e store.NewEvent, m store.Merchant) (store.Event, er
 	}
 	return store.Event{ID: id, MerchantID: e.MerchantID, Type: e.Type, APIVersion: version, Body: body, CreatedAt: now,
 		DeliverAt: e.DeliverAt}, nil
-}
-
-// merchants reads the merchants of a group's publishes (keys), each with
-// the filters of its subscriptions an event of the publish's type must
-// pass, in one statement. A merchant webhookd has not seen is created
-// pinned to the default version (then it has no subscription); one that
-// cannot be is in failed, so that its publishes fail alone. It reads
-// first: an upsert on every publish would write (and lock) the merchant's
-// row for nothing.
-func (p *Publisher) merchants(ctx context.Context, keys []store.MerchantEventType) (found map[store.MerchantEventType]store.MerchantFilters, failed map[store.MerchantEventType]error, err error) {
-	found, err = p.cfg.Events.MerchantsWithFilters(ctx, keys)
-	if err != nil {
-		return nil, nil, err
-	}
-	failed = map[store.MerchantEventType]error{}
-	for _, k := range keys {
-		if _, ok := found[k]; ok {
-			continue
-		}
-		m, err := p.cfg.Merchants.EnsureMerchant(ctx, k.MerchantID, p.cfg.DefaultAPIVersion)
-		if err != nil {
-			failed[k] = err
-			continue
-		}
-		found[k] = store.MerchantFilters{Merchant: m}
-	}
-	return found, failed, nil
 }
 
 // testPayload is the payload of a ping.test event (DESIGN.md).

@@ -49,7 +49,8 @@ type WakeHub struct {
 
 	mu sync.Mutex
 	// ps is the shared connection, made when the first waiter comes
-	// (workers, which serve no polls, never make one).
+	// (in every process with a Publisher, which hears on it of changes
+	// to subscriptions).
 	ps *redis.PubSub
 	// channels are the channels waited on, each with its waiters.
 	channels map[string]*wakeChannel
