@@ -78,7 +78,7 @@ func TestStateChangesReachOtherSubscriptionsOncePerChange(t *testing.T) {
 	}
 	want := []string{catalogue.EndpointDisabled, catalogue.EndpointEnabled, catalogue.EndpointDisabled}
 	e.WaitFor("B to get the three changes", 5*time.Second, func() bool { return len(rcvB.Got()) >= len(want) })
-	e.WaitIdle()
+	e.WaitQuiet()
 	got := operational(t, rcvB)
 	if !slices.Equal(types(got), want) {
 		t.Fatalf("B got %v, want %v", types(got), want)
@@ -93,7 +93,7 @@ func TestStateChangesReachOtherSubscriptionsOncePerChange(t *testing.T) {
 	// B's own change reaches A, not B.
 	em.Disabled(ctx, "m1", b.ID, notify.ByOperator, "Disabled by an operator.", nil)
 	e.WaitFor("A to hear of B", 5*time.Second, func() bool { return len(rcvA.Got()) == 1 })
-	e.WaitIdle()
+	e.WaitQuiet()
 	if n := len(rcvB.Got()); n != len(want) {
 		t.Errorf("B got %d events, want still %d", n, len(want))
 	}
@@ -134,7 +134,7 @@ func TestExhaustedOncePerInterval(t *testing.T) {
 		}
 	}
 	e.WaitFor("the notifiers to hear of the three", 5*time.Second, func() bool { return counter.calls.Load() >= 3 })
-	e.WaitIdle()
+	e.WaitQuiet()
 	got := operational(t, rcvB)
 	if len(got) != 1 || got[0].Type != catalogue.DeliveryExhausted {
 		t.Fatalf("B got %v, want one %s", types(got), catalogue.DeliveryExhausted)
@@ -218,7 +218,7 @@ func TestEndpointGoneAnnouncesTheDisable(t *testing.T) {
 
 	e.Publish(d, "m1", "payout.paid")
 	e.WaitFor("B to hear of A's 410", 5*time.Second, func() bool { return len(rcvB.Got()) >= 1 })
-	e.WaitIdle()
+	e.WaitQuiet()
 	got := operational(t, rcvB)
 	if len(got) != 1 || got[0].Type != catalogue.EndpointDisabled {
 		t.Fatalf("B got %v", types(got))

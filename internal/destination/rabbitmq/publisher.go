@@ -207,7 +207,7 @@ func (p *publisher) Send(ctx context.Context, m destination.Message) (destinatio
 	case reason := <-c.closed:
 		// The broker closed the channel: a missing exchange (404), say.
 		if reason == nil {
-			return destination.Result{}, destination.Fail(destination.CodeUnreachable, "channel closed before the broker confirmed", errors.New("rabbitmq: channel closed"))
+			return destination.Result{}, closedBeforeConfirm(c)
 		}
 		return destination.Result{}, classify(reason)
 	case <-ctx.Done():
@@ -226,7 +226,7 @@ func (p *publisher) Send(ctx context.Context, m destination.Message) (destinatio
 			return destination.Result{}, destination.Fail(destination.CodeRefused, said, errors.New("rabbitmq: "+said))
 		}
 		if !acked {
-			return destination.Result{}, destination.Fail(destination.CodeUnreachable, "channel closed before the broker confirmed", errors.New("rabbitmq: channel closed"))
+			return destination.Result{}, closedBeforeConfirm(c)
 		}
 	default:
 	}
@@ -236,6 +236,22 @@ func (p *publisher) Send(ctx context.Context, m destination.Message) (destinatio
 	}
 	p.release(c)
 	return destination.Result{Answer: confirmed}, nil
+}
+
+// closedBeforeConfirm is the failure of a send whose channel closed before
+// the broker confirmed it. The broker's reason (a missing exchange's 404)
+// is sent on c.closed before the confirms end, but a select that saw both
+// ready may have taken the confirms' end first: the reason is read here,
+// and only without one is it the connection's loss.
+func closedBeforeConfirm(c *channel) error {
+	select {
+	case reason, ok := <-c.closed:
+		if ok && reason != nil {
+			return classify(reason)
+		}
+	default:
+	}
+	return destination.Fail(destination.CodeUnreachable, "channel closed before the broker confirmed", errors.New("rabbitmq: channel closed"))
 }
 
 // Close closes the connection; Send fails after it.

@@ -288,6 +288,21 @@ func (e *Env) WaitIdle() {
 	})
 }
 
+// WaitQuiet is WaitIdle, then waits until no delivery is pending in the
+// database: an attempt a publish started in its own process's pool is
+// never parked, so an empty schedule does not say it has ended. For tests
+// whose every delivery ends (succeeds or fails for good).
+func (e *Env) WaitQuiet() {
+	e.T.Helper()
+	e.WaitIdle()
+	e.WaitFor("every delivery to end", 30*time.Second, func() bool {
+		var pending int
+		err := e.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM deliveries WHERE status = $1`,
+			store.DeliveryPending).Scan(&pending)
+		return err == nil && pending == 0
+	})
+}
+
 // WaitSwept waits until the sweeper has run once more from now, then until
 // the queues are empty: what the sweeper would re-enqueue has then run.
 func (e *Env) WaitSwept(reg *prometheus.Registry) {
