@@ -42,6 +42,12 @@ const (
 	catRateLimit      = "rate_limit_error"
 )
 
+// errConflict is the 409 of a request the resource's state refuses
+// (disabled, running, already started…), its message saying what to do.
+func errConflict(message string) *Error {
+	return newError(http.StatusConflict, catInvalidRequest, "conflict", message)
+}
+
 func newError(status int, category, code, message string) *Error {
 	return &Error{Status: status, Category: category, Code: code, Message: message}
 }
@@ -165,22 +171,17 @@ func asError(ctx context.Context, logger *slog.Logger, err error) *Error {
 	case errors.Is(err, store.ErrNotFound):
 		return errNotFound
 	case errors.Is(err, store.ErrSubscriptionInactive):
-		return newError(http.StatusConflict, catInvalidRequest, "conflict",
-			"The webhook subscription is disabled or deleted; enable it before redelivering.")
+		return errConflict("The webhook subscription is disabled or deleted; enable it before redelivering.")
 	case errors.Is(err, store.ErrReplayRunning):
-		return newError(http.StatusConflict, catInvalidRequest, "conflict",
-			"A replay of this merchant is running; wait until it completes (GET /v1/replays/{id}) before starting another.")
+		return errConflict("A replay of this merchant is running; wait until it completes (GET /v1/replays/{id}) before starting another.")
 	case errors.Is(err, store.ErrAPIKeyInactive):
-		return newError(http.StatusConflict, catInvalidRequest, "conflict",
-			"The API key is revoked, expired or already rolled; only a key in use can be rolled.")
+		return errConflict("The API key is revoked, expired or already rolled; only a key in use can be rolled.")
 	case errors.Is(err, store.ErrEventNotScheduled):
-		return newError(http.StatusConflict, catInvalidRequest, "conflict",
-			"The event was published for delivery at once, not with deliver_at: there is nothing scheduled to cancel.")
+		return errConflict("The event was published for delivery at once, not with deliver_at: there is nothing scheduled to cancel.")
 	case errors.Is(err, store.ErrEventStarted):
-		return newError(http.StatusConflict, catInvalidRequest, "conflict",
-			"The event's deliveries have already started; only deliveries still scheduled can be cancelled.")
+		return errConflict("The event's deliveries have already started; only deliveries still scheduled can be cancelled.")
 	case errors.Is(err, store.ErrConflict):
-		return newError(http.StatusConflict, catInvalidRequest, "conflict", "The resource changed concurrently; retry.")
+		return errConflict("The resource changed concurrently; retry.")
 	case unreachable(err):
 		logger.WarnContext(ctx, "backing service unreachable", "correlation_id", correlationID(ctx), "error", err)
 		return errUnreachable

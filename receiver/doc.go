@@ -27,7 +27,8 @@
 //     for a subscription whose signature scheme is ed25519; a value of a
 //     version it holds no key for is ignored. It is webhookd's only
 //     verifier: signer.Verifier is gone. Code that called
-//     signer.NewVerifier(secret) and v.Verify(h, body, time.Now()) now calls
+//     signer.NewVerifier(secret) and v.Verify(h, body, now), now the
+//     time of the call, now calls
 //     NewVerifier(VerifierConfig{Secrets: []string{secret}}) and
 //     v.Verify(h, body), with VerifierConfig.Now to pin the clock. signer's
 //     verification errors have their namesakes here, except

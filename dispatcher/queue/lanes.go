@@ -358,7 +358,7 @@ func (l *Lanes) takeShards(ctx context.Context, req TakeRequest, r Running, shar
 		pipe := l.redis.Pipeline()
 		for i, k := range shards {
 			cmds[i] = pipe.FCall(ctx, l.fn.take, []string{l.prefixes[k] + ":ready"},
-				takeArgs(l.prefixes[k], req, r, wants[i], lendables[i])...)
+				l.takeArgs(k, req, r, wants[i], lendables[i])...)
 		}
 		_, _ = pipe.Exec(ctx) // each command's error is read below
 		return cmds
@@ -395,17 +395,24 @@ func (l *Lanes) takeShards(ctx context.Context, req TakeRequest, r Running, shar
 	return out
 }
 
-// takeArgs are the take function's arguments in shard prefix.
-func takeArgs(prefix string, req TakeRequest, r Running, want, lendable int) []any {
-	args := make([]any, 0, 16+2*len(r.Merchants)+2*len(r.SubscriptionRoom)+len(r.Unlendable))
-	args = append(args, prefix, req.Now.UnixMilli(), want, req.Share, req.SubscriptionCap, lendable,
+// takeArgs are the take function's arguments in shard k. Of the
+// merchants running here only the shard's own are sent: the function
+// weighs no other, and a take reads up to every shard with work.
+func (l *Lanes) takeArgs(k int, req TakeRequest, r Running, want, lendable int) []any {
+	merchants := make([]any, 0, 2*len(r.Merchants))
+	for m, n := range r.Merchants {
+		if shardOf(m, len(l.prefixes)) == k {
+			merchants = append(merchants, m, n)
+		}
+	}
+	running := len(merchants) / 2
+	args := make([]any, 0, 16+len(merchants)+2*len(r.SubscriptionRoom)+len(r.Unlendable))
+	args = append(args, l.prefixes[k], req.Now.UnixMilli(), want, req.Share, req.SubscriptionCap, lendable,
 		// Merchants scanned per pass: those running here (at their share,
 		// or with every subscription at its cap) may sit at the ring's
 		// head without being takeable, and a few more behind them.
-		len(r.Merchants)+16, req.Held.Milliseconds(), len(r.Merchants))
-	for m, n := range r.Merchants {
-		args = append(args, m, n)
-	}
+		running+16, req.Held.Milliseconds(), running)
+	args = append(args, merchants...)
 	args = append(args, len(r.SubscriptionRoom))
 	for s, n := range r.SubscriptionRoom {
 		args = append(args, s, n)
