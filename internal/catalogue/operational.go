@@ -2,7 +2,6 @@ package catalogue
 
 import (
 	"encoding/json"
-	"slices"
 )
 
 // The operational event types: webhookd itself publishes them, to the
@@ -29,8 +28,14 @@ const (
 const RuleTypeOperational = "type_operational"
 
 // IsOperational tells whether t is one of the operational event types.
+// It runs on every publish, so it compares names and builds no schema
+// (Operational parses the schema file for each type).
 func IsOperational(t string) bool {
-	return slices.ContainsFunc(Operational(), func(et EventType) bool { return et.Name == t })
+	switch t {
+	case EndpointDisabled, EndpointEnabled, DeliveryExhausted, CertificateExpiring, TokenFailing:
+		return true
+	}
+	return false
 }
 
 // Operational returns the operational event types, in the order

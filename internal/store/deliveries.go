@@ -489,8 +489,13 @@ func recordAttempts(ctx context.Context, q querier, rs []AttemptRecord) ([]error
 				request_headers, batch_id, transformation_version, request_body
 			FROM i
 			-- An attempt of a delivery erased meanwhile (erasure.go) is
-			-- not kept: its bodies are the erased content.
-			WHERE NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.id = i.id AND x.created_at = i.created_at AND x.status = 'erased')
+			-- not kept: its bodies are the erased content. The status is
+			-- read by primary key, one delivery at a time (a scalar
+			-- subquery is never turned into a join): written NOT EXISTS,
+			-- it was planned as an anti-join reading every erased row of
+			-- every partition, a scan of the day's partition when its
+			-- statistics predate its rows.
+			WHERE (SELECT x.status FROM deliveries x WHERE x.id = i.id AND x.created_at = i.created_at) IS DISTINCT FROM 'erased'
 			ORDER BY id
 			ON CONFLICT DO NOTHING RETURNING delivery_id, number
 		), d AS (
