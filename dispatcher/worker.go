@@ -293,7 +293,7 @@ func (w *worker) run(ctx context.Context) error {
 	// This process's publishes (an ingest task here, an API request when
 	// the process has both roles) start their first attempts in its pool
 	// where it has room for them, without the trip through Redis.
-	stopLocal := w.publisher.StartLocally(w.attempts.Scheduler)
+	stopLocal := w.publisher.StartLocally(w.attempts.Scheduler, w.cfg.leaseFor())
 	<-ctx.Done()
 	stopLocal()
 	<-attempts // every attempt in flight ended and recorded

@@ -237,8 +237,14 @@ func (r *Runner) HandleLegacyFirstAttempts(ctx context.Context, t *asynq.Task) e
 
 // lease takes the delivery of an attempt task.
 func (r *Runner) lease(ctx context.Context, at *queue.Attempt, now time.Time) (store.LeasedDelivery, error) {
+	if at.Leased != nil {
+		// Leased by the publish that stored it, for this pool.
+		leased := *at.Leased
+		at.Leased = nil
+		return leased, nil
+	}
 	if at.Trigger != store.TriggerManual {
-		return r.leaser.lease(ctx, store.LeaseRequest{ID: at.DeliveryID, CreatedAt: at.CreatedAt, Number: at.Number})
+		return r.leaser.lease(ctx, store.LeaseRequest{ID: at.DeliveryID, CreatedAt: at.CreatedAt, Number: at.Number, Handover: at.Handover})
 	}
 	// A manual attempt takes its number (attempt_count+1) when it leases.
 	// While another attempt of the delivery runs it goes back on the queue

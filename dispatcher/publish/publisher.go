@@ -197,17 +197,24 @@ type Starter interface {
 	Start(queue.LaneItem) bool
 }
 
-// localPool holds a Starter for the atomic pointer.
-type localPool struct{ Starter }
+// localPool holds a Starter for the atomic pointer, with the length of
+// the lease a write takes for it.
+type localPool struct {
+	Starter
+	leaseFor time.Duration
+}
 
 // StartLocally has the first attempts of the events p stores from now on
 // offered to s, this process's own worker pool, before the schedule, until
 // stop is called (a worker role that stops). A process with both roles
 // thus saves each first attempt a push, a wake and a take in Redis, and
 // its latency; what s refuses, and every attempt of a process without a
-// pool, is parked as before.
-func (p *Publisher) StartLocally(s Starter) (stop func()) {
-	lp := &localPool{s}
+// pool, is parked as before. The write of an event leases, for leaseFor
+// (the workers' lease), the deliveries whose first attempt may start at
+// once, so that those need no lease statement of their own; one s refuses
+// is parked with its lease to hand over (queue.Attempt.Handover).
+func (p *Publisher) StartLocally(s Starter, leaseFor time.Duration) (stop func()) {
+	lp := &localPool{Starter: s, leaseFor: leaseFor}
 	p.pool.Store(lp)
 	return func() { p.pool.CompareAndSwap(lp, nil) }
 }
@@ -508,6 +515,12 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 	outside := map[string]bool{} // merchants with a publish sent outside
 	writes := make([]store.EventWrite, 0, len(reqs))
 	at := make([]int, 0, len(reqs)) // the request of each write
+	// The write leases the first attempts this process's pool may start
+	// (StartLocally).
+	var leaseUntil time.Time
+	if pool := p.pool.Load(); pool != nil {
+		leaseUntil = p.clock.Now().Add(pool.leaseFor).Truncate(time.Microsecond)
+	}
 	for i, r := range reqs {
 		if errs[i] != nil {
 			continue
@@ -552,7 +565,7 @@ func (p *Publisher) writeGroup(ctx context.Context, reqs []publishRequest) ([]pu
 			continue
 		}
 		events[i].TraceParent = tracing.Traceparent(r.trace)
-		writes = append(writes, store.EventWrite{Event: events[i], To: r.to})
+		writes = append(writes, store.EventWrite{Event: events[i], To: r.to, LeaseUntil: leaseUntil})
 		at = append(at, i)
 	}
 	if len(writes) == 0 {
@@ -596,9 +609,17 @@ func (p *Publisher) enqueueFirstAttempts(ctx context.Context, created []store.Ev
 		// ordered ones behind their key's head wait for it: neither is due.
 		for _, del := range dueNow(w.Deliveries) {
 			it := queue.LaneItem{ID: queue.AttemptTaskID(del.ID, 1), Task: queue.ScheduledAttempt(del, 1, *del.NextAttemptAt)}
+			if leased, ok := w.Leased[del.ID]; ok {
+				it.Task.Leased = &leased
+			}
 			if pool != nil && pool.Start(it) {
 				p.metrics.StartedLocally.Inc()
 				continue
+			}
+			if it.Task.Leased != nil {
+				// The write leased it for the pool, which refused it: the
+				// schedule's taker takes that lease over.
+				it.Task.Handover, it.Task.Leased = it.Task.Leased.LeaseUntil, nil
 			}
 			items = append(items, it)
 		}

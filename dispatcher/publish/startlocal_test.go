@@ -14,7 +14,11 @@ import (
 // own pool as it stores it, without parking it in the schedule, where a
 // take would have given it a slot at once; otherwise (no pool running, the
 // subscription at its cap) the attempt is parked and delivered from the
-// schedule as before.
+// schedule as before. The publish leases what its pool may start (no lease
+// statement of the attempt's own); one the pool then refuses is parked
+// with that lease to hand over, so the schedule's taker runs it at once
+// rather than after the lease lapses (15 s here, longer than the test
+// waits).
 func TestFirstAttemptsStartInThePublishingProcess(t *testing.T) {
 	t.Parallel()
 	e := dispatchertest.New(t)
@@ -63,6 +67,10 @@ func TestFirstAttemptsStartInThePublishingProcess(t *testing.T) {
 	capped := e.Publish(d, "m1", "payout.paid")
 	if got, n := started(), parked(); got != 1 || n != 1 {
 		t.Fatalf("with the subscription at its cap: %v started locally, %d parked; want 1 and 1", got, n)
+	}
+	var leased bool
+	if err := e.Store.Pool().QueryRow(t.Context(), `SELECT lease_until IS NOT NULL FROM deliveries WHERE event_id = $1`, capped.ID).Scan(&leased); err != nil || !leased {
+		t.Fatalf("the capped delivery leased by its publish: %v, %v; want true", leased, err)
 	}
 	close(release)
 	for _, ev := range []store.Event{held, capped} {

@@ -99,6 +99,15 @@ type Attempt struct {
 	// Retries counts the times the attempt could not run for an internal
 	// reason (Postgres unreachable), for its backoff.
 	Retries int `json:"y,omitempty"`
+	// Handover is the lease the publish that stored the delivery took for
+	// its own pool, which then refused the attempt: the first taker may
+	// take that lease over (store.LeaseRequest.Handover). Zero: none.
+	Handover time.Time `json:"h,omitzero"`
+	// Leased is the delivery as the publish leased it for this attempt,
+	// handed to the publishing process's own pool in memory (never
+	// stored: a parked attempt has none), so that the attempt runs on
+	// that lease without a statement of its own.
+	Leased *store.LeasedDelivery `json:"-"`
 }
 
 // ScheduledAttempt is the task of attempt number of del, due at due.

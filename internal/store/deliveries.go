@@ -110,10 +110,16 @@ type LeaseRequest struct {
 	ID        uuid.UUID
 	CreatedAt time.Time
 	Number    int
+	// Handover is a lease the attempt may take over although it has not
+	// lapsed (zero: none): the one a publish took for its own pool
+	// (EventWrite.LeaseUntil), when the pool then refused the attempt and
+	// it went to the schedule instead.
+	Handover time.Time
 }
 
 // leaseSQL leases attempts named by (id, created_at, number): $1, $2 and $3
-// in step, $4 the lease's end, $5 now. Each delivery is read by its primary
+// in step, $4 the lease's end, $5 now, $6 in step the lease each may take
+// over (LeaseRequest.Handover; NULL: none). Each delivery is read by its primary
 // key.
 //
 // Its pending test is written IS NOT DISTINCT FROM, which means the same
@@ -127,27 +133,25 @@ type LeaseRequest struct {
 // deliveries/s.
 const leaseSQL = `
 		UPDATE deliveries d SET lease_until = $4, ` + pinRetryPolicy + `
-		FROM unnest($1::uuid[], $2::timestamptz[], $3::int[]) WITH ORDINALITY AS r(id, created_at, number, i),
+		FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $6::timestamptz[]) WITH ORDINALITY AS r(id, created_at, number, handover, i),
 			subscriptions s, events e
 		WHERE d.id = r.id AND d.created_at = r.created_at AND d.status IS NOT DISTINCT FROM 'pending' AND d.attempt_count = r.number - 1
-		  AND (d.lease_until IS NULL OR d.lease_until < $5)
+		  AND (d.lease_until IS NULL OR d.lease_until < $5 OR d.lease_until = r.handover)
 		  AND (d.sequence IS NULL OR ` + isLineHead + `)
 		  AND s.id = d.subscription_id
 		  AND e.id = d.event_id AND e.created_at = d.event_created_at
 		RETURNING r.i, d.id, d.merchant_id, d.event_id, d.event_created_at, d.event_type, d.subscription_id,
 			d.status, d.test, d.attempt_count, d.next_attempt_at, d.created_at, d.updated_at,
-			s.url, s.status, s.deleted_at IS NOT NULL, e.body, d.lease_until, s.updated_at, s.kind,
-			d.ordering_key, d.sequence, coalesce(s.rate_limit, 0), s.headers_sealed, s.authentication_sealed,
-			coalesce(s.authentication->>'type', ''), s.encryption_key, coalesce(e.traceparent, ''), s.trace_context, s.payload_style, s.batch_max_size, s.batch_max_wait_ms, s.destination_sealed,
-			` + leasedTransformation + `, ` + leasedRetryPolicy + `, d.deliver_at`
+			e.body, d.lease_until, coalesce(e.traceparent, ''), d.ordering_key, d.sequence, ` + leasedRetryPolicy + `, d.deliver_at,
+			` + leasedSubscriptionColumns
 
 // LeaseDeliveries is LeaseDelivery for many attempts in one statement (the
 // workers' group commit). It returns one LeasedDelivery and one error per
 // request: nil, or ErrNotFound when that attempt is stale or running.
 func (s *Deliveries) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, now time.Time, leaseFor time.Duration) ([]LeasedDelivery, []error, error) {
-	ids, created, numbers := attemptColumns(reqs)
+	ids, created, numbers, handovers := attemptColumns(reqs)
 	rows, err := s.pool.Query(ctx, leaseSQL,
-		ids, created, numbers, now.Add(leaseFor), now)
+		ids, created, numbers, now.Add(leaseFor).Truncate(time.Microsecond), now, handovers)
 	if err != nil {
 		return nil, nil, fmt.Errorf("lease %d deliveries: %w", len(reqs), err)
 	}
@@ -156,18 +160,16 @@ func (s *Deliveries) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, n
 	var l LeasedDelivery
 	d := &l.Delivery
 	var i int
-	var batch batchColumns
-	_, err = pgx.ForEachRow(rows, []any{&i, &d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
+	var sub leasedSubscription
+	_, err = pgx.ForEachRow(rows, append([]any{&i, &d.ID, &d.MerchantID, &d.EventID, &d.EventCreatedAt, &d.EventType, &d.SubscriptionID,
 		&d.Status, &d.Test, &d.AttemptCount, &d.NextAttemptAt, &d.CreatedAt, &d.UpdatedAt,
-		&l.URL, &l.SubscriptionStatus, &l.SubscriptionDeleted, &l.Body, &l.LeaseUntil, &l.SubscriptionVersion, &l.Kind,
-		&d.OrderingKey, &d.Sequence, &d.RateLimit, &l.SealedHeaders, &l.SealedAuthentication, &l.AuthenticationType, &l.EncryptionKey,
-		&l.TraceParent, &l.TraceContext, &l.PayloadStyle, &batch.maxSize, &batch.maxWaitMS, &l.SealedDestination,
-		&l.TransformationVersion, &d.RetryPolicy, &d.DeliverAt}, func() error {
-		d.Batch = batch.value()
+		&l.Body, &l.LeaseUntil, &l.TraceParent, &d.OrderingKey, &d.Sequence, &d.RetryPolicy, &d.DeliverAt}, sub.targets()...), func() error {
+		sub.fill(&l)
 		out[i-1], found[i-1] = l, true
 		// The next row's policy is decoded into a value of its own, not
-		// into this one's.
-		d.RetryPolicy = nil
+		// into this one's, and its subscription's columns are scanned
+		// afresh.
+		d.RetryPolicy, sub = nil, leasedSubscription{}
 		return nil
 	})
 	if err != nil {
@@ -184,14 +186,18 @@ func (s *Deliveries) LeaseDeliveries(ctx context.Context, reqs []LeaseRequest, n
 
 // attemptColumns are the columns of reqs, as the arrays a statement
 // unnests.
-func attemptColumns(reqs []LeaseRequest) (ids []uuid.UUID, created []time.Time, numbers []int32) {
+func attemptColumns(reqs []LeaseRequest) (ids []uuid.UUID, created []time.Time, numbers []int32, handovers []*time.Time) {
 	ids = make([]uuid.UUID, len(reqs))
 	created = make([]time.Time, len(reqs))
 	numbers = make([]int32, len(reqs))
+	handovers = make([]*time.Time, len(reqs))
 	for i, r := range reqs {
 		ids[i], created[i], numbers[i] = r.ID, r.CreatedAt, int32(r.Number)
+		if !r.Handover.IsZero() {
+			handovers[i] = &r.Handover
+		}
 	}
-	return ids, created, numbers
+	return ids, created, numbers, handovers
 }
 
 // AttemptRecord is the outcome of one attempt and the state it leaves the
@@ -318,7 +324,7 @@ func (s *Deliveries) StillDue(ctx context.Context, ds []Delivery, dueBefore, now
 	for i, d := range ds {
 		reqs[i] = LeaseRequest{ID: d.ID, CreatedAt: d.CreatedAt, Number: d.AttemptCount + 1}
 	}
-	ids, created, numbers := attemptColumns(reqs)
+	ids, created, numbers, _ := attemptColumns(reqs)
 	rows, err := s.pool.Query(ctx, `
 		SELECT r.i FROM deliveries d
 		JOIN unnest($3::uuid[], $4::timestamptz[], $5::int[]) WITH ORDINALITY AS r(id, created_at, number, i)

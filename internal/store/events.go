@@ -88,25 +88,26 @@ const maxOrderingKeyValue = "256"
 // false and no deliveries. The same id from another merchant is
 // ErrConflict.
 func (s *Events) CreateEvent(ctx context.Context, e Event, to Audience) (Event, []Delivery, bool, error) {
-	return s.createEvent(ctx, e, to, nil)
+	w, err := s.createEvent(ctx, EventWrite{Event: e, To: to}, nil)
+	return w.Event, w.Deliveries, w.Created, err
 }
 
-// createEvent is CreateEvent with the deliveries' ids marked with group
-// (nil: not).
-func (s *Events) createEvent(ctx context.Context, e Event, to Audience, group []byte) (Event, []Delivery, bool, error) {
-	rows, err := s.pool.Query(ctx, createEventSQL, createEventArgs(e, to, group)...)
+// createEvent is CreateEvent of one write, with the deliveries' ids
+// marked with group (nil: not).
+func (s *Events) createEvent(ctx context.Context, w EventWrite, group []byte) (EventWritten, error) {
+	rows, err := s.pool.Query(ctx, createEventSQL, createEventArgs(w, group)...)
 	if err != nil {
-		return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
+		return EventWritten{}, fmt.Errorf("create event %s: %w", w.Event.ID, err)
 	}
-	deliveries, wrote, err := scanCreatedEvent(rows)
+	written, err := scanCreatedEvent(rows, w.Event)
 	if err != nil {
-		return Event{}, nil, false, fmt.Errorf("create event %s: %w", e.ID, err)
+		return EventWritten{}, fmt.Errorf("create event %s: %w", w.Event.ID, err)
 	}
-	if !wrote {
-		stored, err := s.storedEvent(ctx, e)
-		return stored, nil, false, err
+	if !written.Created {
+		stored, err := s.storedEvent(ctx, w.Event)
+		return EventWritten{Event: stored}, err
 	}
-	return e, deliveries, true, nil
+	return written, nil
 }
 
 // storedEvent is the event already stored under e's id, which a publish of
@@ -126,6 +127,15 @@ func (s *Events) storedEvent(ctx context.Context, e Event) (Event, error) {
 type EventWrite struct {
 	Event Event
 	To    Audience
+	// LeaseUntil, when set, is the end of a lease the write takes on each
+	// delivery whose first attempt may start at once (due now, neither
+	// paced nor batched, not behind another of its ordering key, not
+	// skipped, not polled), for the publishing process's own pool: the
+	// attempt then needs no lease statement of its own (EventWritten.Leased).
+	// Only writes of one statement per event take it; a group of
+	// fan-outs (createFanOutsSQL) leaves its deliveries to the workers'
+	// lease.
+	LeaseUntil time.Time
 }
 
 // EventWritten is what CreateEvent returns, for one event of a group.
@@ -137,6 +147,9 @@ type EventWritten struct {
 	Deliveries []Delivery
 	// Created is false when the id was already stored.
 	Created bool
+	// Leased are the deliveries the write leased (EventWrite.LeaseUntil),
+	// by id, each with everything its attempt needs; nil when none.
+	Leased map[uuid.UUID]LeasedDelivery
 }
 
 // GroupSize is how many bytes end the id of every delivery CreateEvents
@@ -177,7 +190,7 @@ func (s *Events) CreateEvents(ctx context.Context, writes []EventWrite, group []
 		// No transaction to share: one implicit transaction, one round trip.
 		out, errs := make([]EventWritten, 1), make([]error, 1)
 		w := writes[0]
-		out[0].Event, out[0].Deliveries, out[0].Created, errs[0] = s.createEvent(ctx, w.Event, w.To, group)
+		out[0], errs[0] = s.createEvent(ctx, w, group)
 		return out, errs, nil
 	}
 	var out []EventWritten
@@ -213,9 +226,9 @@ func (s *Events) createEventsPipelined(ctx context.Context, writes []EventWrite,
 	out := make([]EventWritten, len(writes))
 	var b pgx.Batch
 	for i, w := range writes {
-		b.Queue(createEventSQL, createEventArgs(w.Event, w.To, group)...).Query(func(rows pgx.Rows) error {
-			deliveries, wrote, err := scanCreatedEvent(rows)
-			out[i] = EventWritten{Event: w.Event, Deliveries: deliveries, Created: wrote}
+		b.Queue(createEventSQL, createEventArgs(w, group)...).Query(func(rows pgx.Rows) error {
+			var err error
+			out[i], err = scanCreatedEvent(rows, w.Event)
 			return err
 		})
 	}
@@ -230,7 +243,7 @@ func (s *Events) createEventsPipelined(ctx context.Context, writes []EventWrite,
 func (s *Events) createEventsOneByOne(ctx context.Context, writes []EventWrite, group []byte) ([]EventWritten, []error, error) {
 	out, errs := make([]EventWritten, len(writes)), make([]error, len(writes))
 	for i, w := range writes {
-		out[i].Event, out[i].Deliveries, out[i].Created, errs[i] = s.createEvent(ctx, w.Event, w.To, group)
+		out[i], errs[i] = s.createEvent(ctx, w, group)
 	}
 	return out, errs, nil
 }
@@ -245,9 +258,12 @@ func (s *Events) createEventsOneByOne(ctx context.Context, writes []EventWrite, 
 // traceparent; $15 the subscription a fan-out leaves out (Audience.Except);
 // $14 its deliver_at (a scheduled event: the deliveries' first
 // attempts are due then, outside any ordering line, and poll subscriptions,
-// whose readers would see it in their line at once, get none). The
-// outer join returns one row even when no subscription matches, to carry
-// the created flag.
+// whose readers would see it in their line at once, get none). $16 is
+// the end of the lease the write takes on the deliveries whose first
+// attempt may start at once (EventWrite.LeaseUntil; NULL: none), which
+// then pin their retry policy as a lease does; the subscription's columns
+// an attempt needs are returned for those. The outer join returns one row
+// even when no subscription matches, to carry the created flag.
 const createEventSQL = `
 		WITH g AS (
 			INSERT INTO event_ids (id, created_at) VALUES ($2, $3) ON CONFLICT DO NOTHING RETURNING id
@@ -259,7 +275,7 @@ const createEventSQL = `
 			-- deliveries as skipped. The key value orders the delivery only if
 			-- it is not skipped and can be sent as a header: at most
 			-- ` + maxOrderingKeyValue + ` characters, no control character.
-			SELECT s.id, s.merchant_id, s.rate_limit, s.batch_max_size, s.batch_max_wait_ms, sk.skip,
+			SELECT s.id, s.merchant_id, s.rate_limit, s.batch_max_size, s.batch_max_wait_ms, sk.skip, s.retry_policy,
 				CASE WHEN length(o.v) <= ` + maxOrderingKeyValue + ` AND o.v !~ '[[:cntrl:]]' THEN o.v END AS okey,
 				coalesce(s.destination->>'type' = '` + pollDestination + `', false) AS poll
 			FROM subscriptions s CROSS JOIN e
@@ -298,7 +314,8 @@ const createEventSQL = `
 			RETURNING subscription_id, last
 		), d AS (
 			INSERT INTO deliveries (id, merchant_id, event_id, event_created_at, event_type, subscription_id,
-				status, test, attempt_count, next_attempt_at, created_at, updated_at, ordering_key, sequence, poll_position, deliver_at)
+				status, test, attempt_count, next_attempt_at, created_at, updated_at, ordering_key, sequence, poll_position, deliver_at,
+				lease_until, retry_policy)
 			SELECT encode(set_bit(set_bit(overlay(overlay(uuid_send(gen_random_uuid())
 					PLACING substring(int8send($1::bigint) FROM 3) FROM 1 FOR 6)
 					PLACING coalesce($11::bytea, substring(uuid_send(gen_random_uuid()) FROM 12 FOR 5)) FROM 12 FOR 5),
@@ -309,40 +326,76 @@ const createEventSQL = `
 				-- a pending one of its key waits, due at no time, until that
 				-- one ends; a poll delivery is never due: it is read.
 				CASE WHEN NOT t.skip AND NOT t.poll AND (k.last IS NULL OR k.last = k.head) THEN coalesce($12::timestamptz, $14::timestamptz, $3::timestamptz) END,
-				$3, $3, k.key, k.last, p.last, $14
+				$3, $3, k.key, k.last, p.last, $14,
+				CASE WHEN ` + startsAtOnce + ` THEN $16::timestamptz END,
+				CASE WHEN ` + startsAtOnce + ` THEN coalesce(t.retry_policy, '{}'::jsonb) END
 			FROM t CROSS JOIN e LEFT JOIN k ON k.subscription_id = t.id LEFT JOIN p ON p.subscription_id = t.id
-			RETURNING ` + deliveryColumns + `, ordering_key, sequence, poll_position
+			RETURNING lease_until, nullif(retry_policy, '{}'::jsonb), ` + deliveryColumns + `, ordering_key, sequence, poll_position
 		)
-		SELECT EXISTS (SELECT 1 FROM g), d.*, t.rate_limit, t.batch_max_size, t.batch_max_wait_ms FROM (SELECT 1) one LEFT JOIN d ON true LEFT JOIN t ON t.id = d.subscription_id`
+		SELECT EXISTS (SELECT 1 FROM g), d.*, t.rate_limit, t.batch_max_size, t.batch_max_wait_ms, ` + leasedSubscriptionColumns + `
+		FROM (SELECT 1) one LEFT JOIN d ON true LEFT JOIN t ON t.id = d.subscription_id
+		LEFT JOIN subscriptions s ON s.id = d.subscription_id AND d.lease_until IS NOT NULL`
 
-// createEventArgs are createEventSQL's parameters for e, its audience and
-// its commit group (nil: none).
-func createEventArgs(e Event, to Audience, group []byte) []any {
+// startsAtOnce says, in createEventSQL's fan-out, whether a delivery's
+// first attempt may start in the publishing process's pool at once, so
+// that the write leases it: a lease asked for ($16), and the attempt due
+// now (not skipped, not polled, not behind another of its ordering key,
+// neither held nor scheduled), neither paced by a rate limit nor batched
+// (deliver.runsNow, which the pool asks, is the same rule).
+const startsAtOnce = `($16::timestamptz IS NOT NULL AND NOT t.skip AND NOT t.poll AND (k.last IS NULL OR k.last = k.head)
+	AND $12::timestamptz IS NULL AND $14::timestamptz IS NULL
+	AND coalesce(t.rate_limit, 0) = 0 AND (t.batch_max_size IS NULL OR t.batch_max_wait_ms IS NULL))`
+
+// createEventArgs are createEventSQL's parameters for w and its commit
+// group (nil: none).
+func createEventArgs(w EventWrite, group []byte) []any {
+	e, to := w.Event, w.To
+	var leaseUntil *time.Time
+	if !w.LeaseUntil.IsZero() {
+		leaseUntil = &w.LeaseUntil
+	}
 	var heldUntil *time.Time
 	if !to.HeldUntil.IsZero() {
 		heldUntil = &to.HeldUntil
 	}
 	return []any{e.CreatedAt.UnixMilli(), e.ID, e.CreatedAt, e.Type, to.Test, e.MerchantID, to.SubscriptionID, e.APIVersion, e.Body, to.Matched,
-		group, heldUntil, e.TraceParent, e.DeliverAt, to.Except}
+		group, heldUntil, e.TraceParent, e.DeliverAt, to.Except, leaseUntil}
 }
 
 // scanCreatedEvent reads createEventSQL's rows: the deliveries created, and
 // whether the event was written (false: its id was already stored).
-func scanCreatedEvent(rows pgx.Rows) ([]Delivery, bool, error) {
-	var deliveries []Delivery
-	var wrote bool
-	var c createdDeliveryColumns
+func scanCreatedEvent(rows pgx.Rows, e Event) (EventWritten, error) {
+	w := EventWritten{Event: e}
+	var (
+		c          createdDeliveryColumns
+		leaseUntil *time.Time
+		policy     *RetryPolicy
+		sub        leasedSubscription
+	)
 	for rows.Next() {
-		c = createdDeliveryColumns{} // each row's values in pointers of their own
-		if err := rows.Scan(append([]any{&wrote}, c.targets()...)...); err != nil {
+		// Each row's values in pointers of their own.
+		c, leaseUntil, policy, sub = createdDeliveryColumns{}, nil, nil, leasedSubscription{}
+		targets := append(append([]any{&w.Created, &leaseUntil, &policy}, c.targets()...), sub.targets()...)
+		if err := rows.Scan(targets...); err != nil {
 			rows.Close()
-			return nil, false, err
+			return EventWritten{}, err
 		}
-		if d, ok := c.delivery(); ok {
-			deliveries = append(deliveries, d)
+		d, ok := c.delivery()
+		if !ok {
+			continue
+		}
+		w.Deliveries = append(w.Deliveries, d)
+		if leaseUntil != nil {
+			d.RetryPolicy = policy
+			l := LeasedDelivery{Delivery: d, Body: e.Body, LeaseUntil: *leaseUntil, TraceParent: e.TraceParent}
+			sub.fill(&l)
+			if w.Leased == nil {
+				w.Leased = make(map[uuid.UUID]LeasedDelivery)
+			}
+			w.Leased[d.ID] = l
 		}
 	}
-	return deliveries, wrote, rows.Err()
+	return w, rows.Err()
 }
 
 // createdDeliveryColumns are the columns of one delivery a fan-out

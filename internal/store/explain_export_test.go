@@ -104,6 +104,15 @@ func sqlLiteral(a any) string {
 		return array(len(v), func(i int) string { return v[i] })
 	case []time.Time:
 		return array(len(v), func(i int) string { return v[i].Format(time.RFC3339Nano) })
+	case []*time.Time:
+		items := make([]string, len(v))
+		for i, t := range v {
+			items[i] = "NULL"
+			if t != nil {
+				items[i] = `"` + t.Format(time.RFC3339Nano) + `"`
+			}
+		}
+		return quoted("{" + strings.Join(items, ",") + "}")
 	case []int32:
 		return array(len(v), func(i int) string { return fmt.Sprint(v[i]) })
 	case []int64:
