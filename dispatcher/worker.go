@@ -230,29 +230,17 @@ func (w *worker) run(ctx context.Context) error {
 		minDelay = min(minDelay, dl)
 	}
 	logger := asynqLogger{w.logger}
-	srv := asynq.NewServer(cfg.Redis, asynq.Config{
-		Concurrency: cfg.Concurrency,
-		Queues: map[string]int{
-			queue.QueueDeliveries:  6,
-			producer.Queue:         3,
-			queue.QueueMaintenance: 1,
-		},
-		// Longer than an attempt's lease, so that a shutdown lets every
-		// attempt in flight finish and be recorded.
-		ShutdownTimeout: cfg.leaseFor() + time.Second,
-		// Idle polling: webhooks should leave promptly. One poll per
-		// interval per process is cheap for Redis.
-		TaskCheckInterval: 20 * time.Millisecond,
-		// Scheduled attempts and deferred tasks move to their queue this
-		// often; short schedules (tests, development) need it finer.
-		// At most delayedTaskCheck: an attempt put back for an endpoint's
-		// rate limit comes back near its turn.
-		DelayedTaskCheckInterval: min(delayedTaskCheck, max(minDelay/2, 20*time.Millisecond)),
-		RetryDelayFunc:           w.retryDelay,
-		IsFailure:                isFailure,
-		Logger:                   logger,
-		LogLevel:                 asynq.WarnLevel,
-	})
+	// The core API's ingest tasks have a server of their own, polled
+	// often: an event waits at most a poll for its publish. The periodic
+	// jobs and an older build's attempt tasks share one polled a few times
+	// per shortest job interval: an idle poll is one Redis script per
+	// queue, and at 20 ms for every queue the polls were most of an idle
+	// process's CPU and Redis's (BENCHMARKS.md, November 27, sixth session).
+	srv := asynq.NewServer(cfg.Redis, w.serverConfig(logger, map[string]int{producer.Queue: 1}, cfg.Concurrency,
+		20*time.Millisecond, min(delayedTaskCheck, max(minDelay/2, 20*time.Millisecond))))
+	housekeepingCheck := w.housekeepingCheck()
+	housekeeping := asynq.NewServer(cfg.Redis, w.serverConfig(logger,
+		map[string]int{queue.QueueMaintenance: 1, queue.QueueDeliveries: 1}, housekeepingConcurrency, housekeepingCheck, housekeepingCheck))
 	sched := asynq.NewScheduler(cfg.Redis, &asynq.SchedulerOpts{Logger: logger, LogLevel: asynq.WarnLevel})
 	if err := w.registerPeriodic(sched); err != nil {
 		return err
@@ -260,13 +248,18 @@ func (w *worker) run(ctx context.Context) error {
 	if err := srv.Start(w.mux()); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}
+	if err := housekeeping.Start(w.mux()); err != nil {
+		srv.Shutdown()
+		return fmt.Errorf("start asynq housekeeping server: %w", err)
+	}
 	if err := sched.Start(); err != nil {
+		housekeeping.Shutdown()
 		srv.Shutdown()
 		return fmt.Errorf("start asynq scheduler: %w", err)
 	}
 	w.logger.Info("dispatcher started", "concurrency", cfg.Concurrency, "merchant_concurrency", cfg.merchantConcurrency(),
 		"subscription_concurrency", cfg.SubscriptionConcurrency, "delivery_timeout", cfg.DeliveryTimeout.String(),
-		"retry_schedule", cfg.Schedule.String())
+		"retry_schedule", cfg.Schedule.String(), "housekeeping_poll", housekeepingCheck.String())
 
 	// Attempts parked under another layout of the schedule (a build
 	// before its shards, another shard count) move into this one's shards
@@ -298,9 +291,44 @@ func (w *worker) run(ctx context.Context) error {
 	stopLocal()
 	<-attempts // every attempt in flight ended and recorded
 	sched.Shutdown()
+	housekeeping.Shutdown()
 	srv.Shutdown()
 	w.logger.Info("dispatcher stopped")
 	return nil
+}
+
+// housekeepingConcurrency is how many periodic jobs and older builds'
+// attempt tasks one process runs at once: each job kind runs one at a
+// time (periodicOptions), and an attempt task only moves into the
+// schedule.
+const housekeepingConcurrency = 8
+
+// housekeepingCheck is how often the housekeeping server polls its queues
+// when idle: a quarter of the shortest periodic interval, so that a job
+// starts within about that of its time, between 20 ms and 1 s.
+func (w *worker) housekeepingCheck() time.Duration {
+	shortest := min(w.cfg.SweepInterval, w.cfg.MaintenanceInterval, w.cfg.AutoDisableInterval, w.cfg.ReplayInterval)
+	return min(max(shortest/4, 20*time.Millisecond), time.Second)
+}
+
+// serverConfig is the configuration of an asynq server of the worker
+// polling queues (by weight) every check when idle, moving their
+// scheduled and retried tasks in every delayed, running concurrency tasks
+// at once.
+func (w *worker) serverConfig(logger asynqLogger, queues map[string]int, concurrency int, check, delayed time.Duration) asynq.Config {
+	return asynq.Config{
+		Concurrency: concurrency,
+		Queues:      queues,
+		// Longer than an attempt's lease, so that a shutdown lets what a
+		// task started (the first attempts a publish started) finish.
+		ShutdownTimeout:          w.cfg.leaseFor() + time.Second,
+		TaskCheckInterval:        check,
+		DelayedTaskCheckInterval: delayed,
+		RetryDelayFunc:           w.retryDelay,
+		IsFailure:                isFailure,
+		Logger:                   logger,
+		LogLevel:                 asynq.WarnLevel,
+	}
 }
 
 // registerPeriodic enqueues the sweeper and maintenance jobs on their

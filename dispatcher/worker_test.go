@@ -132,3 +132,28 @@ func TestPeriodicJobOutlivesACrashedRun(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// The housekeeping server polls its queues a few times per shortest
+// periodic interval, never more often than the ingest server and never
+// less than once a second.
+func TestHousekeepingPollsPerShortestInterval(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name                                    string
+		sweep, maintenance, autoDisable, replay time.Duration
+		want                                    time.Duration
+	}{
+		{"the defaults: replays every second", 30 * time.Second, time.Hour, 5 * time.Minute, time.Second, 250 * time.Millisecond},
+		{"long intervals: at least once a second", time.Minute, time.Hour, time.Hour, time.Minute, time.Second},
+		{"a test's short sweep", 40 * time.Millisecond, time.Hour, time.Hour, time.Second, 20 * time.Millisecond},
+		{"the shortest of all counts", 10 * time.Second, 400 * time.Millisecond, time.Hour, time.Second, 100 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := &worker{cfg: Config{SweepInterval: c.sweep, MaintenanceInterval: c.maintenance,
+				AutoDisableInterval: c.autoDisable, ReplayInterval: c.replay}}
+			if got := w.housekeepingCheck(); got != c.want {
+				t.Errorf("housekeepingCheck() = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
