@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,11 +31,27 @@ type Service struct {
 // once per interval, each naming the service's variable and address and counting
 // the records held back since the last one.
 type Handler struct {
-	next slog.Handler
-	// attrsText is the text of the attributes added by WithAttrs, which a
-	// record's own attributes do not show.
+	// root is the handler NewHandler was given; ops are the WithAttrs and
+	// WithGroup calls made since, in order. They are applied to root at
+	// the first record handled (derive): a logger made for each attempt
+	// with its ids (slog.Logger.With) costs a slice until it logs, where
+	// slog's handlers format the attributes at once, and at the usual warn
+	// level most such loggers never log.
+	root     slog.Handler
+	ops      []derivation
+	throttle *throttle
+
+	once sync.Once
+	// next is root with ops applied; attrsText is the text of the
+	// attributes ops added, which a record's own attributes do not show.
+	next      slog.Handler
 	attrsText string
-	throttle  *throttle
+}
+
+// derivation is one WithAttrs (attrs) or WithGroup (group) call.
+type derivation struct {
+	attrs []slog.Attr
+	group string
 }
 
 // throttle is the state that a Handler shares with those derived from it
@@ -58,28 +75,50 @@ func NewHandler(next slog.Handler, interval time.Duration, services ...Service) 
 }
 
 func newHandler(next slog.Handler, interval time.Duration, now func() time.Time, services []Service) *Handler {
-	return &Handler{next: next, throttle: &throttle{
+	return &Handler{root: next, throttle: &throttle{
 		interval: interval, services: services, now: now,
 		last: map[string]time.Time{}, held: map[string]int{},
 	}}
 }
 
-// Enabled is the next handler's.
+// Enabled is the next handler's, which attributes and groups do not
+// change.
 func (h *Handler) Enabled(ctx context.Context, level slog.Level) bool {
-	return h.next.Enabled(ctx, level)
+	return h.root.Enabled(ctx, level)
+}
+
+// derive applies ops to root, once.
+func (h *Handler) derive() (next slog.Handler, attrsText string) {
+	h.once.Do(func() {
+		n := h.root
+		var b strings.Builder
+		for _, d := range h.ops {
+			if d.group != "" {
+				n = n.WithGroup(d.group)
+				continue
+			}
+			n = n.WithAttrs(d.attrs)
+			for _, a := range d.attrs {
+				writeAttr(&b, a)
+			}
+		}
+		h.next, h.attrsText = n, b.String()
+	})
+	return h.next, h.attrsText
 }
 
 // Handle passes r on, unless it is about a service whose last record
 // passed less than an interval ago.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
+	next, attrsText := h.derive()
 	if r.Level < slog.LevelWarn {
 		// Clients report an outage as warnings or errors; information
 		// (one line per request) passes without being searched.
-		return h.next.Handle(ctx, r)
+		return next.Handle(ctx, r)
 	}
-	svc, ok := h.about(r)
+	svc, ok := h.about(r, attrsText)
 	if !ok {
-		return h.next.Handle(ctx, r)
+		return next.Handle(ctx, r)
 	}
 	held, pass := h.throttle.admit(svc)
 	if !pass {
@@ -88,31 +127,34 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	r = r.Clone()
 	r.AddAttrs(slog.String("unreachable", svc.Name), slog.String("variable", svc.Variable), slog.String("addr", svc.Addr),
 		slog.Int("repeated", held), slog.String("repeats_logged_every", h.throttle.interval.String()))
-	return h.next.Handle(ctx, r)
+	return next.Handle(ctx, r)
 }
 
-// WithAttrs is the next handler's, sharing the throttle.
+// WithAttrs is the next handler's, made when it first handles a record,
+// sharing the throttle.
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	var b strings.Builder
-	b.WriteString(h.attrsText)
-	for _, a := range attrs {
-		writeAttr(&b, a)
+	if len(attrs) == 0 {
+		return h
 	}
-	return &Handler{next: h.next.WithAttrs(attrs), attrsText: b.String(), throttle: h.throttle}
+	return &Handler{root: h.root, ops: append(slices.Clip(h.ops), derivation{attrs: attrs}), throttle: h.throttle}
 }
 
-// WithGroup is the next handler's, sharing the throttle.
+// WithGroup is the next handler's, made when it first handles a record,
+// sharing the throttle.
 func (h *Handler) WithGroup(name string) slog.Handler {
-	return &Handler{next: h.next.WithGroup(name), attrsText: h.attrsText, throttle: h.throttle}
+	if name == "" {
+		return h
+	}
+	return &Handler{root: h.root, ops: append(slices.Clip(h.ops), derivation{group: name}), throttle: h.throttle}
 }
 
 // about returns the service a record mentions, by its address anywhere in
 // the message or the attributes: clients wrap their dial errors in their
 // own words, but every one of them keeps the address.
-func (h *Handler) about(r slog.Record) (Service, bool) {
+func (h *Handler) about(r slog.Record, attrsText string) (Service, bool) {
 	var b strings.Builder
 	b.WriteString(r.Message)
-	b.WriteString(h.attrsText)
+	b.WriteString(attrsText)
 	r.Attrs(func(a slog.Attr) bool {
 		writeAttr(&b, a)
 		return true

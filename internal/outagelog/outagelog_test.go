@@ -55,3 +55,48 @@ func TestRepeatedOutageLinesAreThrottled(t *testing.T) {
 		}
 	}
 }
+
+// Attributes and groups added with With and WithGroup reach the line as
+// slog's own handler writes them, in their order, though the Handler
+// applies them only when a record is first handled; an address given only
+// by With still marks a line as an outage's.
+func TestDerivedLoggersWriteAsSlogDoes(t *testing.T) {
+	chains := []struct {
+		name   string
+		derive func(*slog.Logger) *slog.Logger
+	}{
+		{"attributes", func(l *slog.Logger) *slog.Logger { return l.With("delivery_id", "d1").With("attempt", 2) }},
+		{"a group then attributes", func(l *slog.Logger) *slog.Logger { return l.WithGroup("g").With("a", 1).With("b", "x") }},
+		{"attributes, a group, more", func(l *slog.Logger) *slog.Logger { return l.With("a", 1).WithGroup("g").With("b", 2) }},
+		{"nothing", func(l *slog.Logger) *slog.Logger { return l.With().WithGroup("") }},
+	}
+	for _, c := range chains {
+		t.Run(c.name, func(t *testing.T) {
+			var want, got bytes.Buffer
+			plain := slog.New(slog.NewJSONHandler(&want, &slog.HandlerOptions{ReplaceAttr: dropTime}))
+			throttled := slog.New(newHandler(slog.NewJSONHandler(&got, &slog.HandlerOptions{ReplaceAttr: dropTime}),
+				time.Second, time.Now, nil))
+			c.derive(plain).Warn("m", "c", 3)
+			c.derive(throttled).Warn("m", "c", 3)
+			if got.String() != want.String() {
+				t.Errorf("got %s\nwant %s", got.String(), want.String())
+			}
+		})
+	}
+	var out bytes.Buffer
+	redis := Service{Name: "Redis", Variable: "WEBHOOKD_REDIS_URL", Addr: "127.0.0.1:6379"}
+	logger := slog.New(newHandler(slog.NewJSONHandler(&out, nil), 5*time.Second, time.Now, []Service{redis}))
+	logger.With("addr", "127.0.0.1:6379").Warn("dial failed")
+	var line map[string]any
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil || line["variable"] != "WEBHOOKD_REDIS_URL" {
+		t.Errorf("an outage named by With only: %s (%v); want it tagged", out.String(), err)
+	}
+}
+
+// dropTime leaves the time out of a line, so that two lines compare.
+func dropTime(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
+}
