@@ -122,9 +122,13 @@ func TestRelayTimesOutWithoutConnection(t *testing.T) {
 	t.Parallel()
 	e := dispatchertest.New(t)
 	e.Cfg.DeliveryTimeout = 1 * time.Second
-	l, _ := e.Listen("m1", time.Now().Add(1500*time.Millisecond))
 	d, _ := e.Dispatcher()
 	e.Run(d)
+	// The first attempt must start and time out before the listener
+	// expires: its expiry leaves it 1.5 s to start, counted from after
+	// the worker started (a loaded machine took more than the 0.5 s it
+	// had when the listener was made first).
+	l, _ := e.Listen("m1", time.Now().Add(2500*time.Millisecond))
 	ev := e.Publish(d, "m1", "payout.paid")
 	del := e.WaitSettled(e.Deliveries(ev.ID)[0].ID, 20*time.Second)
 	if del.Status != store.DeliveryFailed || len(del.Attempts) < 2 {
