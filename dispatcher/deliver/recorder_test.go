@@ -76,16 +76,19 @@ func TestOutcomeWaitsForPostgres(t *testing.T) {
 	})
 	e.Subscribe("m1", rcv.URL, "*")
 	// The outcome waits for Postgres while the attempt's lease holds (the
-	// delivery timeout plus a margin, 7.5 s here); an outage longer than
-	// the lease lets another worker make the attempt again, at least once
-	// being the guarantee past it. The outage below is 2 s plus a restart.
-	d, reg := e.Dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = 5 * time.Second })
+	// delivery timeout plus a margin, 30 s here, counted from the
+	// publish, which leases the first attempt); an outage longer than the
+	// lease lets another worker make the attempt again, at least once
+	// being the guarantee past it. The outage below is 2 s plus a stop and
+	// a restart with crash recovery, each of which waits for the CPU on a
+	// loaded CI machine (a run failed here after 23 s with a 7.5 s lease).
+	d, reg := e.Dispatcher(func(c *dispatcher.Config) { c.DeliveryTimeout = 20 * time.Second })
 	e.Run(d)
 	ev := e.Publish(d, "m1", "payout.paid")
 	del := e.Deliveries(ev.ID)[0]
 	close(known)
 	var got store.Delivery
-	e.WaitFor("the delivery to settle once Postgres is back", 20*time.Second, func() bool {
+	e.WaitFor("the delivery to settle once Postgres is back", 30*time.Second, func() bool {
 		var err error
 		got, err = e.Store.Deliveries.DeliveryByID(context.Background(), del.ID)
 		return err == nil && got.Status != store.DeliveryPending
