@@ -71,6 +71,7 @@ var docsSkipped = []struct{ file, contains, why string }{
 // Redis URLs and the internal listener, which the CLI reads.
 func TestDocsShellExamplesRun(t *testing.T) {
 	storetest.FullLane(t, "builds and runs the real binary, and every shell example against it")
+	t.Parallel() // its engine is on free ports and it measures no latency
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

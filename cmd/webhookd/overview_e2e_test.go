@@ -21,6 +21,7 @@ import (
 // page throws or breaks the policy.
 func TestPortalOverviewInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
+	t.Parallel() // it measures no latency: the browser tests run beside each other
 	// A 30 s retry delay keeps the failed delivery pending, with its next
 	// retry shown, for the whole test.
 	e := newEngine(t, "WEBHOOKD_RETRY_SCHEDULE=30s")

@@ -80,6 +80,7 @@ func openNewestAttempts(t *testing.T, tb *tab, e *engine, key, subID string, wan
 // broker's refusal.
 func TestPortalRabbitMQDestinationInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
+	t.Parallel() // it measures no latency: the browser tests run beside each other
 	queue, messages := rabbitQueueFor(t)
 	// The operator turns SQS off, so that the form is seen to offer the
 	// kinds the server allows and no other.
@@ -222,6 +223,7 @@ func TestPortalRabbitMQDestinationInTheBrowser(t *testing.T) {
 // Copy puts on the clipboard, and how many deliveries the batch carried.
 func TestPortalThinBatchedEndpointInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
+	t.Parallel() // it measures no latency: the browser tests run beside each other
 	e := newEngine(t)
 	e.start()
 	key := e.keysCreate("m_batch")
@@ -319,6 +321,7 @@ func TestPortalThinBatchedEndpointInTheBrowser(t *testing.T) {
 // last read, on the endpoints page and its own.
 func TestPortalPollSubscriptionInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
+	t.Parallel() // it measures no latency: the browser tests run beside each other
 	e := newEngine(t)
 	e.start()
 	key := e.keysCreate("m_poll")

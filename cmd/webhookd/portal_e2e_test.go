@@ -178,6 +178,7 @@ func (tb *tab) fetchStatus(method, path, token string) (int, string) {
 
 func TestPortalInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
+	t.Parallel() // it measures no latency: the browser tests run beside each other
 	// A 30 s retry delay keeps a failed delivery pending, with its next
 	// attempt shown, for the whole test.
 	e := newEngine(t, "WEBHOOKD_RETRY_SCHEDULE=30s", "WEBHOOKD_TEST_EVENT_RATE=100/m")
@@ -558,6 +559,7 @@ func waitRefused(t *testing.T, e *engine, token string) {
 
 func TestPortalSessionsInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
+	t.Parallel() // it measures no latency: the browser tests run beside each other
 	e := newEngine(t, "WEBHOOKD_TEST_EVENT_RATE=100/m")
 	e.start()
 	const merchant = "m_sessions"

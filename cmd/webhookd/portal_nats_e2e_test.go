@@ -25,6 +25,7 @@ const portalNATS = "nats://127.0.0.1:4222"
 // its attempt shows JetStream's acknowledgement.
 func TestPortalNATSDestinationInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
+	t.Parallel() // it measures no latency: the browser tests run beside each other
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	nc, err := nats.Connect(portalNATS)

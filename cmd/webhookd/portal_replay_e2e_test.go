@@ -14,6 +14,7 @@ import (
 // receiver gets each of them once more.
 func TestPortalReplayInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
+	t.Parallel() // it measures no latency: the browser tests run beside each other
 	e := newEngine(t, "WEBHOOKD_RETRY_SCHEDULE=100ms")
 	hook := newReplayHook(t)
 	hook.failing.Store(true)

@@ -14,6 +14,7 @@ import (
 // the API holds it, and clearing both fields returns to the engine's.
 func TestPortalRetryPolicyInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
+	t.Parallel() // it measures no latency: the browser tests run beside each other
 	e := newEngine(t)
 	e.start()
 	key := e.keysCreate("m_retry_portal")

@@ -17,6 +17,7 @@ import (
 // an edit that leaves the section alone keeps the authentication.
 func TestPortalEndpointSecurityInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
+	t.Parallel() // it measures no latency: the browser tests run beside each other
 	e := newEngine(t)
 	e.start()
 	key := e.keysCreate("m_security")

@@ -15,6 +15,7 @@ import (
 // Standard Webhooks library.
 func TestPortalTransformationInTheBrowser(t *testing.T) {
 	storetest.FullLane(t, "a browser test of the real binary")
+	t.Parallel() // it measures no latency: the browser tests run beside each other
 	e := newEngine(t)
 	e.start()
 	key := e.keysCreate("m_portal_shape")

@@ -160,6 +160,7 @@ func TestUnreachablePostgresIsWaitedFor(t *testing.T) {
 // log that stays JSON and short, and the API says upstream_error.
 func TestRedisUnreachable(t *testing.T) {
 	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
+	t.Parallel() // it waits for the outage log's interval and measures no latency
 	e := newEngine(t)
 	socket := filepath.Join(t.TempDir(), "no-redis.sock")
 	e.env = withEnv(e.env, "WEBHOOKD_REDIS_URL=unix://"+socket)
