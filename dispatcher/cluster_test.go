@@ -43,8 +43,13 @@ func TestDeliveryOnCluster(t *testing.T) {
 			t.Fatalf("swept delivery %s: %s after %d attempts, want succeeded after 1", del.ID, got.Status, got.AttemptCount)
 		}
 	}
-	if n := dispatchertest.Counter(t, reg, "webhookd_sweeper_requeued_total"); n != subs {
-		t.Errorf("webhookd_sweeper_requeued_total = %v, want %d", n, subs)
+	// At least the three: a worker that took a requeued attempt from the
+	// schedule and had not written its lease a grace later (a CI machine
+	// under load) leaves it looking lost to the next sweep, which parks it
+	// once more (a CI run counted 6); the lease lets one attempt through,
+	// as the loop above checks.
+	if n := dispatchertest.Counter(t, reg, "webhookd_sweeper_requeued_total"); n < subs {
+		t.Errorf("webhookd_sweeper_requeued_total = %v, want at least %d", n, subs)
 	}
 
 	// A retry: the first attempt fails, the second succeeds.
