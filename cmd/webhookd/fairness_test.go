@@ -129,7 +129,7 @@ func (e *engine) publishSteadily(merchant string, rate int, d time.Duration) map
 // subscriptions hang until the delivery timeout, published to at 10
 // events/s, holds its share of the workers and no more: another merchant,
 // publishing at a steady rate, keeps its publish → arrival p99 within
-// twice what it is alone (or a second more, for a busy machine's noise). The workers are few (32, a share of 8) so that
+// twice what it is alone (or two seconds more, for a busy machine's noise). The workers are few (32, a share of 8) so that
 // the hanging endpoints could take them all: five subscriptions' caps add
 // up to more than the pool.
 //
@@ -178,11 +178,13 @@ func TestNoisyMerchantLeavesOthersTheirLatency(t *testing.T) {
 		alone.Round(time.Millisecond), noisy.Round(time.Millisecond))
 	// Starved, the calm merchant's attempts would wait for hanging ones to
 	// reach the 5 s timeout: a p99 of seconds. A CPU busy with other test
-	// packages adds a few hundred milliseconds to any p99 (seen: 45 ms
-	// alone, 306 ms beside, on a loaded CI machine), which is not what this
-	// test is about; hence the second of slack.
-	if limit := max(2*alone, alone+time.Second); noisy > limit {
-		t.Errorf("p99 beside the hostile merchant %v, more than %v (twice the %v alone, and at least a second more)", noisy, limit, alone)
+	// packages adds to any p99, which is not what this test is about
+	// (seen on loaded CI machines: 45 ms alone and 306 ms beside; 55 ms
+	// and 1.206 s, beside the admin tests and the compiles, where four
+	// other runs of the day measured 46 to 355 ms): hence two seconds of
+	// slack, still less than half the timeout a starved attempt waits.
+	if limit := max(2*alone, alone+2*time.Second); noisy > limit {
+		t.Errorf("p99 beside the hostile merchant %v, more than %v (twice the %v alone, and at least two seconds more)", noisy, limit, alone)
 	}
 }
 
