@@ -83,8 +83,15 @@ func TestTransformationEndToEnd(t *testing.T) {
 	if bodies[0] != `{"text":"Payout po_1 is paid"}` || shaped[0] != "webhookd" {
 		t.Fatalf("received %q with x-shaped-by %q", bodies[0], shaped[0])
 	}
-	d := e.deliveryOf(key, payout)
-	attempts := d["attempts"].([]any)
+	// The receiver has the request before the attempt's record commits
+	// (a loaded CI run read the delivery with no attempt yet).
+	var attempts []any
+	if !eventually(15*time.Second, func() bool {
+		attempts, _ = e.deliveryOf(key, payout)["attempts"].([]any)
+		return len(attempts) > 0
+	}) {
+		t.Fatalf("the transformed delivery's attempt was never recorded")
+	}
 	first := attempts[0].(map[string]any)
 	if first["transformation_version"] != float64(1) || first["request_body"] != bodies[0] {
 		t.Fatalf("the attempt records %v / %v, want version 1 and the body sent", first["transformation_version"], first["request_body"])
