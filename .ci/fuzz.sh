@@ -19,9 +19,10 @@
 # instrumentation, two go commands at once compiling the same packages
 # twice: 602 s on the 2-core machine CI runs on. The one command took
 # 146 s there with none of its packages compiled yet (26 s with all), and
-# shares the dependencies the end-to-end tests' `go build` compiles. The fuzzers' coverage guidance therefore stops at
-# the module's edge: it steers the 300 inputs through our parsers and
-# handlers, not through a library's internals.
+# shares the dependencies the end-to-end tests' `go build` compiles. The
+# fuzzers' coverage guidance therefore stops at the module's edge: it
+# steers the 300 inputs through our parsers and handlers, not through a
+# library's internals.
 #
 # Each binary lists its targets (-test.list, as `go test -list` does), so
 # a new target runs without editing this script. Targets run FUZZ_JOBS at
@@ -43,7 +44,7 @@ cache="$(go env GOCACHE)/fuzz"
 # compiled dependencies) and writes one line per target (directory,
 # binary, target, package) to WORK/targets. A failed build fails the step.
 build() {
-  local work=$1 dirs bin pkg listed
+  local work=$1 dirs dir bin pkg listed
   mkdir -p "$work"
   rm -f "$work"/*.test "$work/targets"
   # Packages whose tests declare a fuzz target; the binary lists them.
@@ -53,14 +54,15 @@ build() {
   # shellcheck disable=SC2086
   go test -c -o "$work/" -gcflags="$(go list -m)/...=-d=libfuzzer" $dirs
   touch "$work/targets"
-  for dir in $dirs; do
-    pkg=$(go list "$dir")
+  # One go list for every package: it prints them in the order given.
+  # shellcheck disable=SC2086
+  while read -r dir pkg; do
     bin="$work/$(basename "$pkg").test"
     listed=$("$bin" -test.list '^Fuzz')
     for target in $(echo "$listed" | grep '^Fuzz' || true); do
       echo "$dir $bin $target $pkg" >>"$work/targets"
     done
-  done
+  done < <(paste -d ' ' <(echo "$dirs") <(go list $dirs))
   echo "== built $(echo "$dirs" | wc -l) fuzz binaries in $((SECONDS - start))s"
 }
 
