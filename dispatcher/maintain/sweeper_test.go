@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +14,9 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/subscriptions"
 	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
+	"github.com/webhookd/webhookd/receiver"
 	"github.com/webhookd/webhookd/retry"
 )
 
@@ -271,5 +274,55 @@ func TestLostFirstAttemptsAreSwept(t *testing.T) {
 				t.Errorf("webhookd_sweeper_requeued_total = %v, want %d", n, subs)
 			}
 		})
+	}
+}
+
+// TestSweptAttemptsStayBatched: the attempts of a batched subscription
+// that the schedule lost (Redis flushed) are parked again in their lane
+// with the subscription's batch, so they still go in batches; a swept
+// attempt that set no batch on its lane sent every delivery of the
+// subscription alone.
+func TestSweptAttemptsStayBatched(t *testing.T) {
+	t.Parallel()
+	e := dispatchertest.New(t)
+	rcv := dispatchertest.NewReceiver(t, dispatchertest.Answer(http.StatusOK))
+	const size, events = 5, 10
+	url, rate := rcv.URL, 1000
+	// The wait is long: a batch goes only once it is full.
+	e.SubscribeDraft("m1", subscriptions.Draft{URL: &url, Events: []string{"*"}, RateLimit: &rate,
+		Batch: &store.Batch{MaxSize: size, MaxWaitMS: 10_000}})
+	// The clock jumps a minute once the events are published: their
+	// deliveries are overdue by more than any lease and the grace.
+	var offset atomic.Int64
+	d, _ := e.Dispatcher(func(c *dispatcher.Config) {
+		c.Clock = clock.Func(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+	})
+	var dels []store.Delivery
+	for range events {
+		dels = append(dels, e.Deliveries(e.Publish(d, "m1", "payout.paid").ID)...)
+	}
+	ctx := context.Background()
+	if err := e.RC.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	offset.Store(int64(time.Minute))
+	if n, err := dispatcher.SweepOnce(ctx, d); err != nil || n != events {
+		t.Fatalf("the sweep parked %d attempts (%v), want %d", n, err, events)
+	}
+	e.Run(d)
+	for _, del := range dels {
+		if got := e.WaitSettled(del.ID, 15*time.Second); got.Status != store.DeliverySucceeded {
+			t.Fatalf("delivery %s: %s, want succeeded", del.ID, got.Status)
+		}
+	}
+	got := rcv.Got()
+	for _, r := range got {
+		if n := r.Header.Get(receiver.HeaderBatchSize); n != strconv.Itoa(size) {
+			t.Errorf("a request with %s %q (webhook-id %s), want every one a batch of %d", receiver.HeaderBatchSize, n,
+				r.Header.Get("webhook-id"), size)
+		}
+	}
+	if len(got) != events/size {
+		t.Errorf("the receiver got %d requests for %d swept deliveries, want %d batches", len(got), events, events/size)
 	}
 }

@@ -263,14 +263,21 @@ func (s *Deliveries) AbandonDelivery(ctx context.Context, d Delivery, now time.T
 
 // DueDeliveries lists pending deliveries whose next attempt was due before
 // dueBefore and that no live lease holds at now, oldest due first, at most
-// limit of them after the position after (nil for the start). The sweeper
-// pages through them with the last row's (NextAttemptAt, ID).
+// limit of them after the position after (nil for the start), each with
+// its subscription's rate limit and batch. The sweeper pages through them
+// with the last row's (NextAttemptAt, ID).
 func (s *Deliveries) DueDeliveries(ctx context.Context, dueBefore, now time.Time, after *DuePosition, limit int) ([]Delivery, error) {
 	rows, err := s.pool.Query(ctx, dueSQL, dueArgs(dueBefore, now, after, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list due deliveries: %w", err)
 	}
-	ds, err := pgx.CollectRows(rows, scanDelivery)
+	ds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Delivery, error) {
+		var d Delivery
+		var batch batchColumns
+		err := row.Scan(append(deliveryTargets(&d), &d.RateLimit, &batch.maxSize, &batch.maxWaitMS)...)
+		d.Batch = batch.value()
+		return d, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list due deliveries: %w", err)
 	}
@@ -279,6 +286,12 @@ func (s *Deliveries) DueDeliveries(ctx context.Context, dueBefore, now time.Time
 
 // dueSQL is DueDeliveries' statement: $1 and $2 as isDue's, the page
 // after the position ($3, $4), $5 rows.
+//
+// It reads the subscription's rate limit and batch because the sweeper
+// parks each attempt again in its subscription's lane, and a push sets
+// the lane's rate and batch from the attempt: without them one swept
+// attempt lifted the subscription's rate limit and unbatched its lane
+// (its deliveries went one request each) until the next fan-out.
 //
 // The position is always compared, the first page's being (-infinity, nil
 // UUID), never skipped with "$3 IS NULL OR …": the engine runs generic
@@ -291,10 +304,13 @@ func (s *Deliveries) DueDeliveries(ctx context.Context, dueBefore, now time.Time
 // row comparison bounds the index scan (next_attempt_at >= $3) on every
 // page: the same sweep takes 0.7 s.
 const dueSQL = `
-		SELECT ` + deliveryColumns + ` FROM deliveries d
-		WHERE ` + isDue + `
-		  AND (next_attempt_at, id) > ($3, $4::uuid)
-		ORDER BY next_attempt_at, id LIMIT $5`
+		SELECT due.*, coalesce(s.rate_limit, 0), s.batch_max_size, s.batch_max_wait_ms
+		FROM (SELECT ` + deliveryColumns + ` FROM deliveries d
+		  WHERE ` + isDue + `
+		    AND (next_attempt_at, id) > ($3, $4::uuid)
+		  ORDER BY next_attempt_at, id LIMIT $5) due
+		LEFT JOIN subscriptions s ON s.id = due.subscription_id
+		ORDER BY due.next_attempt_at, due.id`
 
 // dueArgs are dueSQL's arguments.
 func dueArgs(dueBefore, now time.Time, after *DuePosition, limit int) []any {

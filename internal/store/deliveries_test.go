@@ -310,3 +310,48 @@ func TestRecordWritesHealthWhenItChanges(t *testing.T) {
 }
 
 func durationPtr(d time.Duration) *time.Duration { return &d }
+
+// TestDueDeliveriesCarryTheirLane: a due delivery is read with its
+// subscription's rate limit and batch, which the sweeper's push sets on
+// the lane it parks the attempt in again.
+func TestDueDeliveriesCarryTheirLane(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.NewStore(t)
+	if _, err := s.Merchants.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
+		t.Fatal(err)
+	}
+	rate := 7
+	batch := &store.Batch{MaxSize: 20, MaxWaitMS: 1500}
+	shaped, err := s.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/a",
+		Events: []string{"*"}, RateLimit: &rate, Batch: batch}, []byte("sealed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := s.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/b",
+		Events: []string{"*"}}, []byte("sealed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	ev := store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01", Body: []byte(`{}`), CreatedAt: now}
+	if _, _, _, err := s.Events.CreateEvent(ctx, ev, store.Audience{}); err != nil {
+		t.Fatal(err)
+	}
+	due, err := s.Deliveries.DueDeliveries(ctx, now.Add(time.Hour), now, nil, 10)
+	if err != nil || len(due) != 2 {
+		t.Fatalf("DueDeliveries = %v, %v; want both deliveries", due, err)
+	}
+	for _, d := range due {
+		switch d.SubscriptionID {
+		case shaped.ID:
+			if d.RateLimit != rate || d.Batch == nil || *d.Batch != *batch {
+				t.Errorf("the rate-limited, batched subscription's delivery: rate %d, batch %+v; want %d, %+v", d.RateLimit, d.Batch, rate, *batch)
+			}
+		case plain.ID:
+			if d.RateLimit != 0 || d.Batch != nil {
+				t.Errorf("the plain subscription's delivery: rate %d, batch %+v; want none", d.RateLimit, d.Batch)
+			}
+		}
+	}
+}
