@@ -44,8 +44,8 @@ func TestBrokerFault(t *testing.T) {
 	node.WaitReady()
 	declareQueue(t, node.URL())
 	f.api = f.e.spawn("api", f.e.internal)
-	f.worker = f.e.spawn("worker", freeAddr(t))
-	f.others = append(f.others, f.e.spawn("worker", freeAddr(t)))
+	f.worker = f.e.spawn("worker", storetest.FreeAddr(t))
+	f.others = append(f.others, f.e.spawn("worker", storetest.FreeAddr(t)))
 	f.key = f.e.keysCreate("m_fault")
 	status, sub := f.e.call("POST", "http://"+f.e.public+"/v1/webhook_subscriptions", f.key, map[string]any{
 		"events":      []string{"*"},
@@ -101,7 +101,7 @@ func TestBrokerFault(t *testing.T) {
 		killed := f.worker
 		killed.kill()
 		f.others = append(f.others, killed)
-		f.worker = f.e.spawn("worker", freeAddr(t))
+		f.worker = f.e.spawn("worker", storetest.FreeAddr(t))
 	})
 	strike(events*3/4, "broker restart 2", restart)
 	<-done

@@ -162,8 +162,8 @@ func TestRateLimitAcrossWorkers(t *testing.T) {
 	limited := newControlledReceiver(t, nil)
 	free := newControlledReceiver(t, nil)
 	e.spawn("api", e.internal)
-	e.spawn("worker", freeAddr(t))
-	e.spawn("worker", freeAddr(t))
+	e.spawn("worker", storetest.FreeAddr(t))
+	e.spawn("worker", storetest.FreeAddr(t))
 	key := e.keysCreate("m_rate")
 	limitedID := e.subscribeWith(key, limited, map[string]any{"rate_limit": rate})
 	e.subscribeWith(key, free, nil)
@@ -347,7 +347,7 @@ func TestOrderedDeliveryAcrossWorkers(t *testing.T) {
 	var failedID string
 	procs := []*process{e.spawn("api", e.internal)}
 	for range 3 {
-		procs = append(procs, e.spawn("worker", freeAddr(t)))
+		procs = append(procs, e.spawn("worker", storetest.FreeAddr(t)))
 	}
 	// On a failure, the processes' warnings and errors and every line
 	// about the event that broke the order: seen once under CI load (a

@@ -111,7 +111,7 @@ func TestDocsShellExamplesRun(t *testing.T) {
 	dbURL := storetest.NewDatabase(t)
 	e := newEngineOn(t, dbURL, "WEBHOOKD_INGEST_TOKEN=dev-ingest-token")
 	e.start()
-	endpoint := freeAddr(t)
+	endpoint := storetest.FreeAddr(t)
 	rewrite := strings.NewReplacer(
 		"127.0.0.1:8080", e.public,
 		"127.0.0.1:8081", e.internal,
@@ -238,7 +238,7 @@ func docsEndpointModule(t *testing.T, root, dir string) {
 // for the test's duration and returns its address.
 func docsPrivateRedis(t *testing.T) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := storetest.FreeAddr(t)
 	_, port, _ := strings.Cut(addr, ":")
 	cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", port,
 		"--save", "", "--appendonly", "no", "--dir", t.TempDir())

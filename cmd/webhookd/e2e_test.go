@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -111,51 +109,6 @@ func buildBinary(t *testing.T) string {
 	return theBinary.path
 }
 
-// freeAddr is a free 127.0.0.1 address for a process of the test to
-// listen on. Its port is below the kernel's ephemeral range: a port the
-// kernel hands out for :0 is free again once the probe closes, and the
-// engines and receivers of the tests around make thousands of outbound
-// connections, any of which may take it as its source port before the
-// process binds it (a CI run failed so: "bind: address already in use").
-// Below the range only another listener can take it.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	first := ephemeralFirst()
-	for range 200 {
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lowestTestPort+rand.IntN(first-lowestTestPort))))
-		if err != nil {
-			continue // taken: another
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return addr
-	}
-	t.Fatalf("no free port in [%d, %d)", lowestTestPort, first)
-	return ""
-}
-
-// lowestTestPort is the lowest port freeAddr hands out: above the
-// well-known and registered ports the machine's services listen on.
-const lowestTestPort = 10000
-
-// ephemeralFirst is the first port of the kernel's ephemeral range: 32768,
-// Linux's default, when it cannot be read or leaves too few ports below.
-func ephemeralFirst() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	fields := strings.Fields(string(b))
-	if len(fields) == 0 {
-		return 32768
-	}
-	first, err := strconv.Atoi(fields[0])
-	if err != nil || first < lowestTestPort+1000 {
-		return 32768
-	}
-	return first
-}
-
 // newEngine prepares a webhookd on a fresh database of the shared Postgres
 // and a private Redis.
 func newEngine(t *testing.T, extraEnv ...string) *engine {
@@ -167,7 +120,7 @@ func newEngine(t *testing.T, extraEnv ...string) *engine {
 // Redis.
 func newEngineOn(t *testing.T, dbURL string, extraEnv ...string) *engine {
 	t.Helper()
-	e := &engine{t: t, bin: buildBinary(t), public: freeAddr(t), internal: freeAddr(t), redis: storetest.NewRedis(t)}
+	e := &engine{t: t, bin: buildBinary(t), public: storetest.FreeAddr(t), internal: storetest.FreeAddr(t), redis: storetest.NewRedis(t)}
 	e.env = append(os.Environ(),
 		"WEBHOOKD_DATABASE_URL="+dbURL,
 		"WEBHOOKD_REDIS_URL="+e.redis.URL(),

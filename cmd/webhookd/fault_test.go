@@ -233,7 +233,7 @@ func newFaultRun(t *testing.T, privatePostgres bool, answer answerFunc, timeout 
 	f.e = newEngineOn(t, f.dbURL, append([]string{"WEBHOOKD_RETRY_SCHEDULE=" + faultSchedule,
 		"WEBHOOKD_DELIVERY_TIMEOUT=" + timeout.String(), "WEBHOOKD_SWEEP_INTERVAL=1s"}, env...)...)
 	f.api = f.e.spawn("api", f.e.internal)
-	f.worker = f.e.spawn("worker", freeAddr(t))
+	f.worker = f.e.spawn("worker", storetest.FreeAddr(t))
 
 	f.subscribe(answer, timeout)
 	return f

@@ -294,7 +294,7 @@ func TestHostileMerchant(t *testing.T) {
 		"WEBHOOKD_MAX_LISTENERS_PER_MERCHANT="+strconv.Itoa(hostileListeners),
 		"WEBHOOKD_PORTAL_SESSION_RATE="+strconv.Itoa(portalSessionsPerKey)+"/m",
 		"WEBHOOKD_LOG_LEVEL=warn")
-	procs := []*process{e.spawn("api", e.internal), e.spawn("worker", freeAddr(t)), e.spawn("worker", freeAddr(t))}
+	procs := []*process{e.spawn("api", e.internal), e.spawn("worker", storetest.FreeAddr(t)), e.spawn("worker", storetest.FreeAddr(t))}
 	e.subscribeURL(e.merchantKey("m_calm"), s.calm.URL+"/hook")
 	hostileKey := e.merchantKey(hostileMerchant)
 

@@ -60,7 +60,7 @@ func TestIsolation(t *testing.T) {
 // binary, with short timeouts, its api and two workers started.
 func isolationEngine(t *testing.T, base *engine, extraEnv ...string) (*engine, []*process) {
 	t.Helper()
-	e := &engine{t: t, bin: base.bin, public: freeAddr(t), internal: freeAddr(t), redis: storetest.NewRedis(t)}
+	e := &engine{t: t, bin: base.bin, public: storetest.FreeAddr(t), internal: storetest.FreeAddr(t), redis: storetest.NewRedis(t)}
 	// base's environment, with what must be this engine's own after it
 	// (a later setting wins).
 	e.env = append(slices.Clip(base.env),
@@ -77,7 +77,7 @@ func isolationEngine(t *testing.T, base *engine, extraEnv ...string) (*engine, [
 	e.env = append(e.env, extraEnv...)
 	procs := []*process{e.spawn("api", e.internal)}
 	for range isolationWorkers {
-		procs = append(procs, e.spawn("worker", freeAddr(t)))
+		procs = append(procs, e.spawn("worker", storetest.FreeAddr(t)))
 	}
 	return e, procs
 }

@@ -26,10 +26,10 @@ func TestRevocationEndsSessionsAndListeners(t *testing.T) {
 	e := newEngine(t, "WEBHOOKD_RETRY_SCHEDULE="+strings.TrimSuffix(strings.Repeat("300ms,", 100), ","))
 	first := e.spawn("api", e.internal)
 	second := *e
-	second.public = freeAddr(t)
+	second.public = storetest.FreeAddr(t)
 	second.env = append(slices.Clip(e.env), "WEBHOOKD_LISTEN="+second.public)
-	second.spawn("api", freeAddr(t))
-	e.spawn("worker", freeAddr(t))
+	second.spawn("api", storetest.FreeAddr(t))
+	e.spawn("worker", storetest.FreeAddr(t))
 	publics := []string{e.public, second.public}
 
 	const merchant = "m_grants"

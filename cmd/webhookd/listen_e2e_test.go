@@ -28,7 +28,7 @@ func (e *engine) startSplit() {
 	e.t.Helper()
 	api := e.spawn("api", e.internal)
 	e.cmd, e.logs = api.cmd, api.logs
-	e.spawn("worker", freeAddr(e.t))
+	e.spawn("worker", storetest.FreeAddr(e.t))
 }
 
 // localServer is the developer's local webhook handler: it verifies each

@@ -26,7 +26,7 @@ func TestOAuth2TokenSharedByWorkers(t *testing.T) {
 	server := tokenserver.New(t, clientID, time.Now)
 	server.Accept(secret)
 	endpoint := server.NewEndpoint(t)
-	procs := []*process{e.spawn("api", e.internal), e.spawn("worker", freeAddr(t)), e.spawn("worker", freeAddr(t))}
+	procs := []*process{e.spawn("api", e.internal), e.spawn("worker", storetest.FreeAddr(t)), e.spawn("worker", storetest.FreeAddr(t))}
 	key := e.keysCreate("m_oauth")
 	status, sub := e.call(http.MethodPost, "http://"+e.public+"/v1/webhook_subscriptions", key, map[string]any{
 		"url": endpoint.URL, "events": []string{"*"}, "authentication": map[string]any{"type": "oauth2_client_credentials",

@@ -39,9 +39,9 @@ func newHADeployment(t *testing.T, redisURL string, timeout time.Duration) *haDe
 		"WEBHOOKD_REDIS_URL="+redisURL)
 	d := &haDeployment{faultRun: f, bouncer: bouncer}
 	d.apis = append(d.apis, f.e.spawn("api", f.e.internal))
-	d.apis = append(d.apis, f.e.spawn("api", freeAddr(t), "WEBHOOKD_LISTEN="+freeAddr(t)))
+	d.apis = append(d.apis, f.e.spawn("api", storetest.FreeAddr(t), "WEBHOOKD_LISTEN="+storetest.FreeAddr(t)))
 	for range 3 {
-		d.workers = append(d.workers, f.e.spawn("worker", freeAddr(t)))
+		d.workers = append(d.workers, f.e.spawn("worker", storetest.FreeAddr(t)))
 	}
 	for _, p := range d.apis {
 		f.ingest = append(f.ingest, p.internal)

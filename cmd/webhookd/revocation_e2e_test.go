@@ -26,10 +26,10 @@ func TestRevokedKeyRefusedByEveryProcess(t *testing.T) {
 	e := newEngine(t)
 	first := e.spawn("api", e.internal)
 	second := *e
-	second.public = freeAddr(t)
+	second.public = storetest.FreeAddr(t)
 	second.env = append(slices.Clip(e.env), "WEBHOOKD_LISTEN="+second.public)
-	secondProc := second.spawn("api", freeAddr(t))
-	worker := e.spawn("worker", freeAddr(t))
+	secondProc := second.spawn("api", storetest.FreeAddr(t))
+	worker := e.spawn("worker", storetest.FreeAddr(t))
 
 	key := e.keysCreate("m_revoke")
 	publics := []string{e.public, second.public}

@@ -38,7 +38,7 @@ func TestSoak(t *testing.T) {
 	// A second worker takes the SIGKILLs, so that the first worker and the
 	// api process live through the whole run and their memory can be
 	// watched.
-	victim := f.e.spawn("worker", freeAddr(t))
+	victim := f.e.spawn("worker", storetest.FreeAddr(t))
 	f.others = append(f.others, victim)
 	rc := redis.NewClient(mustRedisOptions(t, f.e.redis.URL()))
 	defer rc.Close()

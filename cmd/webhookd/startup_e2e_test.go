@@ -107,7 +107,7 @@ func TestBadConfigurationFailsAtOnce(t *testing.T) {
 			// The default start-up timeout (minutes) stays: retrying
 			// any of these would show in the time taken.
 			// Addresses of its own, since the cases run at once.
-			env := withEnv(e.env, "WEBHOOKD_LISTEN="+freeAddr(t), "WEBHOOKD_INTERNAL_LISTEN="+freeAddr(t))
+			env := withEnv(e.env, "WEBHOOKD_LISTEN="+storetest.FreeAddr(t), "WEBHOOKD_INTERNAL_LISTEN="+storetest.FreeAddr(t))
 			code, _, stderr, took := runOnce(t, e.bin, withEnv(env, tt.settings...), "serve")
 			if code != 1 || took > 2*time.Second {
 				t.Errorf("exit %d after %s, want 1 within 2s; output:\n%s", code, took, stderr)
@@ -128,7 +128,7 @@ func TestBadConfigurationFailsAtOnce(t *testing.T) {
 func TestUnreachablePostgresIsWaitedFor(t *testing.T) {
 	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
 	e := newEngine(t)
-	closed := freeAddr(t)
+	closed := storetest.FreeAddr(t)
 	e.env = withEnv(e.env, "WEBHOOKD_DATABASE_URL=postgres://postgres@"+closed+"/webhookd?sslmode=disable",
 		"WEBHOOKD_STARTUP_TIMEOUT=3s")
 	code, _, stderr, took := runOnce(t, e.bin, e.env, "serve")

@@ -22,6 +22,7 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/webhookd/webhookd/internal/destination/desttest"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // The machine's Mosquitto (.ci/services.sh starts it): anonymous, on
@@ -63,7 +64,7 @@ func startBroker(t testing.TB, files map[string]string, extra ...string) *privat
 	if out, err := exec.Command(tool(t, "mosquitto_passwd"), "-b", "-c", passwd, testUser, testPassword).CombinedOutput(); err != nil {
 		t.Fatalf("mosquitto_passwd: %v: %s", err, out)
 	}
-	port := freePort(t)
+	port := storetest.FreePort(t)
 	conf := filepath.Join(dir, "mosquitto.conf")
 	lines := []string{
 		"listener " + strconv.Itoa(port) + " 127.0.0.1",
@@ -201,17 +202,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buf.String()
-}
-
-// freePort is a port nothing listens on, as the kernel hands them out.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // uniqueTopic is a topic no other test publishes to.

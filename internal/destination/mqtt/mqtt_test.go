@@ -15,6 +15,7 @@ import (
 	"github.com/webhookd/webhookd/internal/destination"
 	"github.com/webhookd/webhookd/internal/destination/desttest"
 	"github.com/webhookd/webhookd/internal/destination/mqtt"
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
 // TestConformance runs desttest against the machine's Mosquitto: the
@@ -36,7 +37,7 @@ func TestConformance(t *testing.T) {
 		Config:           config(machineBroker, topic, "", ""),
 		Receive:          sub.Receive,
 		WrongCredentials: config(private.Addr, topic, testUser, "not-"+testPassword),
-		Unreachable:      config(fmt.Sprintf("127.0.0.1:%d", freePort(t)), topic, "", ""),
+		Unreachable:      config(fmt.Sprintf("127.0.0.1:%d", storetest.FreePort(t)), topic, "", ""),
 		Hostile: []desttest.Hostile{
 			{Name: "a topic with the multi-level wildcard", Config: `{"type": "mqtt", "broker": "mqtt.example.com:8883", "topic": "orders/#"}`, Field: "destination.topic"},
 			{Name: "a topic with the single-level wildcard", Config: `{"type": "mqtt", "broker": "mqtt.example.com:8883", "topic": "orders/+/paid"}`, Field: "destination.topic"},

@@ -57,7 +57,7 @@ func newCluster(t testing.TB, replicas int) *Cluster {
 	dir := tempDir(t, "webhookd-cluster-")
 	total := 3 * (1 + replicas)
 	// Each node has a client port and a cluster bus port.
-	ports := freePorts(t, 2*total)
+	ports := FreePorts(t, 2*total)
 	var all []*Node
 	for i := range total {
 		name := nodeName("node", i)

@@ -137,29 +137,6 @@ func lookPath(t testing.TB, bin, pkg string) string {
 	return p
 }
 
-// freePorts reserves n distinct free TCP ports on 127.0.0.1. They are
-// free when it returns; a process of another test could take one before
-// the node binds it, which the node's start then reports.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	ports := make([]int, 0, n)
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("storetest: reserve a port: %v", err)
-		}
-		held = append(held, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
-
 // tempDir is a directory removed when the test ends, shorter than
 // t.TempDir's, whose paths a unix socket could not hold.
 func tempDir(t testing.TB, prefix string) string {

@@ -50,7 +50,7 @@ func NewPgBouncer(t testing.TB, dbURL string) *PgBouncer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &PgBouncer{Port: freePort(t), t: t, bin: bin, dir: dir, dbURL: u}
+	b := &PgBouncer{Port: FreePort(t), t: t, bin: bin, dir: dir, dbURL: u}
 	// PgBouncer refuses to run as root; as root, it runs as the postgres
 	// user that the server package creates.
 	if os.Geteuid() == 0 {

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -38,7 +37,7 @@ func NewPostgres(t testing.TB) *Postgres {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Postgres{t: t, bin: bin, dir: dir, Port: freePort(t)}
+	p := &Postgres{t: t, bin: bin, dir: dir, Port: FreePort(t)}
 	// Postgres refuses to run as root; as root, the cluster belongs to the
 	// postgres user that the server package creates.
 	if os.Geteuid() == 0 {
@@ -115,14 +114,4 @@ func postgresBin() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("initdb not found on PATH or in /usr/lib/postgresql/*/bin (install the postgresql package)")
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -38,7 +38,7 @@ func NewSentinel(t testing.TB) *Sentinel {
 	server := lookPath(t, "redis-server", "redis-server")
 	sentinel := lookPath(t, "redis-sentinel", "redis-sentinel")
 	dir := tempDir(t, "webhookd-sentinel-")
-	ports := freePorts(t, 5)
+	ports := FreePorts(t, 5)
 	common := []string{"--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"}
 	s := &Sentinel{t: t}
 	s.Master = startNode(t, server, dir, "master", ports[0], common...)

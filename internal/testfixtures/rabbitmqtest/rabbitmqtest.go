@@ -8,22 +8,24 @@ package rabbitmqtest
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
-// startTimeout bounds one start of the node: an Erlang VM boots in a few
-// seconds on an idle machine, several times that on a loaded one.
-const startTimeout = 90 * time.Second
+// startTimeout bounds one start of the node: an Erlang VM boots in about
+// six seconds on an idle machine and took 43 s in a loaded CI run.
+const startTimeout = 120 * time.Second
 
 // stopTimeout bounds a graceful stop before the node is killed.
 const stopTimeout = 30 * time.Second
@@ -81,7 +83,7 @@ func Launch(t testing.TB) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports := freePorts(t, 2)
+	ports := storetest.FreePorts(t, 2)
 	n := &Node{Port: ports[0], t: t, bin: bin, dir: dir}
 	conf := filepath.Join(dir, "rabbitmq.conf")
 	// Its own listener only: the machine's rabbitmq.conf names 5672.
@@ -178,15 +180,35 @@ func (n *Node) WaitReady() {
 			n.cmd = nil
 			n.mu.Unlock()
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			n.t.Fatalf("rabbitmqtest: rabbitmq-server exited (%v) before taking connections; see %s", werr, filepath.Join(n.dir, "server.log"))
+			n.t.Fatalf("rabbitmqtest: rabbitmq-server exited (%v) before taking connections; its logs end:\n%s", werr, n.logTail())
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("rabbitmqtest: no AMQP connection to 127.0.0.1:%d within %s (%v); see %s", n.Port, startTimeout, err, filepath.Join(n.dir, "server.log"))
+			n.t.Fatalf("rabbitmqtest: no AMQP connection to 127.0.0.1:%d within %s (%v); its logs end:\n%s", n.Port, startTimeout, err, n.logTail())
 		}
 	}
 	n.t.Logf("rabbitmqtest: node on 127.0.0.1:%d took AMQP connections %s after its start", n.Port, time.Since(begun).Round(time.Millisecond))
 }
+
+// logTail is the end of the node's output and of its own log files, for
+// a failed start's message: the test's directory is removed when it ends,
+// and a CI run keeps only the test's output.
+func (n *Node) logTail() string {
+	files, _ := filepath.Glob(filepath.Join(n.dir, "log", "*.log"))
+	var b strings.Builder
+	for _, f := range append([]string{filepath.Join(n.dir, "server.log")}, files...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		fmt.Fprintf(&b, "==> %s <==\n%s\n", filepath.Base(f), strings.Join(lines[max(0, len(lines)-logTailLines):], "\n"))
+	}
+	return b.String()
+}
+
+// logTailLines is how many last lines of each log logTail shows.
+const logTailLines = 25
 
 // Stop stops the node as an operator's restart does (SIGTERM: it closes
 // its connections and writes its queues to disk) and waits until it has
@@ -217,21 +239,4 @@ func (n *Node) stop() bool {
 		<-n.waited
 		return false
 	}
-}
-
-// freePorts reserves n distinct free TCP ports on 127.0.0.1. They are
-// free when it returns; another process could take one before the node
-// binds it, which the node's start then reports.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("rabbitmqtest: reserve a port: %v", err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
 }
