@@ -45,6 +45,7 @@ import (
 	"github.com/webhookd/webhookd/internal/payloadschema"
 	"github.com/webhookd/webhookd/internal/portal"
 	"github.com/webhookd/webhookd/internal/store"
+	"github.com/webhookd/webhookd/internal/sysmon"
 	"github.com/webhookd/webhookd/signer"
 )
 
@@ -75,12 +76,25 @@ configuration: WEBHOOKD_* environment variables (see README.md)
 const redisLogInterval = 5 * time.Second
 
 func main() {
+	if len(os.Args) > 1 && isServerCommand(os.Args[1]) {
+		// Returns only when nothing was to change, or on failure: the
+		// server then runs without the setting.
+		if err := sysmon.Reexec(); err != nil {
+			fmt.Fprintln(os.Stderr, "webhookd:", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "webhookd:", err)
 		os.Exit(1)
 	}
+}
+
+// isServerCommand tells the commands that run for long and serve: they
+// run with the runtime's monitor tuned for light load (internal/sysmon).
+func isServerCommand(command string) bool {
+	return command == "serve" || command == "api" || command == "worker"
 }
 
 // role says which parts a process runs.

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/webhookd/webhookd/internal/store/storetest"
+	"github.com/webhookd/webhookd/internal/sysmon"
 )
 
 // These tests are an operator's first hour: a wrong setting must fail at
@@ -301,5 +304,44 @@ func TestCommandLine(t *testing.T) {
 				t.Errorf("%s warned of a generated master key it does not use:\n%s", tt.name, stderr)
 			}
 		})
+	}
+}
+
+// TestServersRunWithTheMonitorTuned: the server commands run, under the
+// same process id, with GODEBUG's schedtrace set (internal/sysmon), the
+// operator's other GODEBUG settings kept beside it; an operator's own
+// schedtrace (schedtrace=0 turns the tuning off) is left as it is.
+func TestServersRunWithTheMonitorTuned(t *testing.T) {
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
+	t.Parallel()
+	e := newEngine(t)
+	e.start()
+	for _, tc := range []struct {
+		role, godebug, want string
+	}{
+		{"serve", "", "GODEBUG=" + sysmon.Setting},
+		{"worker", "GODEBUG=madvdontneed=1", "GODEBUG=madvdontneed=1," + sysmon.Setting},
+		{"api", "GODEBUG=schedtrace=0", "GODEBUG=schedtrace=0"},
+	} {
+		cmd := e.cmd
+		if tc.role != "serve" {
+			// (Its own public listener: serve holds the engine's.)
+			cmd = e.spawn(tc.role, storetest.FreeAddr(t), tc.godebug, "WEBHOOKD_LISTEN="+storetest.FreeAddr(t)).cmd
+		}
+		// The process the test started is the server: executing itself
+		// again kept its id.
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			if strings.HasPrefix(kv, "GODEBUG=") {
+				got = append(got, kv)
+			}
+		}
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("webhookd %s started with %q runs with %q, want %q", tc.role, tc.godebug, got, tc.want)
+		}
 	}
 }
