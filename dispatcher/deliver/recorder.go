@@ -67,13 +67,26 @@ type BatchRecorder struct {
 // The records of attempts ending one at a time, at a light rate, wait for
 // one another up to recordLingerWait, until recordLingerBelow share a
 // commit. Waiting costs no delivery any latency (its receiver has answered
-// already); it holds the attempt's slot a little longer and delays when
-// the API shows the outcome. A record that ends an ordered delivery never
-// waits: the next delivery of its key starts when it is written.
+// already); it delays when the API shows the outcome, and holds the
+// attempt's pool slot a little longer (its merchant's and subscription's
+// slots were given back when the exchange ended). A record that ends an
+// ordered delivery never waits: the next delivery of its key starts when
+// it is written.
+//
+// 40 ms and 32 took a tenth of a CPU millisecond per delivery off
+// Postgres at 300 events/s against 10 ms and 8 (BENCHMARKS.md, November
+// 28): a batch of about 4 records became one of about 12. A batch waits
+// only while smaller than recordLingerBelow, so the slots its records
+// hold are fewer; NewBatchRecorder lowers it to an eighth of a small
+// pool, which the wait must not leave idle.
 const (
-	recordLingerWait  = 10 * time.Millisecond
-	recordLingerBelow = 8
+	recordLingerWait  = 40 * time.Millisecond
+	recordLingerBelow = 32
 )
+
+// recordLingerShare is the part of the pool whose slots records waiting
+// for company may hold: 1/recordLingerShare.
+const recordLingerShare = 8
 
 // batchRecorderStore is what the BatchRecorder needs of the database.
 type batchRecorderStore interface {
@@ -82,18 +95,28 @@ type batchRecorderStore interface {
 	RecordAttemptsNext(ctx context.Context, rs []store.AttemptRecord) ([]error, []*store.Delivery, error)
 }
 
-// NewBatchRecorder starts the writer, which times arrivals by clock;
-// Close stops it.
-func NewBatchRecorder(st batchRecorderStore, clock clock.Clock) *BatchRecorder {
+// NewBatchRecorder starts the writer for a pool of pool attempts (0: a
+// pool of any size), which times arrivals by clock; Close stops it.
+func NewBatchRecorder(st batchRecorderStore, clock clock.Clock, pool int) *BatchRecorder {
 	return &BatchRecorder{b: groupcommit.NewLingering(func(ctx context.Context, recs []store.AttemptRecord) ([]*store.Delivery, []error, error) {
 		errs, heads, err := st.RecordAttemptsNext(ctx, recs)
 		return heads, errs, err
 	}, groupcommit.Linger[store.AttemptRecord]{
 		Wait:   recordLingerWait,
-		Below:  recordLingerBelow,
+		Below:  recordLingerBelowFor(pool),
 		Urgent: func(rec store.AttemptRecord) bool { return rec.Delivery.Sequence != nil },
 		Clock:  clock,
 	})}
+}
+
+// recordLingerBelowFor is the batch size that ends a wait in a pool of
+// pool attempts: at most an eighth of it, so that no wait is had in a
+// pool of under 16.
+func recordLingerBelowFor(pool int) int {
+	if pool <= 0 {
+		return recordLingerBelow
+	}
+	return min(recordLingerBelow, pool/recordLingerShare)
 }
 
 // Record implements Recorder: it queues the record and waits until its

@@ -23,7 +23,7 @@ func TestRecorders(t *testing.T) {
 	e := dispatchertest.New(t)
 	e.Subscribe("m1", "http://127.0.0.1:9/hook", "*")
 	d, _ := e.Dispatcher() // never run: nothing attempts the deliveries but the test
-	batch := deliver.NewBatchRecorder(e.Store.Deliveries, nil)
+	batch := deliver.NewBatchRecorder(e.Store.Deliveries, nil, 0)
 	t.Cleanup(batch.Close)
 	for _, tc := range []struct {
 		name     string

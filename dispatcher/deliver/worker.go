@@ -116,7 +116,7 @@ func NewWorker(cfg WorkerConfig) (w *Worker, err error) {
 	snd.tracer = tracing.Tracer(cfg.TracerProvider)
 	recorder := cfg.Recorder
 	if recorder == nil {
-		batch := NewBatchRecorder(cfg.Deliveries, cfg.Clock)
+		batch := NewBatchRecorder(cfg.Deliveries, cfg.Clock, cfg.Scheduler.Concurrency)
 		w.closers = append(w.closers, batch.Close)
 		recorder = batch
 	}

@@ -84,7 +84,7 @@ func newEngine(t *testing.T) *engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := deliver.NewBatchRecorder(st.Deliveries, nil)
+	batch := deliver.NewBatchRecorder(st.Deliveries, nil, 0)
 	t.Cleanup(batch.Close) // after the dispatcher's cleanups below: they run last first
 	records := newSignalingRecorder(batch)
 	d, err := dispatcher.New(dispatcher.Config{
