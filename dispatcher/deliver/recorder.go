@@ -75,10 +75,10 @@ type BatchRecorder struct {
 //
 // 40 ms and 32 took a tenth of a CPU millisecond per delivery off
 // Postgres at 300 events/s against 10 ms and 8 (BENCHMARKS.md, November
-// 28): a batch of about 4 records became one of about 12. A batch waits
-// only while smaller than recordLingerBelow, so the slots its records
-// hold are fewer; NewBatchRecorder lowers it to an eighth of a small
-// pool, which the wait must not leave idle.
+// 28): a record statement carried about 4 records, then about 13. A
+// batch waits only while smaller than recordLingerBelow, so the slots its
+// records hold are fewer; NewBatchRecorder lowers it to an eighth of a
+// small pool, which the wait must not leave idle.
 const (
 	recordLingerWait  = 40 * time.Millisecond
 	recordLingerBelow = 32
