@@ -44,6 +44,7 @@ import (
 	"github.com/webhookd/webhookd/internal/outagelog"
 	"github.com/webhookd/webhookd/internal/payloadschema"
 	"github.com/webhookd/webhookd/internal/portal"
+	"github.com/webhookd/webhookd/internal/procs"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/sysmon"
 	"github.com/webhookd/webhookd/signer"
@@ -470,6 +471,15 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 	internal.to(srv.Internal())
 	if r.worker {
 		g.Go(func() error { return d.Run(ctx) })
+	}
+	if procs.Enabled(os.Getenv) {
+		// Light load runs on one P, load on the runtime's default
+		// (internal/procs; GOMAXPROCS set by the operator turns it off).
+		governor, err := procs.New(procs.Config{Logger: logger})
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return governor.Run(ctx) })
 	}
 	logger.Info("webhookd started", "api", r.api, "worker", r.worker, "environment", cfg.Environment)
 	err = g.Wait()

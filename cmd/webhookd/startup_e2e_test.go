@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -343,5 +344,28 @@ func TestServersRunWithTheMonitorTuned(t *testing.T) {
 		if len(got) != 1 || got[0] != tc.want {
 			t.Errorf("webhookd %s started with %q runs with %q, want %q", tc.role, tc.godebug, got, tc.want)
 		}
+	}
+}
+
+// TestIdleServersRunOnOneP: an idle server narrows to one P
+// (internal/procs), which its metrics show; one whose operator set
+// GOMAXPROCS keeps what was set. The pinned process is judged once the
+// governed one, started before it and idle as long, has narrowed.
+func TestIdleServersRunOnOneP(t *testing.T) {
+	storetest.FullLane(t, "end-to-end, builds and runs the real binary")
+	t.Parallel()
+	if runtime.NumCPU() < 2 {
+		t.Skipf("%d CPU: the runtime gives one P already", runtime.NumCPU())
+	}
+	e := newEngine(t)
+	e.start()
+	pinned := e.spawn("worker", storetest.FreeAddr(t), "GOMAXPROCS=2")
+	procsOf := func(internal string) float64 {
+		_, series := scrape(t, "http://"+internal+"/metrics")
+		return series["go_sched_gomaxprocs_threads"]
+	}
+	waitFor(t, "the idle serve process to run on one P", 30*time.Second, func() bool { return procsOf(e.internal) == 1 })
+	if got := procsOf(pinned.internal); got != 2 {
+		t.Fatalf("a worker started with GOMAXPROCS=2 runs on %v Ps", got)
 	}
 }
