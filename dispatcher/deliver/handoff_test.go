@@ -157,7 +157,7 @@ func TestStartTakesWhatATakeWouldGive(t *testing.T) {
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			s.run = &schedulerRun{ctx: ctx}
+			s.run = &schedulerRun{ctx: ctx, attempts: newGoroutines(goroutineKeep)}
 			if tc.stopped {
 				cancel()
 			}
@@ -176,7 +176,7 @@ func TestStartTakesWhatATakeWouldGive(t *testing.T) {
 			if got := <-started; got != it.ID {
 				t.Fatalf("ran %s, want %s", got, it.ID)
 			}
-			s.run.inFlight.Wait()
+			s.run.attempts.Wait()
 			if s.busy != busy || len(s.subs) != 0 {
 				t.Fatalf("after the attempt: busy %d, want %d; subscriptions %v", s.busy, busy, s.subs)
 			}

@@ -114,7 +114,7 @@ type Scheduler struct {
 // when it ends.
 type schedulerRun struct {
 	ctx      context.Context
-	inFlight sync.WaitGroup
+	attempts *goroutines
 }
 
 // SchedulerDeps are what a Scheduler works with besides its
@@ -157,7 +157,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 			signal(s.wake)
 		}
 	}()
-	run := &schedulerRun{ctx: ctx}
+	run := &schedulerRun{ctx: ctx, attempts: newGoroutines(goroutineKeep)}
 	s.mu.Lock()
 	s.run = run
 	s.mu.Unlock()
@@ -167,7 +167,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 		s.mu.Lock()
 		s.run = nil
 		s.mu.Unlock()
-		run.inFlight.Wait()
+		run.attempts.Close()
 	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -200,7 +200,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 			// could not be read (its Redis node away).
 			for _, it := range got.Items {
 				held := s.hold(it.Task)
-				run.inFlight.Go(func() { s.run1(ctx, it, held) })
+				run.attempts.Go(func() { s.run1(ctx, it, held) })
 			}
 			switch {
 			case err != nil && ctx.Err() != nil:
@@ -306,7 +306,7 @@ func (s *Scheduler) Start(it queue.LaneItem) bool {
 	}
 	s.busy++
 	held := s.countLocked(m, sub)
-	run.inFlight.Go(func() { s.run1(run.ctx, it, held) })
+	run.attempts.Go(func() { s.run1(run.ctx, it, held) })
 	return true
 }
 
