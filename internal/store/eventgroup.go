@@ -60,11 +60,14 @@ const createFanOutsSQL = `
 				CASE WHEN length(o.v) <= ` + maxOrderingKeyValue + ` AND o.v !~ '[[:cntrl:]]' THEN o.v END AS okey,
 				coalesce(s.destination->>'type' = '` + pollDestination + `', false) AS poll
 			FROM w JOIN subscriptions s ON s.merchant_id = w.merchant_id
-			LEFT JOIN LATERAL (
-				SELECT convert_from(w.body, 'UTF8')::jsonb #>> string_to_array(s.ordering_key, '.') AS v
-				WHERE s.ordering_key IS NOT NULL AND s.status <> 'disabled'
-				  AND coalesce(s.destination->>'type' <> '` + pollDestination + `', true)
-			) o ON true
+			-- As in createEventSQL: the payload parsed only for a
+			-- subscription that orders, v computed once.
+			CROSS JOIN LATERAL (
+				SELECT CASE WHEN s.ordering_key IS NOT NULL AND s.status <> 'disabled'
+				                 AND coalesce(s.destination->>'type' <> '` + pollDestination + `', true)
+				            THEN convert_from(w.body, 'UTF8')::jsonb #>> string_to_array(s.ordering_key, '.') END AS v
+				OFFSET 0
+			) o
 			WHERE s.deleted_at IS NULL
 			  AND (s.status = 'enabled' OR (s.status = 'disabled' AND s.kind = 'endpoint'))
 			  AND s.events && ARRAY[w.type, '*']

@@ -280,11 +280,16 @@ const createEventSQL = `
 				coalesce(s.destination->>'type' = '` + pollDestination + `', false) AS poll
 			FROM subscriptions s CROSS JOIN e
 			CROSS JOIN LATERAL (SELECT $7::uuid IS NULL AND s.status = 'disabled' AS skip) sk
-			LEFT JOIN LATERAL (
-				SELECT convert_from($9, 'UTF8')::jsonb #>> string_to_array(s.ordering_key, '.') AS v
-				WHERE s.ordering_key IS NOT NULL AND NOT $5 AND NOT sk.skip AND $14::timestamptz IS NULL
-				  AND coalesce(s.destination->>'type' <> '` + pollDestination + `', true)
-			) o ON true
+			-- The payload is parsed only for a subscription that orders
+			-- (a WHERE here would be planned as a join filter, applied
+			-- after parsing it for every subscription row); OFFSET 0 keeps
+			-- v computed once, not once per use above.
+			CROSS JOIN LATERAL (
+				SELECT CASE WHEN s.ordering_key IS NOT NULL AND NOT $5 AND NOT sk.skip AND $14::timestamptz IS NULL
+				                 AND coalesce(s.destination->>'type' <> '` + pollDestination + `', true)
+				            THEN convert_from($9, 'UTF8')::jsonb #>> string_to_array(s.ordering_key, '.') END AS v
+				OFFSET 0
+			) o
 			WHERE s.merchant_id = $6 AND s.deleted_at IS NULL
 			  AND ($14::timestamptz IS NULL OR coalesce(s.destination->>'type' <> '` + pollDestination + `', true))
 			  AND CASE WHEN $7::uuid IS NULL

@@ -260,3 +260,40 @@ func TestOrderedSkippedTakesNoSequence(t *testing.T) {
 		t.Fatalf("head after a1 = %v (%v), want a2 due", head.ID, err)
 	}
 }
+
+// TestPayloadReadOnlyForOrderingSubscriptions: a fan-out parses the
+// payload (for an ordering key) only for the subscriptions that order,
+// alone and in a group: a body that is not JSON reaches a plain
+// subscription, which reads no key from it.
+func TestPayloadReadOnlyForOrderingSubscriptions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.NewStore(t)
+	if _, err := s.Merchants.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Subscriptions.CreateSubscription(ctx, store.NewSubscription{MerchantID: "m1", URL: "https://example.com/h",
+		Events: []string{"*"}}, []byte("sealed")); err != nil {
+		t.Fatal(err)
+	}
+	notJSON := func() store.Event {
+		return store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01",
+			Body: []byte("not JSON {"), CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	}
+	if _, ds, _, err := s.Events.CreateEvent(ctx, notJSON(), store.Audience{}); err != nil || len(ds) != 1 {
+		t.Fatalf("one event: CreateEvent = %d deliveries, %v", len(ds), err)
+	}
+	writes := make([]store.EventWrite, 8) // a group's statement, not one per event
+	for i := range writes {
+		writes[i] = store.EventWrite{Event: notJSON()}
+	}
+	written, errs, err := s.Events.CreateEvents(ctx, writes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range writes {
+		if errs[i] != nil || len(written[i].Deliveries) != 1 {
+			t.Fatalf("group write %d: %d deliveries, %v", i, len(written[i].Deliveries), errs[i])
+		}
+	}
+}
