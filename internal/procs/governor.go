@@ -84,10 +84,9 @@ type Governor struct {
 	cfg Config
 
 	narrowed bool
-	quiet    int // intervals in a row under Below
-	lastWall time.Time
+	quiet    int       // intervals in a row under Below
+	lastWall time.Time // zero before the first reading
 	lastCPU  time.Duration
-	started  bool
 }
 
 // New returns a Governor for cfg, its zero fields defaulted.
@@ -162,8 +161,8 @@ func (g *Governor) Observe() error {
 		return fmt.Errorf("procs: %w", err)
 	}
 	now := g.cfg.Clock.Now()
-	if !g.started {
-		g.started, g.lastWall, g.lastCPU = true, now, cpu
+	if g.lastWall.IsZero() {
+		g.lastWall, g.lastCPU = now, cpu
 		return nil
 	}
 	wall := now.Sub(g.lastWall)
