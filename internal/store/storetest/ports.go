@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -74,4 +76,46 @@ func ephemeralFirst() int {
 		return 32768
 	}
 	return first
+}
+
+// PortHold keeps a TCP port on 127.0.0.1 bound while the server a test
+// stopped is down, so that no other test's FreePorts can hand it out and
+// bind it before the server starts again on it (a CI run lost a restarted
+// Postgres so: "could not create listen socket"). The socket is bound
+// without SO_REUSEADDR, which makes every other bind of the port fail, and
+// never listens: a client connecting meanwhile is refused, as it is by a
+// server that is down.
+type PortHold struct {
+	mu sync.Mutex
+	fd int // the bound socket; 0 when not held (0 is standard input, never ours)
+}
+
+// Hold binds port, unless the hold already has it. A failure (something
+// else took the port first) leaves it unheld: the restart will then say
+// what holds it.
+func (h *PortHold) Hold(port int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fd > 0 {
+		return
+	}
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		_ = syscall.Close(fd)
+		return
+	}
+	h.fd = fd
+}
+
+// Release frees the port for the server that is about to bind it again.
+func (h *PortHold) Release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fd > 0 {
+		_ = syscall.Close(h.fd)
+	}
+	h.fd = 0
 }
