@@ -52,7 +52,9 @@ build() {
   # -o DIR names each binary after its package's last element; go test
   # refuses two packages of one name rather than overwrite one.
   # shellcheck disable=SC2086
-  go test -c -o "$work/" -gcflags="$(go list -m)/...=-d=libfuzzer" $dirs
+  # Without DWARF (-ldflags=-w), as scripts/test links the tests: a crash's
+  # stack trace reads the symbol table, which stays.
+  go test -c -o "$work/" -ldflags=-w -gcflags="$(go list -m)/...=-d=libfuzzer" $dirs
   touch "$work/targets"
   # One go list for every package: it prints them in the order given.
   # shellcheck disable=SC2086

@@ -66,7 +66,9 @@ const (
 
 // theBinary is the engine, built once for every test of the package
 // that runs it: each build links a binary of about 95 MB (five seconds of
-// CPU), which forty-odd tests paid one after another.
+// CPU), which forty-odd tests paid one after another. It is linked
+// without DWARF (-ldflags=-w), which no test reads: 7.5-10.4 s of build
+// became 5.4-9.0 s.
 var theBinary struct {
 	once sync.Once
 	dir  string
@@ -97,7 +99,7 @@ func buildBinary(t *testing.T) string {
 		}
 		theBinary.dir = dir
 		bin := filepath.Join(dir, "webhookd")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-ldflags=-w", "-o", bin, ".").CombinedOutput(); err != nil {
 			theBinary.err = fmt.Errorf("go build: %v\n%s", err, out)
 			return
 		}

@@ -23,6 +23,10 @@ func TestSuiteThroughPgBouncer(t *testing.T) {
 		// This is the second run; it does not start a third.
 		return
 	}
+	// Beside the package's other parallel tests: the second run is a
+	// process of its own, on databases of its own, and took two minutes of
+	// CI's run alone.
+	t.Parallel()
 	cmd := exec.Command(os.Args[0], "-test.count=1", "-test.v", "-test.skip=^TestSuiteThroughPgBouncer$")
 	cmd.Env = append(os.Environ(), storetest.ThroughPgBouncerEnv+"=1")
 	out, err := cmd.CombinedOutput()

@@ -31,7 +31,6 @@ type PgBouncer struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	stopped chan struct{}
-	hold    PortHold // the port while PgBouncer is stopped
 }
 
 // NewPgBouncer starts PgBouncer (pool_mode = transaction) in front of the
@@ -69,7 +68,6 @@ func NewPgBouncer(t testing.TB, dbURL string) *PgBouncer {
 	b.writeConfig()
 	t.Cleanup(func() {
 		b.Stop()
-		b.hold.Release()
 		_ = os.RemoveAll(dir)
 	})
 	b.Start()
@@ -95,7 +93,6 @@ func (b *PgBouncer) Start() {
 	if b.cmd != nil {
 		return
 	}
-	b.hold.Release()
 	cmd := exec.Command(b.bin, filepath.Join(b.dir, "pgbouncer.ini"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: b.cred}
 	cmd.Dir = b.dir
@@ -137,7 +134,6 @@ func (b *PgBouncer) Stop() {
 	_ = b.cmd.Process.Kill()
 	<-b.stopped
 	b.cmd = nil
-	b.hold.Hold(b.Port)
 }
 
 // writeConfig writes pgbouncer.ini: every database of the server, trust

@@ -4,22 +4,30 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 )
 
 // FreePorts reserves n distinct free TCP ports on 127.0.0.1 for servers a
-// test runs (a Postgres, a Redis, a broker, the engine's own processes).
+// test runs (a Postgres, a Redis, a broker, the engine's own processes),
+// for as long as the test runs.
+//
 // They are below the kernel's ephemeral range: a port the kernel hands out
 // for :0 is free again once the probe closes, and the engines, receivers
 // and clients of the tests around make thousands of outbound connections,
 // any of which may take it as its source port before the server binds it,
 // or while a server the test restarts is down (CI runs failed so: "bind:
 // address already in use", and a restarted broker that never listened
-// again). Below the range only another listener can take one.
+// again). Below the range only another listener can take one, and the
+// listeners there are other tests' servers: each port handed out is also
+// reserved, across every test process of the machine, by a lock on a file
+// named after it (reservePort), which the test holds until it ends. So a
+// port whose server is down, or not yet started, is never handed to
+// another test (a CI run lost a restarted Postgres to one that was:
+// "could not create listen socket").
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
 	first := ephemeralFirst()
@@ -34,12 +42,19 @@ func FreePorts(t testing.TB, n int) []int {
 		if try == 200*n {
 			t.Fatalf("storetest: no %d free ports in [%d, %d)", n, lowestTestPort, first)
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lowestTestPort+rand.IntN(first-lowestTestPort))))
-		if err != nil {
-			continue // taken: another
+		port := lowestTestPort + rand.IntN(first-lowestTestPort)
+		release, ok := reservePort(port)
+		if !ok {
+			continue // another test's
 		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			release()
+			continue // taken by a listener that reserved nothing
+		}
+		t.Cleanup(release)     // registered before the server's own stop: runs after it
 		held = append(held, l) // held until all are chosen: distinct
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
 	}
 	return ports
 }
@@ -78,44 +93,24 @@ func ephemeralFirst() int {
 	return first
 }
 
-// PortHold keeps a TCP port on 127.0.0.1 bound while the server a test
-// stopped is down, so that no other test's FreePorts can hand it out and
-// bind it before the server starts again on it (a CI run lost a restarted
-// Postgres so: "could not create listen socket"). The socket is bound
-// without SO_REUSEADDR, which makes every other bind of the port fail, and
-// never listens: a client connecting meanwhile is refused, as it is by a
-// server that is down.
-type PortHold struct {
-	mu sync.Mutex
-	fd int // the bound socket; 0 when not held (0 is standard input, never ours)
-}
-
-// Hold binds port, unless the hold already has it. A failure (something
-// else took the port first) leaves it unheld: the restart will then say
-// what holds it.
-func (h *PortHold) Hold(port int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fd > 0 {
-		return
+// reservePort takes the machine-wide reservation of port: an exclusive,
+// non-blocking lock on a file named after it in a directory every test
+// process shares. The lock belongs to the open file, so it conflicts with
+// any other open of the file, in this process or another, and the kernel
+// lets it go when the process ends, however it ends: no reservation
+// outlives a killed test binary. release lets it go earlier.
+func reservePort(port int) (release func(), ok bool) {
+	dir := filepath.Join(os.TempDir(), "webhookd-test-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return func() {}, true // no directory to share: the listen probe alone
 	}
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
-		return
+		return func() {}, true
 	}
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		_ = syscall.Close(fd)
-		return
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return nil, false
 	}
-	h.fd = fd
-}
-
-// Release frees the port for the server that is about to bind it again.
-func (h *PortHold) Release() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fd > 0 {
-		_ = syscall.Close(h.fd)
-	}
-	h.fd = 0
+	return func() { _ = f.Close() }, true
 }

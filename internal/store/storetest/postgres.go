@@ -23,7 +23,6 @@ type Postgres struct {
 	bin  string
 	dir  string
 	cred *syscall.Credential
-	hold PortHold // the port while the server is stopped
 }
 
 // NewPostgres initialises and starts a private cluster that trusts local
@@ -55,7 +54,6 @@ func NewPostgres(t testing.TB) *Postgres {
 	}
 	t.Cleanup(func() {
 		p.Stop()
-		p.hold.Release()
 		_ = os.RemoveAll(dir)
 	})
 	p.run("initdb", "-D", p.data(), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync")
@@ -71,7 +69,6 @@ func (p *Postgres) AdminURL() string {
 // Start starts the server and waits until it accepts connections.
 func (p *Postgres) Start() {
 	p.t.Helper()
-	p.hold.Release()
 	p.run("pg_ctl", "-D", p.data(), "-l", filepath.Join(p.dir, "server.log"), "-w", "-t", "60", "start",
 		"-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200",
 			p.Port, p.dir))
@@ -84,7 +81,6 @@ func (p *Postgres) Stop() {
 		return
 	}
 	p.run("pg_ctl", "-D", p.data(), "-m", "immediate", "-w", "stop")
-	p.hold.Hold(p.Port)
 }
 
 func (p *Postgres) data() string { return filepath.Join(p.dir, "data") }

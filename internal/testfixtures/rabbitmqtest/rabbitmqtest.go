@@ -52,10 +52,6 @@ type Node struct {
 	waited <-chan error
 	// begun is when the last start began.
 	begun time.Time
-	// distPort is Erlang's distribution port; holds keep both ports while
-	// the node is stopped, for its restart on them.
-	distPort int
-	holds    [2]storetest.PortHold
 }
 
 // Start runs a node and waits until it takes AMQP connections; the test's
@@ -88,7 +84,7 @@ func Launch(t testing.TB) *Node {
 		t.Fatal(err)
 	}
 	ports := storetest.FreePorts(t, 2)
-	n := &Node{Port: ports[0], distPort: ports[1], t: t, bin: bin, dir: dir}
+	n := &Node{Port: ports[0], t: t, bin: bin, dir: dir}
 	conf := filepath.Join(dir, "rabbitmq.conf")
 	// Its own listener only: the machine's rabbitmq.conf names 5672.
 	if err := os.WriteFile(conf, []byte("listeners.tcp.default = 127.0.0.1:"+strconv.Itoa(n.Port)+"\n"), 0o644); err != nil {
@@ -115,8 +111,6 @@ func Launch(t testing.TB) *Node {
 	)
 	t.Cleanup(func() {
 		n.stop()
-		n.holds[0].Release()
-		n.holds[1].Release()
 		_ = os.RemoveAll(dir)
 	})
 	n.launch()
@@ -143,8 +137,6 @@ func (n *Node) launch() {
 	if n.cmd != nil {
 		return
 	}
-	n.holds[0].Release()
-	n.holds[1].Release()
 	n.begun = time.Now()
 	logFile, err := os.OpenFile(filepath.Join(n.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -238,8 +230,6 @@ func (n *Node) stop() bool {
 	}
 	pgid := n.cmd.Process.Pid
 	n.cmd = nil
-	defer n.holds[1].Hold(n.distPort)
-	defer n.holds[0].Hold(n.Port)
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
 	case <-n.waited:
