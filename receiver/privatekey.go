@@ -3,7 +3,6 @@ package receiver
 import (
 	"crypto/ed25519"
 	"crypto/subtle"
-	"encoding/base64"
 	"fmt"
 	"strings"
 )
@@ -36,8 +35,8 @@ func ParsePrivateKey(s string) (PrivateKey, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: missing %q prefix", ErrInvalidSecret, PrivateKeyPrefix)
 	}
-	// Strict, as in ParsePublicKey: one spelling per key.
-	key, err := base64.StdEncoding.Strict().DecodeString(raw)
+	// One spelling per key, as in ParsePublicKey.
+	key, err := decodeCanonical(raw)
 	if err != nil {
 		// The base64 error carries only an offset, never the input.
 		return nil, fmt.Errorf("%w: key is not standard base64: %w", ErrInvalidSecret, err)
