@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -24,7 +25,17 @@ import (
 var databases databasePool
 
 // TestMain drops the pool's databases once every test has run.
+//
+// Before the tests it compiles the shared transformation sandbox, once:
+// the engine's compile takes seconds under the race detector, tens of
+// them on a loaded CI machine, which the first tests to simulate a
+// transformation waited out within their requests' 30-second client
+// timeout (two failed so).
 func TestMain(m *testing.M) {
+	if _, err := sandbox.Compile(context.Background(), "function handler(w) { return w }"); err != nil {
+		fmt.Fprintf(os.Stderr, "compile the transformation sandbox: %v\n", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	databases.dropAll()
 	os.Exit(code)
