@@ -175,7 +175,9 @@ func secretValues(r *destination.Registry, raw string) []string {
 }
 
 // secretPart is what of a secret value must never show: a URL's
-// password (its user and host are shown), else the whole value.
+// password (its user and host are shown; a URL without one holds nothing
+// secret, and may well be a substring of the refusal's example, as
+// "mqp://" is of "amqp://": the fuzzer found that), else the whole value.
 func secretPart(s string) string {
 	if i := strings.Index(s, "://"); i >= 0 {
 		if at := strings.LastIndex(s, "@"); at > i {
@@ -183,8 +185,8 @@ func secretPart(s string) string {
 			if c := strings.Index(userinfo, ":"); c >= 0 && len(userinfo)-c-1 >= 6 {
 				return userinfo[c+1:]
 			}
-			return "\x00never"
 		}
+		return "\x00never"
 	}
 	return s
 }
