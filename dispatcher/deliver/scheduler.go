@@ -108,6 +108,14 @@ type Scheduler struct {
 	// run is the Run in progress, whose attempts Start adds to; nil
 	// before and after it, when Start refuses.
 	run *schedulerRun
+	// taking is set while Run takes from the schedule what the slots it
+	// counted free allow (from its snapshot until the items taken hold
+	// their slots), when Start refuses: a start meanwhile would take a
+	// slot the take already counted, and the two together could lend a
+	// merchant the reserve (TestOneMerchantLeavesOthersTheReserve caught
+	// eight of eight slots held by one merchant on a loaded CI machine).
+	// A refused start goes through the schedule, as when the pool is busy.
+	taking bool
 }
 
 // schedulerRun is one Run: its context and the attempts it waits for
@@ -202,6 +210,9 @@ func (s *Scheduler) Run(ctx context.Context) {
 				held := s.hold(it.Task)
 				run.attempts.Go(func() { s.run1(ctx, it, held) })
 			}
+			s.mu.Lock()
+			s.taking = false
+			s.mu.Unlock()
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return
@@ -301,7 +312,7 @@ func (s *Scheduler) Start(it queue.LaneItem) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	run := s.run
-	if run == nil || run.ctx.Err() != nil || !s.admits(m, sub) {
+	if run == nil || run.ctx.Err() != nil || s.taking || !s.admits(m, sub) {
 		return false
 	}
 	s.busy++
@@ -334,10 +345,13 @@ func signal(c chan struct{}) {
 	}
 }
 
-// snapshot is the free slots and what runs, as take weighs them.
+// snapshot is the free slots and what runs, as take weighs them. When a
+// slot is free, Run is about to take: Start refuses (taking) until the
+// taken items hold their slots.
 func (s *Scheduler) snapshot() (int, queue.Running) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.taking = s.busy < s.cfg.Concurrency
 	r := queue.Running{Merchants: make(map[string]int, len(s.merchants)), SubscriptionRoom: make(map[string]int, len(s.subs)),
 		Unlendable: map[string]bool{}}
 	for m, n := range s.merchants {
