@@ -21,6 +21,7 @@ import (
 type schedulerProbe struct {
 	t     *testing.T
 	lanes *queue.Lanes
+	s     *Scheduler
 	mu    sync.Mutex
 	now   map[string]int // running, by merchant
 	most  map[string]int // most running at once, by merchant
@@ -31,6 +32,12 @@ type schedulerProbe struct {
 }
 
 func newSchedulerProbe(t *testing.T, cfg SchedulerConfig, hangs ...string) *schedulerProbe {
+	t.Helper()
+	return newHookedSchedulerProbe(t, cfg, nil, hangs...)
+}
+
+// newHookedSchedulerProbe is newSchedulerProbe with hooks in its scheduler.
+func newHookedSchedulerProbe(t *testing.T, cfg SchedulerConfig, hooks *schedulerHooks, hangs ...string) *schedulerProbe {
 	t.Helper()
 	rd := storetest.NewRedis(t)
 	rc := redis.NewClient(&redis.Options{Network: "unix", Addr: rd.Socket})
@@ -69,6 +76,7 @@ func newSchedulerProbe(t *testing.T, cfg SchedulerConfig, hangs ...string) *sche
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.hooks, p.s = hooks, s
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
@@ -86,18 +94,34 @@ func newSchedulerProbe(t *testing.T, cfg SchedulerConfig, hangs ...string) *sche
 // subscriptions.
 func (p *schedulerProbe) push(m string, n, subs int) {
 	p.t.Helper()
+	if _, err := p.lanes.Push(context.Background(), attemptsOf(m, n, subs)...); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// attemptsOf is n first attempts of merchant m, due now, spread over subs
+// subscriptions of their own.
+func attemptsOf(m string, n, subs int) []queue.LaneItem {
 	ids := make([]uuid.UUID, subs)
 	for i := range ids {
 		ids[i] = uuid.New()
 	}
 	items := make([]queue.LaneItem, n)
 	for i := range items {
-		items[i] = queue.LaneItem{ID: fmt.Sprintf("%s-%d", m, i), Task: queue.Attempt{DeliveryID: uuid.New(), SubscriptionID: ids[i%subs],
-			MerchantID: m, Number: 1, Trigger: store.TriggerScheduled, Due: time.Now()}}
+		items[i] = queue.LaneItem{ID: fmt.Sprintf("%s-%s", m, uuid.NewString()), Task: queue.Attempt{DeliveryID: uuid.New(),
+			SubscriptionID: ids[i%subs], MerchantID: m, Number: 1, Trigger: store.TriggerScheduled, Due: time.Now()}}
 	}
-	if _, err := p.lanes.Push(context.Background(), items...); err != nil {
+	return items
+}
+
+// parked reports whether the schedule holds it parked (not taken).
+func (p *schedulerProbe) parked(it queue.LaneItem) bool {
+	p.t.Helper()
+	held, err := p.lanes.Held(context.Background(), []queue.LaneItem{it}, time.Now().Add(time.Hour))
+	if err != nil {
 		p.t.Fatal(err)
 	}
+	return held[0]
 }
 
 // waitFor waits until cond holds of the counts, or fails after 10 s.
@@ -224,4 +248,91 @@ func TestSchedulerSurvivesAPanickingAttempt(t *testing.T) {
 	p.push("panics", 5, 1)
 	p.push("calm", 5, 1)
 	p.waitFor("the calm merchant's work beside the panics", func() bool { return p.ended["calm"] == 5 })
+}
+
+// takeGate holds the scheduler's Run before its next take, once armed:
+// a test then acts while Run has counted the free slots and not yet taken.
+type takeGate struct {
+	armed   chan struct{}
+	holding chan struct{}
+	resume  chan struct{}
+}
+
+func newTakeGate() *takeGate {
+	return &takeGate{armed: make(chan struct{}, 1), holding: make(chan struct{}), resume: make(chan struct{})}
+}
+
+func (g *takeGate) hooks() *schedulerHooks {
+	return &schedulerHooks{beforeTake: func() {
+		select {
+		case <-g.armed:
+			g.holding <- struct{}{}
+			<-g.resume
+		default:
+		}
+	}}
+}
+
+// TestSchedulerStartDuringATake: a first attempt started while Run takes
+// from the schedule (after it counted the free slots, before the items
+// taken hold theirs) is weighed when the take ends, against the slots as
+// the take left them: it runs if a take would give it a slot then, and is
+// parked otherwise. So a start never takes a slot the take counted free,
+// and the two together never lend a merchant the reserve.
+func TestSchedulerStartDuringATake(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		// parked is work due before the take (merchant, attempts,
+		// subscriptions); the hostile merchant's attempts hang.
+		parked []string
+		// start is the merchant of the attempt started; a calm one's
+		// attempts end at once.
+		start    string
+		wantRuns bool
+	}{
+		{name: "nothing due: it runs", start: "calm", wantRuns: true},
+		{name: "the take lends all but the reserve: another merchant runs in it", parked: []string{"hostile"}, start: "calm", wantRuns: true},
+		{name: "the take lends all but the reserve: the lent merchant's start is parked", parked: []string{"hostile"}, start: "hostile"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			gate := newTakeGate()
+			p := newHookedSchedulerProbe(t, probeConfig, gate.hooks(), "hostile")
+			gate.armed <- struct{}{}
+			for _, m := range tc.parked {
+				p.push(m, 100, 50)
+			}
+			signal(p.s.wake) // a take after the push, whenever Run last looked
+			<-gate.holding   // Run has counted 8 free slots and not taken yet
+			it := attemptsOf(tc.start, 1, 1)[0]
+			if !p.s.Start(it) {
+				t.Fatal("Start refused an attempt due now with 8 slots free")
+			}
+			close(gate.resume)
+			wantHostile := 0
+			if len(tc.parked) > 0 {
+				wantHostile = probeConfig.Concurrency - probeConfig.Reserve
+				p.waitFor("the take to lend all but the reserve", func() bool { return p.now["hostile"] >= wantHostile })
+			}
+			if tc.wantRuns {
+				p.waitFor("the started attempt", func() bool { return p.ended[tc.start] == 1 })
+			} else {
+				deadline := time.Now().Add(10 * time.Second)
+				for !p.parked(it) {
+					if time.Now().After(deadline) {
+						t.Error("the attempt the take left no slot for is not parked")
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if n := p.most["hostile"]; n > probeConfig.Concurrency-probeConfig.Reserve {
+				t.Errorf("the hostile merchant ran %d at once: the reserve of %d was lent", n, probeConfig.Reserve)
+			}
+		})
+	}
 }

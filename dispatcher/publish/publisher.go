@@ -616,11 +616,9 @@ func (p *Publisher) enqueueFirstAttempts(ctx context.Context, created []store.Ev
 				p.metrics.StartedLocally.Inc()
 				continue
 			}
-			if it.Task.Leased != nil {
-				// The write leased it for the pool, which refused it: the
-				// schedule's taker takes that lease over.
-				it.Task.Handover, it.Task.Leased = it.Task.Leased.LeaseUntil, nil
-			}
+			// The write may have leased it for the pool, which refused it:
+			// the schedule's taker takes that lease over.
+			it.Task = it.Task.Parked()
 			items = append(items, it)
 		}
 	}

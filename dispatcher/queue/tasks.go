@@ -110,6 +110,16 @@ type Attempt struct {
 	Leased *store.LeasedDelivery `json:"-"`
 }
 
+// Parked is the attempt as the schedule keeps it: the lease a publish
+// took for its own pool, which did not run the attempt, becomes a Handover
+// its first taker may take over (a lease is never stored in the schedule).
+func (a Attempt) Parked() Attempt {
+	if a.Leased != nil {
+		a.Handover, a.Leased = a.Leased.LeaseUntil, nil
+	}
+	return a
+}
+
 // ScheduledAttempt is the task of attempt number of del, due at due.
 func ScheduledAttempt(del store.Delivery, number int, due time.Time) Attempt {
 	a := Attempt{DeliveryID: del.ID, CreatedAt: del.CreatedAt, SubscriptionID: del.SubscriptionID,
