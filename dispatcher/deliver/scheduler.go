@@ -110,14 +110,15 @@ type Scheduler struct {
 	run *schedulerRun
 	// taking is set while Run takes from the schedule what the slots it
 	// counted free allow, from its snapshot until the items taken hold
-	// their slots. A start meanwhile must not take a slot the take already
-	// counted: the two together could lend a merchant the reserve
-	// (TestOneMerchantLeavesOthersTheReserve caught eight of eight slots
-	// held by one merchant on a loaded CI machine). So Start defers its
-	// attempt to the take's end (deferred), when Run weighs it as Start
-	// would have, against the slots as the take left them.
-	taking   bool
-	deferred []queue.LaneItem
+	// their slots, when Start refuses: a start meanwhile would take a
+	// slot the take already counted, and the two together could lend a
+	// merchant the reserve (TestOneMerchantLeavesOthersTheReserve caught
+	// eight of eight slots held by one merchant on a loaded CI machine;
+	// TestSchedulerStartDuringATake forces it). A refused start goes
+	// through the schedule, as when the pool is busy. (Deferring such a
+	// start to the take's end instead, and weighing it then, cost the
+	// ordered bench a tenth of its rate: BENCHMARKS.md.)
+	taking bool
 	// hooks are the tests' seams; nil outside tests.
 	hooks *schedulerHooks
 }
@@ -224,7 +225,9 @@ func (s *Scheduler) Run(ctx context.Context) {
 				held := s.hold(it.Task)
 				run.attempts.Go(func() { s.run1(ctx, it, held) })
 			}
-			s.endTake(ctx, run)
+			s.mu.Lock()
+			s.taking = false
+			s.mu.Unlock()
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return
@@ -315,12 +318,8 @@ func (s *Scheduler) runOne(ctx context.Context, it queue.LaneItem, held *heldSlo
 // slots from now. False: nothing is held, and the caller parks it in the
 // schedule, as when the pool is busy or stopping. Either way a crash loses
 // nothing: the delivery is stored and due, and until a worker leases it
-// the sweeper finds it.
-//
-// While Run takes from the schedule, the slots are not known until the
-// items taken hold theirs: Start then hands it to Run (true), which starts
-// it when the take ends if a take would still give it a slot, and else
-// parks it in the schedule itself (endTake).
+// the sweeper finds it. While Run takes from the schedule (taking) it
+// refuses: the slots are not known until the items taken hold theirs.
 func (s *Scheduler) Start(it queue.LaneItem) bool {
 	if !runsNow(it.Task, s.clock.Now()) {
 		return false
@@ -329,58 +328,13 @@ func (s *Scheduler) Start(it queue.LaneItem) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	run := s.run
-	switch {
-	case run == nil || run.ctx.Err() != nil:
-		return false
-	case s.taking:
-		// Bounded by the pool: each deferred attempt wants a slot.
-		if s.busy+len(s.deferred) >= s.cfg.Concurrency || !s.admits(m, sub) {
-			return false
-		}
-		s.deferred = append(s.deferred, it)
-		return true
-	case !s.admits(m, sub):
+	if run == nil || run.ctx.Err() != nil || s.taking || !s.admits(m, sub) {
 		return false
 	}
-	s.startLocked(run, it)
-	return true
-}
-
-// startLocked holds its slots and makes it. Called with mu held.
-func (s *Scheduler) startLocked(run *schedulerRun, it queue.LaneItem) {
 	s.busy++
-	held := s.countLocked(queue.MerchantLane(it.Task), it.Task.SubscriptionID.String())
+	held := s.countLocked(m, sub)
 	run.attempts.Go(func() { s.run1(run.ctx, it, held) })
-}
-
-// endTake ends a take: the attempts Start deferred meanwhile start where
-// a take would give them a slot now, against the slots as the take left
-// them, so that none is lent and none takes the reserve; the others go
-// to the schedule, as Start's caller would have parked them.
-func (s *Scheduler) endTake(ctx context.Context, run *schedulerRun) {
-	s.mu.Lock()
-	s.taking = false
-	deferred := s.deferred
-	s.deferred = nil
-	var park []queue.LaneItem
-	for _, it := range deferred {
-		if run.ctx.Err() == nil && s.admits(queue.MerchantLane(it.Task), it.Task.SubscriptionID.String()) {
-			s.startLocked(run, it)
-			continue
-		}
-		it.Task = it.Task.Parked()
-		park = append(park, it)
-	}
-	s.mu.Unlock()
-	if len(park) == 0 {
-		return
-	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queue.EnqueueTimeout)
-	defer cancel()
-	if _, err := s.lanes.Push(pctx, park...); err != nil {
-		s.logger.WarnContext(ctx, "schedule first attempts the pool could not start; the sweeper will",
-			"attempts", len(park), "error", err)
-	}
+	return true
 }
 
 // runsNow reports whether an attempt may skip the schedule and start at
@@ -408,8 +362,8 @@ func signal(c chan struct{}) {
 }
 
 // snapshot is the free slots and what runs, as take weighs them. When a
-// slot is free, Run is about to take: Start defers its attempts (taking)
-// until the taken items hold their slots.
+// slot is free, Run is about to take: Start refuses (taking) until the
+// taken items hold their slots.
 func (s *Scheduler) snapshot() (int, queue.Running) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -114,7 +114,7 @@ func New(reg prometheus.Registerer, refusalRules []string) (*Set, error) {
 		}),
 		StartedLocally: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "webhookd_attempts_started_locally_total",
-			Help: "First attempts the publishing process handed to its own worker pool, without the trip through the schedule in Redis (one handed while the pool takes from the schedule is parked after all if the take left it no slot).",
+			Help: "First attempts the publishing process started in its own worker pool, without the trip through the schedule in Redis.",
 		}),
 		PublishGroups: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "webhookd_publish_group_size",
