@@ -164,6 +164,9 @@ type config struct {
 	// listenersSet: -listeners was given (spread otherwise puts every
 	// receiver on one port).
 	listenersSet bool
+	// peer is the engine the peer scenario drives (peerWebhookd or
+	// peerOutpost); peerAPI and peerKey are Outpost's API and its key.
+	peer, peerAPI, peerKey string
 }
 
 // parseFlags reads the command line and checks its bounds.
@@ -173,7 +176,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.scenario, "scenario", "all", "scenario, or a comma-separated list run in its order: "+strings.Join(append(slices.Clone(scenarios), ownScenarios...), ", ")+", or all")
 	fs.IntVar(&c.events, "events", 0, "events to publish (0: the scenario's default)")
-	fs.Float64Var(&c.rate, "rate", 0, "publish rate in events/s for latency, noisy and noisy5 (0: the scenario's default, 500); the probe merchants' rate in hostile, burst, backlog, ratelimited")
+	fs.Float64Var(&c.rate, "rate", 0, "publish rate in events/s for latency, noisy and noisy5 (0: the scenario's default, 500) and peer (0: as fast as -publishers allow); the probe merchants' rate in hostile, burst, backlog, ratelimited")
 	fs.IntVar(&c.subscriptions, "subscriptions", 0, "subscriptions (receivers); merchants in noisy and noisy5; per merchant in spread (0: the scenario's default)")
 	fs.IntVar(&c.payload, "payload", 0, "payload size in bytes (0: the scenario's default; footprint uses 1024)")
 	fs.IntVar(&c.concurrency, "concurrency", 256, "concurrent senders in the raw scenario (webhookd's default worker concurrency is 256)")
@@ -194,6 +197,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.amqpURL, "amqp", defaultAMQP, "broker: the RabbitMQ URL, for the engine's destination and the bench's consumer")
 	fs.StringVar(&c.natsURL, "nats", defaultNATS, "broker: the NATS server with JetStream, nats://host:port (tls:// for TLS, user:password@ or token@ allowed), for the engine's destination and the bench's consumer")
 	fs.StringVar(&c.mqttAddr, "mqtt", defaultMQTT, "broker: the MQTT 5 broker's host:port (in clear, anonymous), for the engine's destination and the bench's consumer")
+	fs.StringVar(&c.peer, "peer", peerWebhookd, "peer: the engine driven, "+peerWebhookd+" or "+peerOutpost)
+	fs.StringVar(&c.peerAPI, "peer-api", envOr("OUTPOST_API", "http://127.0.0.1:3333"), "peer: Outpost's API base URL")
+	fs.StringVar(&c.peerKey, "peer-key", os.Getenv("OUTPOST_API_KEY"), "peer: Outpost's API key (default $OUTPOST_API_KEY)")
 	fs.BoolVar(&c.jsonOut, "json", false, "print one JSON object per scenario instead of tables")
 	fs.StringVar(&c.api, "api", envOr("WEBHOOKD_BENCH_API", "http://127.0.0.1:8080"), "public API base URL")
 	fs.StringVar(&c.internal, "internal", envOr("WEBHOOKD_BENCH_INTERNAL", "http://127.0.0.1:8081"), "internal API base URL")
@@ -245,6 +251,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		if !slices.Contains(scenarios, name) && !slices.Contains(ownScenarios, name) {
 			return c, fmt.Errorf("unknown -scenario %q", name)
 		}
+	}
+	if c.peer != peerWebhookd && c.peer != peerOutpost {
+		return c, fmt.Errorf("-peer must be %s or %s, not %q", peerWebhookd, peerOutpost, c.peer)
 	}
 	if c.jweKey != jweKeyEC && c.jweKey != jweKeyRSA {
 		return c, fmt.Errorf("-jwe-key must be %s or %s, not %q", jweKeyEC, jweKeyRSA, c.jweKey)

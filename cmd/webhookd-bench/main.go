@@ -22,7 +22,8 @@
 // single.go, footprint.go, retrystorm.go, the isolation scenarios of
 // issue 24 in isolation.go and pool.go, single's workload with a
 // feature on in batched.go, mtls.go, jwe.go and broker.go, and the scale
-// curve of issue 30 in scale.go (its plot in scaleplot.go).
+// curve of issue 30 in scale.go (its plot in scaleplot.go); peer.go
+// drives webhookd or Hookdeck Outpost with one light generator (issue 42).
 package main
 
 import (
@@ -56,9 +57,10 @@ var scenarios = []string{"raw", "throughput", "latency", "fanout", "ordered", "s
 // scale curve of issue 30, which needs a shrunk retry schedule and runs
 // for as long as its points take; or transform (issue 40), single's
 // workload through a transformation, and spinning, hostile's shape with
-// scripts spinning at their CPU limit.
+// scripts spinning at their CPU limit; or peer (issue 42), webhookd or
+// Hookdeck Outpost under one light load generator.
 var ownScenarios = []string{"retrystorm", "hostile", "spread", "burst", "solofanout", "backlog", "ratelimited",
-	"batched", "mtls", "jwe", "broker", "poll", "scale", "transform", "spinning"}
+	"batched", "mtls", "jwe", "broker", "poll", "scale", "transform", "spinning", "peer"}
 
 // main parses the flags, runs until done or interrupted, and exits 2 on a
 // bad command line, 1 when a scenario failed.
@@ -206,6 +208,8 @@ func runScenario(ctx context.Context, l *lab, name string) (*report, error) {
 		return broker(ctx, l)
 	case "poll":
 		return pollScenario(ctx, l)
+	case "peer":
+		return peer(ctx, l)
 	case "transform":
 		return transformScenario(ctx, l)
 	case "spinning":
