@@ -38,6 +38,14 @@ const (
 	// peerSettle is the pause between creating the destinations and the
 	// first event: Outpost reads a tenant's destinations through caches.
 	peerSettle = 2 * time.Second
+	// peerWarmupTime is how long a paced run publishes before it is
+	// measured, and peerWarmupEvents how many events a run at full speed
+	// sends first: a freshly started engine's first events wait for its
+	// connections to be made and its statements prepared (about the first
+	// 200 ms of a webhookd, where publishes take 10-40 ms), which is a
+	// start, not the steady state the scenario compares.
+	peerWarmupTime   = 2 * time.Second
+	peerWarmupEvents = 1000
 )
 
 // peerTarget is one engine the peer scenario drives.
@@ -195,13 +203,14 @@ func (a *peerArrivals) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// latencies are the publish-to-first-arrival times, and the last arrival.
-func (a *peerArrivals) latencies(sent []time.Time) ([]time.Duration, time.Time) {
+// latencies are the publish-to-first-arrival times of the events numbered
+// below events, and the last of those arrivals.
+func (a *peerArrivals) latencies(sent []time.Time, events int) ([]time.Duration, time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []time.Duration
 	var last time.Time
-	for i, at := range a.first {
+	for i, at := range a.first[:events*a.dests] {
 		if at.IsZero() || sent[i/a.dests].IsZero() {
 			continue
 		}
@@ -224,7 +233,8 @@ func (l *lab) peerTargetFor(run string) peerTarget {
 // peer runs the peer comparison's load against -peer: -events events of
 // -payload bytes (default 512), each one request, at -rate events/s, or as
 // fast as -publishers (default 32) allow when -rate is 0, to -subscriptions
-// destinations (default 1). The CPU figures are the meter's: -pid (for
+// destinations (default 1), after a warm-up (peerWarmup) left out of every
+// figure. The CPU figures are the meter's: -pid (for
 // Outpost, its server and its message broker's), the Postgres of
 // -database and the Redis of -redis.
 func peer(ctx context.Context, l *lab) (*report, error) {
@@ -234,7 +244,8 @@ func peer(ctx context.Context, l *lab) (*report, error) {
 	r := &report{scenario: "peer"}
 	r.add("peer", l.cfg.peer, "")
 
-	arrivals := newPeerArrivals(events, dests)
+	warm := peerWarmup(events, l.cfg.rate)
+	arrivals := newPeerArrivals(warm+events, dests)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -254,8 +265,7 @@ func peer(ctx context.Context, l *lab) (*report, error) {
 	defer target.cleanup(context.WithoutCancel(ctx))
 	time.Sleep(peerSettle)
 
-	cpuBefore, cpuErr := l.meter.sampleCPU(ctx)
-	sent := make([]time.Time, events)
+	sent := make([]time.Time, warm+events)
 	var failed atomic.Int64
 	var firstErr error
 	var errOnce sync.Once
@@ -268,20 +278,28 @@ func peer(ctx context.Context, l *lab) (*report, error) {
 			errOnce.Do(func() { firstErr = err })
 		}
 	}
+	publishers := l.load.publishersFor(singlePublishers)
+	// The warm-up's events are numbered after the measured ones.
+	peerPublish(ctx, warm, l.cfg.rate, publishers, func(i int) { send(events + i) })
+	warmed := int64(warm) * int64(dests)
+	if !awaitArrivals(ctx, arrivals, warmed, time.Now().Add(l.cfg.duration)) || failed.Load() > 0 {
+		return nil, fmt.Errorf("peer: warm-up: %d of %d deliveries arrived, %d events refused (%v)",
+			arrivals.unique.Load(), warmed, failed.Load(), firstErr)
+	}
+
+	cpuBefore, cpuErr := l.meter.sampleCPU(ctx)
 	start := time.Now()
-	peerPublish(ctx, events, l.cfg.rate, l.load.publishersFor(singlePublishers), send)
+	peerPublish(ctx, events, l.cfg.rate, publishers, send)
 	published := time.Now()
 	want := int64(events-int(failed.Load())) * int64(dests)
-	deadline := time.Now().Add(l.cfg.duration)
-	for arrivals.unique.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
-	}
-	lat, last := arrivals.latencies(sent)
-	got := arrivals.unique.Load()
+	awaitArrivals(ctx, arrivals, warmed+want, time.Now().Add(l.cfg.duration))
+	lat, last := arrivals.latencies(sent, events)
+	got := arrivals.unique.Load() - warmed
 	if cpuErr == nil {
-		// The peer may still write what it logs of the last attempts
-		// (Outpost batches its log writes): wait for both to settle as
-		// long as each other's records take, at most a few seconds.
+		// The engines may still be writing what they record of the last
+		// attempts (Outpost writes its log in batches, webhookd's
+		// records wait up to 40 ms for company): a second more counts
+		// that work in.
 		time.Sleep(time.Second)
 		if after, err := l.meter.sampleCPU(ctx); err == nil {
 			l.meter.reportCPU(r, after.sub(cpuBefore), got)
@@ -312,6 +330,25 @@ func peer(ctx context.Context, l *lab) (*report, error) {
 		return r, errors.Join(errors.New("peer: some events were not accepted"), firstErr)
 	}
 	return r, nil
+}
+
+// peerWarmup is how many events a run sends before it is measured: two
+// seconds' worth at rate, or peerWarmupEvents at full speed, never more
+// than the run itself.
+func peerWarmup(events int, rate float64) int {
+	if rate > 0 {
+		return min(events, int(rate*peerWarmupTime.Seconds()))
+	}
+	return min(events, peerWarmupEvents)
+}
+
+// awaitArrivals waits until a holds want deliveries, the deadline passes
+// or ctx ends, and reports whether a holds them.
+func awaitArrivals(ctx context.Context, a *peerArrivals, want int64, deadline time.Time) bool {
+	for a.unique.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return a.unique.Load() >= want
 }
 
 // peerPublish calls send for each of events sequence numbers: paced at

@@ -68,13 +68,37 @@ func TestPeerArrivals(t *testing.T) {
 	}
 	// Event 1 was never sent (its publish failed): its arrivals, had
 	// there been any, would not count towards latency.
-	lat, last := a.latencies([]time.Time{sent, {}, sent})
+	lat, last := a.latencies([]time.Time{sent, {}, sent}, 3)
 	if len(lat) != 3 || last.Before(sent) {
 		t.Errorf("latencies: %v, last %v", lat, last)
 	}
 	for _, d := range lat {
 		if d < 0 || d > time.Minute {
 			t.Errorf("latency %v", d)
+		}
+	}
+	// The warm-up's events are numbered after the measured ones and left
+	// out of the latencies.
+	if lat, _ := a.latencies([]time.Time{sent, {}, sent}, 1); len(lat) != 2 {
+		t.Errorf("latencies of event 0 alone: %v, want its 2 deliveries", lat)
+	}
+}
+
+// TestPeerWarmup: two seconds' worth at a rate, a fixed number at full
+// speed, never more than the run.
+func TestPeerWarmup(t *testing.T) {
+	for _, c := range []struct {
+		events int
+		rate   float64
+		want   int
+	}{
+		{9000, 300, 600},
+		{20000, 0, peerWarmupEvents},
+		{100, 300, 100},
+		{100, 0, 100},
+	} {
+		if got := peerWarmup(c.events, c.rate); got != c.want {
+			t.Errorf("peerWarmup(%d, %v) = %d, want %d", c.events, c.rate, got, c.want)
 		}
 	}
 }
