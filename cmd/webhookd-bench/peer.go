@@ -40,10 +40,10 @@ const (
 	peerSettle = 2 * time.Second
 	// peerWarmupTime is how long a paced run publishes before it is
 	// measured, and peerWarmupEvents how many events a run at full speed
-	// sends first: a freshly started engine's first events wait for its
-	// connections to be made and its statements prepared (about the first
-	// 200 ms of a webhookd, where publishes take 10-40 ms), which is a
-	// start, not the steady state the scenario compares.
+	// sends first: a freshly started engine is slow at first (a fresh
+	// webhookd's publishes take 10-40 ms for about half a second, while
+	// its first connections and their first statements are made), which
+	// is a start, not the steady state the scenario compares.
 	peerWarmupTime   = 2 * time.Second
 	peerWarmupEvents = 1000
 )
