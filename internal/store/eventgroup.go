@@ -39,8 +39,8 @@ import (
 const createFanOutsSQL = `
 		WITH r AS (
 			SELECT * FROM unnest($1::int[], $2::uuid[], $3::timestamptz[], $4::text[], $5::text[], $6::text[],
-				$7::bytea[], $8::text[], $9::timestamptz[], $10::int8[])
-				AS r(i, id, created_at, type, merchant_id, api_version, body, traceparent, held_until, ms)
+				$7::bytea[], $8::text[], $9::timestamptz[], $10::int8[], $14::timestamptz[])
+				AS r(i, id, created_at, type, merchant_id, api_version, body, traceparent, held_until, ms, lease_until)
 		), m AS (
 			SELECT * FROM unnest($11::int[], $12::uuid[]) AS m(i, subscription_id)
 		), g AS (
@@ -55,8 +55,9 @@ const createFanOutsSQL = `
 			SELECT id, merchant_id, type, api_version, body, created_at, nullif(traceparent, '') FROM w ORDER BY i
 			RETURNING id
 		), t0 AS (
-			SELECT w.i, w.id AS event_id, w.created_at, w.type, w.held_until, w.ms,
+			SELECT w.i, w.id AS event_id, w.created_at, w.type, w.held_until, w.ms, w.lease_until,
 				s.id, s.merchant_id, s.rate_limit, s.batch_max_size, s.batch_max_wait_ms, s.status = 'disabled' AS skip,
+				s.retry_policy,
 				CASE WHEN length(o.v) <= ` + maxOrderingKeyValue + ` AND o.v !~ '[[:cntrl:]]' THEN o.v END AS okey,
 				coalesce(s.destination->>'type' = '` + pollDestination + `', false) AS poll
 			FROM w JOIN subscriptions s ON s.merchant_id = w.merchant_id
@@ -93,7 +94,8 @@ const createFanOutsSQL = `
 			RETURNING subscription_id, last
 		), d AS (
 			INSERT INTO deliveries (id, merchant_id, event_id, event_created_at, event_type, subscription_id,
-				status, test, attempt_count, next_attempt_at, created_at, updated_at, ordering_key, sequence, poll_position)
+				status, test, attempt_count, next_attempt_at, created_at, updated_at, ordering_key, sequence, poll_position,
+				lease_until, retry_policy)
 			SELECT encode(set_bit(set_bit(overlay(overlay(uuid_send(gen_random_uuid())
 					PLACING substring(int8send(t.ms) FROM 3) FROM 1 FOR 6)
 					PLACING coalesce($13::bytea, substring(uuid_send(gen_random_uuid()) FROM 12 FOR 5)) FROM 12 FOR 5),
@@ -102,17 +104,28 @@ const createFanOutsSQL = `
 				CASE WHEN t.skip THEN 'skipped' ELSE 'pending' END, false, 0,
 				CASE WHEN NOT t.skip AND NOT t.poll AND (k.key IS NULL OR k.last - t.key_count + t.key_n = k.head)
 					THEN coalesce(t.held_until, t.created_at) END,
-				t.created_at, t.created_at, k.key, k.last - t.key_count + t.key_n, p.last - t.line_count + t.line_n
+				t.created_at, t.created_at, k.key, k.last - t.key_count + t.key_n, p.last - t.line_count + t.line_n,
+				CASE WHEN ` + fanOutStartsAtOnce + ` THEN t.lease_until END,
+				CASE WHEN ` + fanOutStartsAtOnce + ` THEN coalesce(t.retry_policy, '{}'::jsonb) END
 			FROM t LEFT JOIN k ON k.subscription_id = t.id AND k.key = t.okey
 			LEFT JOIN p ON p.subscription_id = t.id AND t.poll AND NOT t.skip
 			ORDER BY t.i, t.id
-			RETURNING ` + deliveryColumns + `, ordering_key, sequence, poll_position
+			RETURNING lease_until, nullif(retry_policy, '{}'::jsonb), ` + deliveryColumns + `, ordering_key, sequence, poll_position
 		)
-		SELECT r.i, w.i IS NOT NULL, d.*, t.rate_limit, t.batch_max_size, t.batch_max_wait_ms
+		SELECT r.i, w.i IS NOT NULL, d.*, t.rate_limit, t.batch_max_size, t.batch_max_wait_ms, ` + leasedSubscriptionColumns + `
 		FROM r LEFT JOIN w ON w.i = r.i
 		LEFT JOIN d ON w.i IS NOT NULL AND d.event_id = w.id
 		LEFT JOIN t ON t.i = w.i AND t.id = d.subscription_id
+		LEFT JOIN subscriptions s ON s.id = d.subscription_id AND d.lease_until IS NOT NULL
 		ORDER BY r.i`
+
+// fanOutStartsAtOnce is startsAtOnce in createFanOutsSQL: the write asked
+// for a lease (t.lease_until), and the delivery is due now (not skipped,
+// not polled, the head of its key's line, not held), neither paced nor
+// batched. A group of fan-outs holds no scheduled event (isFanOut).
+const fanOutStartsAtOnce = `(t.lease_until IS NOT NULL AND NOT t.skip AND NOT t.poll
+	AND (k.key IS NULL OR k.last - t.key_count + t.key_n = k.head) AND t.held_until IS NULL
+	AND coalesce(t.rate_limit, 0) = 0 AND (t.batch_max_size IS NULL OR t.batch_max_wait_ms IS NULL))`
 
 // minFanOutGroup is the smallest group createFanOutsSQL writes; a
 // smaller one goes one statement per event. Its arrays, window functions
@@ -149,6 +162,7 @@ func (s *Events) createFanOuts(ctx context.Context, writes []EventWrite, group [
 		parents    = make([]string, n)
 		held       = make([]*time.Time, n)
 		millis     = make([]int64, n)
+		leases     = make([]*time.Time, n)
 		matchIndex []int32
 		matchSubs  []uuid.UUID
 	)
@@ -159,12 +173,15 @@ func (s *Events) createFanOuts(ctx context.Context, writes []EventWrite, group [
 		if !w.To.HeldUntil.IsZero() {
 			held[i] = &w.To.HeldUntil
 		}
+		if !w.LeaseUntil.IsZero() {
+			leases[i] = &w.LeaseUntil
+		}
 		for _, sub := range w.To.Matched {
 			matchIndex, matchSubs = append(matchIndex, int32(i+1)), append(matchSubs, sub)
 		}
 	}
 	rows, err := s.pool.Query(ctx, createFanOutsSQL, index, ids, created, types, merchants, versions, bodies, parents, held, millis,
-		matchIndex, matchSubs, group)
+		matchIndex, matchSubs, group, leases)
 	if err != nil {
 		return nil, fmt.Errorf("create %d events: %w", n, err)
 	}
@@ -173,19 +190,28 @@ func (s *Events) createFanOuts(ctx context.Context, writes []EventWrite, group [
 		out[i].Event = w.Event
 	}
 	var (
-		i     int32
-		wrote bool
-		c     createdDeliveryColumns
+		i          int32
+		wrote      bool
+		leaseUntil *time.Time
+		policy     *RetryPolicy
+		c          createdDeliveryColumns
+		sub        leasedSubscription
 	)
-	_, err = pgx.ForEachRow(rows, append([]any{&i, &wrote}, c.targets()...), func() error {
+	targets := append(append([]any{&i, &wrote, &leaseUntil, &policy}, c.targets()...), sub.targets()...)
+	_, err = pgx.ForEachRow(rows, targets, func() error {
 		if i < 1 || int(i) > n {
 			return fmt.Errorf("write index %d out of the group's %d", i, n)
 		}
-		out[i-1].Created = wrote
+		w := &out[i-1]
+		w.Created = wrote
 		if d, ok := c.delivery(); ok {
-			out[i-1].Deliveries = append(out[i-1].Deliveries, d)
+			w.Deliveries = append(w.Deliveries, d)
+			if leaseUntil != nil {
+				w.lease(d, policy, *leaseUntil, &sub)
+			}
 		}
-		c = createdDeliveryColumns{} // the next row's values in pointers of their own
+		// The next row's values in pointers of their own.
+		c, leaseUntil, policy, sub = createdDeliveryColumns{}, nil, nil, leasedSubscription{}
 		return nil
 	})
 	if err != nil {

@@ -71,14 +71,16 @@ func newWorld(t *testing.T, s *store.Store, merchant string) world {
 // the group, none of an id already stored), which subscriptions get a
 // delivery and in what status, the sequences of ordered keys (a key busy
 // before the group, a key new in the group, a key several events share)
-// and which of them are due, the positions of the poll line, and the
-// commit group's bytes at the end of every delivery id.
+// and which of them are due (and leased, when the writes ask for a lease),
+// the positions of the poll line, and the commit group's bytes at the end
+// of every delivery id.
 func TestCreateFanOutsAsOneByOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := storetest.NewStore(t)
 	reference, grouped := newWorld(t, s, "one-by-one"), newWorld(t, s, "grouped")
 	now := time.Now().UTC().Truncate(time.Millisecond)
+	leaseUntil := now.Add(time.Minute).Truncate(time.Microsecond)
 	event := func(w world, id uuid.UUID, typ, key string) store.Event {
 		body := fmt.Sprintf(`{"type":%q,"payload":{"k":%q}}`, typ, key)
 		return store.Event{ID: id, MerchantID: w.merchant, Type: typ, APIVersion: "2026-05-01", Body: []byte(body), CreatedAt: now}
@@ -115,7 +117,7 @@ func TestCreateFanOutsAsOneByOne(t *testing.T) {
 	writesOf := func(w world, ws []write) []store.EventWrite {
 		out := make([]store.EventWrite, len(ws))
 		for i, x := range ws {
-			out[i] = store.EventWrite{Event: event(w, idOf(w, x.id), x.typ, x.key)}
+			out[i] = store.EventWrite{Event: event(w, idOf(w, x.id), x.typ, x.key), LeaseUntil: leaseUntil}
 			if x.matched {
 				out[i].To.Matched = []uuid.UUID{w.filtered}
 			}
@@ -145,9 +147,13 @@ func TestCreateFanOutsAsOneByOne(t *testing.T) {
 		m := map[string]string{"created": fmt.Sprint(out.Created)}
 		for _, d := range out.Deliveries {
 			role := w.roles[d.SubscriptionID]
-			m[role] = fmt.Sprintf("status %s, due %v, key %v, sequence %v, position %v, group %v", d.Status,
+			leased := "no"
+			if l, ok := out.Leased[d.ID]; ok {
+				leased = fmt.Sprintf("until %v, %s, body %s", l.LeaseUntil.Equal(leaseUntil), l.SubscriptionStatus, l.Body)
+			}
+			m[role] = fmt.Sprintf("status %s, due %v, key %v, sequence %v, position %v, group %v, leased %s", d.Status,
 				d.NextAttemptAt != nil, derefString(d.OrderingKey), deref(d.Sequence), deref(d.PollPosition),
-				string(store.DeliveryGroup(d.ID)) == string(bytes))
+				string(store.DeliveryGroup(d.ID)) == string(bytes), leased)
 		}
 		return m
 	}
@@ -166,10 +172,14 @@ func TestCreateFanOutsAsOneByOne(t *testing.T) {
 	}
 	// What the one-by-one reference stored is what ordering and the poll
 	// line promise; spot-check it so that both being wrong alike fails too.
-	if d := describe(reference, want[2]); d["ordered"] != "status pending, due false, key b, sequence 2, position 0, group true" {
+	if d := describe(reference, want[2]); d["ordered"] != "status pending, due false, key b, sequence 2, position 0, group true, leased no" {
 		t.Errorf("e3 to the ordered subscription: %s", d["ordered"])
 	}
-	if d := describe(reference, want[7]); d["poll"] != "status pending, due false, key <nil>, sequence 0, position 8, group true" {
+	if d := describe(reference, want[1]); d["ordered"] != "status pending, due true, key b, sequence 1, position 0, group true, leased until true, enabled, body "+
+		`{"type":"payout.paid","payload":{"k":"b"}}` {
+		t.Errorf("e2 to the ordered subscription: %s", d["ordered"])
+	}
+	if d := describe(reference, want[7]); d["poll"] != "status pending, due false, key <nil>, sequence 0, position 8, group true, leased no" {
 		t.Errorf("e6 to the poll line: %s", d["poll"])
 	}
 }

@@ -132,9 +132,6 @@ type EventWrite struct {
 	// paced nor batched, not behind another of its ordering key, not
 	// skipped, not polled), for the publishing process's own pool: the
 	// attempt then needs no lease statement of its own (EventWritten.Leased).
-	// Only writes of one statement per event take it; a group of
-	// fan-outs (createFanOutsSQL) leaves its deliveries to the workers'
-	// lease.
 	LeaseUntil time.Time
 }
 
@@ -391,16 +388,23 @@ func scanCreatedEvent(rows pgx.Rows, e Event) (EventWritten, error) {
 		}
 		w.Deliveries = append(w.Deliveries, d)
 		if leaseUntil != nil {
-			d.RetryPolicy = policy
-			l := LeasedDelivery{Delivery: d, Body: e.Body, LeaseUntil: *leaseUntil, TraceParent: e.TraceParent}
-			sub.fill(&l)
-			if w.Leased == nil {
-				w.Leased = make(map[uuid.UUID]LeasedDelivery)
-			}
-			w.Leased[d.ID] = l
+			w.lease(d, policy, *leaseUntil, &sub)
 		}
 	}
 	return w, rows.Err()
+}
+
+// lease adds d, which the write leased until leaseUntil with its retry
+// policy pinned, to w.Leased, with what its attempt needs of its event and
+// of its subscription (sub, as scanned).
+func (w *EventWritten) lease(d Delivery, policy *RetryPolicy, leaseUntil time.Time, sub *leasedSubscription) {
+	d.RetryPolicy = policy
+	l := LeasedDelivery{Delivery: d, Body: w.Event.Body, LeaseUntil: leaseUntil, TraceParent: w.Event.TraceParent}
+	sub.fill(&l)
+	if w.Leased == nil {
+		w.Leased = make(map[uuid.UUID]LeasedDelivery)
+	}
+	w.Leased[d.ID] = l
 }
 
 // createdDeliveryColumns are the columns of one delivery a fan-out

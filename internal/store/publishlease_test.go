@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -19,13 +20,31 @@ import (
 // subscription's columns, its retry policy pinned. A delivery paced by a
 // rate limit, batched, or behind another of its ordering key is not
 // leased. The lease is live: a worker's lease finds nothing, unless it
-// takes that lease over (LeaseRequest.Handover).
+// takes that lease over (LeaseRequest.Handover). A publish written in a
+// group of fan-outs (one statement for the group) leases alike.
 func TestPublishLeasesTheAttemptsThatStartAtOnce(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	s := storetest.NewStore(t)
-	if _, err := s.Merchants.EnsureMerchant(ctx, "m1", "2026-05-01"); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		// others is how many events of a merchant without subscriptions
+		// share the publish's group: enough makes it a group of fan-outs.
+		others int
+	}{
+		{name: "alone"},
+		{name: "in a group of fan-outs", others: 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testPublishLeases(t, s, tc.others) })
+	}
+}
+
+func testPublishLeases(t *testing.T, s *store.Store, others int) {
+	ctx := context.Background()
+	merchant := fmt.Sprintf("m%d", others)
+	for _, m := range []string{merchant, "nobody"} {
+		if _, err := s.Merchants.EnsureMerchant(ctx, m, "2026-05-01"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	key, limit := "data.id", 5
 	policy := &store.RetryPolicy{Schedule: []int64{1, 2}, TimeoutSeconds: 3}
@@ -37,7 +56,7 @@ func TestPublishLeasesTheAttemptsThatStartAtOnce(t *testing.T) {
 	}
 	names := map[uuid.UUID]string{}
 	for name, ns := range subs {
-		ns.MerchantID, ns.Events = "m1", []string{"*"}
+		ns.MerchantID, ns.Events = merchant, []string{"*"}
 		sub, err := s.Subscriptions.CreateSubscription(ctx, ns, []byte("sealed"))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -48,13 +67,19 @@ func TestPublishLeasesTheAttemptsThatStartAtOnce(t *testing.T) {
 	leaseUntil := now.Add(time.Minute).Truncate(time.Microsecond)
 	publish := func(lease time.Time) store.EventWritten {
 		t.Helper()
-		ev := store.Event{ID: uuid.New(), MerchantID: "m1", Type: "payout.paid", APIVersion: "2026-05-01",
+		ev := store.Event{ID: uuid.New(), MerchantID: merchant, Type: "payout.paid", APIVersion: "2026-05-01",
 			Body: []byte(`{"data":{"id":"po_1"}}`), CreatedAt: now, TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+		writes := []store.EventWrite{{Event: ev, LeaseUntil: lease}}
+		for range others {
+			other := ev
+			other.ID, other.MerchantID, other.TraceParent = uuid.New(), "nobody", ""
+			writes = append(writes, store.EventWrite{Event: other, LeaseUntil: lease})
+		}
 		group, err := store.NewGroup()
 		if err != nil {
 			t.Fatal(err)
 		}
-		written, errs, err := s.Events.CreateEvents(ctx, []store.EventWrite{{Event: ev, LeaseUntil: lease}}, group)
+		written, errs, err := s.Events.CreateEvents(ctx, writes, group)
 		if err != nil || errs[0] != nil || len(written[0].Deliveries) != len(subs) {
 			t.Fatalf("CreateEvents = %+v, %v, %v", written, errs, err)
 		}
