@@ -288,7 +288,7 @@ const circuitAfter = 3
 func (c *Config) schedulerConfig() deliver.SchedulerConfig {
 	return deliver.SchedulerConfig{Concurrency: c.Concurrency, Share: c.merchantConcurrency(), SubscriptionCap: c.SubscriptionConcurrency,
 		CircuitAfter: circuitAfter, Reserve: min(max(1, c.Concurrency/8), c.Concurrency-1), AttemptTimeout: c.leaseFor(),
-		Held: c.SweepGrace}
+		Held: c.SweepGrace, HandoverWindow: deliver.HandoverWindow(c.DeliveryTimeout), ChangesChannel: publish.SubscriptionsChangedChannel}
 }
 
 // leaseFor is how long a worker holds a delivery for one attempt

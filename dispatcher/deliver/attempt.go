@@ -8,7 +8,9 @@
 //     and parks the next; decide.go is its retry policy.
 //   - sender.go and egress.go: the HTTP exchange, behind the address check
 //     and the egress proxy; relay.go sends a listener's deliveries.
-//   - leaser.go and recorder.go: the group commits of leases and outcomes.
+//   - leaser.go and recorder.go: the group commits of leases and outcomes;
+//     keptleases.go: the publish's leases of first attempts the pool
+//     refused, for the scheduler to run them on when it takes them back.
 //   - secrets.go and headers.go: the signing keys and custom headers.
 //   - ordering.go: the next delivery of an ordered line; drop.go: the
 //     waiting work of a deleted or disabled subscription.

@@ -47,3 +47,12 @@ func (l *leaser) close() { l.b.Close() }
 func LeaseFor(timeout time.Duration) time.Duration {
 	return timeout + min(max(timeout/2, time.Second), 10*time.Second)
 }
+
+// HandoverWindow is how long after its publish a first attempt the pool
+// refused may still run on the publish's lease (SchedulerConfig.HandoverWindow)
+// for a delivery timeout of timeout: half the lease's margin beyond the
+// timeout (5 s of 10 at the default 25 s), so that the attempt still has
+// its whole timeout and half the margin to be recorded in.
+func HandoverWindow(timeout time.Duration) time.Duration {
+	return (LeaseFor(timeout) - timeout) / 2
+}

@@ -44,6 +44,14 @@ type SchedulerConfig struct {
 	// schedule; zero means idleCheck. Tests lengthen it to show that
 	// nothing relies on it.
 	IdleCheck time.Duration
+	// HandoverWindow is how long after its publish a first attempt that
+	// Start refused, leased by the publish, may still run on that lease
+	// when Run takes it back from the schedule (keptLeases); 0: never.
+	HandoverWindow time.Duration
+	// ChangesChannel is the Redis channel on which changes of
+	// subscriptions are announced: each message empties the kept leases.
+	// Required with a HandoverWindow.
+	ChangesChannel string
 }
 
 func (c SchedulerConfig) validate() error {
@@ -56,6 +64,10 @@ func (c SchedulerConfig) validate() error {
 		return fmt.Errorf("scheduler: Reserve must be in [0, Concurrency), not %d", c.Reserve)
 	case c.AttemptTimeout <= 0 || c.Held <= 0:
 		return errors.New("scheduler: AttemptTimeout and Held must be positive")
+	case c.HandoverWindow < 0 || c.HandoverWindow >= c.AttemptTimeout:
+		return fmt.Errorf("scheduler: HandoverWindow must be in [0, AttemptTimeout), not %v", c.HandoverWindow)
+	case c.HandoverWindow > 0 && c.ChangesChannel == "":
+		return errors.New("scheduler: a HandoverWindow needs the ChangesChannel that empties it")
 	}
 	return nil
 }
@@ -119,6 +131,9 @@ type Scheduler struct {
 	// start to the take's end instead, and weighing it then, cost the
 	// ordered bench a tenth of its rate: BENCHMARKS.md.)
 	taking bool
+	// kept are the publish's leases of the first attempts Start refused,
+	// for Run to run them on when it takes them back.
+	kept *keptLeases
 	// hooks are the tests' seams; nil outside tests.
 	hooks *schedulerHooks
 }
@@ -161,7 +176,7 @@ func NewScheduler(cfg SchedulerConfig, deps SchedulerDeps) (*Scheduler, error) {
 	return &Scheduler{cfg: cfg, lanes: deps.Lanes, redis: deps.Redis, attempt: deps.Attempt, metrics: deps.Metrics,
 		clock: deps.Clock, logger: deps.Logger,
 		merchants: map[string]int{}, subs: map[string]int{}, timeouts: map[string]int{},
-		freed: make(chan struct{}, 1), wake: make(chan struct{}, 1)}, nil
+		freed: make(chan struct{}, 1), wake: make(chan struct{}, 1), kept: newKeptLeases(cfg.HandoverWindow)}, nil
 }
 
 // Run fills the pool until ctx is done, then waits for the attempts in
@@ -169,10 +184,18 @@ func NewScheduler(cfg SchedulerConfig, deps SchedulerDeps) (*Scheduler, error) {
 func (s *Scheduler) Run(ctx context.Context) {
 	idle := cmp.Or(s.cfg.IdleCheck, idleCheck)
 	watch := queue.NewShardWatch(s.lanes.Shards(), idle)
-	pubsub := s.redis.Subscribe(ctx, queue.WakeChannel)
+	channels := []string{queue.WakeChannel}
+	if s.cfg.ChangesChannel != "" {
+		channels = append(channels, s.cfg.ChangesChannel)
+	}
+	pubsub := s.redis.Subscribe(ctx, channels...)
 	defer func() { _ = pubsub.Close() }()
 	go func() {
 		for msg := range pubsub.Channel() {
+			if msg.Channel == s.cfg.ChangesChannel {
+				s.kept.empty()
+				continue
+			}
 			watch.Woken(msg.Payload)
 			signal(s.wake)
 		}
@@ -222,6 +245,9 @@ func (s *Scheduler) Run(ctx context.Context) {
 			// What the shards that answered gave starts even when another
 			// could not be read (its Redis node away).
 			for _, it := range got.Items {
+				if l, ok := s.kept.take(it.Task, s.clock.Now()); ok {
+					it.Task.Leased = &l
+				}
 				held := s.hold(it.Task)
 				run.attempts.Go(func() { s.run1(ctx, it, held) })
 			}
@@ -305,7 +331,13 @@ func (s *Scheduler) runOne(ctx context.Context, it queue.LaneItem, held *heldSlo
 				"delivery_id", it.Task.DeliveryID, "attempt", it.Task.Number, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		}
 	}()
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AttemptTimeout)
+	// An attempt on a lease its publish took ends with that lease, which
+	// may be shorter than a whole AttemptTimeout from now.
+	timeout := s.cfg.AttemptTimeout
+	if l := it.Task.Leased; l != nil {
+		timeout = min(timeout, l.LeaseUntil.Sub(s.clock.Now()))
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	s.attempt(actx, it, held)
 }
@@ -319,8 +351,21 @@ func (s *Scheduler) runOne(ctx context.Context, it queue.LaneItem, held *heldSlo
 // schedule, as when the pool is busy or stopping. Either way a crash loses
 // nothing: the delivery is stored and due, and until a worker leases it
 // the sweeper finds it. While Run takes from the schedule (taking) it
-// refuses: the slots are not known until the items taken hold theirs.
+// refuses: the slots are not known until the items taken hold theirs. A
+// refused attempt that its publish leased is kept (keptLeases), so that
+// when Run takes it back soon enough it runs on that lease.
 func (s *Scheduler) Start(it queue.LaneItem) bool {
+	if s.start(it) {
+		return true
+	}
+	if it.Task.Leased != nil {
+		s.kept.keep(*it.Task.Leased, s.clock.Now())
+	}
+	return false
+}
+
+// start is Start but for keeping the lease of an attempt it refuses.
+func (s *Scheduler) start(it queue.LaneItem) bool {
 	if !runsNow(it.Task, s.clock.Now()) {
 		return false
 	}

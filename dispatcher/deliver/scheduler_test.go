@@ -31,6 +31,10 @@ type schedulerProbe struct {
 	// release ends, by merchant, the attempts of the merchants that hang,
 	// one per value: true ends it as a timeout.
 	release map[string]chan bool
+	// leases are the publish's leases the attempts started on, by id.
+	leases map[string]*store.LeasedDelivery
+	// redis is the probe's Redis.
+	redis *redis.Client
 }
 
 func newSchedulerProbe(t *testing.T, cfg SchedulerConfig, hangs ...string) *schedulerProbe {
@@ -45,8 +49,8 @@ func newHookedSchedulerProbe(t *testing.T, cfg SchedulerConfig, hooks *scheduler
 	rc := redis.NewClient(&redis.Options{Network: "unix", Addr: rd.Socket})
 	t.Cleanup(func() { _ = rc.Close() })
 	p := &schedulerProbe{t: t, lanes: queue.NewLanes(rc, 0), now: map[string]int{}, most: map[string]int{}, ended: map[string]int{},
-		started: map[string]bool{},
-		release: map[string]chan bool{}}
+		started: map[string]bool{}, leases: map[string]*store.LeasedDelivery{},
+		release: map[string]chan bool{}, redis: rc}
 	hanging := map[string]bool{}
 	for _, m := range hangs {
 		hanging[m] = true
@@ -59,6 +63,7 @@ func newHookedSchedulerProbe(t *testing.T, cfg SchedulerConfig, hooks *scheduler
 		}
 		p.mu.Lock()
 		p.started[it.ID] = true
+		p.leases[it.ID] = it.Task.Leased
 		p.now[m]++
 		p.most[m] = max(p.most[m], p.now[m])
 		p.mu.Unlock()
@@ -339,6 +344,69 @@ func TestSchedulerStartDuringATake(t *testing.T) {
 			defer p.mu.Unlock()
 			if n := p.most["hostile"]; n > probeConfig.Concurrency-probeConfig.Reserve {
 				t.Errorf("the hostile merchant ran %d at once: the reserve of %d was lent", n, probeConfig.Reserve)
+			}
+		})
+	}
+}
+
+// TestSchedulerRunsARefusedStartOnItsLease: a first attempt its publish
+// leased, which Start refused (here: a take under way), goes to the
+// schedule with its lease to hand over; when Run takes it back within the
+// window, it runs on that lease (no lease statement), unless a change of
+// subscriptions was announced meanwhile.
+func TestSchedulerRunsARefusedStartOnItsLease(t *testing.T) {
+	t.Parallel()
+	cfg := probeConfig
+	cfg.HandoverWindow, cfg.ChangesChannel = 30*time.Second, "test:subscriptions:changed"
+	for _, tc := range []struct {
+		name      string
+		changed   bool
+		wantLease bool
+	}{
+		{name: "taken back: it runs on its lease", wantLease: true},
+		{name: "a change announced meanwhile: it leases anew", changed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			gate := newTakeGate()
+			p := newHookedSchedulerProbe(t, cfg, gate.hooks())
+			gate.armed <- struct{}{}
+			signal(p.s.wake)
+			<-gate.holding // Run is taking: Start refuses
+			it := attemptsOf("calm", 1, 1)[0]
+			leased := store.LeasedDelivery{Delivery: store.Delivery{ID: it.Task.DeliveryID, MerchantID: "calm",
+				SubscriptionID: it.Task.SubscriptionID}, Body: []byte(`{}`), LeaseUntil: time.Now().Add(cfg.AttemptTimeout)}
+			it.Task.Leased = &leased
+			if p.s.Start(it) {
+				t.Fatal("Start took an attempt while Run was taking")
+			}
+			it.Task = it.Task.Parked() // as its publisher does
+			if _, err := p.lanes.Push(context.Background(), it); err != nil {
+				t.Fatal(err)
+			}
+			if tc.changed {
+				// Announced until the scheduler hears it (its subscription
+				// to the channel may not be confirmed yet).
+				p.waitFor("the change to be heard", func() bool {
+					if p.s.kept.len() == 0 {
+						return true
+					}
+					if err := p.redis.Publish(context.Background(), cfg.ChangesChannel, "changed").Err(); err != nil {
+						t.Error(err)
+					}
+					return false
+				})
+			}
+			close(gate.resume)
+			p.waitFor("the attempt", func() bool { return p.ended["calm"] == 1 })
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			got := p.leases[it.ID]
+			switch {
+			case tc.wantLease && (got == nil || !got.LeaseUntil.Equal(leased.LeaseUntil)):
+				t.Errorf("the attempt ran on %+v, want the publish's lease", got)
+			case !tc.wantLease && got != nil:
+				t.Errorf("the attempt ran on the publish's lease after a change")
 			}
 		})
 	}
