@@ -332,10 +332,15 @@ func (s *Scheduler) runOne(ctx context.Context, it queue.LaneItem, held *heldSlo
 		}
 	}()
 	// An attempt on a lease its publish took ends with that lease, which
-	// may be shorter than a whole AttemptTimeout from now.
+	// may be shorter than a whole AttemptTimeout from now. (A lease
+	// already over by this clock, which only a clock set apart from the
+	// publisher's can show, leaves the attempt its whole timeout, as
+	// before.)
 	timeout := s.cfg.AttemptTimeout
 	if l := it.Task.Leased; l != nil {
-		timeout = min(timeout, l.LeaseUntil.Sub(s.clock.Now()))
+		if left := l.LeaseUntil.Sub(s.clock.Now()); left > 0 {
+			timeout = min(timeout, left)
+		}
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
