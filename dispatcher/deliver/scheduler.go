@@ -247,6 +247,9 @@ func (s *Scheduler) Run(ctx context.Context) {
 			for _, it := range got.Items {
 				if l, ok := s.kept.take(it.Task, s.clock.Now()); ok {
 					it.Task.Leased = &l
+					if s.metrics != nil {
+						s.metrics.StartedOnPublishLease.Inc()
+					}
 				}
 				held := s.hold(it.Task)
 				run.attempts.Go(func() { s.run1(ctx, it, held) })

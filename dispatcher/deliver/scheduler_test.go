@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
+	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/clock"
 	"github.com/webhookd/webhookd/internal/store"
@@ -35,6 +37,8 @@ type schedulerProbe struct {
 	leases map[string]*store.LeasedDelivery
 	// redis is the probe's Redis.
 	redis *redis.Client
+	// metrics are the scheduler's series, registered nowhere.
+	metrics *metrics.Set
 }
 
 func newSchedulerProbe(t *testing.T, cfg SchedulerConfig, hangs ...string) *schedulerProbe {
@@ -80,11 +84,16 @@ func newHookedSchedulerProbe(t *testing.T, cfg SchedulerConfig, hooks *scheduler
 		p.ended[m]++
 		p.mu.Unlock()
 	}
-	s, err := NewScheduler(cfg, SchedulerDeps{Lanes: p.lanes, Redis: rc, Attempt: attempt, Clock: clock.System{},
-		Logger: slog.New(slog.DiscardHandler)})
+	set, err := metrics.New(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s, err := NewScheduler(cfg, SchedulerDeps{Lanes: p.lanes, Redis: rc, Attempt: attempt, Clock: clock.System{},
+		Logger: slog.New(slog.DiscardHandler), Metrics: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.metrics = set
 	s.hooks, p.s = hooks, s
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -407,6 +416,13 @@ func TestSchedulerRunsARefusedStartOnItsLease(t *testing.T) {
 				t.Errorf("the attempt ran on %+v, want the publish's lease", got)
 			case !tc.wantLease && got != nil:
 				t.Errorf("the attempt ran on the publish's lease after a change")
+			}
+			want := 0.0
+			if tc.wantLease {
+				want = 1
+			}
+			if n := testutil.ToFloat64(p.metrics.StartedOnPublishLease); n != want {
+				t.Errorf("webhookd_attempts_on_publish_lease_total %v, want %v", n, want)
 			}
 		})
 	}

@@ -52,6 +52,10 @@ type Set struct {
 	// StartedLocally counts first attempts that a process with both roles
 	// started in its own pool, without the trip through the schedule.
 	StartedLocally prometheus.Counter
+	// StartedOnPublishLease counts first attempts the pool refused as they
+	// were stored, then ran on their publish's lease when the same
+	// process took them back from the schedule (deliver's keptLeases).
+	StartedOnPublishLease prometheus.Counter
 }
 
 // New makes the series and registers them on reg (nil: nowhere).
@@ -116,6 +120,10 @@ func New(reg prometheus.Registerer, refusalRules []string) (*Set, error) {
 			Name: "webhookd_attempts_started_locally_total",
 			Help: "First attempts the publishing process started in its own worker pool, without the trip through the schedule in Redis.",
 		}),
+		StartedOnPublishLease: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "webhookd_attempts_on_publish_lease_total",
+			Help: "First attempts that went through the schedule and ran on the lease their publish took, without a lease statement: taken back by the process that stored them within the window.",
+		}),
 		PublishGroups: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "webhookd_publish_group_size",
 			Help: "Publishes written together in one transaction (group commit).",
@@ -128,7 +136,7 @@ func New(reg prometheus.Registerer, refusalRules []string) (*Set, error) {
 	}
 	for _, c := range []prometheus.Collector{m.EventsIngested, m.EventsRefused, m.Tasks, m.Deferred, m.Attempts, m.AttemptDuration,
 		m.DeliveryLatency, m.DeliveriesFailed, m.RetriesScheduled, m.SweeperRequeued, m.PublishesWaiting, m.PublishGroups,
-		m.FiltersJudgedOutside, m.StartedLocally} {
+		m.FiltersJudgedOutside, m.StartedLocally, m.StartedOnPublishLease} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register dispatcher metrics: %w", err)
 		}
