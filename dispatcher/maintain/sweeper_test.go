@@ -104,7 +104,7 @@ func failFirstAttempt(e *dispatchertest.Env, del store.Delivery) store.Delivery 
 // of the workers, so that its attempts wait in every state asynq has
 // (pending, deferred over the merchant's share, active in a worker waiting
 // for a slot) for longer than a lease and the grace. The sweeper, every
-// 500 ms meanwhile, re-enqueues none of them, and every delivery is made
+// second meanwhile, re-enqueues none of them, and every delivery is made
 // once.
 func TestBacklogIsNotSweptAsLost(t *testing.T) {
 	t.Parallel()
@@ -118,15 +118,17 @@ func TestBacklogIsNotSweptAsLost(t *testing.T) {
 		e.Subscribe("m1", rcv.URL, "*")
 	}
 	// The grace is what a worker may take between taking an attempt from
-	// the schedule and leasing its delivery: half a second, so that a
-	// loaded machine's pause (the race detector, every package's tests at
-	// once) is not mistaken for a lost attempt; a backlog still waits
-	// many times the lease and the grace.
+	// the schedule and leasing its delivery: a second (the default is
+	// ten), so that a loaded machine's pause (the race detector, every
+	// package's tests at once) is not mistaken for a lost attempt; a
+	// backlog still waits several times the lease and the grace. (Half a
+	// second once failed in CI: 3 of 400 swept in a drain of 15 s that
+	// takes 4 s alone.)
 	var waitsAtMost time.Duration
 	d, reg := e.Dispatcher(func(c *dispatcher.Config) {
 		c.Concurrency, c.MerchantShare = 4, 0.25 // one attempt of m1 at a time
-		// (The grace is at most the interval: both half a second.)
-		c.SweepInterval, c.SweepGrace = 500*time.Millisecond, 500*time.Millisecond
+		// (The grace is at most the interval: both a second.)
+		c.SweepInterval, c.SweepGrace = time.Second, time.Second
 		waitsAtMost = deliver.LeaseFor(c.DeliveryTimeout) + c.SweepGrace
 	})
 	var dels []store.Delivery
