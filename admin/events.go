@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/uuid"
 
 	"github.com/webhookd/webhookd/internal/catalogue"
@@ -66,12 +67,25 @@ type envelope struct {
 	Date    json.RawMessage `json:"date"`
 }
 
+// readEnvelope reads the payload and date of a stored envelope. The
+// one-pass decoder reads every envelope webhookd writes (one object, each
+// key once, in its case, UTF-8 throughout) in a pass over its bytes, where
+// encoding/json takes three; anything else it refuses is read by
+// encoding/json, as it was before.
+func readEnvelope(body []byte) (envelope, bool) {
+	var env envelope
+	if jsonv2.Unmarshal(body, &env) == nil {
+		return env, true
+	}
+	env = envelope{}
+	return env, json.Unmarshal(body, &env) == nil
+}
+
 // eventView renders a stored event. An envelope that does not parse cannot
 // happen (webhookd wrote it); should it, the columns still answer.
 func eventView(e store.Event) eventJSON {
 	out := eventJSON{ID: e.ID, Type: e.Type, APIVersion: e.APIVersion, DeliverAt: e.DeliverAt}
-	var env envelope
-	if err := json.Unmarshal(e.Body, &env); err == nil {
+	if env, ok := readEnvelope(e.Body); ok {
 		out.Payload, out.CreatedAt = env.Payload, env.Date
 	}
 	if len(out.Payload) == 0 {

@@ -103,7 +103,7 @@ func deref(s *string) string {
 // was already published (nothing changes).
 func (h ingestHandlers) publish(w http.ResponseWriter, r *http.Request) error {
 	var req ingestRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := decodeJSONOnePass(r, &req); err != nil {
 		return err
 	}
 	e, err := req.event()
@@ -132,7 +132,7 @@ func (h ingestHandlers) publishBatch(w http.ResponseWriter, r *http.Request) err
 	var req struct {
 		Events []ingestRequest `json:"events"`
 	}
-	if err := decodeJSON(r, &req); err != nil {
+	if err := decodeJSONOnePass(r, &req); err != nil {
 		return err
 	}
 	switch {

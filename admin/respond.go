@@ -123,12 +123,21 @@ func requestBody(r *http.Request) []byte {
 // A Content-Type other than application/json is refused (spec 4.2 names
 // it); an absent one is taken to mean JSON.
 func decodeJSON(r *http.Request, v any) error {
+	if err := checkJSONContentType(r); err != nil {
+		return err
+	}
+	return decodeBody(requestBody(r), v)
+}
+
+// checkJSONContentType refuses a body sent as anything but JSON; a
+// request without a Content-Type is read as JSON.
+func checkJSONContentType(r *http.Request) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return errInvalid("Content-Type", "Content-Type must be application/json.")
 		}
 	}
-	return decodeBody(requestBody(r), v)
+	return nil
 }
 
 // decodeNoFields reads the body of an action that takes no fields: it may

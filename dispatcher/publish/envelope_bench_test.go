@@ -35,7 +35,7 @@ func BenchmarkEnvelope(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := Envelope(id, "payout.paid", "2026-05-01", compact, at); err != nil {
+				if _, err := envelopeOf(id, "payout.paid", "2026-05-01", compact, at); err != nil {
 					b.Fatal(err)
 				}
 			}

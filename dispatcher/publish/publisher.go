@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"go.opentelemetry.io/otel/trace"
@@ -672,7 +673,7 @@ func (p *Publisher) eventOf(e store.NewEvent, m store.Merchant) (store.Event, er
 	} else if id, err = uuidV7At(now); err != nil {
 		return store.Event{}, err
 	}
-	body, err := Envelope(id, e.Type, version, payload, now)
+	body, err := envelopeOf(id, e.Type, version, payload, now)
 	if err != nil {
 		return store.Event{}, err
 	}
@@ -769,35 +770,50 @@ func (p *Publisher) refuse(ctx context.Context, e producer.Event, bad *invalid.E
 // compactObject returns a checked payload compacted, so that the
 // envelope's bytes do not depend on the producer's formatting.
 func compactObject(p json.RawMessage) (json.RawMessage, error) {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, bytes.TrimSpace(p)); err != nil {
+	compact := jsontext.Value(bytes.Clone(bytes.TrimSpace(p)))
+	if err := compact.Compact(); err != nil {
 		return nil, fmt.Errorf("compact payload: %w", err)
 	}
-	return buf.Bytes(), nil
+	return json.RawMessage(compact), nil
 }
 
-// envelopeJSON is the delivered envelope (DESIGN.md); its field order is
-// the order on the wire.
-type envelopeJSON struct {
-	ID         uuid.UUID       `json:"id"`
-	Type       string          `json:"type"`
-	APIVersion string          `json:"api_version"`
-	Payload    json.RawMessage `json:"payload"`
-	Date       string          `json:"date"`
+// envelopeHead is the delivered envelope (DESIGN.md) up to its payload;
+// its field order is the order on the wire: id, type, api_version, then
+// payload and date.
+type envelopeHead struct {
+	ID         uuid.UUID `json:"id"`
+	Type       string    `json:"type"`
+	APIVersion string    `json:"api_version"`
 }
 
 // Envelope builds the exact bytes every attempt of the event sends. They
-// are built once, stored, and never re-serialised (spec 9.6).
+// are built once, stored, and never re-serialised (spec 9.6). The payload
+// is compacted first (and refused if it is not JSON).
 func Envelope(id uuid.UUID, typ, version string, payload json.RawMessage, at time.Time) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(envelopeJSON{ID: id, Type: typ, APIVersion: version, Payload: payload,
-		Date: at.UTC().Format("2006-01-02T15:04:05.000Z07:00")})
+	compact, err := compactObject(payload)
 	if err != nil {
+		return nil, err
+	}
+	return envelopeOf(id, typ, version, compact, at)
+}
+
+// envelopeOf is Envelope for a payload compactObject returned. The payload
+// is appended as it is: encoding/json would validate and compact it once
+// more, a pass over every byte of every event for nothing.
+func envelopeOf(id uuid.UUID, typ, version string, compact json.RawMessage, at time.Time) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, len(compact)+160))
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(envelopeHead{ID: id, Type: typ, APIVersion: version}); err != nil {
 		return nil, fmt.Errorf("encode envelope of %s: %w", id, err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	// The head ends "}\n": the payload and the date go before its brace.
+	head := bytes.TrimSuffix(buf.Bytes(), []byte("}\n"))
+	out := append(head, `,"payload":`...)
+	out = append(out, compact...)
+	out = append(out, `,"date":"`...)
+	out = at.UTC().AppendFormat(out, "2006-01-02T15:04:05.000Z07:00")
+	return append(out, `"}`...), nil
 }
 
 // uuidV7At makes a UUIDv7 whose timestamp is t (milliseconds), so that an
