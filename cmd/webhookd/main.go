@@ -39,6 +39,7 @@ import (
 	"github.com/webhookd/webhookd/dispatcher/notify"
 	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/internal/catalogue"
+	"github.com/webhookd/webhookd/internal/gcpace"
 	"github.com/webhookd/webhookd/internal/keyscli"
 	"github.com/webhookd/webhookd/internal/merchants"
 	"github.com/webhookd/webhookd/internal/outagelog"
@@ -480,6 +481,16 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 			return err
 		}
 		g.Go(func() error { return governor.Run(ctx) })
+	}
+	if gcpace.Enabled(os.Getenv) {
+		// A small heap is collected against a goal of at least 64 MiB
+		// (internal/gcpace; GOGC or GOMEMLIMIT set by the operator turns
+		// it off).
+		pacer, err := gcpace.New(gcpace.Config{Logger: logger})
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return pacer.Run(ctx) })
 	}
 	logger.Info("webhookd started", "api", r.api, "worker", r.worker, "environment", cfg.Environment)
 	err = g.Wait()
