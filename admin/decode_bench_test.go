@@ -22,7 +22,7 @@ func BenchmarkDecodeIngestBatch(b *testing.B) {
 	}
 	sb.WriteString(`]}`)
 	body := []byte(sb.String())
-	type batch = ingestBatchBody
+	type batch = ingestBatchRequest
 	b.Run("strict", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {

@@ -74,6 +74,11 @@ type ingestRequest struct {
 	DeliverAt *string `json:"deliver_at"`
 }
 
+// ingestBatchRequest is the body of POST /internal/v1/events/batch.
+type ingestBatchRequest struct {
+	Events []ingestRequest `json:"events"`
+}
+
 // event is the request as the publisher reads it. The rules are the
 // publisher's; this only keeps an id or api_version sent empty from
 // meaning "absent", which they mean to the publisher.
@@ -129,9 +134,7 @@ func (h ingestHandlers) publish(w http.ResponseWriter, r *http.Request) error {
 // answers the first event's error: the other events may be stored, and
 // retrying the batch is safe because publishing is idempotent on the id.
 func (h ingestHandlers) publishBatch(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Events []ingestRequest `json:"events"`
-	}
+	var req ingestBatchRequest
 	if err := decodeJSONOnePass(r, &req); err != nil {
 		return err
 	}

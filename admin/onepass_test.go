@@ -5,15 +5,10 @@ import (
 	"testing"
 )
 
-// ingestBatchBody is the body of POST /internal/v1/events/batch.
-type ingestBatchBody struct {
-	Events []ingestRequest `json:"events"`
-}
-
 // onePassTargets are the request types decodeJSONOnePass reads.
 var onePassTargets = []func() any{
 	func() any { return new(ingestRequest) },
-	func() any { return new(ingestBatchBody) },
+	func() any { return new(ingestBatchRequest) },
 }
 
 // sameAsDecodeBody fails t unless decodeOnePass decides body as decodeBody

@@ -94,16 +94,22 @@ func TestEnabled(t *testing.T) {
 	}
 }
 
-// TestRuntimeLiveHeap: the default reading is the runtime's, which is
-// more than nothing once a collection ran.
+// TestRuntimeLiveHeap: the default reading is the runtime's: with 40 MiB
+// held live through a collection, the heap is past half the floor and
+// keeps the runtime's default.
 func TestRuntimeLiveHeap(t *testing.T) {
 	p, err := gcpace.New(gcpace.Config{SetPercent: func(v int) int { return 0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	held := make([]byte, 40*mib)
+	for i := range held {
+		held[i] = byte(i)
+	}
 	runtime.GC()
 	p.Observe()
-	if p.Percent() < 100 || p.Percent() > 1000 {
-		t.Fatalf("percent %d from the runtime's live heap", p.Percent())
+	runtime.KeepAlive(held)
+	if p.Percent() != 100 {
+		t.Fatalf("percent %d with 40 MiB live, want 100", p.Percent())
 	}
 }
