@@ -402,10 +402,11 @@ func (f *faultRun) verify(within time.Duration, interruptible bool) verification
 	if v.requests < stats.answered {
 		t.Errorf("%d attempts record an HTTP status but receivers saw only %d requests", stats.answered, v.requests)
 	}
-	v.interrupted = v.requests - stats.reached
-	if v.interrupted < 0 {
-		t.Errorf("receivers saw %d requests, fewer than the %d attempts on record that reached them", v.requests, stats.reached)
-	}
+	// An attempt on record as a timeout or a network error may have
+	// ended before its request was written (a deadline that struck while
+	// dialling, on a loaded machine), so reached is the most requests the
+	// records account for, not the least: receivers may have seen fewer.
+	v.interrupted = max(v.requests-stats.reached, 0)
 	if v.interrupted > 0 && !interruptible {
 		t.Errorf("%d requests reached receivers without an attempt on record", v.interrupted)
 	}
@@ -543,9 +544,9 @@ func (f *faultRun) waitReady(within time.Duration) time.Duration {
 
 // recordStats sums the attempt records.
 type recordStats struct {
-	// attempts is every attempt on record; reached those that got to a
-	// receiver (it answered, reset the connection or timed out); answered
-	// those with an HTTP status.
+	// attempts is every attempt on record; reached those that may have
+	// got to a receiver (it answered, reset the connection or timed out);
+	// answered those with an HTTP status, which certainly did.
 	attempts, reached, answered int
 }
 
