@@ -217,18 +217,25 @@ func SweepOnce(ctx context.Context, d *Dispatcher) (int, error) {
 	return w.sweeper.Sweep(ctx)
 }
 
-// delayedTaskCheck is the longest that a scheduled or deferred task waits
-// past its time to move to its queue: one Redis script per queue per
-// interval per process.
-const delayedTaskCheck = 100 * time.Millisecond
+// ingestRetryCheck is how often the ingest server moves its retried tasks
+// back into the queue: half the shortest wait before a retry (a second,
+// or TaskRetryCap when shorter; retryDelay), between 20 ms and 500 ms.
+// The only delayed tasks of the ingest queue are its retries, after a
+// failure to write (Postgres unreachable): a retry comes at most half its
+// wait late. Each check is one Redis script per delayed set, in every
+// idle process: at 100 ms, a sixth of an idle process's scripts and of
+// its CPU (BENCHMARKS.md).
+func (w *worker) ingestRetryCheck() time.Duration {
+	shortest := min(time.Second, w.cfg.TaskRetryCap)
+	return min(max(shortest/2, 20*time.Millisecond), ingestRetryCheckCeiling)
+}
+
+// ingestRetryCheckCeiling bounds ingestRetryCheck.
+const ingestRetryCheckCeiling = 500 * time.Millisecond
 
 // run is Run on a built worker.
 func (w *worker) run(ctx context.Context) error {
 	cfg := w.cfg
-	minDelay := cfg.Schedule.Delays[0]
-	for _, dl := range cfg.Schedule.Delays {
-		minDelay = min(minDelay, dl)
-	}
 	logger := asynqLogger{w.logger}
 	// The core API's ingest tasks have a server of their own, polled
 	// often: an event waits at most a poll for its publish. The periodic
@@ -237,7 +244,7 @@ func (w *worker) run(ctx context.Context) error {
 	// queue, and at 20 ms for every queue the polls were most of an idle
 	// process's CPU and Redis's (BENCHMARKS.md, November 27, sixth session).
 	srv := asynq.NewServer(cfg.Redis, w.serverConfig(logger, map[string]int{producer.Queue: 1}, cfg.Concurrency,
-		20*time.Millisecond, min(delayedTaskCheck, max(minDelay/2, 20*time.Millisecond))))
+		20*time.Millisecond, w.ingestRetryCheck()))
 	housekeepingCheck := w.housekeepingCheck()
 	housekeeping := asynq.NewServer(cfg.Redis, w.serverConfig(logger,
 		map[string]int{queue.QueueMaintenance: 1, queue.QueueDeliveries: 1}, housekeepingConcurrency, housekeepingCheck, housekeepingCheck))

@@ -157,3 +157,31 @@ func TestHousekeepingPollsPerShortestInterval(t *testing.T) {
 		})
 	}
 }
+
+// The ingest server moves its retried tasks back at half the shortest
+// wait before a retry, so that a retry comes at most half its wait late,
+// between 20 ms and 500 ms.
+func TestIngestRetriesMoveBackAtHalfTheirWait(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name     string
+		retryCap time.Duration
+		want     time.Duration
+	}{
+		{"the default cap: the first retry waits a second", time.Minute, 500 * time.Millisecond},
+		{"a cap under a second", 600 * time.Millisecond, 300 * time.Millisecond},
+		{"a test's short cap", 10 * time.Millisecond, 20 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := &worker{cfg: Config{TaskRetryCap: c.retryCap}}
+			if got := w.ingestRetryCheck(); got != c.want {
+				t.Errorf("ingestRetryCheck() = %v, want %v", got, c.want)
+			}
+			for n := range 8 {
+				if wait := w.retryDelay(n, errors.New("postgres unreachable"), nil); w.ingestRetryCheck() > wait/2 && w.ingestRetryCheck() > 20*time.Millisecond {
+					t.Errorf("retry %d waits %v, and may come %v late", n, wait, w.ingestRetryCheck())
+				}
+			}
+		})
+	}
+}
