@@ -101,6 +101,9 @@ type Config struct {
 	Jitter func() float64
 	// DeliveryTimeout bounds one whole HTTP exchange; default 25 s.
 	DeliveryTimeout time.Duration
+	// PublishLinger is how long a publish may wait for others to share its
+	// statement and commit (publish.PublisherConfig.Linger); 0 never waits.
+	PublishLinger time.Duration
 	// AllowHTTPTargets lets deliveries go to http:// URLs (development).
 	AllowHTTPTargets bool
 	// AllowPrivateTargets lets deliveries dial private, loopback and
@@ -369,6 +372,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		EventTypes: cfg.EventTypes, MaxPayloadBytes: cfg.MaxPayloadBytes,
 		VersionUsable: cfg.VersionUsable, Versions: cfg.Versions, DefaultAPIVersion: cfg.DefaultAPIVersion,
 		WrapMatcher: cfg.WrapFilterMatcher, TracerProvider: cfg.TracerProvider, Payloads: cfg.Payloads, Changes: wakes,
+		Linger: cfg.PublishLinger,
 	}, tasks, m, cfg.Clock, cfg.Logger)
 	if err != nil {
 		return nil, err

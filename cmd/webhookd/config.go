@@ -23,6 +23,7 @@ import (
 
 	"github.com/webhookd/webhookd/admin"
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/dispatcher/queue"
 	"github.com/webhookd/webhookd/internal/catalogue"
 	"github.com/webhookd/webhookd/internal/destination"
@@ -48,6 +49,7 @@ type config struct {
 	IngestToken         string        `env:"WEBHOOKD_INGEST_TOKEN"`
 	MasterKey           string        `env:"WEBHOOKD_MASTER_KEY"`
 	DeliveryTimeout     time.Duration `env:"WEBHOOKD_DELIVERY_TIMEOUT" envDefault:"25s"`
+	PublishLinger       time.Duration `env:"WEBHOOKD_PUBLISH_LINGER" envDefault:"4ms"`
 	RetrySchedule       string        `env:"WEBHOOKD_RETRY_SCHEDULE"`
 	AllowHTTPTargets    bool          `env:"WEBHOOKD_ALLOW_HTTP_TARGETS" envDefault:"false"`
 	AllowPrivateTargets bool          `env:"WEBHOOKD_ALLOW_PRIVATE_TARGETS" envDefault:"false"`
@@ -160,6 +162,9 @@ func loadConfig(logger *slog.Logger) (config, error) {
 	}
 	if c.DeliveryTimeout <= 0 {
 		return c, bad("WEBHOOKD_DELIVERY_TIMEOUT", fmt.Errorf("must be positive"))
+	}
+	if c.PublishLinger < 0 || c.PublishLinger > publish.MaxLinger {
+		return c, bad("WEBHOOKD_PUBLISH_LINGER", fmt.Errorf("must be between 0s and %s", publish.MaxLinger))
 	}
 	if c.StartupTimeout < 0 {
 		return c, bad("WEBHOOKD_STARTUP_TIMEOUT", fmt.Errorf("must not be negative"))

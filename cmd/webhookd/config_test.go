@@ -21,7 +21,7 @@ func TestConfigDefaults(t *testing.T) {
 	if c.Listen != "127.0.0.1:8080" || c.InternalListen != "127.0.0.1:8081" || c.DeliveryTimeout != 25*time.Second ||
 		c.Environment != "sandbox" || c.schedule.Attempts() != 15 || len(c.masterKey) != 32 || c.requireHTTPS() ||
 		c.apiRate != redis_rate.PerSecond(100) || c.portalSessionRate != redis_rate.PerMinute(10) || c.StartupTimeout != 2*time.Minute ||
-		c.payloadValidation != payloadschema.Off {
+		c.payloadValidation != payloadschema.Off || c.PublishLinger != 4*time.Millisecond {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if want := []string{"webhook", "rabbitmq", "kafka", "sqs", "gcp_pubsub", "nats", "mqtt", "kinesis", "sns", "eventbridge", "s3", "poll"}; !slices.Equal(c.Destinations, want) {
@@ -55,6 +55,9 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"WEBHOOKD_SWEEP_INTERVAL", "10ms"},
 		{"WEBHOOKD_SCHEDULE_SHARDS", "0"},
 		{"WEBHOOKD_SCHEDULE_SHARDS", "257"},
+		{"WEBHOOKD_PUBLISH_LINGER", "-1ms"},
+		{"WEBHOOKD_PUBLISH_LINGER", "51ms"},
+		{"WEBHOOKD_PUBLISH_LINGER", "soon"},
 		{"WEBHOOKD_ALLOW_HTTP_TARGETS", "perhaps"},
 		{"WEBHOOKD_EVENT_TYPES", "payout"},
 		{"WEBHOOKD_TLS_CERT", "/etc/cert.pem"},

@@ -440,7 +440,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, r role) (err er
 		AutoDisableAfter: cfg.AutoDisableAfter,
 		EventTypes:       cfg.eventTypes(), MaxPayloadBytes: cfg.MaxPayloadBytes, VersionUsable: cfg.versions.Usable,
 		EgressProxy: cfg.egressProxy, TracerProvider: traces.Provider(), Kinds: cfg.kinds, Sandbox: sandbox,
-		Payloads: payloads,
+		Payloads: payloads, PublishLinger: cfg.PublishLinger,
 	})
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/webhookd/webhookd/dispatcher"
+	"github.com/webhookd/webhookd/dispatcher/publish"
 	"github.com/webhookd/webhookd/internal/invalid"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/testfixtures/dispatchertest"
@@ -27,6 +28,36 @@ type publishOutcome struct {
 	created bool
 	err     error
 	visible bool
+}
+
+// publishOne publishes ev and says whether its event was readable from
+// another connection when the publish was answered.
+func publishOne(e *dispatchertest.Env, d *dispatcher.Dispatcher, ev producer.Event) publishOutcome {
+	ctx := context.Background()
+	stored, created, err := d.Publisher.Publish(ctx, ev)
+	out := publishOutcome{event: stored, created: created, err: err}
+	if err == nil {
+		_, gerr := e.Store.Events.EventByID(ctx, stored.ID)
+		out.visible = gerr == nil
+	}
+	return out
+}
+
+// committedEvents are the events of publishes that each created one and
+// were answered only once it was committed, as every publish must be.
+func committedEvents(t *testing.T, out []publishOutcome) []store.Event {
+	t.Helper()
+	stored := make([]store.Event, len(out))
+	for i, o := range out {
+		if o.err != nil || !o.created {
+			t.Fatalf("publish %d = %v, created %v", i, o.err, o.created)
+		}
+		if !o.visible {
+			t.Errorf("publish %d was answered before its event was committed", i)
+		}
+		stored[i] = o.event
+	}
+	return stored
 }
 
 // publishTogether publishes events concurrently as one group commit: it
@@ -64,12 +95,7 @@ func publishTogether(e *dispatchertest.Env, d *dispatcher.Dispatcher, reg *prome
 	answered := make(chan int, len(events))
 	for i, ev := range events {
 		go func() {
-			stored, created, err := d.Publisher.Publish(ctx, ev)
-			out[i] = publishOutcome{event: stored, created: created, err: err}
-			if err == nil {
-				_, gerr := e.Store.Events.EventByID(ctx, stored.ID)
-				out[i].visible = gerr == nil
-			}
+			out[i] = publishOne(e, d, ev)
 			answered <- i
 		}()
 	}
@@ -141,16 +167,9 @@ func TestConcurrentPublishesShareOneCommit(t *testing.T) {
 			Payload: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}
 	}
 	out := publishTogether(e, d, reg, events)
-	stored := make([]store.Event, len(out))
+	stored := committedEvents(t, out)
 	var deliveries []store.Delivery
 	for i, o := range out {
-		if o.err != nil || !o.created {
-			t.Fatalf("publish %d = %v, created %v", i, o.err, o.created)
-		}
-		if !o.visible {
-			t.Errorf("publish %d was answered before its event was committed", i)
-		}
-		stored[i] = o.event
 		dels := e.Deliveries(o.event.ID)
 		if want := 1 - i%2; len(dels) != want {
 			t.Errorf("event of merchant %s has %d deliveries, want %d", events[i].MerchantID, len(dels), want)
@@ -303,4 +322,37 @@ func TestPublishAllWritesTogetherInOrder(t *testing.T) {
 	}
 	e.Run(d)
 	e.WaitFor("every delivery", 10*time.Second, func() bool { return len(rcv.Got()) == len(written) })
+}
+
+// TestLingeringPublishesShareACommit: with WEBHOOKD_PUBLISH_LINGER set,
+// publishes that come one at a time but closer together than the linger
+// wait for one another and share transactions, two a group; each is
+// answered only once its transaction committed.
+func TestLingeringPublishesShareACommit(t *testing.T) {
+	t.Parallel()
+	e := dispatchertest.New(t)
+	e.Subscribe("m1", "http://127.0.0.1:9/h", "payout.paid")
+	d, _ := e.Dispatcher(func(c *dispatcher.Config) { c.PublishLinger = publish.MaxLinger })
+	const publishes = 12
+	out := make([]publishOutcome, publishes)
+	done := make(chan struct{}, publishes)
+	pace := time.NewTicker(publish.MaxLinger / 5)
+	defer pace.Stop()
+	for i := range publishes {
+		<-pace.C
+		go func() {
+			defer func() { done <- struct{}{} }()
+			out[i] = publishOne(e, d, producer.Event{MerchantID: "m1", Type: "payout.paid",
+				Payload: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))})
+		}()
+	}
+	for range publishes {
+		<-done
+	}
+	stored := committedEvents(t, out)
+	// Pairs, but for the first publish: no pace is known before it, so
+	// it does not wait.
+	if n, most := transactions(e, stored), 1+publishes/2; n > most {
+		t.Errorf("%d publishes a fifth of the linger apart committed in %d transactions, want at most %d", publishes, n, most)
+	}
 }
