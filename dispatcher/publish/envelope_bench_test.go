@@ -43,6 +43,28 @@ func BenchmarkEnvelope(b *testing.B) {
 	}
 }
 
+// BenchmarkValidPayload measures the payload's JSON check of every
+// publish (Check), against encoding/json's json.Valid it replaced.
+func BenchmarkValidPayload(b *testing.B) {
+	for _, size := range []int{1024, 16 * 1024} {
+		payload := benchPayload(size)
+		for _, c := range []struct {
+			name  string
+			valid func([]byte) bool
+		}{{"validJSON", validJSON}, {"json.Valid", json.Valid}} {
+			b.Run(byteSize(size)+"/"+c.name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(payload)))
+				for b.Loop() {
+					if !c.valid(payload) {
+						b.Fatal("refused")
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkEventID measures the UUIDv7 made for an event without a
 // producer-supplied id.
 func BenchmarkEventID(b *testing.B) {

@@ -3,6 +3,7 @@ package publish
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +113,36 @@ func FuzzCompactObject(f *testing.F) {
 		f.Add([]byte(p))
 	}
 	f.Fuzz(sameAsCompact)
+}
+
+// sameAsValid holds validJSON to json.Valid on p: a payload refused as
+// "not valid JSON" before is refused so still, and one accepted is.
+func sameAsValid(t *testing.T, p []byte) {
+	t.Helper()
+	if got, want := validJSON(p), json.Valid(p); got != want {
+		t.Fatalf("validJSON(%q) = %v, json.Valid %v", p, got, want)
+	}
+}
+
+// TestValidJSONAsValid: the payload's check accepts exactly what
+// json.Valid does: duplicate names, invalid UTF-8 and lone surrogates
+// included, one value with space around it, nothing after it.
+func TestValidJSONAsValid(t *testing.T) {
+	for _, p := range []string{
+		`{"a":1}`, " {\n \"a\" : [ 1 , 2.50e+3 , -0 ] ,\t\"b\" : { } }\r\n", `"<&>"`, `"\u003c\u2028\/"`,
+		`{"a":"\ud800"}`, "{\"a\":\"\xff\"}", `{"a":1,"a":2}`, `[]`, `null`, `1e999`, `-01`, `{} {}`, ``, `{`, `{"a":}`,
+		"{\"a\":\"\x00\"}", `[1,]`, `{"a":1,}`, "\"\u2028\"", `{"a":"\u00"}`, `{"a":"\x"}`, `{"a":01}`, `{"a":.5}`,
+		`{"a":1.}`, `{"a":tru}`, "{\"a\":\"\t\"}", `{"a" 1}`, strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+	} {
+		sameAsValid(t, []byte(p))
+	}
+}
+
+// FuzzValidJSON holds validJSON to json.Valid on any payload.
+func FuzzValidJSON(f *testing.F) {
+	for _, p := range []string{`{"a": [1, {"b": "c d"}]}`, `"\ud800"`, "{\"\xff\": 1}", `{"a":1,"a":2}`, `1.0e-5`, `{"a":1} x`} {
+		f.Add([]byte(p))
+	}
+	f.Fuzz(sameAsValid)
 }

