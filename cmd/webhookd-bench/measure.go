@@ -16,12 +16,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// clockTicks is USER_HZ, the unit of utime/stime in /proc/<pid>/stat. It is
-// 100 on every Linux architecture Go supports, and reading it via sysconf
-// would need cgo.
-const clockTicks = 100
+	"github.com/webhookd/webhookd/internal/procs"
+)
 
 // latencySummary is the distribution of publish-to-arrival times.
 type latencySummary struct {
@@ -121,51 +118,6 @@ func selfCPU() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-// procStat is what the bench reads of /proc/<pid>/stat.
-type procStat struct {
-	Comm string
-	PPID int
-	// CPU is utime+stime+cutime+cstime in seconds: children that exited and
-	// were reaped (postgres backends) stay counted in their parent.
-	CPU float64
-}
-
-// parseProcStat parses one /proc/<pid>/stat line. comm is in parentheses and
-// may itself hold spaces and parentheses, so fields are counted from the last ')'.
-func parseProcStat(line string) (procStat, error) {
-	open, end := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
-	if open < 0 || end < open {
-		return procStat{}, fmt.Errorf("proc stat: malformed %q", line)
-	}
-	fields := strings.Fields(line[end+1:])
-	// fields[0] is state (field 3), fields[1] ppid; utime..cstime are fields 14..17.
-	if len(fields) < 15 {
-		return procStat{}, fmt.Errorf("proc stat: only %d fields", len(fields))
-	}
-	ppid, err := strconv.Atoi(fields[1])
-	if err != nil {
-		return procStat{}, fmt.Errorf("proc stat: ppid: %w", err)
-	}
-	var ticks uint64
-	for _, f := range fields[11:15] {
-		v, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return procStat{}, fmt.Errorf("proc stat: %w", err)
-		}
-		ticks += v
-	}
-	return procStat{Comm: line[open+1 : end], PPID: ppid, CPU: float64(ticks) / clockTicks}, nil
-}
-
-// readProcStat reads /proc/<pid>/stat.
-func readProcStat(pid int) (procStat, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procStat{}, fmt.Errorf("stat of pid %d: %w", pid, err)
-	}
-	return parseProcStat(string(b))
-}
-
 // sumPIDs adds read(pid) over the engine's processes. One that cannot be
 // read (it exited) fails the whole figure: a partial sum would pass for the
 // engine's.
@@ -184,7 +136,7 @@ func sumPIDs[T int64 | float64](pids []int, read func(int) (T, error)) (T, error
 // pidsCPU sums the CPU seconds of the engine's processes.
 func pidsCPU(pids []int) (float64, error) {
 	return sumPIDs(pids, func(pid int) (float64, error) {
-		st, err := readProcStat(pid)
+		st, err := procs.ReadStat(pid)
 		return st.CPU, err
 	})
 }
@@ -218,14 +170,14 @@ func pidRSS(pid int) (int64, error) {
 // when that is a postgres process on this machine. It fails when the
 // server runs elsewhere or in another pid namespace (a container).
 func postmasterOf(backend int) (int, error) {
-	st, err := readProcStat(backend)
+	st, err := procs.ReadStat(backend)
 	if err != nil {
 		return 0, fmt.Errorf("postmaster: %w", err)
 	}
 	if st.Comm != "postgres" {
 		return 0, fmt.Errorf("postmaster: pid %d is %q, not a postgres backend on this machine", backend, st.Comm)
 	}
-	parent, err := readProcStat(st.PPID)
+	parent, err := procs.ReadStat(st.PPID)
 	if err != nil || parent.Comm != "postgres" {
 		return 0, fmt.Errorf("postmaster: the parent %d of backend %d is not postgres", st.PPID, backend)
 	}
@@ -250,7 +202,7 @@ func postgresCPU(database string, postmaster int) (float64, bool) {
 		if err != nil {
 			continue // the process ended meanwhile
 		}
-		st, err := parseProcStat(string(stat))
+		st, err := procs.ParseStat(string(stat))
 		if err != nil || st.Comm != "postgres" {
 			continue
 		}
@@ -407,5 +359,5 @@ func parseMachineBusy(stat string) (float64, error) {
 		}
 		busy += v
 	}
-	return float64(busy) / clockTicks, nil
+	return float64(busy) / procs.ClockTicks, nil
 }

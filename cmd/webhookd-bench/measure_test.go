@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/webhookd/webhookd/internal/procs"
 	"github.com/webhookd/webhookd/internal/store"
 	"github.com/webhookd/webhookd/internal/store/storetest"
 )
@@ -73,26 +74,7 @@ bad_line{unterminated 3
 	}
 }
 
-func TestParseProcStat(t *testing.T) {
-	// comm may hold spaces and parentheses; fields count from the last ')'.
-	line := "4242 (odd) name)) S 1 1 1 0 -1 4194304 100 0 0 0 150 50 7 3 20 0 1 0 100 1000 10"
-	st, err := parseProcStat(line)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Comm != "odd) name)" || st.PPID != 1 || st.CPU != 2.1 {
-		t.Fatalf("got %+v, want comm %q, ppid 1 and 2.1 CPU s", st, "odd) name)")
-	}
-	if _, err := parseProcStat("no parens here"); err == nil {
-		t.Error("malformed line accepted")
-	}
-	self, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := parseProcStat(string(self)); err != nil {
-		t.Errorf("own /proc/self/stat: %v", err)
-	}
+func TestPidRSS(t *testing.T) {
 	if rss, err := pidRSS(os.Getpid()); err != nil || rss <= 0 {
 		t.Errorf("own RSS: %d, %v", rss, err)
 	}
@@ -346,7 +328,7 @@ func TestPostgresOfThisServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the tests' Postgres runs on this machine: %v", err)
 	}
-	if st, err := readProcStat(backend); err != nil || st.PPID != postmaster {
+	if st, err := procs.ReadStat(backend); err != nil || st.PPID != postmaster {
 		t.Errorf("backend %d: %+v, %v; want a child of %d", backend, st, err, postmaster)
 	}
 	if _, err := postmasterOf(os.Getpid()); err == nil {
