@@ -1,5 +1,7 @@
 // Package procs runs a lightly loaded server's goroutines on one P, and
-// gives it back the runtime's default as soon as its load grows.
+// gives it back the runtime's default as soon as its load grows. It also
+// reads another process's CPU time from /proc (ReadStat), for the bench
+// and the benchmarks that measure Postgres's backends.
 //
 // At light load the engine's goroutines wake one another several times
 // per event (the publish request, its statement, the attempt, the
