@@ -12,8 +12,23 @@
 local function lanes(ARGV)
   local P = ARGV[1]
 
+  -- Round-robin stamps come from P:tick, read once per call and written
+  -- back at its end (saveTick): a function runs alone, so counting here
+  -- gives the stamps INCR would, without a command each. (An error
+  -- midway stops the function with its writes kept and the counter
+  -- behind them: a few stamps repeat, which only ties a few turns.)
+  local tick = nil
   local function stamp()
-    return redis.call('INCR', P .. ':tick')
+    if tick == nil then
+      tick = tonumber(redis.call('GET', P .. ':tick') or '0')
+    end
+    tick = tick + 1
+    return tick
+  end
+  local function saveTick()
+    if tick ~= nil then
+      redis.call('SET', P .. ':tick', tick)
+    end
   end
 
   -- eligible is when subscription s may next go: its first parked attempt's
@@ -102,16 +117,30 @@ local function lanes(ARGV)
   -- none), the batch its size and wait (0: none).
   local function push()
     local added = 0
+    -- The lanes this call parks in, in first-seen order, each with what
+    -- its last attempt knew of it (m, rate, batch size and wait): placed
+    -- once each below, after all its attempts are parked, which leaves
+    -- the lane where placing it after each would (its first due time only
+    -- falls as attempts are added).
+    local lanesSeen, order = {}, {}
     local i = 4
     while i + 7 <= #ARGV do
-      local m, s, id, due, rate, task = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), ARGV[i + 4], ARGV[i + 5]
-      local bs, bw = ARGV[i + 6], ARGV[i + 7]
-      i = i + 8
+      local m, s, id, due, task = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), ARGV[i + 5]
       if redis.call('ZADD', P .. ':s:' .. s, 'NX', due, id) == 1 then
         added = added + 1
         redis.call('HSET', P .. ':p:' .. s, id, task)
-        redis.call('HINCRBY', P .. ':stats', 'parked', 1)
       end
+      if lanesSeen[s] == nil then
+        order[#order + 1] = s
+      end
+      lanesSeen[s] = { m, ARGV[i + 4], ARGV[i + 6], ARGV[i + 7] }
+      i = i + 8
+    end
+    if added > 0 then
+      redis.call('HINCRBY', P .. ':stats', 'parked', added)
+    end
+    for _, s in ipairs(order) do
+      local m, rate, bs, bw = unpack(lanesSeen[s])
       local r = P .. ':r:' .. s
       redis.call('PERSIST', r)
       redis.call('HSET', r, 'm', m, 'rate', rate, 'bs', bs, 'bw', bw)
@@ -165,12 +194,18 @@ local function lanes(ARGV)
     -- What this take took, written once at its end: how many attempts left
     -- the parked count, and each one's (time, id) for the taken set.
     local tookCount, tookIDs = 0, {}
+    -- A merchant's wait set is promoted once per call: now does not move
+    -- within it, and what the call parks for later is due after now.
+    local promoted = {}
 
     -- fromMerchant takes one due attempt of merchant m, round-robin over its
     -- ready subscriptions; lent: the slot is beyond m's share.
     local function fromMerchant(m, lent)
       local ready = P .. ':m:' .. m .. ':ready'
-      promote(P .. ':m:' .. m .. ':wait', ready, now)
+      if not promoted[m] then
+        promote(P .. ':m:' .. m .. ':wait', ready, now)
+        promoted[m] = true
+      end
       local subs = redis.call('ZRANGE', ready, 0, scan + 15)
       for _, s in ipairs(subs) do
         local left = room[s] or subCap
@@ -288,6 +323,7 @@ local function lanes(ARGV)
     if redis.call('ZCARD', P .. ':ready') > 0 then
       out[2] = 1
     end
+    saveTick()
     return out
   end
 
@@ -308,6 +344,7 @@ local function lanes(ARGV)
       redis.call('ZREM', P .. ':m:' .. m .. ':wait', s)
     end
     placeMerchant(m)
+    saveTick()
     return n
   end
 

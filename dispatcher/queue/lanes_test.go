@@ -231,3 +231,59 @@ func TestLanesPushDropAndParked(t *testing.T) {
 		t.Errorf("an empty schedule left keys behind: %v", keys)
 	}
 }
+
+// TestLanesTurnsOutliveTheirTake: the round-robin stamps a take gives
+// (counted within the call) carry on into the next take, so that takes of
+// one slot each alternate between two merchants' backlogs.
+func TestLanesTurnsOutliveTheirTake(t *testing.T) {
+	t.Parallel()
+	l := newTestLanes(t)
+	ctx := context.Background()
+	t0, subA, subB := time.UnixMilli(1_800_000_000_000), uuid.New(), uuid.New()
+	var items []LaneItem
+	for i := range 3 {
+		items = append(items, laneAt(fmt.Sprint("a", i), "A", subA, t0, 0), laneAt(fmt.Sprint("b", i), "B", subB, t0, 0))
+	}
+	if _, err := l.Push(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	var took []string
+	for range 6 {
+		got, err := l.Take(ctx, TakeRequest{Now: t0, Want: 1, Share: 10, SubscriptionCap: 10}, Running{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		took = append(took, names(got.Items)...)
+	}
+	if want := []string{"a0", "b0", "a1", "b1", "a2", "b2"}; !slices.Equal(took, want) {
+		t.Errorf("six takes of one took %v, want %v", took, want)
+	}
+}
+
+// TestLanesPushPlacesALaneByItsFirstAttempt: a push of several attempts
+// of one subscription, out of due order, parks the subscription (and its
+// merchant) until the earliest of them, not the first pushed.
+func TestLanesPushPlacesALaneByItsFirstAttempt(t *testing.T) {
+	t.Parallel()
+	l := newTestLanes(t)
+	ctx := context.Background()
+	t0, sub := time.UnixMilli(1_800_000_000_000), uuid.New()
+	late, early := laneAt("late", "A", sub, t0.Add(time.Minute), 0), laneAt("early", "A", sub, t0.Add(time.Second), 0)
+	if _, err := l.Push(ctx, late, early); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Take(ctx, TakeRequest{Now: t0, Want: 2, Share: 10, SubscriptionCap: 10}, Running{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Items) != 0 || !got.Next.Equal(early.Task.Due) {
+		t.Fatalf("at t0: took %v, next wake %v; want nothing until %v", names(got.Items), got.Next, early.Task.Due)
+	}
+	got, err = l.Take(ctx, TakeRequest{Now: early.Task.Due, Want: 2, Share: 10, SubscriptionCap: 10}, Running{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := names(got.Items); !slices.Equal(g, []string{"early"}) || !got.Next.Equal(late.Task.Due) {
+		t.Errorf("when the earliest is due: took %v, next wake %v; want [early] and %v", g, got.Next, late.Task.Due)
+	}
+}
