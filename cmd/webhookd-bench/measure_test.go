@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -369,6 +371,50 @@ func TestCommandCalls(t *testing.T) {
 	for command, want := range map[string]int64{"cmdstat_evalsha": 1234, "cmdstat_eval": 7, "cmdstat_fcall": 0} {
 		if got := commandCalls(text, command); got != want {
 			t.Errorf("commandCalls(%s) = %d, want %d", command, got, want)
+		}
+	}
+}
+
+// TestCommandCallCounts reads every command's calls= from INFO
+// commandstats, subcommands (cmdstat_config|resetstat) included, and
+// nothing from another section's lines.
+func TestCommandCallCounts(t *testing.T) {
+	text := "# Commandstats\r\ncmdstat_fcall:calls=2106,usec=2114471,usec_per_call=1004.02,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_zadd:calls=92239,usec=237594,usec_per_call=2.58,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_config|resetstat:calls=1,usec=86,usec_per_call=86.00,rejected_calls=0,failed_calls=0\r\n" +
+		"total_commands_processed:786035\r\n"
+	got := commandCallCounts(text)
+	want := map[string]int64{"cmdstat_fcall": 2106, "cmdstat_zadd": 92239, "cmdstat_config|resetstat": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("commandCallCounts = %v, want %v", got, want)
+	}
+}
+
+// TestRedisCommandsPerDelivery: a run reports the commands Redis ran per
+// delivery (the delta of two counts) when both counts were read, and
+// nothing when one was not.
+func TestRedisCommandsPerDelivery(t *testing.T) {
+	before := cpuSample{RedisCommands: 1_000, RedisCommandsOK: true}
+	after := cpuSample{RedisCommands: 20_000, RedisCommandsOK: true}
+	unread := after
+	unread.RedisCommandsOK = false
+	for _, tc := range []struct {
+		name  string
+		after cpuSample
+		want  string
+	}{
+		{"both counts read", after, `"redis_commands_per_delivery":19`},
+		{"one count unread", unread, ""},
+	} {
+		r := &report{scenario: "peer"}
+		(&meter{}).reportCPU(r, tc.after.sub(before), 1_000)
+		b, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		has := strings.Contains(string(b), "redis_commands_per_delivery")
+		if tc.want == "" && has || tc.want != "" && !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s: %s, want %q", tc.name, b, cmp.Or(tc.want, "no redis_commands_per_delivery"))
 		}
 	}
 }

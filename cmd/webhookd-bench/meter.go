@@ -53,6 +53,7 @@ func (m *meter) sampleCPU(ctx context.Context) (cpuSample, error) {
 	}
 	if m.rdb != nil {
 		s.Redis, s.RedisOK = redisCPU(ctx, m.rdb)
+		s.RedisCommands, s.RedisCommandsOK = redisCommands(ctx, m.rdb)
 	}
 	return s, nil
 }
@@ -104,6 +105,9 @@ func (m *meter) reportCPU(r *report, cpu cpuSample, deliveries int64) {
 		r.add("cpu_bench_ms_per_delivery", s.Bench, "CPU ms")
 		if cpu.WALOK {
 			r.add("pg_wal_bytes_per_delivery", cpu.WAL/float64(deliveries), "B")
+		}
+		if cpu.RedisCommandsOK {
+			r.add("redis_commands_per_delivery", cpu.RedisCommands/float64(deliveries), "commands")
 		}
 		r.note("engine CPU from %s (%d process(es)); total is engine + Postgres + Redis, the bench left out", source, n)
 	}
