@@ -281,23 +281,51 @@ func redisInfo(ctx context.Context, rdb redis.UniversalClient, section string, k
 // node's, masters and replicas (a replica applying the masters' writes
 // is part of what the schedule costs).
 func redisCPU(ctx context.Context, rdb redis.UniversalClient) (float64, bool) {
+	return sumOverNodes(ctx, rdb, func(ctx context.Context, node redis.UniversalClient) (float64, error) {
+		m, err := redisInfo(ctx, node, "cpu", "used_cpu_user", "used_cpu_sys")
+		if err != nil {
+			return 0, err
+		}
+		return m["used_cpu_user"] + m["used_cpu_sys"], nil
+	})
+}
+
+// redisCommands is how many commands the Redis server has run, scripts'
+// and functions' own commands included (INFO commandstats); on a
+// Cluster, every node's, as redisCPU counts them. A count that needs no
+// clock: what a change to the schedule's functions does shows in it when
+// the machine's spread hides it in the CPU.
+func redisCommands(ctx context.Context, rdb redis.UniversalClient) (float64, bool) {
+	return sumOverNodes(ctx, rdb, func(ctx context.Context, node redis.UniversalClient) (float64, error) {
+		text, err := node.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return 0, fmt.Errorf("redis INFO commandstats: %w", err)
+		}
+		var n int64
+		for _, calls := range commandCallCounts(text) {
+			n += calls
+		}
+		return float64(n), nil
+	})
+}
+
+// sumOverNodes is read of rdb's server, or summed over every node of a
+// Cluster, masters and replicas; false when a node could not be read.
+func sumOverNodes(ctx context.Context, rdb redis.UniversalClient, read func(context.Context, redis.UniversalClient) (float64, error)) (float64, bool) {
 	cluster, ok := rdb.(*redis.ClusterClient)
 	if !ok {
-		m, err := redisInfo(ctx, rdb, "cpu", "used_cpu_user", "used_cpu_sys")
-		if err != nil {
-			return 0, false
-		}
-		return m["used_cpu_user"] + m["used_cpu_sys"], true
+		v, err := read(ctx, rdb)
+		return v, err == nil
 	}
 	var mu sync.Mutex
 	total := 0.0
 	err := cluster.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
-		m, err := redisInfo(ctx, node, "cpu", "used_cpu_user", "used_cpu_sys")
+		v, err := read(ctx, node)
 		if err != nil {
 			return err
 		}
 		mu.Lock()
-		total += m["used_cpu_user"] + m["used_cpu_sys"]
+		total += v
 		mu.Unlock()
 		return nil
 	})
@@ -328,43 +356,6 @@ func commandCallCounts(text string) map[string]int64 {
 		}
 	}
 	return out
-}
-
-// redisCommands is how many commands the Redis server has run, scripts'
-// and functions' own commands included (INFO commandstats); on a
-// Cluster, every node's, as redisCPU counts them. A count that needs no
-// clock: what a change to the schedule's functions does shows in it when
-// the machine's spread hides it in the CPU.
-func redisCommands(ctx context.Context, rdb redis.UniversalClient) (float64, bool) {
-	sum := func(ctx context.Context, node redis.UniversalClient) (float64, error) {
-		text, err := node.Info(ctx, "commandstats").Result()
-		if err != nil {
-			return 0, fmt.Errorf("redis INFO commandstats: %w", err)
-		}
-		var n int64
-		for _, calls := range commandCallCounts(text) {
-			n += calls
-		}
-		return float64(n), nil
-	}
-	cluster, ok := rdb.(*redis.ClusterClient)
-	if !ok {
-		n, err := sum(ctx, rdb)
-		return n, err == nil
-	}
-	var mu sync.Mutex
-	total := 0.0
-	err := cluster.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
-		n, err := sum(ctx, node)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		total += n
-		mu.Unlock()
-		return nil
-	})
-	return total, err == nil
 }
 
 // redisUsedMemory is INFO memory used_memory, in bytes.
