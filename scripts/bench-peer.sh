@@ -22,6 +22,10 @@
 #   PEER_RABBITMQ     RabbitMQ URL [amqp://guest:guest@127.0.0.1:5672]
 #   PEER_RUNS         runs of each engine [2]
 #   PEER_OUT          where the figures (JSON) and logs go [./peer-out]
+#   PEER_DISK_PROBE   a directory on the disk of Postgres's WAL, where the
+#                     bench times a flush every 10 ms (-disk-probe) [the
+#                     data directory's parent, when it is on this machine
+#                     and writable; "none": no probe]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +55,18 @@ go build -o "$bin/webhookd" ./cmd/webhookd
 go build -o "$bin/webhookd-bench" ./cmd/webhookd-bench
 (cd "$src" && go build -o "$bin/" ./cmd/outpost ./cmd/outpost-server)
 
+# The disk's flush times go beside each run's latency: a commit waits for
+# one, and a disk that stalls a second holds every publish that long.
+probe="${PEER_DISK_PROBE:-}"
+if [ -z "$probe" ]; then
+	probe="$(dirname "$(psql -Atq "$server/postgres" -c 'SHOW data_directory' 2>/dev/null || echo /nonexistent/x)")"
+	[ -d "$probe" ] && [ -w "$probe" ] || probe=none
+fi
+probe_flag=()
+if [ "$probe" != none ]; then
+	probe_flag=(-disk-probe "$probe")
+fi
+
 broker="$(pgrep -o beam.smp)" || { echo "no RabbitMQ (beam.smp) running on this machine" >&2; exit 1; }
 fresh() { # database, Redis URL
 	export PGOPTIONS='--client-min-messages=warning'
@@ -77,7 +93,7 @@ run_webhookd() {
 	wait_ready http://127.0.0.1:18381/readyz "$out/webhookd-$n.log"
 	"$bin/webhookd-bench" -scenario peer -peer webhookd -json -token bench-token -pid "$pid" \
 		-api http://127.0.0.1:18380 -internal http://127.0.0.1:18381 \
-		-database "$server/peer_webhookd" -redis "$redis_url" "$@" | tee "$out/webhookd-$n.json"
+		-database "$server/peer_webhookd" -redis "$redis_url" "${probe_flag[@]}" "$@" | tee "$out/webhookd-$n.json"
 	stop_engine
 }
 
@@ -96,7 +112,7 @@ run_outpost() {
 	wait_ready http://127.0.0.1:18390/healthz "$out/outpost-$n.log"
 	"$bin/webhookd-bench" -scenario peer -peer outpost -json -token unused -pid "$pid,$broker" \
 		-peer-api http://127.0.0.1:18390 -peer-key peer-key \
-		-database "$server/peer_outpost" -redis "redis://127.0.0.1:6379/$redis_db" "$@" | tee "$out/outpost-$n.json"
+		-database "$server/peer_outpost" -redis "redis://127.0.0.1:6379/$redis_db" "${probe_flag[@]}" "$@" | tee "$out/outpost-$n.json"
 	stop_engine
 }
 

@@ -167,6 +167,9 @@ type config struct {
 	// peer is the engine the peer scenario drives (peerWebhookd or
 	// peerOutpost); peerAPI and peerKey are Outpost's API and its key.
 	peer, peerAPI, peerKey string
+	// diskProbe is -disk-probe: where the peer scenario times disk
+	// flushes during its measured run ("": it does not).
+	diskProbe string
 }
 
 // parseFlags reads the command line and checks its bounds.
@@ -199,6 +202,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.mqttAddr, "mqtt", defaultMQTT, "broker: the MQTT 5 broker's host:port (in clear, anonymous), for the engine's destination and the bench's consumer")
 	fs.StringVar(&c.peer, "peer", peerWebhookd, "peer: the engine driven, "+peerWebhookd+" or "+peerOutpost)
 	fs.StringVar(&c.peerAPI, "peer-api", envOr("OUTPOST_API", "http://127.0.0.1:3333"), "peer: Outpost's API base URL")
+	fs.StringVar(&c.diskProbe, "disk-probe", "", "peer: a directory on the disk Postgres writes its WAL to; the run times an 8 KiB write and its flush there every 10 ms and reports the flushes' p50, p99 and longest beside its latency (empty: no probe)")
 	fs.StringVar(&c.peerKey, "peer-key", os.Getenv("OUTPOST_API_KEY"), "peer: Outpost's API key (default $OUTPOST_API_KEY)")
 	fs.BoolVar(&c.jsonOut, "json", false, "print one JSON object per scenario instead of tables")
 	fs.StringVar(&c.api, "api", envOr("WEBHOOKD_BENCH_API", "http://127.0.0.1:8080"), "public API base URL")

@@ -236,7 +236,8 @@ func (l *lab) peerTargetFor(run string) peerTarget {
 // destinations (default 1), after a warm-up (peerWarmup) left out of every
 // figure. The CPU figures are the meter's: -pid (for
 // Outpost, its server and its message broker's), the Postgres of
-// -database and the Redis of -redis.
+// -database and the Redis of -redis. With -disk-probe, the disk's flush
+// times over the measured run (diskProbe) are reported beside its latency.
 func peer(ctx context.Context, l *lab) (*report, error) {
 	events := orDefault(l.cfg.events, 9000)
 	dests := orDefault(l.cfg.subscriptions, 1)
@@ -287,12 +288,24 @@ func peer(ctx context.Context, l *lab) (*report, error) {
 			arrivals.unique.Load(), warmed, failed.Load(), firstErr)
 	}
 
+	var stopProbe func() ([]time.Duration, error)
+	if l.cfg.diskProbe != "" {
+		if stopProbe, err = (diskProbe{dir: l.cfg.diskProbe, interval: diskProbeInterval}).start(ctx); err != nil {
+			return nil, err
+		}
+	}
 	cpuBefore, cpuErr := l.meter.sampleCPU(ctx)
 	start := time.Now()
 	peerPublish(ctx, events, l.cfg.rate, publishers, send)
 	published := time.Now()
 	want := int64(events-int(failed.Load())) * int64(dests)
 	awaitArrivals(ctx, arrivals, warmed+want, time.Now().Add(l.cfg.duration))
+	var flushes []time.Duration
+	if stopProbe != nil {
+		if flushes, err = stopProbe(); err != nil {
+			return nil, err
+		}
+	}
 	lat, last := arrivals.latencies(sent, events)
 	got := arrivals.unique.Load() - warmed
 	if cpuErr == nil {
@@ -323,6 +336,9 @@ func peer(ctx context.Context, l *lab) (*report, error) {
 	r.add("latency_p50_ms", ms(s.P50), "ms")
 	r.add("latency_p99_ms", ms(s.P99), "ms")
 	r.add("latency_max_ms", ms(s.Max), "ms")
+	if stopProbe != nil {
+		reportDiskFlushes(r, flushes)
+	}
 	if got < want {
 		return r, fmt.Errorf("peer: %d of %d deliveries arrived within -duration %s", got, want, l.cfg.duration)
 	}
