@@ -31,58 +31,68 @@ local function lanes(ARGV)
     end
   end
 
+  -- laneRate reads what subscription s's lane knows of its pace: its rate
+  -- limit's next turn and rate (per second, 0 for none), and its batch size
+  -- and wait (batch.go).
+  local function laneRate(s)
+    local r = redis.call('HMGET', P .. ':r:' .. s, 'next', 'rate', 'bs', 'bw')
+    return { next = tonumber(r[1] or '0'), rate = tonumber(r[2] or '0'), bs = tonumber(r[3] or '0'),
+      bw = tonumber(r[4] or '0') }
+  end
+
   -- eligible is when subscription s may next go: its first parked attempt's
   -- due time, or its rate limit's next turn if later; nil if nothing is
   -- parked for it. A batched lane (batch size bs > 1, wait bw ms; batch.go)
   -- goes bw after its first attempt is due, or once bs attempts are due if
-  -- that is sooner.
-  -- It returns too the first attempt's id, the limit (per second, 0 for
-  -- none) and next turn, and the batch size it read, for take to use without
-  -- reading them again.
-  local function eligible(s)
+  -- that is sooner. r is the lane's pace (laneRate) when the caller has
+  -- it, read here otherwise.
+  -- It returns too the first attempt's id and the pace, for take to use
+  -- without reading them again.
+  local function eligible(s, r)
     local lane = P .. ':s:' .. s
     local head = redis.call('ZRANGE', lane, 0, 0, 'WITHSCORES')
     if #head == 0 then
       return nil
     end
     local at = tonumber(head[2])
-    local r = redis.call('HMGET', P .. ':r:' .. s, 'next', 'rate', 'bs', 'bw')
-    local nxt, rate = tonumber(r[1] or '0'), tonumber(r[2] or '0')
-    local bs, bw = tonumber(r[3] or '0'), tonumber(r[4] or '0')
-    if bs > 1 and bw > 0 then
-      local full = at + bw
-      local nth = redis.call('ZRANGE', lane, bs - 1, bs - 1, 'WITHSCORES')
+    r = r or laneRate(s)
+    if r.bs > 1 and r.bw > 0 then
+      local full = at + r.bw
+      local nth = redis.call('ZRANGE', lane, r.bs - 1, r.bs - 1, 'WITHSCORES')
       if #nth > 0 and tonumber(nth[2]) < full then
         full = math.max(tonumber(nth[2]), at)
       end
       at = full
     end
-    if nxt > at then
-      at = nxt
+    if r.next > at then
+      at = r.next
     end
-    return at, head[1], rate, nxt, bs
+    return at, head[1], r
   end
 
   -- placeSubscription puts subscription s of merchant m where it belongs at
-  -- now: in m's ready ring (keeping its stamp), in m's wait set, or nowhere.
-  local function placeSubscription(m, s, now)
-    local at = eligible(s)
+  -- now, given when it may next go (at, from eligible): in m's ready ring
+  -- (keeping its stamp), in m's wait set, or nowhere. r is its pace when
+  -- the caller read it; inReady: s is in m's ready ring (a take just read
+  -- it there), and so not in the wait set.
+  local function placeSubscription(m, s, now, at, r, inReady)
     local ready, wait = P .. ':m:' .. m .. ':ready', P .. ':m:' .. m .. ':wait'
     if at == nil then
       redis.call('ZREM', ready, s)
       redis.call('ZREM', wait, s)
-      local r = P .. ':r:' .. s
-      local nxt = tonumber(redis.call('HGET', r, 'next') or '0')
+      local nxt = r and r.next or tonumber(redis.call('HGET', P .. ':r:' .. s, 'next') or '0')
       if nxt > now then
         -- The next turn outlives the lane for as long as it matters.
-        redis.call('PEXPIREAT', r, nxt + 1000)
+        redis.call('PEXPIREAT', P .. ':r:' .. s, nxt + 1000)
       else
-        redis.call('DEL', r)
+        redis.call('DEL', P .. ':r:' .. s)
       end
     elseif at <= now then
-      redis.call('ZREM', wait, s)
-      if not redis.call('ZSCORE', ready, s) then
-        redis.call('ZADD', ready, stamp(), s)
+      if not inReady then
+        redis.call('ZREM', wait, s)
+        if not redis.call('ZSCORE', ready, s) then
+          redis.call('ZADD', ready, stamp(), s)
+        end
       end
     else
       redis.call('ZREM', ready, s)
@@ -92,9 +102,13 @@ local function lanes(ARGV)
 
   -- placeMerchant puts merchant m where it belongs: in the ready ring while
   -- a subscription of it is ready (keeping its stamp), else in the wait set
-  -- at its first parked time, else nowhere.
-  local function placeMerchant(m)
+  -- at its first parked time, else nowhere. inReady: m is in the ready
+  -- ring (a take just read it there), and so not in the wait set.
+  local function placeMerchant(m, inReady)
     if redis.call('ZCARD', P .. ':m:' .. m .. ':ready') > 0 then
+      if inReady then
+        return
+      end
       redis.call('ZREM', P .. ':wait', m)
       if not redis.call('ZSCORE', P .. ':ready', m) then
         redis.call('ZADD', P .. ':ready', stamp(), m)
@@ -214,8 +228,9 @@ local function lanes(ARGV)
         local fits = left > 0
         if lent then fits = not unlendable[s] end
         if fits then
-          local at, id, rate, nxt, bs = eligible(s)
+          local at, id, r = eligible(s)
           if at ~= nil and at <= now then
+            local bs = r.bs
             redis.call('ZREM', P .. ':s:' .. s, id)
             local task = redis.call('HGET', P .. ':p:' .. s, id)
             redis.call('HDEL', P .. ':p:' .. s, id)
@@ -235,15 +250,15 @@ local function lanes(ARGV)
                 end
               end
             end
-            if rate > 0 then
-              if nxt < now then nxt = now end
-              redis.call('HSET', P .. ':r:' .. s, 'next', nxt + math.ceil(1000 / rate))
+            if r.rate > 0 then
+              r.next = math.max(r.next, now) + math.ceil(1000 / r.rate)
+              redis.call('HSET', P .. ':r:' .. s, 'next', r.next)
             end
             room[s] = left - 1
             tookIDs[#tookIDs + 1] = now
             tookIDs[#tookIDs + 1] = id
             redis.call('ZADD', ready, 'XX', stamp(), s)
-            placeSubscription(m, s, now)
+            placeSubscription(m, s, now, (eligible(s, r)), r, true)
             if not task and #companions > 0 then
               -- The first's task is gone (the sweeper parks it again): the
               -- next leads the unit.
@@ -253,7 +268,7 @@ local function lanes(ARGV)
               return id, task, companions
             end
           else
-            placeSubscription(m, s, now)
+            placeSubscription(m, s, now, at, r, true)
           end
         end
       end
@@ -278,7 +293,7 @@ local function lanes(ARGV)
             if id then
               running[m] = busy + 1
               redis.call('ZADD', P .. ':ready', 'XX', stamp(), m)
-              placeMerchant(m)
+              placeMerchant(m, true)
               out[#out + 1] = id
               out[#out + 1] = task
               out[#out + 1] = #companions / 2
@@ -291,7 +306,7 @@ local function lanes(ARGV)
               got = true
               break
             end
-            placeMerchant(m)
+            placeMerchant(m, true)
           end
         end
         if got then break end

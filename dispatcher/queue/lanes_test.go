@@ -287,3 +287,60 @@ func TestLanesPushPlacesALaneByItsFirstAttempt(t *testing.T) {
 		t.Errorf("when the earliest is due: took %v, next wake %v; want [early] and %v", g, got.Next, late.Task.Due)
 	}
 }
+
+// TestLanesTakeCommandsPerUnit: a take spends about eleven Redis commands
+// on each attempt it hands over from a merchant's busy lanes (the rings'
+// turns, the attempt's own reads and removal, its lane's next place),
+// besides a few per call; it does not read again what it just read or
+// wrote (a lane's pace, a member it just stamped into its ring). Counted
+// by the test's own Redis server (INFO commandstats counts the commands a
+// function runs).
+func TestLanesTakeCommandsPerUnit(t *testing.T) {
+	t.Parallel()
+	l := newTestLanes(t)
+	ctx := context.Background()
+	t0 := time.UnixMilli(1_800_000_000_000)
+	subs := []uuid.UUID{uuid.New(), uuid.New(), uuid.New(), uuid.New()}
+	var items []LaneItem
+	for i := range 40 {
+		items = append(items, laneAt(fmt.Sprint("a", i), "A", subs[i%len(subs)], t0, 0))
+	}
+	if _, err := l.Push(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.redis.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Take(ctx, TakeRequest{Now: t0, Want: 40, Share: 100, SubscriptionCap: 100}, Running{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Items) != 40 {
+		t.Fatalf("took %d of 40", len(got.Items))
+	}
+	stats, err := l.redis.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, line := range strings.Split(stats, "\n") {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_fcall" || name == "cmdstat_info" || name == "cmdstat_hello" ||
+			strings.HasPrefix(name, "cmdstat_config") {
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscanf(fields, "calls=%d", &n); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		calls += n
+	}
+	// 11 a unit, the call's own (its taken set, the wait sets' promotions
+	// and next wakes, the counters) and the four lanes' and the
+	// merchant's leaving the rings once emptied: 480 here, where reading
+	// each lane's pace again and its ring's members it had just stamped
+	// took 16 a unit.
+	if perUnit := float64(calls) / 40; perUnit > 12.5 {
+		t.Errorf("%d commands for 40 attempts taken, %.1f each; want at most 12.5:\n%s", calls, perUnit, stats)
+	}
+}
