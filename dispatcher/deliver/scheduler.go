@@ -79,6 +79,10 @@ const maxTake = 64
 // schedule: a lost wake message (a Redis failover) costs at most this.
 const idleCheck = time.Second
 
+// subscribeWait bounds Run's wait for Redis to confirm its subscription to
+// the wake messages before its first take.
+const subscribeWait = 5 * time.Second
+
 // Scheduler is a worker process's pool of attempt slots and the loop that
 // fills them from the schedule (lanes). The fairness model (docs/decisions.md):
 //
@@ -190,6 +194,18 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 	pubsub := s.redis.Subscribe(ctx, channels...)
 	defer func() { _ = pubsub.Close() }()
+	// The first take comes after Redis confirmed the subscription: work
+	// pushed after that take and before the SUBSCRIBE was served (it
+	// travels on a connection of its own) would wake no one, and wait
+	// for the idle check (TestSchedulerLendsTheShareBack saw nothing start
+	// in 10 s on a loaded CI machine, its idle check an hour away). If
+	// Redis does not confirm (away, or a failover), the loop goes on and
+	// the idle check looks meanwhile.
+	subscribed, cancel := context.WithTimeout(ctx, subscribeWait)
+	if _, err := pubsub.Receive(subscribed); err != nil && ctx.Err() == nil {
+		s.logger.WarnContext(ctx, "subscribe to the schedule's wakes; the idle check looks meanwhile", "error", err)
+	}
+	cancel()
 	go func() {
 		for msg := range pubsub.Channel() {
 			if msg.Channel == s.cfg.ChangesChannel {
