@@ -301,10 +301,9 @@ func peer(ctx context.Context, l *lab) (*report, error) {
 	want := int64(events-int(failed.Load())) * int64(dests)
 	awaitArrivals(ctx, arrivals, warmed+want, time.Now().Add(l.cfg.duration))
 	var flushes []time.Duration
+	var probeErr error
 	if stopProbe != nil {
-		if flushes, err = stopProbe(); err != nil {
-			return nil, err
-		}
+		flushes, probeErr = stopProbe()
 	}
 	lat, last := arrivals.latencies(sent, events)
 	got := arrivals.unique.Load() - warmed
@@ -337,6 +336,11 @@ func peer(ctx context.Context, l *lab) (*report, error) {
 	r.add("latency_p99_ms", ms(s.P99), "ms")
 	r.add("latency_max_ms", ms(s.Max), "ms")
 	if stopProbe != nil {
+		// A probe that failed midway still reports the flushes it timed:
+		// the run's own figures are kept either way.
+		if probeErr != nil {
+			r.note("%v", probeErr)
+		}
 		reportDiskFlushes(r, flushes)
 	}
 	if got < want {
