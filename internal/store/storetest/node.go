@@ -69,9 +69,22 @@ func (n *Node) alive() bool {
 func (n *Node) CommandCalls(ctx context.Context) (map[string]int64, error) {
 	rc := n.Client()
 	defer rc.Close()
+	calls, err := CommandCalls(ctx, rc)
+	if err != nil {
+		return nil, fmt.Errorf("storetest: node %s: %w", n.Addr, err)
+	}
+	return calls, nil
+}
+
+// CommandCalls is how many times the server rc reaches ran each command
+// since it started or its statistics were reset, by lower-case name
+// (evalsha, fcall, zadd…), from INFO commandstats; the commands a script
+// or function runs count under their own names beside its EVALSHA or
+// FCALL.
+func CommandCalls(ctx context.Context, rc redis.Cmdable) (map[string]int64, error) {
 	s, err := rc.Info(ctx, "commandstats").Result()
 	if err != nil {
-		return nil, fmt.Errorf("storetest: INFO commandstats of %s: %w", n.Addr, err)
+		return nil, fmt.Errorf("storetest: INFO commandstats: %w", err)
 	}
 	calls := map[string]int64{}
 	for _, line := range strings.Split(s, "\n") {
@@ -84,7 +97,7 @@ func (n *Node) CommandCalls(ctx context.Context) (map[string]int64, error) {
 		for _, kv := range strings.Split(stats, ",") {
 			if v, found := strings.CutPrefix(kv, "calls="); found {
 				if calls[name], err = strconv.ParseInt(v, 10, 64); err != nil {
-					return nil, fmt.Errorf("storetest: INFO commandstats of %s: %q: %w", n.Addr, line, err)
+					return nil, fmt.Errorf("storetest: INFO commandstats: %q: %w", line, err)
 				}
 			}
 		}
