@@ -74,7 +74,8 @@ local function lanes(ARGV)
   -- now, given when it may next go (at, from eligible): in m's ready ring
   -- (keeping its stamp), in m's wait set, or nowhere. r is its pace when
   -- the caller read it; inReady: s is in m's ready ring (a take just read
-  -- it there), and so not in the wait set.
+  -- it there), and so not in the wait set. It returns whether s is in the
+  -- ready ring after.
   local function placeSubscription(m, s, now, at, r, inReady)
     local ready, wait = P .. ':m:' .. m .. ':ready', P .. ':m:' .. m .. ':wait'
     if at == nil then
@@ -94,26 +95,29 @@ local function lanes(ARGV)
           redis.call('ZADD', ready, stamp(), s)
         end
       end
+      return true
     else
       redis.call('ZREM', ready, s)
       redis.call('ZADD', wait, at, s)
     end
+    return false
   end
 
   -- placeMerchant puts merchant m where it belongs: in the ready ring while
   -- a subscription of it is ready (keeping its stamp), else in the wait set
   -- at its first parked time, else nowhere. inReady: m is in the ready
-  -- ring (a take just read it there), and so not in the wait set.
+  -- ring (a take just read it there), and so not in the wait set. It
+  -- returns whether m is in the ready ring after.
   local function placeMerchant(m, inReady)
     if redis.call('ZCARD', P .. ':m:' .. m .. ':ready') > 0 then
       if inReady then
-        return
+        return true
       end
       redis.call('ZREM', P .. ':wait', m)
       if not redis.call('ZSCORE', P .. ':ready', m) then
         redis.call('ZADD', P .. ':ready', stamp(), m)
       end
-      return
+      return true
     end
     redis.call('ZREM', P .. ':ready', m)
     local first = redis.call('ZRANGE', P .. ':m:' .. m .. ':wait', 0, 0, 'WITHSCORES')
@@ -122,6 +126,7 @@ local function lanes(ARGV)
     else
       redis.call('ZADD', P .. ':wait', first[2], m)
     end
+    return false
   end
 
   -- push(P, wake channel, wake message, then per attempt: merchant,
@@ -212,71 +217,206 @@ local function lanes(ARGV)
     -- within it, and what the call parks for later is due after now.
     local promoted = {}
 
+    -- The rings as this call last read them. A unit taken moves its
+    -- subscription and merchant to their rings' ends (new stamps), and
+    -- leaves where they were the members it passed over, which stay passed
+    -- over while the call runs: a share, a cap or an unlendable
+    -- subscription does not change but by a unit of its own, and a member
+    -- with nothing due leaves its ring. So the members next in turn are the
+    -- rest of the list last read, and a ring is read again only when that
+    -- rest gives nothing, the one point where a new read can differ (the
+    -- members stamped meanwhile, those beyond the list). Reading both rings
+    -- for every unit cost two ZRANGEs a unit, three while lending, each
+    -- member made a Lua string every time; TestLanesTakeAsBefore checks
+    -- that the attempts handed over, and their order, are those of the
+    -- take that read afresh (testdata/lanes_fresh_reads.lua).
+    local subLists = {}
+    local out = { 0, 0 }
+    -- gaveNothing[m]: merchant m was looked at in full and gave no unit,
+    -- nor took any attempt out (a unit whose task was gone): its rings are
+    -- as they were, and it gives nothing again in this call.
+    local gaveNothing = {}
+
     -- fromMerchant takes one due attempt of merchant m, round-robin over its
-    -- ready subscriptions; lent: the slot is beyond m's share.
+    -- ready subscriptions; lent: the slot is beyond m's share. It returns
+    -- too whether that subscription is still ready.
     local function fromMerchant(m, lent)
       local ready = P .. ':m:' .. m .. ':ready'
       if not promoted[m] then
         promote(P .. ':m:' .. m .. ':wait', ready, now)
         promoted[m] = true
       end
-      local subs = redis.call('ZRANGE', ready, 0, scan + 15)
-      for _, s in ipairs(subs) do
-        local left = room[s] or subCap
-        -- Within its share a subscription keeps to its cap; a lent slot
-        -- goes only to one whose last attempt did not time out, cap or not.
-        local fits = left > 0
-        if lent then fits = not unlendable[s] end
-        if fits then
-          local at, id, r = eligible(s)
-          if at ~= nil and at <= now then
-            local bs = r.bs
-            redis.call('ZREM', P .. ':s:' .. s, id)
-            local task = redis.call('HGET', P .. ':p:' .. s, id)
-            redis.call('HDEL', P .. ':p:' .. s, id)
-            tookCount = tookCount + 1
-            local companions = {}
-            if bs > 1 then
-              for _, cid in ipairs(redis.call('ZRANGEBYSCORE', P .. ':s:' .. s, '-inf', now, 'LIMIT', 0, bs - 1)) do
-                redis.call('ZREM', P .. ':s:' .. s, cid)
-                local ctask = redis.call('HGET', P .. ':p:' .. s, cid)
-                redis.call('HDEL', P .. ':p:' .. s, cid)
+      -- fromList looks at subs[from], subs[from + 1], … in turn, each
+      -- subscription once in this call (as one read would: one whose unit
+      -- lost its task is stamped to the end, and a new read meets it
+      -- again), and returns the position it took a unit at, and the unit.
+      local visited = {}
+      local function fromList(seen, from)
+        local subs = seen.subs
+        -- Those stamped in this call go after the last: the next call's.
+        local last = #subs
+        seen.next = last + 1
+        for j = from, last do
+          local s = subs[j]
+          if not visited[s] then
+            visited[s] = true
+            local left = room[s] or subCap
+            -- Within its share a subscription keeps to its cap; a lent slot
+            -- goes only to one whose last attempt did not time out, cap or not.
+            local fits = left > 0
+            if lent then fits = not unlendable[s] end
+            if fits then
+              local at, id, r = eligible(s)
+              if at ~= nil and at <= now then
+                local bs = r.bs
+                redis.call('ZREM', P .. ':s:' .. s, id)
+                local task = redis.call('HGET', P .. ':p:' .. s, id)
+                redis.call('HDEL', P .. ':p:' .. s, id)
                 tookCount = tookCount + 1
-                tookIDs[#tookIDs + 1] = now
-                tookIDs[#tookIDs + 1] = cid
-                if ctask then
-                  companions[#companions + 1] = cid
-                  companions[#companions + 1] = ctask
+                local companions = {}
+                if bs > 1 then
+                  for _, cid in ipairs(redis.call('ZRANGEBYSCORE', P .. ':s:' .. s, '-inf', now, 'LIMIT', 0, bs - 1)) do
+                    redis.call('ZREM', P .. ':s:' .. s, cid)
+                    local ctask = redis.call('HGET', P .. ':p:' .. s, cid)
+                    redis.call('HDEL', P .. ':p:' .. s, cid)
+                    tookCount = tookCount + 1
+                    tookIDs[#tookIDs + 1] = now
+                    tookIDs[#tookIDs + 1] = cid
+                    if ctask then
+                      companions[#companions + 1] = cid
+                      companions[#companions + 1] = ctask
+                    end
+                  end
                 end
+                if r.rate > 0 then
+                  r.next = math.max(r.next, now) + math.ceil(1000 / r.rate)
+                  redis.call('HSET', P .. ':r:' .. s, 'next', r.next)
+                end
+                room[s] = left - 1
+                tookIDs[#tookIDs + 1] = now
+                tookIDs[#tookIDs + 1] = id
+                redis.call('ZADD', ready, 'XX', stamp(), s)
+                local stays = placeSubscription(m, s, now, (eligible(s, r)), r, true)
+                if stays and seen.whole then
+                  -- Stamped to the ring's end: so in the list.
+                  subs[#subs + 1] = s
+                end
+                if not task and #companions > 0 then
+                  -- The first's task is gone (the sweeper parks it again): the
+                  -- next leads the unit.
+                  id, task = table.remove(companions, 1), table.remove(companions, 1)
+                end
+                if task then
+                  return j, id, task, companions, stays
+                end
+              else
+                placeSubscription(m, s, now, at, r, true)
               end
             end
-            if r.rate > 0 then
-              r.next = math.max(r.next, now) + math.ceil(1000 / r.rate)
-              redis.call('HSET', P .. ':r:' .. s, 'next', r.next)
+          end
+        end
+        return nil
+      end
+      -- read reads the ring; whole: it read every member.
+      local function read()
+        local subs = redis.call('ZRANGE', ready, 0, scan + 15)
+        return { subs = subs, next = 1, lent = lent, whole = #subs < scan + 16 }
+      end
+      local seen, fresh = subLists[m], false
+      if not (seen and seen.lent == lent) then
+        seen, fresh = read(), true
+      end
+      local j, id, task, companions, stays = fromList(seen, seen.next)
+      if not j and not fresh and not seen.whole then
+        seen = read()
+        j, id, task, companions, stays = fromList(seen, 1)
+      end
+      subLists[m] = seen
+      if not j then
+        return nil
+      end
+      seen.next = j + 1
+      return id, task, companions, stays
+    end
+
+    -- tryMerchant looks at merchant m in the given pass; it returns whether
+    -- m gave a unit, which it adds to out, whether m took attempts out
+    -- without giving one (so that it stays where it was in the ring with
+    -- its rings changed, and the list read must be read again), and, when
+    -- it gave one, whether m is still in the ready ring (at its end).
+    local function tryMerchant(m, pass)
+      if gaveNothing[m] then
+        return false, false
+      end
+      local busy = running[m] or 0
+      if pass == 1 and busy >= share then
+        return false, false
+      end
+      local before = tookCount
+      local id, task, companions, stays = fromMerchant(m, busy >= share)
+      if not id then
+        placeMerchant(m, true)
+        if tookCount == before then
+          gaveNothing[m] = true
+          return false, false
+        end
+        return false, true
+      end
+      running[m] = busy + 1
+      redis.call('ZADD', P .. ':ready', 'XX', stamp(), m)
+      if not stays then
+        -- Its subscription left the ready ring: is another there?
+        stays = placeMerchant(m, true)
+      end
+      out[#out + 1] = id
+      out[#out + 1] = task
+      out[#out + 1] = #companions / 2
+      for c = 1, #companions, 2 do
+        out[#out + 1] = companions[c]
+        out[#out + 1] = companions[c + 1]
+        out[#out + 1] = 0
+      end
+      return true, false, stays
+    end
+
+    -- scanMerchants looks at the merchants of cur.list from cur.next on,
+    -- each once in a pass of a unit (as one read would), and returns
+    -- whether one gave a unit and whether one took attempts out without.
+    local function scanMerchants(cur, tried, pass)
+      local changed = false
+      local list = cur.list
+      local from, last = cur.next, #list
+      cur.next = last + 1
+      for j = from, last do
+        local m = list[j]
+        if not tried[m] then
+          tried[m] = true
+          local gave, took, stays = tryMerchant(m, pass)
+          changed = changed or took
+          if gave then
+            cur.next = j + 1
+            if stays and cur.whole then
+              -- Stamped to the ring's end: so in the list.
+              list[#list + 1] = m
             end
-            room[s] = left - 1
-            tookIDs[#tookIDs + 1] = now
-            tookIDs[#tookIDs + 1] = id
-            redis.call('ZADD', ready, 'XX', stamp(), s)
-            placeSubscription(m, s, now, (eligible(s, r)), r, true)
-            if not task and #companions > 0 then
-              -- The first's task is gone (the sweeper parks it again): the
-              -- next leads the unit.
-              id, task = table.remove(companions, 1), table.remove(companions, 1)
-            end
-            if task then
-              return id, task, companions
-            end
-          else
-            placeSubscription(m, s, now, at, r, true)
+            return true, changed
           end
         end
       end
-      return nil
+      return false, changed
+    end
+    local function readMerchants(pass)
+      local list = redis.call('ZRANGE', P .. ':ready', 0, scan - 1)
+      return { list = list, next = 1, pass = pass, whole = #list < scan }
     end
 
-    local out = { 0, 0 }
     local units = 0
+    -- The merchants' ring as last read (as subLists), for which pass.
+    local merchants = nil
+    -- withinSharesDone: a pass within shares looked at the whole ring and
+    -- found nothing without taking an attempt out; units lent since change
+    -- no share below it nor add a merchant, so it finds nothing again.
+    local withinSharesDone = false
     for _ = 1, want do
       local got = false
       for pass = 1, 2 do
@@ -285,31 +425,34 @@ local function lanes(ARGV)
         if pass == 2 and units >= lendable then
           break
         end
-        local merchants = redis.call('ZRANGE', P .. ':ready', 0, scan - 1)
-        for _, m in ipairs(merchants) do
-          local busy = running[m] or 0
-          if pass == 2 or busy < share then
-            local id, task, companions = fromMerchant(m, busy >= share)
-            if id then
-              running[m] = busy + 1
-              redis.call('ZADD', P .. ':ready', 'XX', stamp(), m)
-              placeMerchant(m, true)
-              out[#out + 1] = id
-              out[#out + 1] = task
-              out[#out + 1] = #companions / 2
-              for c = 1, #companions, 2 do
-                out[#out + 1] = companions[c]
-                out[#out + 1] = companions[c + 1]
-                out[#out + 1] = 0
-              end
-              units = units + 1
-              got = true
-              break
-            end
-            placeMerchant(m, true)
+        if pass == 2 or not withinSharesDone then
+          -- The rest of the list last read for this pass, then, unless it
+          -- held the whole ring, a new read.
+          local tried, cur, fresh = {}, merchants, false
+          if cur == nil or cur.pass ~= pass then
+            cur, fresh = readMerchants(pass), true
+          end
+          local before = tookCount
+          local changed
+          got, changed = scanMerchants(cur, tried, pass)
+          if not got and not fresh and not cur.whole then
+            cur = readMerchants(pass)
+            local again
+            got, again = scanMerchants(cur, tried, pass)
+            changed = changed or again
+          end
+          merchants = cur
+          if changed then
+            merchants = nil
+          end
+          if not got and pass == 1 and cur.whole and tookCount == before then
+            withinSharesDone = true
           end
         end
-        if got then break end
+        if got then
+          units = units + 1
+          break
+        end
       end
       if not got then break end
     end
