@@ -31,9 +31,9 @@ type endpointSubscriptions interface {
 // endpointAttempts is what the health route counts of a subscription's
 // attempts.
 type endpointAttempts interface {
-	// SubscriptionAttemptsSince counts the subscription's attempts since
-	// a time.
-	SubscriptionAttemptsSince(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time) (store.AttemptCounts, error)
+	// SubscriptionAttemptsFrom counts the subscription's attempts in the
+	// hours from the one holding from.
+	SubscriptionAttemptsFrom(ctx context.Context, merchantID string, subscriptionID uuid.UUID, from time.Time) (store.AttemptCounts, error)
 }
 
 // endpointHandlers serve what the portal asks of one endpoint beyond the
@@ -76,7 +76,8 @@ func (h endpointHandlers) revealSecret(w http.ResponseWriter, r *http.Request) e
 }
 
 // endpointHealthJSON is an endpoint's health: the subscription's running
-// counts and its attempts of the last 24 hours (test deliveries excluded).
+// counts and its attempts of the stats endpoint's 24-hour window (the
+// current hour and the 23 before it; test deliveries excluded).
 type endpointHealthJSON struct {
 	ConsecutiveFailures int        `json:"consecutive_failures"`
 	LastSuccessAt       *time.Time `json:"last_success_at"`
@@ -85,9 +86,6 @@ type endpointHealthJSON struct {
 	Succeeded24h        int        `json:"succeeded_24h"`
 	SuccessRate24h      *float64   `json:"success_rate_24h"`
 }
-
-// healthWindow is the period of the health's counts.
-const healthWindow = 24 * time.Hour
 
 // health answers the endpoint's health.
 func (h endpointHandlers) health(w http.ResponseWriter, r *http.Request) error {
@@ -100,7 +98,9 @@ func (h endpointHandlers) health(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	counts, err := h.attempts.SubscriptionAttemptsSince(r.Context(), merchant, id, h.clock.Now().Add(-healthWindow))
+	// The hours the stats endpoint's 24h window shows: the two agree.
+	day := statsWindows["24h"]
+	counts, err := h.attempts.SubscriptionAttemptsFrom(r.Context(), merchant, id, windowStart(h.clock.Now(), day.step, day.buckets))
 	if err != nil {
 		return err
 	}

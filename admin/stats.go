@@ -88,7 +88,7 @@ func (h endpointHandlers) stats(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	last := h.clock.Now().UTC().Truncate(win.step)
-	sw := store.StatsWindow{From: last.Add(-time.Duration(win.buckets-1) * win.step), Step: win.step, Buckets: win.buckets}
+	sw := store.StatsWindow{From: windowStart(h.clock.Now(), win.step, win.buckets), Step: win.step, Buckets: win.buckets}
 	buckets, totals, err := h.statistics.SubscriptionStats(r.Context(), id, sw)
 	if err != nil {
 		return err
@@ -105,4 +105,10 @@ func (h endpointHandlers) stats(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// windowStart is the start of a window of buckets of step that ends with
+// the bucket holding now (UTC).
+func windowStart(now time.Time, step time.Duration, buckets int) time.Time {
+	return now.UTC().Truncate(step).Add(-time.Duration(buckets-1) * step)
 }

@@ -16,10 +16,10 @@ type ExplainedHealth struct {
 	ExecutionMS float64
 }
 
-// ExplainSubscriptionAttemptsSince runs SubscriptionAttemptsSince's
+// ExplainSubscriptionAttemptsFrom runs SubscriptionAttemptsFrom's
 // statement under EXPLAIN ANALYZE, sent as the method sends it.
-func (s *Store) ExplainSubscriptionAttemptsSince(ctx context.Context, merchantID string, subscriptionID uuid.UUID, since time.Time) (ExplainedHealth, error) {
-	return s.explainTimed(ctx, subscriptionAttemptsSQL, merchantID, subscriptionID, since)
+func (s *Store) ExplainSubscriptionAttemptsFrom(ctx context.Context, merchantID string, subscriptionID uuid.UUID, from time.Time) (ExplainedHealth, error) {
+	return s.explainTimed(ctx, subscriptionAttemptsSQL, merchantID, subscriptionID, from.UTC().Truncate(time.Hour))
 }
 
 // explainTimed runs sql with args under EXPLAIN (ANALYZE, BUFFERS): what it

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,14 +11,13 @@ import (
 	"github.com/webhookd/webhookd/internal/store/storetest"
 )
 
-// TestSubscriptionAttemptsSince counts on a few thousand deliveries: the
-// endpoint's 4,000 deliveries, updated over the last ~66 hours (two
-// attempts each, the second a success when the delivery's number is even),
-// 4,000 of another endpoint, and test deliveries; the count is exact, and
-// the plan reads the window's deliveries by the index, not the endpoint's
-// older ones nor the other endpoint's (empty partitions may be scanned:
-// they hold nothing to read).
-func TestSubscriptionAttemptsSince(t *testing.T) {
+// TestSubscriptionAttemptsFrom counts from the hourly rollup: the
+// endpoint's rows of 72 hours (two response-time slots an hour) beside
+// another endpoint's of the same merchant and 300 others'; the count holds the hours from the one holding from,
+// that hour whole, and the plan reads the endpoint's rows of those hours
+// only. (That recording an attempt counts it is TestEndpointHealth's, in
+// admin, through the API.)
+func TestSubscriptionAttemptsFrom(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := storetest.NewStore(t)
@@ -28,71 +26,54 @@ func TestSubscriptionAttemptsSince(t *testing.T) {
 	}
 	sub := newSubscription(t, st, "m_h")
 	other := newSubscription(t, st, "m_h")
-	now := st.Now()
-	// Deliveries are all created now (today's partition exists); what
-	// dates an attempt is its attempted_at and its delivery's updated_at.
-	const perEndpoint = 4000
+	now := st.Now().UTC()
+	// Hour h ago (0..71): slot 0 with h+1 succeeded and 1 retrying, slot 3
+	// with 2 failed, for both endpoints.
 	_, err := st.Pool().Exec(ctx, `
-		WITH d AS (
-			INSERT INTO deliveries (id, merchant_id, event_id, event_created_at, event_type, subscription_id, status, test,
-				attempt_count, created_at, updated_at)
-			SELECT gen_random_uuid(), 'm_h', gen_random_uuid(), $1::timestamptz, 'payout.paid', s.sub, 'succeeded', i % 10 = 0,
-				2, $1::timestamptz, $1::timestamptz - i * interval '1 minute'
-			FROM generate_series(1, $4::int) i, (VALUES ($2::uuid), ($3::uuid)) s(sub)
-			RETURNING id, created_at, updated_at, (extract(epoch FROM $1::timestamptz - updated_at) / 60)::int AS i
-		)
-		INSERT INTO attempts (delivery_id, delivery_created_at, number, status, trigger, duration_ms, attempted_at)
-		SELECT id, created_at, n, CASE WHEN n = 2 AND i % 2 = 0 THEN 'succeeded' ELSE 'failed' END, 'scheduled', 5,
-			updated_at - (2 - n) * interval '1 minute'
-		FROM d, generate_series(1, 2) n`, now, sub, other, perEndpoint)
+		INSERT INTO attempt_stats (subscription_id, hour, slot, succeeded, retrying, failed)
+		SELECT s.sub, date_trunc('hour', $1::timestamptz, 'UTC') - h * interval '1 hour', slot,
+			CASE WHEN slot = 0 THEN h + 1 ELSE 0 END, CASE WHEN slot = 0 THEN 1 ELSE 0 END, CASE WHEN slot = 3 THEN 2 ELSE 0 END
+		FROM generate_series(0, 71) h, (VALUES (0), (3)) sl(slot), (VALUES ($2::uuid), ($3::uuid)) s(sub)`, now, sub, other)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Pool().Exec(ctx, `ANALYZE deliveries; ANALYZE attempts`); err != nil {
+	// Other endpoints' rows, as a deployment's rollup holds them.
+	if _, err := st.Pool().Exec(ctx, `
+		INSERT INTO attempt_stats (subscription_id, hour, slot, succeeded)
+		SELECT s, date_trunc('hour', $1::timestamptz, 'UTC') - h * interval '1 hour', 0, 1
+		FROM generate_series(0, 71) h, (SELECT gen_random_uuid() FROM generate_series(1, 300)) o(s)`, now); err != nil {
 		t.Fatal(err)
 	}
-
-	since := now.Add(-24 * time.Hour)
-	got, err := st.EndpointHealth.SubscriptionAttemptsSince(ctx, "m_h", sub, since)
-	if err != nil {
+	if _, err := st.Pool().Exec(ctx, `ANALYZE attempt_stats`); err != nil {
 		t.Fatal(err)
 	}
-	// Delivery i (1..4000) is updated i minutes ago, its attempts i and
-	// i+1 minutes ago; every tenth is a test delivery.
+	// From 23.5 hours ago: the hour holding it (23 hours ago, whole) and
+	// the 23 after it.
+	from := now.Truncate(time.Hour).Add(-23*time.Hour + 30*time.Minute)
 	var want store.AttemptCounts
-	for i := 1; i <= perEndpoint; i++ {
-		if i%10 == 0 {
-			continue
-		}
-		for n := 1; n <= 2; n++ {
-			if at := now.Add(-time.Duration(i+2-n) * time.Minute); !at.Before(since) {
-				want.Attempts++
-				if n == 2 && i%2 == 0 {
-					want.Succeeded++
-				}
-			}
-		}
+	for h := 0; h <= 23; h++ {
+		want.Succeeded += h + 1
+		want.Attempts += h + 1 + 1 + 2
+	}
+	got, err := st.EndpointHealth.SubscriptionAttemptsFrom(ctx, "m_h", sub, from)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
-	if n, err := st.EndpointHealth.SubscriptionAttemptsSince(ctx, "m_other", sub, since); err != nil || n.Attempts != 0 {
+	if n, err := st.EndpointHealth.SubscriptionAttemptsFrom(ctx, "m_other", sub, from); err != nil || n.Attempts != 0 {
 		t.Errorf("another merchant counts %+v, %v", n, err)
 	}
 
-	ex, err := st.ExplainSubscriptionAttemptsSince(ctx, "m_h", sub, since)
+	ex, err := st.ExplainSubscriptionAttemptsFrom(ctx, "m_h", sub, from)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("health of one endpoint among %d deliveries (%d attempts): %d rows examined, %.2f ms",
-		2*perEndpoint, 4*perEndpoint, ex.RowsExamined, ex.ExecutionMS)
-	if !strings.Contains(ex.Plan, "subscription_id_updated_at_idx") {
-		t.Errorf("the plan does not use deliveries_subscription_updated_idx:\n%s", ex.Plan)
-	}
-	// The window holds 1,440 of the endpoint's deliveries: each read once
-	// by the index and its two attempts by primary key.
-	if limit := 3*24*60 + 100; ex.RowsExamined > limit {
-		t.Errorf("%d rows examined, want at most %d (the window's deliveries and their attempts):\n%s", ex.RowsExamined, limit, ex.Plan)
+	t.Logf("health of one endpoint among 21,888 rollup rows: %d rows examined, %.2f ms", ex.RowsExamined, ex.ExecutionMS)
+	// The window's 48 rows of the endpoint, and its subscription's row.
+	if limit := 48 + 10; ex.RowsExamined > limit {
+		t.Errorf("%d rows examined, want at most %d (the window's rows of the endpoint):\n%s", ex.RowsExamined, limit, ex.Plan)
 	}
 }
 
