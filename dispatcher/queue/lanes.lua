@@ -45,12 +45,13 @@ local function lanes(ARGV)
   -- parked for it. A batched lane (batch size bs > 1, wait bw ms; batch.go)
   -- goes bw after its first attempt is due, or once bs attempts are due if
   -- that is sooner. r is the lane's pace (laneRate) when the caller has
-  -- it, read here otherwise.
-  -- It returns too the first attempt's id and the pace, for take to use
-  -- without reading them again.
-  local function eligible(s, r)
+  -- it, read here otherwise; head the lane's first attempts with their
+  -- due times when the caller has them, read here otherwise.
+  -- It returns too the first attempt's id, the pace and the first two
+  -- attempts read, for take to use without reading them again.
+  local function eligible(s, r, head)
     local lane = P .. ':s:' .. s
-    local head = redis.call('ZRANGE', lane, 0, 0, 'WITHSCORES')
+    head = head or redis.call('ZRANGE', lane, 0, 1, 'WITHSCORES')
     if #head == 0 then
       return nil
     end
@@ -67,7 +68,7 @@ local function lanes(ARGV)
     if r.next > at then
       at = r.next
     end
-    return at, head[1], r
+    return at, head[1], r, head
   end
 
   -- placeSubscription puts subscription s of merchant m where it belongs at
@@ -266,7 +267,7 @@ local function lanes(ARGV)
             local fits = left > 0
             if lent then fits = not unlendable[s] end
             if fits then
-              local at, id, r = eligible(s)
+              local at, id, r, head = eligible(s)
               if at ~= nil and at <= now then
                 local bs = r.bs
                 redis.call('ZREM', P .. ':s:' .. s, id)
@@ -296,7 +297,13 @@ local function lanes(ARGV)
                 tookIDs[#tookIDs + 1] = now
                 tookIDs[#tookIDs + 1] = id
                 redis.call('ZADD', ready, 'XX', stamp(), s)
-                local stays = placeSubscription(m, s, now, (eligible(s, r)), r, true)
+                -- The lane's next is the second attempt read with the
+                -- first, unless the unit took more (a batch, which reads).
+                local rest = nil
+                if bs <= 1 then
+                  rest = { head[3], head[4] }
+                end
+                local stays = placeSubscription(m, s, now, (eligible(s, r, rest)), r, true)
                 if stays and seen.whole then
                   -- Stamped to the ring's end: so in the list.
                   subs[#subs + 1] = s
