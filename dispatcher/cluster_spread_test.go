@@ -22,6 +22,9 @@ import (
 // publisher to a running worker.
 func TestScheduleSpreadsOverMasters(t *testing.T) {
 	storetest.FullLane(t, "a Redis Cluster's masters sharing the schedule")
+	// On a cluster of its own, and what it counts is each master's calls,
+	// not time: beside the package's other parallel tests.
+	t.Parallel()
 	const perShard, eventsEach = 2, 40
 	e := dispatchertest.NewCluster(t)
 	ctx := context.Background()

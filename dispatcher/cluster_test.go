@@ -159,6 +159,10 @@ func (r *failoverRun) count() int {
 // and the ordered one's in order for each key.
 func TestClusterFailover(t *testing.T) {
 	storetest.FullLane(t, "a Redis Cluster failover")
+	// Both cases, each on a cluster of its own, beside the package's other
+	// parallel tests: most of their 20 s each is waiting for a promotion
+	// (3 to 4 s) and a stream of events, not this machine's CPU.
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		fail func(*storetest.Cluster, *storetest.Node) time.Time
@@ -168,7 +172,10 @@ func TestClusterFailover(t *testing.T) {
 		// A machine that stops answering: connections open, and wait.
 		{"hung", (*storetest.Cluster).HangMaster},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testFailover(t, tc.fail) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testFailover(t, tc.fail)
+		})
 	}
 }
 
