@@ -7,8 +7,6 @@
 #   bash .ci/fuzz.sh            build, then run (what a developer types)
 #   bash .ci/fuzz.sh build DIR  only build the binaries and their list in DIR
 #   bash .ci/fuzz.sh run DIR    only run what `build DIR` made
-#   bash .ci/fuzz.sh all DIR    build into DIR, then run (what .ci/run does,
-#                               beside the tests)
 #
 # The two halves exist so that the binaries can be built apart from the
 # runs (see .ci/run).
@@ -101,12 +99,11 @@ run() {
 case "${1:-}" in
 build) build "$2" ;;
 run) run "$2" ;;
-all) build "$2"; run "$2" ;;  # not &&: set -e does not reach into a function on its left
 "")
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   build "$work"
   run "$work"
   ;;
-*) echo "usage: bash .ci/fuzz.sh [build DIR | run DIR | all DIR]" >&2; exit 2 ;;
+*) echo "usage: bash .ci/fuzz.sh [build DIR | run DIR]" >&2; exit 2 ;;
 esac
