@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -77,26 +76,8 @@ var theBinary struct {
 	err  error
 }
 
-// parallelTests is how many of the package's parallel tests run at once
-// unless -test.parallel says otherwise (go test's default is GOMAXPROCS,
-// 2 on CI's machine). They are the ones that mostly wait: on a broker's
-// restart, a Redis promotion, an outage's end, a browser. Two at a time,
-// CI's last four minutes of this package were two of them waiting (1,243
-// CPU s in a 921 s run on 2026-11-29: a third of the two cores idle).
-const parallelTests = 3
-
-// TestMain runs the package's parallel tests parallelTests at a time and
-// removes the binary the tests shared once they are done.
+// TestMain removes the binary the tests shared once they are done.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		if err := flag.Set("test.parallel", strconv.Itoa(parallelTests)); err != nil {
-			fmt.Fprintln(os.Stderr, "set -test.parallel:", err)
-			os.Exit(2)
-		}
-	}
 	code := m.Run()
 	if theBinary.dir != "" {
 		_ = os.RemoveAll(theBinary.dir)

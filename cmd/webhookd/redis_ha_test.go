@@ -230,11 +230,6 @@ func (d *haDeployment) stopAndVerify(name string, start time.Time, interruptible
 // is what this test holds the engine to.
 func TestRedisHighAvailability(t *testing.T) {
 	storetest.FullLane(t, "Redis Sentinel and Cluster behind PgBouncer, on the real binary")
-	// Beside the package's other parallel tests: most of its minute and a
-	// quarter is spent waiting (publishes 20 ms apart, promotions), and
-	// its one bound on time (deliveries back within 10 s of a promotion)
-	// has been met in 2 to 3 s.
-	t.Parallel()
 	const (
 		events  = 300
 		gap     = 20 * time.Millisecond
