@@ -2,8 +2,11 @@ package deliver
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -75,4 +78,71 @@ func sendPlain(t *testing.T, snd *Sender, target string) Result {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// TestCountedConnEndsReadsBeforeItsFIN: the transport's read loop, if it
+// resumes while Close is under way, must not read what a receiver sends
+// once it sees the engine hang up: that would be taken as the answer to a
+// request whose deadline had passed. The receiver here answers the FIN;
+// the read loop is played by a read made inside Close, after the FIN went
+// out and the answer came back, the latest it can run.
+func TestCountedConnEndsReadsBeforeItsFIN(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	answered := make(chan error, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			answered <- err
+			return
+		}
+		defer c.Close()
+		// Wait for the engine's FIN, as a server waits before it ends a
+		// request's context, then answer.
+		_, _ = io.Copy(io.Discard, c)
+		_, err = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
+		answered <- err
+	}()
+	raw, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := &lateReader{TCPConn: raw.(*net.TCPConn), answered: answered}
+	released := 0
+	c := &countedConn{Conn: conn, release: func() { released++ }}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if conn.serverErr != nil {
+		t.Fatalf("the receiver could not answer: %v", conn.serverErr)
+	}
+	if conn.n > 0 || !errors.Is(conn.err, os.ErrDeadlineExceeded) {
+		t.Errorf("a read after the FIN got %q (error %v), want nothing and the deadline's error", conn.got[:conn.n], conn.err)
+	}
+	if released != 1 {
+		t.Errorf("slot released %d times, want once", released)
+	}
+}
+
+// lateReader is a TCP connection whose CloseWrite, once the FIN is out and
+// the peer has answered it, reads as a read loop resuming then would.
+type lateReader struct {
+	*net.TCPConn
+	answered  chan error
+	serverErr error
+	got       [64]byte
+	n         int
+	err       error
+}
+
+func (r *lateReader) CloseWrite() error {
+	err := r.TCPConn.CloseWrite()
+	r.serverErr = <-r.answered
+	// The answer is in the socket's queue once the peer's write returned
+	// (loopback); a read that reaches the socket returns it at once.
+	r.n, r.err = r.TCPConn.Read(r.got[:])
+	return err
 }
