@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/internal/clock"
 )
 
@@ -145,4 +147,50 @@ func (r *lateReader) CloseWrite() error {
 	// (loopback); a read that reaches the socket returns it at once.
 	r.n, r.err = r.TCPConn.Read(r.got[:])
 	return err
+}
+
+// TestExchangeTakesNoAnswerPastItsDeadline: an answer the transport hands
+// over once the attempt's deadline has passed (Go's transport returns one
+// that raced its close of the connection) is a timeout, whatever its
+// status; one within the deadline is the answer.
+func TestExchangeTakesNoAnswerPastItsDeadline(t *testing.T) {
+	cases := []struct {
+		name     string
+		answer   roundTripFunc
+		wantCode string // "" for a success
+	}{
+		{"answered in time", func(*http.Request) (*http.Response, error) { return okResponse(), nil }, ""},
+		{"answered as the deadline closed the connection", func(r *http.Request) (*http.Response, error) {
+			<-r.Context().Done()
+			return okResponse(), nil
+		}, errTimeout},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			snd, err := NewSender(SenderConfig{Timeout: 50 * time.Millisecond, AllowHTTP: true, AllowPrivate: true, MaxConns: 4,
+				MaxConnsPerHost: 1, Version: "test"}, clock.System{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snd.http = &http.Client{Transport: tc.answer}
+			res := sendPlain(t, snd, "http://127.0.0.1:1/")
+			code := ""
+			if res.ErrCode != nil {
+				code = *res.ErrCode
+			}
+			if code != tc.wantCode || (tc.wantCode == "") != (res.outcome == metrics.OutcomeSuccess) {
+				t.Errorf("error code %q, outcome %s; want code %q", code, res.outcome, tc.wantCode)
+			}
+		})
+	}
+}
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// okResponse is a 200 with an empty body.
+func okResponse() *http.Response {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))}
 }
