@@ -289,7 +289,7 @@ type halfCloser interface {
 // end of Close, as a 2xx to an attempt that timed out: a success recorded
 // for a delivery its receiver never answered in time (seen once in CI as
 // TestRetryOutcomes' slow receiver settled at its first attempt; a Go
-// program that pauses 2 ms there read 7 such answers in 4,800 timed-out
+// program that pauses 2 ms there read 7 or 8 such answers in 4,800 timed-out
 // requests, none once reads end first).
 func (c *countedConn) Close() error {
 	// A deadline already past: no read begun after it reaches the socket.
