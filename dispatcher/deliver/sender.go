@@ -506,16 +506,6 @@ func (s *Sender) exchange(ctx context.Context, client *http.Client, p prepared) 
 		req.Header[name] = values
 	}
 	resp, err := s.do(client, req)
-	if err == nil && ctx.Err() != nil {
-		// The transport hands over an answer that raced the deadline (its
-		// read loop's, taken while it closed the connection): past the
-		// timeout it is not an answer within it (docs/decisions.md,
-		// "Success"), whatever its status. countedConn.Close keeps a
-		// receiver's answer to our hang-up out; this keeps out the rest,
-		// such as one a TLS close_notify provoked before that Close ran.
-		_ = resp.Body.Close()
-		resp, err = nil, context.Cause(ctx)
-	}
 	// Recorded after the exchange: s.do adds the traceparent the receiver
 	// got, and the record shows what was sent.
 	res.Headers = sentHeaders(req.Header, p.Headers)

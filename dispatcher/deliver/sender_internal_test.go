@@ -3,6 +3,7 @@ package deliver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/webhookd/webhookd/dispatcher/internal/metrics"
 	"github.com/webhookd/webhookd/internal/clock"
@@ -152,7 +156,8 @@ func (r *lateReader) CloseWrite() error {
 // TestExchangeTakesNoAnswerPastItsDeadline: an answer the transport hands
 // over once the attempt's deadline has passed (Go's transport returns one
 // that raced its close of the connection) is a timeout, whatever its
-// status; one within the deadline is the answer.
+// status; one within the deadline is the answer. Traced, the exchange's
+// span says the same as its record.
 func TestExchangeTakesNoAnswerPastItsDeadline(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -166,22 +171,44 @@ func TestExchangeTakesNoAnswerPastItsDeadline(t *testing.T) {
 		}, errTimeout},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			snd, err := NewSender(SenderConfig{Timeout: 50 * time.Millisecond, AllowHTTP: true, AllowPrivate: true, MaxConns: 4,
-				MaxConnsPerHost: 1, Version: "test"}, clock.System{}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			snd.http = &http.Client{Transport: tc.answer}
-			res := sendPlain(t, snd, "http://127.0.0.1:1/")
-			code := ""
-			if res.ErrCode != nil {
-				code = *res.ErrCode
-			}
-			if code != tc.wantCode || (tc.wantCode == "") != (res.outcome == metrics.OutcomeSuccess) {
-				t.Errorf("error code %q, outcome %s; want code %q", code, res.outcome, tc.wantCode)
-			}
-		})
+		for _, traced := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/traced=%v", tc.name, traced), func(t *testing.T) {
+				snd, err := NewSender(SenderConfig{Timeout: 50 * time.Millisecond, AllowHTTP: true, AllowPrivate: true, MaxConns: 4,
+					MaxConnsPerHost: 1, Version: "test"}, clock.System{}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				snd.http = &http.Client{Transport: tc.answer}
+				spans := tracetest.NewInMemoryExporter()
+				if traced {
+					snd.tracer = sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)).Tracer("test")
+				}
+				res := sendPlain(t, snd, "http://127.0.0.1:1/")
+				code := ""
+				if res.ErrCode != nil {
+					code = *res.ErrCode
+				}
+				if code != tc.wantCode || (tc.wantCode == "") != (res.outcome == metrics.OutcomeSuccess) {
+					t.Errorf("error code %q, outcome %s; want code %q", code, res.outcome, tc.wantCode)
+				}
+				if !traced {
+					return
+				}
+				got := spans.GetSpans()
+				if len(got) != 1 {
+					t.Fatalf("%d spans ended, want the exchange's one", len(got))
+				}
+				errorType := ""
+				for _, a := range got[0].Attributes {
+					if a.Key == "error.type" {
+						errorType = a.Value.AsString()
+					}
+				}
+				if errorType != tc.wantCode {
+					t.Errorf("span's error.type %q, want %q (as the record)", errorType, tc.wantCode)
+				}
+			})
+		}
 	}
 }
 

@@ -157,10 +157,12 @@ func (r *Runner) observeLatency(ctx context.Context, v float64) {
 // often hold a token), ended when the answer's body is closed, and the
 // traceparent header a child of it unless the request's context says
 // otherwise (tracing.WithoutPropagation). The span carries the status and
-// the error class, never a header's value nor the body.
+// the error class, never a header's value nor the body. An answer handed
+// over past the request's deadline is its deadline's error (inTime).
 func (s *Sender) do(client *http.Client, req *http.Request) (*http.Response, error) {
 	if s.tracer == nil {
-		return client.Do(req)
+		resp, err := client.Do(req)
+		return inTime(req.Context(), resp, err)
 	}
 	attrs := []attribute.KeyValue{attribute.String("http.request.method", req.Method),
 		attribute.String("server.address", req.URL.Hostname()), attribute.String("url.scheme", req.URL.Scheme)}
@@ -177,6 +179,7 @@ func (s *Sender) do(client *http.Client, req *http.Request) (*http.Response, err
 		req.Header.Set("traceparent", tp)
 	}
 	resp, err := client.Do(req)
+	resp, err = inTime(ctx, resp, err)
 	if err != nil {
 		_, code := classify(ctx, err)
 		span.SetAttributes(attribute.String("error.type", code))
@@ -191,6 +194,21 @@ func (s *Sender) do(client *http.Client, req *http.Request) (*http.Response, err
 	}
 	resp.Body = &spanBody{ReadCloser: resp.Body, span: span}
 	return resp, nil
+}
+
+// inTime refuses an answer the transport handed over once ctx, the
+// request's, was done: Go's transport returns one that raced its close of
+// the connection (its read loop's, taken while it closed). Past the
+// timeout it is not an answer within it (docs/decisions.md, "Success"),
+// whatever its status: the exchange is a timeout. countedConn.Close keeps
+// a receiver's answer to our hang-up out; this keeps out the rest, such
+// as one a TLS close_notify provoked before that Close ran.
+func inTime(ctx context.Context, resp *http.Response, err error) (*http.Response, error) {
+	if err != nil || ctx.Err() == nil {
+		return resp, err
+	}
+	_ = resp.Body.Close()
+	return nil, context.Cause(ctx)
 }
 
 // spanBody ends the exchange's span when the answer's body is closed.
